@@ -1,0 +1,1 @@
+"""assets of the Dagster platform (filled by the platform issue)."""

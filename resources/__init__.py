@@ -1,0 +1,1 @@
+"""resources of the Dagster platform (filled by the platform issue)."""

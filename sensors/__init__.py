@@ -1,0 +1,1 @@
+"""sensors of the Dagster platform (filled by the platform issue)."""

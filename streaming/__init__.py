@@ -1,0 +1,83 @@
+"""Kafka Streams for Python: a DSL and Processor API with Kafka Streams semantics.
+
+    from streaming import StreamsBuilder, TopologyTestDriver, TimeWindows, serdes
+"""
+
+from streaming import serdes
+from streaming.dsl import (
+    Branched,
+    BranchedKStream,
+    BufferConfig,
+    Change,
+    Consumed,
+    EmitStrategy,
+    GlobalKTable,
+    Grouped,
+    JoinWindows,
+    KGroupedStream,
+    KGroupedTable,
+    KStream,
+    KTable,
+    Materialized,
+    Named,
+    Produced,
+    Repartitioned,
+    SessionWindowedKStream,
+    SessionWindows,
+    SlidingWindows,
+    StreamsBuilder,
+    Suppressed,
+    TimeWindowedKStream,
+    TimeWindows,
+)
+from streaming.state.windowed import SessionWindow, TimeWindow, Window, Windowed
+from streaming.testing import KeyValue, TestRecord, TopologyTestDriver
+from streaming.topology import (
+    FixedKeyProcessor,
+    Processor,
+    PunctuationType,
+    Record,
+    Topology,
+    TopologyException,
+)
+
+__all__ = [
+    "Branched",
+    "BranchedKStream",
+    "BufferConfig",
+    "Change",
+    "Consumed",
+    "EmitStrategy",
+    "FixedKeyProcessor",
+    "GlobalKTable",
+    "Grouped",
+    "JoinWindows",
+    "KGroupedStream",
+    "KGroupedTable",
+    "KStream",
+    "KTable",
+    "KeyValue",
+    "Materialized",
+    "Named",
+    "Processor",
+    "Produced",
+    "PunctuationType",
+    "Record",
+    "Repartitioned",
+    "SessionWindow",
+    "SessionWindowedKStream",
+    "SessionWindows",
+    "SlidingWindows",
+    "StreamsBuilder",
+    "Suppressed",
+    "TestRecord",
+    "TimeWindow",
+    "TimeWindowedKStream",
+    "TimeWindows",
+    "Topology",
+    "TopologyException",
+    "TopologyTestDriver",
+    "Window",
+    "Windowed",
+    "serdes",
+]

@@ -1,0 +1,56 @@
+"""The Kafka Streams DSL: builder, streams, tables, grouping, windows and options."""
+
+from streaming.dsl.builder import StreamsBuilder
+from streaming.dsl.change import Change
+from streaming.dsl.grouped import (
+    KGroupedStream,
+    KGroupedTable,
+    SessionWindowedKStream,
+    TimeWindowedKStream,
+)
+from streaming.dsl.kstream import BranchedKStream, KStream
+from streaming.dsl.ktable import GlobalKTable, KTable
+from streaming.dsl.options import (
+    Branched,
+    Consumed,
+    Grouped,
+    Materialized,
+    Named,
+    Produced,
+    Repartitioned,
+)
+from streaming.dsl.suppressed import BufferConfig, Suppressed
+from streaming.dsl.windows import (
+    EmitStrategy,
+    JoinWindows,
+    SessionWindows,
+    SlidingWindows,
+    TimeWindows,
+)
+
+__all__ = [
+    "Branched",
+    "BranchedKStream",
+    "BufferConfig",
+    "Change",
+    "Consumed",
+    "EmitStrategy",
+    "GlobalKTable",
+    "Grouped",
+    "JoinWindows",
+    "KGroupedStream",
+    "KGroupedTable",
+    "KStream",
+    "KTable",
+    "Materialized",
+    "Named",
+    "Produced",
+    "Repartitioned",
+    "SessionWindowedKStream",
+    "SessionWindows",
+    "SlidingWindows",
+    "StreamsBuilder",
+    "Suppressed",
+    "TimeWindowedKStream",
+    "TimeWindows",
+]

@@ -1,0 +1,305 @@
+"""``StreamsBuilder``: the entry point of the DSL, and the naming/materialising helpers.
+
+Nodes are added to the ``Topology`` as DSL calls are made, named exactly as Kafka
+Streams names them (``KSTREAM-FILTER-0000000001``, one counter per builder), so that
+``describe()`` output, store names and internal topic names match the Java reference.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from streaming.dsl.options import Consumed, Materialized, as_materialized
+from streaming.time import to_millis
+from streaming.topology.graph import Topology
+
+if TYPE_CHECKING:
+    from streaming.dsl.kstream import KStream
+    from streaming.dsl.ktable import GlobalKTable, KTable
+
+
+class InternalBuilder:
+    """Shared state of one DSL build: the topology and the name counter."""
+
+    def __init__(self) -> None:
+        self.topology = Topology()
+        self._index = 0
+
+    def next_index(self) -> int:
+        index = self._index
+        self._index += 1
+        return index
+
+    def new_processor_name(self, prefix: str) -> str:
+        return f"{prefix}{self.next_index():010d}"
+
+    def new_store_name(self, prefix: str) -> str:
+        return f"{prefix}STATE-STORE-{self.next_index():010d}"
+
+    def name_or(self, name: str | None, prefix: str) -> str:
+        """A user name, or a generated one (generated names always use the counter)."""
+        return name if name else self.new_processor_name(prefix)
+
+    # -- stores -----------------------------------------------------------------------
+
+    def kv_store_builder(
+        self, materialized: Materialized, name: str, key_serde: Any, value_serde: Any
+    ) -> Any:
+        """A timestamped key-value store builder for a KTable or aggregation."""
+        from streaming.state import Stores
+
+        key_serde = materialized.key_serde or key_serde
+        value_serde = materialized.value_serde or value_serde
+        if materialized.store_supplier is not None:
+            supplier = materialized.store_supplier
+        elif materialized.store_type == "in_memory":
+            supplier = Stores.in_memory_key_value_store(name)
+        else:
+            supplier = Stores.persistent_timestamped_key_value_store(name)
+        builder = Stores.timestamped_key_value_store_builder(supplier, key_serde, value_serde)
+        return self._configure(builder, materialized)
+
+    @staticmethod
+    def _configure(builder: Any, materialized: Materialized) -> Any:
+        builder = (
+            builder.with_caching_enabled()
+            if materialized.caching_enabled
+            else builder.with_caching_disabled()
+        )
+        if materialized.logging_enabled:
+            return builder.with_logging_enabled(dict(materialized.log_config))
+        return builder.with_logging_disabled()
+
+    def window_store_builder(
+        self,
+        materialized: Materialized,
+        name: str,
+        *,
+        window_size_ms: int,
+        grace_ms: int,
+        default_retention_ms: int,
+        time_ordered: bool,
+        key_serde: Any,
+        value_serde: Any,
+    ) -> Any:
+        """A timestamped window store for a windowed aggregation (Kafka's materialize())."""
+        from streaming.state import Stores
+
+        retention = (
+            materialized.retention_ms
+            if materialized.retention_ms is not None
+            else default_retention_ms
+        )
+        if retention < window_size_ms + grace_ms:
+            raise ValueError(
+                f"The retention period of the window store {name} must be no smaller than its "
+                f"window size plus the grace period. Got size=[{window_size_ms}], "
+                f"grace=[{grace_ms}], retention=[{retention}]"
+            )
+        key_serde = materialized.key_serde or key_serde
+        value_serde = materialized.value_serde or value_serde
+        if materialized.store_supplier is not None:
+            supplier = materialized.store_supplier
+        elif time_ordered:
+            supplier = Stores.persistent_timestamped_time_ordered_window_store(
+                name, retention, window_size_ms, False
+            )
+        elif materialized.store_type == "in_memory":
+            supplier = Stores.in_memory_window_store(name, retention, window_size_ms, False)
+        else:
+            supplier = Stores.persistent_timestamped_window_store(
+                name, retention, window_size_ms, False
+            )
+        builder = Stores.timestamped_window_store_builder(supplier, key_serde, value_serde)
+        if time_ordered:
+            # emit-on-window-close reads the store itself; Kafka disables caching here
+            materialized = Materialized(
+                store_name=materialized.store_name,
+                caching_enabled=False,
+                logging_enabled=materialized.logging_enabled,
+                log_config=materialized.log_config,
+            )
+        return self._configure(builder, materialized)
+
+    def session_store_builder(
+        self,
+        materialized: Materialized,
+        name: str,
+        *,
+        default_retention_ms: int,
+        gap_ms: int,
+        grace_ms: int,
+        emit_on_close: bool,
+        key_serde: Any,
+        value_serde: Any,
+    ) -> Any:
+        """A session store for a session-windowed aggregation."""
+        from streaming.state import Stores
+
+        retention = (
+            materialized.retention_ms
+            if materialized.retention_ms is not None
+            else default_retention_ms
+        )
+        if retention < gap_ms + grace_ms:
+            raise ValueError(
+                f"The retention period of the session store {name} must be no smaller than the "
+                f"session inactivity gap plus the grace period. Got gap=[{gap_ms}], "
+                f"grace=[{grace_ms}], retention=[{retention}]"
+            )
+        key_serde = materialized.key_serde or key_serde
+        value_serde = materialized.value_serde or value_serde
+        if materialized.store_supplier is not None:
+            supplier = materialized.store_supplier
+        elif materialized.store_type == "in_memory":
+            supplier = Stores.in_memory_session_store(name, retention)
+        else:
+            supplier = Stores.persistent_session_store(name, retention)
+        builder = Stores.session_store_builder(supplier, key_serde, value_serde)
+        if emit_on_close:
+            materialized = Materialized(
+                store_name=materialized.store_name,
+                caching_enabled=False,
+                logging_enabled=materialized.logging_enabled,
+                log_config=materialized.log_config,
+            )
+        return self._configure(builder, materialized)
+
+
+_INTERNAL_NAME = re.compile(r"KSTREAM.*-[0-9]{10}")
+
+
+def is_generated_name(name: str) -> bool:
+    return bool(_INTERNAL_NAME.fullmatch(name))
+
+
+class StreamsBuilder:
+    """Build a topology with the DSL: ``stream``, ``table``, ``global_table``, then ``build``."""
+
+    def __init__(self) -> None:
+        self._internal = InternalBuilder()
+
+    @property
+    def topology(self) -> Topology:
+        return self._internal.topology
+
+    def stream(
+        self,
+        topics: str | list[str] | re.Pattern[str],
+        *,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        timestamp_extractor: Any = None,
+        consumed: Consumed | None = None,
+        name: str | None = None,
+    ) -> KStream:
+        """A ``KStream`` over one topic, several topics, or every topic matching a pattern."""
+        from streaming.dsl.kstream import KStream
+
+        if consumed is not None:
+            key_serde = key_serde or consumed.key_serde
+            value_serde = value_serde or consumed.value_serde
+            timestamp_extractor = timestamp_extractor or consumed.timestamp_extractor
+            name = name or consumed.name
+        b = self._internal
+        source = b.name_or(name, "KSTREAM-SOURCE-")
+        if isinstance(topics, re.Pattern):
+            b.topology.add_source(
+                source,
+                pattern=topics,
+                key_serde=key_serde,
+                value_serde=value_serde,
+                timestamp_extractor=timestamp_extractor,
+            )
+        else:
+            topic_list = [topics] if isinstance(topics, str) else list(topics)
+            if not topic_list:
+                raise ValueError("stream() needs at least one topic")
+            b.topology.add_source(
+                source,
+                *topic_list,
+                key_serde=key_serde,
+                value_serde=value_serde,
+                timestamp_extractor=timestamp_extractor,
+            )
+        return KStream(b, source, key_serde, value_serde, repartition_required=False)
+
+    def table(
+        self,
+        topic: str,
+        *,
+        materialized: Materialized | str | None = None,
+        key_serde: Any = None,
+        value_serde: Any = None,
+        timestamp_extractor: Any = None,
+        consumed: Consumed | None = None,
+    ) -> KTable:
+        """A ``KTable`` (changelog view) over a topic; materialised in a store."""
+        from streaming.dsl.ktable import KTable
+        from streaming.dsl.processors.table import KTableSourceSupplier
+
+        mat = as_materialized(materialized)
+        if consumed is not None:
+            key_serde = key_serde or consumed.key_serde
+            value_serde = value_serde or consumed.value_serde
+            timestamp_extractor = timestamp_extractor or consumed.timestamp_extractor
+        key_serde = key_serde or mat.key_serde
+        value_serde = value_serde or mat.value_serde
+        b = self._internal
+        store_name = mat.store_name or f"{topic}-STATE-STORE-{b.next_index():010d}"
+        source = b.name_or(consumed.name if consumed else None, "KSTREAM-SOURCE-")
+        table_source = (
+            f"{consumed.name}-table-source"
+            if consumed and consumed.name
+            else b.new_processor_name("KTABLE-SOURCE-")
+        )
+        b.topology.add_source(
+            source,
+            topic,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            timestamp_extractor=timestamp_extractor,
+        )
+        store_builder = b.kv_store_builder(mat, store_name, key_serde, value_serde)
+        supplier = KTableSourceSupplier(store_name, store_builder, b.topology, table_source)
+        b.topology.add_processor(table_source, supplier, source)
+        if mat.store_name is not None:
+            supplier.materialize()
+        return KTable(
+            b,
+            table_source,
+            supplier,
+            key_serde,
+            value_serde,
+            queryable_store_name=mat.store_name,
+        )
+
+    def global_table(
+        self,
+        topic: str,
+        *,
+        materialized: Materialized | str | None = None,
+        key_serde: Any = None,
+        value_serde: Any = None,
+    ) -> GlobalKTable:
+        """A fully replicated table; joins with it are part of the joins issue."""
+        raise NotImplementedError(
+            "GlobalKTable arrives with stream-table joins (issue 3); use table() for now"
+        )
+
+    def add_state_store(self, store_builder: Any) -> StreamsBuilder:
+        """Register a store for ``process(...)`` calls that name it."""
+        self._internal.topology.add_state_store(store_builder)
+        return self
+
+    def build(self) -> Topology:
+        """The topology built so far (the same object on every call)."""
+        return self._internal.topology
+
+
+def retention_or(default: int, materialized: Materialized) -> int:
+    return materialized.retention_ms if materialized.retention_ms is not None else default
+
+
+__all__ = ["InternalBuilder", "StreamsBuilder", "is_generated_name", "retention_or", "to_millis"]

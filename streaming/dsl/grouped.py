@@ -1,0 +1,481 @@
+"""Grouped streams and their aggregations: plain, time-windowed, sliding and session."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from streaming import serdes
+from streaming.dsl.kstream import _named, create_repartition
+from streaming.dsl.options import Grouped, Materialized, as_materialized
+from streaming.dsl.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
+
+if TYPE_CHECKING:
+    from streaming.dsl.builder import InternalBuilder
+    from streaming.dsl.ktable import KTable
+
+
+def _count_init() -> int:
+    return 0
+
+
+def _count_agg(key: Any, value: Any, agg: int) -> int:
+    return agg + 1
+
+
+def _reduce_init() -> None:
+    return None
+
+
+def _reduce_aggregator(reducer: Callable[[Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+    def aggregate(key: Any, value: Any, agg: Any) -> Any:
+        return value if agg is None else reducer(agg, value)
+
+    return aggregate
+
+
+class _Grouping:
+    """What every grouped stream shares: the parent node and the repartition rule."""
+
+    def __init__(
+        self,
+        builder: InternalBuilder,
+        parent: str,
+        grouped: Grouped,
+        key_serde: Any,
+        value_serde: Any,
+        *,
+        repartition_required: bool,
+    ) -> None:
+        self._builder = builder
+        self._parent = parent
+        self._grouped = grouped
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self._repartition_required = repartition_required
+
+    def _source_for(self, store_name: str) -> str:
+        """The parent for the aggregate: a repartition source when the key was changed."""
+        if not self._repartition_required:
+            return self._parent
+        prefix = self._grouped.name or store_name
+        return create_repartition(
+            self._builder, self._parent, prefix, self.key_serde, self.value_serde
+        )
+
+    def _names(self, mat: Materialized, prefix: str, named: Any) -> tuple[str, str]:
+        store = mat.store_name or self._builder.new_store_name(prefix)
+        name = self._builder.name_or(_named(named), prefix)
+        return store, name
+
+
+class KGroupedStream(_Grouping):
+    """A stream grouped by key, ready to aggregate or to window."""
+
+    def _aggregate(
+        self,
+        supplier_factory: Callable[[str], Any],
+        materialized: Materialized | str | None,
+        named: Any,
+        prefix: str,
+        value_serde: Any,
+    ) -> KTable:
+        from streaming.dsl.ktable import KTable
+
+        b = self._builder
+        mat = as_materialized(materialized)
+        store_name, name = self._names(mat, prefix, named)
+        source = self._source_for(store_name)
+        key_serde = mat.key_serde or self.key_serde
+        value_serde = mat.value_serde or value_serde
+        store_builder = b.kv_store_builder(mat, store_name, key_serde, value_serde)
+        supplier = supplier_factory(store_name)
+        b.topology.add_processor(name, supplier, source)
+        b.topology.add_state_store(store_builder, name)
+        return KTable(b, name, supplier, key_serde, value_serde, queryable_store_name=store_name)
+
+    def count(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:
+        """Count records per key (null keys and values are skipped)."""
+        from streaming.dsl.processors.aggregate import KStreamAggregateSupplier
+
+        return self._aggregate(
+            lambda store: KStreamAggregateSupplier(store, _count_init, _count_agg),
+            materialized,
+            named,
+            "KSTREAM-AGGREGATE-",
+            None,
+        )
+
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any],
+        materialized: Materialized | str | None = None,
+        named: Any = None,
+    ) -> KTable:
+        """Combine values per key with ``reducer(aggregate, value)``."""
+        from streaming.dsl.processors.aggregate import KStreamReduceSupplier
+
+        return self._aggregate(
+            lambda store: KStreamReduceSupplier(store, reducer),
+            materialized,
+            named,
+            "KSTREAM-REDUCE-",
+            self.value_serde,
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | str | None = None,
+        named: Any = None,
+    ) -> KTable:
+        """Fold values per key: ``aggregator(key, value, aggregate)`` from ``initializer()``."""
+        from streaming.dsl.processors.aggregate import KStreamAggregateSupplier
+
+        return self._aggregate(
+            lambda store: KStreamAggregateSupplier(store, initializer, aggregator),
+            materialized,
+            named,
+            "KSTREAM-AGGREGATE-",
+            None,
+        )
+
+    def windowed_by(
+        self, windows: TimeWindows | SlidingWindows | SessionWindows
+    ) -> TimeWindowedKStream | SessionWindowedKStream:
+        """Aggregate per window: tumbling/hopping, sliding or session windows."""
+        args = (
+            self._builder,
+            self._parent,
+            self._grouped,
+            self.key_serde,
+            self.value_serde,
+        )
+        if isinstance(windows, TimeWindows | SlidingWindows):
+            return TimeWindowedKStream(
+                *args, windows=windows, repartition_required=self._repartition_required
+            )
+        if isinstance(windows, SessionWindows):
+            return SessionWindowedKStream(
+                *args, windows=windows, repartition_required=self._repartition_required
+            )
+        raise TypeError(f"windowed_by() takes TimeWindows, SlidingWindows or SessionWindows, got {windows!r}")
+
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> Any:
+        """Combine several grouped streams into one aggregate (see ``CogroupedKStream``)."""
+        raise NotImplementedError("cogroup() arrives with the joins issue (issue 3)")
+
+
+class TimeWindowedKStream(_Grouping):
+    """A grouped stream over tumbling, hopping or sliding windows."""
+
+    def __init__(self, *args: Any, windows: TimeWindows | SlidingWindows, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.windows = windows
+        self._emit = EmitStrategy.on_window_update()
+
+    def emit_strategy(self, strategy: EmitStrategy) -> TimeWindowedKStream:
+        """``EmitStrategy.on_window_close()``: one final result per window, when it closes."""
+        self._emit = strategy
+        return self
+
+    def _window_size(self) -> int:
+        w = self.windows
+        return w.size_ms if isinstance(w, TimeWindows) else w.time_difference_ms
+
+    def _aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | str | None,
+        named: Any,
+        prefix: str,
+        value_serde: Any,
+    ) -> KTable:
+        from streaming.dsl.ktable import KTable
+
+        b = self._builder
+        mat = as_materialized(materialized)
+        store_name, name = self._names(mat, prefix, named)
+        source = self._source_for(store_name)
+        key_serde = mat.key_serde or self.key_serde
+        value_serde = mat.value_serde or value_serde
+        w = self.windows
+        on_close = self._emit.kind == EmitStrategy.ON_WINDOW_CLOSE
+        if isinstance(w, TimeWindows):
+            from streaming.dsl.processors.window_aggregate import KStreamWindowAggregateSupplier
+
+            size = w.size_ms
+            retention = w.size_ms + w.grace_ms
+            supplier = KStreamWindowAggregateSupplier(
+                w, store_name, self._emit, initializer, aggregator
+            )
+        else:
+            from streaming.dsl.processors.sliding_aggregate import (
+                KStreamSlidingWindowAggregateSupplier,
+            )
+
+            size = w.time_difference_ms
+            retention = 2 * w.time_difference_ms + w.grace_ms
+            supplier = KStreamSlidingWindowAggregateSupplier(
+                w, store_name, self._emit, initializer, aggregator
+            )
+        store_builder = b.window_store_builder(
+            mat,
+            store_name,
+            window_size_ms=size,
+            grace_ms=w.grace_ms,
+            default_retention_ms=retention,
+            time_ordered=on_close,
+            key_serde=key_serde,
+            value_serde=value_serde,
+        )
+        b.topology.add_processor(name, supplier, source)
+        b.topology.add_state_store(store_builder, name)
+        return KTable(
+            b,
+            name,
+            supplier,
+            serdes.TimeWindowedSerde(key_serde, size),
+            value_serde,
+            queryable_store_name=store_name,
+            window_grace_ms=w.grace_ms,
+        )
+
+    def count(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:
+        return self._aggregate(_count_init, _count_agg, materialized, named, "KSTREAM-AGGREGATE-", None)
+
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any],
+        materialized: Materialized | str | None = None,
+        named: Any = None,
+    ) -> KTable:
+        return self._aggregate(
+            _reduce_init,
+            _reduce_aggregator(reducer),
+            materialized,
+            named,
+            "KSTREAM-REDUCE-",
+            self.value_serde,
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | str | None = None,
+        named: Any = None,
+    ) -> KTable:
+        return self._aggregate(initializer, aggregator, materialized, named, "KSTREAM-AGGREGATE-", None)
+
+
+class SessionWindowedKStream(_Grouping):
+    """A grouped stream over session windows."""
+
+    def __init__(self, *args: Any, windows: SessionWindows, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.windows = windows
+        self._emit = EmitStrategy.on_window_update()
+
+    def emit_strategy(self, strategy: EmitStrategy) -> SessionWindowedKStream:
+        self._emit = strategy
+        return self
+
+    def _aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        merger: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | str | None,
+        named: Any,
+        prefix: str,
+        value_serde: Any,
+    ) -> KTable:
+        from streaming.dsl.ktable import KTable
+        from streaming.dsl.processors.session_aggregate import (
+            KStreamSessionWindowAggregateSupplier,
+        )
+
+        b = self._builder
+        mat = as_materialized(materialized)
+        store_name, name = self._names(mat, prefix, named)
+        source = self._source_for(store_name)
+        key_serde = mat.key_serde or self.key_serde
+        value_serde = mat.value_serde or value_serde
+        w = self.windows
+        store_builder = b.session_store_builder(
+            mat,
+            store_name,
+            default_retention_ms=w.gap_ms + w.grace_ms,
+            gap_ms=w.gap_ms,
+            grace_ms=w.grace_ms,
+            emit_on_close=self._emit.kind == EmitStrategy.ON_WINDOW_CLOSE,
+            key_serde=key_serde,
+            value_serde=value_serde,
+        )
+        supplier = KStreamSessionWindowAggregateSupplier(
+            w, store_name, self._emit, initializer, aggregator, merger
+        )
+        b.topology.add_processor(name, supplier, source)
+        b.topology.add_state_store(store_builder, name)
+        return KTable(
+            b,
+            name,
+            supplier,
+            serdes.SessionWindowedSerde(key_serde),
+            value_serde,
+            queryable_store_name=store_name,
+            window_grace_ms=w.grace_ms,
+        )
+
+    def count(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:
+        return self._aggregate(
+            _count_init,
+            _count_agg,
+            lambda k, a, b: a + b,
+            materialized,
+            named,
+            "KSTREAM-AGGREGATE-",
+            None,
+        )
+
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any],
+        materialized: Materialized | str | None = None,
+        named: Any = None,
+    ) -> KTable:
+        return self._aggregate(
+            _reduce_init,
+            _reduce_aggregator(reducer),
+            lambda k, a, b: reducer(a, b),
+            materialized,
+            named,
+            "KSTREAM-REDUCE-",
+            self.value_serde,
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        merger: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | str | None = None,
+        named: Any = None,
+    ) -> KTable:
+        return self._aggregate(
+            initializer, aggregator, merger, materialized, named, "KSTREAM-AGGREGATE-", None
+        )
+
+
+class KGroupedTable:
+    """A table re-grouped by a new key: aggregate with an adder and a subtractor."""
+
+    def __init__(
+        self,
+        builder: InternalBuilder,
+        parent: str,
+        grouped: Grouped,
+        key_serde: Any,
+        value_serde: Any,
+    ) -> None:
+        self._builder = builder
+        self._parent = parent
+        self._grouped = grouped
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+
+    def _aggregate(
+        self,
+        supplier_factory: Callable[[str], Any],
+        materialized: Materialized | str | None,
+        named: Any,
+        prefix: str,
+        value_serde: Any,
+    ) -> KTable:
+        from streaming.dsl.change import ChangedSerde
+        from streaming.dsl.ktable import KTable
+
+        b = self._builder
+        mat = as_materialized(materialized)
+        store_name = mat.store_name or b.new_store_name(prefix)
+        user_name = _named(named)
+        sink = f"{user_name}-sink" if user_name else b.new_processor_name("KSTREAM-SINK-")
+        source = f"{user_name}-source" if user_name else b.new_processor_name("KSTREAM-SOURCE-")
+        name = b.name_or(user_name, prefix)
+        topic = f"{self._grouped.name or store_name}-repartition"
+        changed = _LazyChangedSerde(self.value_serde, ChangedSerde)
+        b.topology.add_internal_topic(topic)
+        b.topology.add_sink(
+            sink, topic, self._parent, key_serde=self.key_serde, value_serde=changed
+        )
+        b.topology.add_source(source, topic, key_serde=self.key_serde, value_serde=changed)
+        key_serde = mat.key_serde or self.key_serde
+        value_serde = mat.value_serde or value_serde
+        store_builder = b.kv_store_builder(mat, store_name, key_serde, value_serde)
+        supplier = supplier_factory(store_name)
+        b.topology.add_processor(name, supplier, source)
+        b.topology.add_state_store(store_builder, name)
+        return KTable(b, name, supplier, key_serde, value_serde, queryable_store_name=store_name)
+
+    def count(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:
+        from streaming.dsl.processors.table_aggregate import KTableAggregateSupplier
+
+        return self._aggregate(
+            lambda store: KTableAggregateSupplier(
+                store, _count_init, lambda k, v, a: a + 1, lambda k, v, a: a - 1
+            ),
+            materialized,
+            named,
+            "KTABLE-AGGREGATE-",
+            None,
+        )
+
+    def reduce(
+        self,
+        adder: Callable[[Any, Any], Any],
+        subtractor: Callable[[Any, Any], Any],
+        materialized: Materialized | str | None = None,
+        named: Any = None,
+    ) -> KTable:
+        from streaming.dsl.processors.table_aggregate import KTableReduceSupplier
+
+        return self._aggregate(
+            lambda store: KTableReduceSupplier(store, adder, subtractor),
+            materialized,
+            named,
+            "KTABLE-REDUCE-",
+            self.value_serde,
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        adder: Callable[[Any, Any, Any], Any],
+        subtractor: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | str | None = None,
+        named: Any = None,
+    ) -> KTable:
+        from streaming.dsl.processors.table_aggregate import KTableAggregateSupplier
+
+        return self._aggregate(
+            lambda store: KTableAggregateSupplier(store, initializer, adder, subtractor),
+            materialized,
+            named,
+            "KTABLE-AGGREGATE-",
+            None,
+        )
+
+
+class _LazyChangedSerde:
+    """``ChangedSerde`` whose inner serde may be the task's default, resolved at init."""
+
+    def __init__(self, inner: Any, factory: Any) -> None:
+        self.inner = inner
+        self._factory = factory
+        self._resolved = factory(inner) if inner is not None else None
+
+    def with_default(self, default: Any) -> Any:
+        return self._resolved if self._resolved is not None else self._factory(default)

@@ -1,0 +1,201 @@
+"""``KTable``: a changelog stream viewed as a table, with its operators."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from streaming.dsl.kstream import KStream, _named
+from streaming.dsl.options import Grouped, Materialized
+from streaming.dsl.processors import stateless
+from streaming.dsl.processors.table import (
+    KTableFilterSupplier,
+    KTableMapValuesSupplier,
+    TableSupplier,
+    ToStreamProcessor,
+)
+from streaming.dsl.suppressed import Suppressed
+
+if TYPE_CHECKING:
+    from streaming.dsl.builder import InternalBuilder
+    from streaming.dsl.grouped import KGroupedTable
+
+
+class KTable:
+    """A table: the latest value per key, updated by a changelog of ``Change`` records."""
+
+    def __init__(
+        self,
+        builder: InternalBuilder,
+        name: str,
+        supplier: TableSupplier,
+        key_serde: Any,
+        value_serde: Any,
+        *,
+        queryable_store_name: str | None = None,
+        window_grace_ms: int | None = None,
+    ) -> None:
+        self._builder = builder
+        self.name = name
+        self.supplier = supplier
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.queryable_store_name = queryable_store_name
+        self.window_grace_ms = window_grace_ms
+
+    def _derive(
+        self,
+        name: str,
+        supplier: TableSupplier,
+        value_serde: Any,
+        store_name: str | None,
+    ) -> KTable:
+        return KTable(
+            self._builder,
+            name,
+            supplier,
+            self.key_serde,
+            value_serde,
+            queryable_store_name=store_name,
+            window_grace_ms=self.window_grace_ms,
+        )
+
+    def _materialized_store(
+        self, materialized: Materialized | str | None, prefix: str, value_serde: Any
+    ) -> tuple[str | None, Any]:
+        if materialized is None:
+            return None, None
+        mat = Materialized(store_name=materialized) if isinstance(materialized, str) else materialized
+        name = mat.store_name or self._builder.new_store_name(prefix)
+        if mat.store_name is None:
+            # Kafka does not materialise a store whose name it generated for filter/map_values
+            return None, None
+        return name, self._builder.kv_store_builder(
+            mat, name, mat.key_serde or self.key_serde, mat.value_serde or value_serde
+        )
+
+    def _filter(
+        self, predicate: Callable[[Any, Any], bool], negate: bool, named: Any, materialized: Any
+    ) -> KTable:
+        store_name, store_builder = self._materialized_store(
+            materialized, "KTABLE-FILTER-", self.value_serde
+        )
+        name = self._builder.name_or(_named(named), "KTABLE-FILTER-")
+        supplier = KTableFilterSupplier(self.supplier, predicate, negate, store_name, store_builder)
+        self._builder.topology.add_processor(name, supplier, self.name)
+        return self._derive(name, supplier, self.value_serde, store_name)
+
+    def filter(
+        self,
+        predicate: Callable[[Any, Any], bool],
+        named: Any = None,
+        materialized: Materialized | str | None = None,
+    ) -> KTable:
+        """Rows for which ``predicate(key, value)`` holds; others become tombstones."""
+        return self._filter(predicate, False, named, materialized)
+
+    def filter_not(
+        self,
+        predicate: Callable[[Any, Any], bool],
+        named: Any = None,
+        materialized: Materialized | str | None = None,
+    ) -> KTable:
+        """Rows for which ``predicate(key, value)`` does not hold."""
+        return self._filter(predicate, True, named, materialized)
+
+    def map_values(
+        self,
+        mapper: Callable[..., Any],
+        named: Any = None,
+        materialized: Materialized | str | None = None,
+        *,
+        with_key: bool = False,
+    ) -> KTable:
+        """A new value per row (``mapper(value)``, or ``mapper(key, value)`` with_key)."""
+        mat_serde = materialized.value_serde if isinstance(materialized, Materialized) else None
+        store_name, store_builder = self._materialized_store(
+            materialized, "KTABLE-MAPVALUES-", mat_serde
+        )
+        name = self._builder.name_or(_named(named), "KTABLE-MAPVALUES-")
+        supplier = KTableMapValuesSupplier(
+            self.supplier, mapper, with_key, store_name, store_builder
+        )
+        self._builder.topology.add_processor(name, supplier, self.name)
+        return self._derive(name, supplier, mat_serde, store_name)
+
+    def to_stream(
+        self, mapper: Callable[[Any, Any], Any] | None = None, named: Any = None
+    ) -> KStream:
+        """The changelog as a stream: one record per update (deletes as null values)."""
+        name = self._builder.name_or(_named(named), "KTABLE-TOSTREAM-")
+        self._builder.topology.add_processor(
+            name, stateless.supplier(lambda: ToStreamProcessor(mapper)), self.name
+        )
+        return KStream(
+            self._builder,
+            name,
+            None if mapper is not None else self.key_serde,
+            self.value_serde,
+            repartition_required=mapper is not None,
+        )
+
+    def group_by(
+        self,
+        selector: Callable[[Any, Any], tuple[Any, Any]],
+        grouped: Grouped | None = None,
+        *,
+        key_serde: Any = None,
+        value_serde: Any = None,
+    ) -> KGroupedTable:
+        """Re-group rows by ``selector(key, value) -> (new_key, new_value)``."""
+        from streaming.dsl.grouped import KGroupedTable
+        from streaming.dsl.processors.table_aggregate import KTableRepartitionMapSupplier
+
+        g = grouped or Grouped()
+        name = self._builder.name_or(g.name, "KTABLE-SELECT-")
+        supplier = KTableRepartitionMapSupplier(self.supplier, selector)
+        self.supplier.enable_sending_old_values(True)
+        self._builder.topology.add_processor(name, supplier, self.name)
+        return KGroupedTable(
+            self._builder,
+            name,
+            g,
+            key_serde or g.key_serde,
+            value_serde or g.value_serde,
+        )
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold updates back: until the window closes, or for a time limit per key."""
+        from streaming.dsl.processors.suppress import (
+            KTableSuppressSupplier,
+            suppress_buffer_store_builder,
+        )
+
+        b = self._builder
+        name = suppressed.name or b.new_processor_name("KTABLE-SUPPRESS-")
+        if suppressed.kind == "window_close":
+            if self.window_grace_ms is None:
+                raise ValueError(
+                    "suppress(Suppressed.until_window_closes(...)) is only supported for "
+                    "windowed KTables (the result of a windowed aggregation)."
+                )
+            suppressed = Suppressed(
+                "window_close", self.window_grace_ms, suppressed.buffer_config, suppressed.name
+            )
+        store_name = f"{suppressed.name}-store" if suppressed.name else b.new_store_name(
+            "KTABLE-SUPPRESS-"
+        )
+        supplier = KTableSuppressSupplier(suppressed, store_name, self.supplier)
+        store_builder = suppress_buffer_store_builder(
+            store_name, self.key_serde, self.value_serde, suppressed.buffer_config.logging_enabled
+        )
+        b.topology.add_processor(name, supplier, self.name)
+        b.topology.add_state_store(store_builder, name)
+        return self._derive(name, supplier, self.value_serde, None)
+
+    def __repr__(self) -> str:
+        return f"KTable({self.name})"
+
+
+class GlobalKTable:
+    """A fully replicated table (joins issue)."""

@@ -1,0 +1,1 @@
+"""The processors behind the DSL operators, one module per family of operators."""

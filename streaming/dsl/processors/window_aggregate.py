@@ -1,0 +1,350 @@
+"""Windowed stream aggregations over time windows (tumbling / hopping).
+
+Ports of Kafka Streams 4.1
+``org.apache.kafka.streams.kstream.internals.AbstractKStreamTimeWindowAggregateProcessor``
+(the shared emit strategy logic, also used by sliding windows) and
+``org.apache.kafka.streams.kstream.internals.KStreamWindowAggregate``.
+
+``count`` and ``reduce`` come through here as well: the DSL passes Kafka's
+``countInitializer``/``countAggregator`` and ``reduceInitializer``/``reduceAggregator``.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from streaming.dsl.change import Change
+from streaming.dsl.processors.forwarding import TupleForwarder
+from streaming.dsl.processors.table import TableSupplier
+from streaming.dsl.windows import EmitStrategy, TimeWindows
+from streaming.state import ValueAndTimestamp, Windowed
+from streaming.state.windowed import TimeWindow, Window
+from streaming.topology.processor import Processor, Record
+
+log = logging.getLogger(__name__)
+
+#: Kafka's ``ConsumerRecord.NO_TIMESTAMP``
+NO_TIMESTAMP = -1
+
+#: Kafka's ``StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION``:
+#: minimum wall-clock time between two emit-final passes (default 1000 ms). Kafka's
+#: TopologyTestDriver sets it to 0 unless configured.
+EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION = "__emit.interval.ms.kstreams.windowed.aggregation__"
+DEFAULT_EMIT_INTERVAL_MS = 1000
+
+# Kafka keeps the last emitted window close time as per-task "processor metadata" committed
+# with the offsets (``processorMetadataForKey`` / ``addProcessorMetadataKeyValue``). When the
+# context does not offer that, we keep it per context object here.
+_FALLBACK_METADATA: weakref.WeakKeyDictionary[Any, dict[str, int]] = weakref.WeakKeyDictionary()
+
+
+def _processor_metadata_for_key(context: Any, key: str) -> int | None:
+    getter = getattr(context, "processor_metadata_for_key", None)
+    if getter is not None:
+        return getter(key)
+    try:
+        return _FALLBACK_METADATA.get(context, {}).get(key)
+    except TypeError:  # context not weak-referenceable
+        return None
+
+
+def _add_processor_metadata(context: Any, key: str, value: int) -> None:
+    adder = getattr(context, "add_processor_metadata_key_value", None)
+    if adder is not None:
+        adder(key, value)
+        return
+    try:
+        _FALLBACK_METADATA.setdefault(context, {})[key] = value
+    except TypeError:
+        pass
+
+
+def _emit_interval_ms(app_configs: Any) -> int:
+    """Kafka's ``InternalConfig.getLong(configs, key, 1000L)``."""
+    if not app_configs:
+        return DEFAULT_EMIT_INTERVAL_MS
+    value = app_configs.get(EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION)
+    if value is None:
+        return DEFAULT_EMIT_INTERVAL_MS
+    return int(value)
+
+
+class AbstractTimeWindowAggregateProcessor(Processor):
+    """Kafka's ``AbstractKStreamTimeWindowAggregateProcessor``: emit on update or on close."""
+
+    def __init__(self, store_name: str, emit_strategy: EmitStrategy, send_old_values: bool) -> None:
+        self.store_name = store_name
+        self.emit_final = emit_strategy.kind == EmitStrategy.ON_WINDOW_CLOSE
+        self.send_old_values = send_old_values
+        self.observed_stream_time = NO_TIMESTAMP
+        self.last_emit_window_close_time = NO_TIMESTAMP
+        # Kafka's KStreamImplJoin.TimeTracker (only the emit throttling part is used here)
+        self.next_time_to_emit = 0
+        self.emit_interval_ms = DEFAULT_EMIT_INTERVAL_MS
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self.window_store = context.get_state_store(self.store_name)
+        if self.emit_final:
+            last = _processor_metadata_for_key(context, self.store_name)
+            if last is not None:
+                self.last_emit_window_close_time = last
+            self.emit_interval_ms = _emit_interval_ms(getattr(context, "app_configs", None))
+            # no flush listener: final results are forwarded directly, never by the cache
+            self.tuple_forwarder = TupleForwarder(None, context, self.send_old_values)
+        else:
+            self.tuple_forwarder = TupleForwarder(self.window_store, context, self.send_old_values)
+
+    # -- emitting ---------------------------------------------------------------------
+
+    def maybe_forward_update(
+        self, record: Record, window: Window, old_agg: Any, new_agg: Any, new_timestamp: int
+    ) -> None:
+        if self.emit_final:
+            return
+        self.tuple_forwarder.maybe_forward(
+            Record(
+                Windowed(record.key, window),
+                Change(new_agg, old_agg if self.send_old_values else None),
+                new_timestamp,
+                record.headers,
+            )
+        )
+
+    def maybe_forward_final_result(self, record: Record, window_close_time: int) -> None:
+        if self._should_emit_final(window_close_time):
+            upper = self.emit_range_upper_bound(window_close_time)
+            # if the upper bound is smaller than 0, then no window has ever closed
+            if upper >= 0:
+                lower = self.emit_range_lower_bound(window_close_time)
+                if self.should_range_fetch(lower, upper):
+                    self._fetch_and_emit(record, window_close_time, lower, upper)
+
+    def _should_emit_final(self, window_close_time: int) -> bool:
+        if not self.emit_final:
+            return False
+        now = self.context.current_system_time_ms()
+        # throttle the emit frequency
+        if now < self.next_time_to_emit:
+            return False
+        # schedule the next emit time based on now, in case system time jumps a lot
+        self.next_time_to_emit = now + self.emit_interval_ms
+        # only emit if the window close time progresses
+        last = self.last_emit_window_close_time
+        return last == NO_TIMESTAMP or last < window_close_time
+
+    def _fetch_and_emit(self, record: Record, window_close_time: int, lower: int, upper: int) -> None:
+        forward = self.tuple_forwarder.maybe_forward
+        headers = record.headers
+        for windowed, vat in self.window_store.fetch_all(lower, upper):
+            forward(Record(windowed, Change(vat.value, None), vat.timestamp, headers))
+        self.last_emit_window_close_time = window_close_time
+        _add_processor_metadata(self.context, self.store_name, window_close_time)
+
+    # upper and lower bound are inclusive; they may be negative, then nothing is fetched
+    def emit_range_lower_bound(self, window_close_time: int) -> int:
+        raise NotImplementedError
+
+    def emit_range_upper_bound(self, window_close_time: int) -> int:
+        raise NotImplementedError
+
+    def should_range_fetch(self, lower: int, upper: int) -> bool:
+        raise NotImplementedError
+
+    # -- dropping ---------------------------------------------------------------------
+
+    def log_skipped_record_for_expired_window(
+        self, timestamp: int, window_expire: int, window: str
+    ) -> None:
+        md = self.context.record_metadata()
+        if md is not None:
+            log.warning(
+                "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] "
+                "timestamp=[%s] window=%s expiration=[%s] streamTime=[%s]",
+                md.topic,
+                md.partition,
+                md.offset,
+                timestamp,
+                window,
+                window_expire,
+                self.observed_stream_time,
+            )
+        else:
+            log.warning(
+                "Skipping record for expired window. Topic, partition, and offset not known. "
+                "timestamp=[%s] window=%s expiration=[%s] streamTime=[%s]",
+                timestamp,
+                window,
+                window_expire,
+                self.observed_stream_time,
+            )
+
+    def log_skipped_null(self, what: str) -> None:
+        md = self.context.record_metadata()
+        if md is not None:
+            log.warning(
+                "Skipping record due to null %s. topic=[%s] partition=[%s] offset=[%s]",
+                what,
+                md.topic,
+                md.partition,
+                md.offset,
+            )
+        else:
+            log.warning(
+                "Skipping record due to null %s. Topic, partition, and offset not known.", what
+            )
+
+
+class KStreamWindowAggregateSupplier(TableSupplier):
+    """``TimeWindowedKStream.aggregate/count/reduce``: Kafka's ``KStreamWindowAggregate``."""
+
+    def __init__(
+        self,
+        windows: TimeWindows,
+        store_name: str,
+        emit_strategy: EmitStrategy,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+    ) -> None:
+        self.windows = windows
+        self.store_name = store_name
+        self.emit_strategy = emit_strategy if emit_strategy is not None else EmitStrategy.on_window_update()
+        self.initializer = initializer
+        self.aggregator = aggregator
+        if self.emit_strategy.kind == EmitStrategy.ON_WINDOW_CLOSE and not isinstance(
+            windows, TimeWindows
+        ):
+            raise ValueError(
+                "ON_WINDOW_CLOSE strategy is only supported for TimeWindows and SlidingWindows "
+                "for TimeWindowedKStream"
+            )
+
+    def __call__(self) -> Processor:
+        return KStreamWindowAggregateProcessor(self)
+
+    def view(self) -> WindowedValueGetterSupplier:
+        return WindowedValueGetterSupplier(self.store_name)
+
+
+class KStreamWindowAggregateProcessor(AbstractTimeWindowAggregateProcessor):
+    def __init__(self, supplier: KStreamWindowAggregateSupplier) -> None:
+        super().__init__(supplier.store_name, supplier.emit_strategy, supplier.send_old_values)
+        self.s = supplier
+        windows = supplier.windows
+        self.windows = windows
+        self.grace_ms = windows.grace_period_ms()
+        # TimeWindows are computed inline (no dict per record); other Windows via windows_for
+        self.time_windows = isinstance(windows, TimeWindows)
+        if self.time_windows:
+            self.size_ms = windows.size_ms
+            self.advance_ms = windows.advance_ms
+        else:
+            self.size_ms = windows.size()
+
+    def process(self, record: Record) -> None:
+        key = record.key
+        if key is None:
+            self.log_skipped_null("key")
+            return
+
+        # first get the matching windows
+        timestamp = record.timestamp
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
+        window_close_time = self.observed_stream_time - self.grace_ms
+
+        store = self.window_store
+        initializer = self.s.initializer
+        aggregator = self.s.aggregator
+        value = record.value
+
+        size = self.size_ms
+        if self.time_windows:
+            advance = self.advance_ms
+            window_start = max(0, timestamp - size + advance) // advance * advance
+            starts: Any = range(window_start, timestamp + 1, advance)
+            matched = None
+        else:
+            matched = self.windows.windows_for(timestamp)
+            starts = matched.keys()
+
+        # update the windows whose end is still after the close time (creating the missing ones)
+        for window_start in starts:
+            window_end = window_start + size if matched is None else matched[window_start].end
+            if window_end > window_close_time:
+                old = store.fetch(key, window_start)
+                old_agg = None if old is None else old.value
+                if old_agg is None:
+                    old_agg = initializer()
+                    new_timestamp = timestamp
+                else:
+                    old_ts = old.timestamp
+                    new_timestamp = timestamp if timestamp > old_ts else old_ts
+                new_agg = aggregator(key, value, old_agg)
+                store.put(key, ValueAndTimestamp.make(new_agg, new_timestamp), window_start)
+                if not self.emit_final:
+                    window = (
+                        TimeWindow(window_start, window_end)
+                        if matched is None
+                        else matched[window_start]
+                    )
+                    self.maybe_forward_update(record, window, old_agg, new_agg, new_timestamp)
+            else:
+                self.log_skipped_record_for_expired_window(
+                    timestamp, window_close_time, f"[{window_start},{window_end})"
+                )
+
+        if self.emit_final:
+            self.maybe_forward_final_result(record, window_close_time)
+
+    def emit_range_lower_bound(self, window_close_time: int) -> int:
+        # window ends are exclusive: the inclusive lower bound is one after the last emitted
+        # start; the first time, fetch from 0
+        last = self.last_emit_window_close_time
+        return 0 if last == NO_TIMESTAMP else max(0, last - self.size_ms) + 1
+
+    def emit_range_upper_bound(self, window_close_time: int) -> int:
+        return window_close_time - self.size_ms
+
+    def should_range_fetch(self, lower: int, upper: int) -> bool:
+        # don't fetch if the close time did not progress enough to cover a new window; window
+        # ends are exclusive, so windows ending at the lower bound are not counted (lower - 1)
+        if self.last_emit_window_close_time != NO_TIMESTAMP:
+            windows_for = self.windows.windows_for
+            if windows_for(upper) == windows_for(lower - 1):
+                return False
+        return True
+
+
+class WindowedValueGetterSupplier:
+    """Kafka's ``KStreamWindowAggregateValueGetter``: look a ``Windowed`` key up in the store."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def store_names(self) -> list[str]:
+        return [self.store_name]
+
+    def __call__(self) -> WindowedValueGetter:
+        return WindowedValueGetter(self.store_name)
+
+
+class WindowedValueGetter:
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+        self.store: Any = None
+
+    def init(self, context: Any) -> None:
+        self.store = context.get_state_store(self.store_name)
+
+    def get(self, windowed_key: Windowed) -> ValueAndTimestamp | None:
+        return self.store.fetch(windowed_key.key, windowed_key.window.start)
+
+    def is_versioned(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass

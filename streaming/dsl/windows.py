@@ -1,0 +1,177 @@
+"""Window specifications: tumbling/hopping, sliding, session and join windows.
+
+Semantics follow Kafka Streams: time windows are aligned to the epoch, ``[start, end)``;
+sliding windows are inclusive ``[start, end]``; grace is how long after the window end
+late records are still accepted (by stream time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from streaming.state.windowed import TimeWindow
+from streaming.time import to_millis
+
+# Kafka 2.x-era default grace for windows built without an explicit grace.
+DEPRECATED_DEFAULT_GRACE_MS = 24 * 60 * 60 * 1000 - 1
+NO_GRACE = 0
+
+
+@dataclass(frozen=True)
+class TimeWindows:
+    """Fixed-size windows; tumbling by default, hopping with ``advance_by``."""
+
+    size_ms: int
+    advance_ms: int
+    grace_ms: int
+
+    @staticmethod
+    def of_size_with_no_grace(size: int | timedelta) -> TimeWindows:
+        ms = to_millis(size, "window size")
+        if ms <= 0:
+            raise ValueError("Window size (sizeMs) must be larger than zero.")
+        return TimeWindows(ms, ms, NO_GRACE)
+
+    @staticmethod
+    def of_size_and_grace(size: int | timedelta, grace: int | timedelta) -> TimeWindows:
+        ms = to_millis(size, "window size")
+        if ms <= 0:
+            raise ValueError("Window size (sizeMs) must be larger than zero.")
+        return TimeWindows(ms, ms, to_millis(grace, "grace"))
+
+    def advance_by(self, advance: int | timedelta) -> TimeWindows:
+        ms = to_millis(advance, "advance")
+        if ms <= 0 or ms > self.size_ms:
+            raise ValueError(
+                f"Window advancement interval should be more than zero and less than window "
+                f"duration which is {self.size_ms} ms, but given advancement interval is: {ms} ms"
+            )
+        return TimeWindows(self.size_ms, ms, self.grace_ms)
+
+    def size(self) -> int:
+        return self.size_ms
+
+    def grace_period_ms(self) -> int:
+        return self.grace_ms
+
+    def windows_for(self, timestamp: int) -> dict[int, TimeWindow]:
+        """All windows containing ``timestamp``, keyed by start, in increasing start order."""
+        size, advance = self.size_ms, self.advance_ms
+        window_start = max(0, timestamp - size + advance) // advance * advance
+        out: dict[int, TimeWindow] = {}
+        while window_start <= timestamp:
+            out[window_start] = TimeWindow(window_start, window_start + size)
+            window_start += advance
+        return out
+
+
+@dataclass(frozen=True)
+class SlidingWindows:
+    """Windows of ``time_difference`` around each record, bounds inclusive."""
+
+    time_difference_ms: int
+    grace_ms: int
+
+    @staticmethod
+    def of_time_difference_with_no_grace(time_difference: int | timedelta) -> SlidingWindows:
+        return SlidingWindows(to_millis(time_difference, "time difference"), NO_GRACE)
+
+    @staticmethod
+    def of_time_difference_and_grace(
+        time_difference: int | timedelta, grace: int | timedelta
+    ) -> SlidingWindows:
+        return SlidingWindows(
+            to_millis(time_difference, "time difference"), to_millis(grace, "grace")
+        )
+
+    def grace_period_ms(self) -> int:
+        return self.grace_ms
+
+
+@dataclass(frozen=True)
+class SessionWindows:
+    """Sessions of activity separated by at least ``inactivity_gap``."""
+
+    gap_ms: int
+    grace_ms: int
+
+    @staticmethod
+    def of_inactivity_gap_with_no_grace(gap: int | timedelta) -> SessionWindows:
+        ms = to_millis(gap, "inactivity gap")
+        if ms <= 0:
+            raise ValueError("Gap time cannot be zero or negative.")
+        return SessionWindows(ms, NO_GRACE)
+
+    @staticmethod
+    def of_inactivity_gap_and_grace(gap: int | timedelta, grace: int | timedelta) -> SessionWindows:
+        ms = to_millis(gap, "inactivity gap")
+        if ms <= 0:
+            raise ValueError("Gap time cannot be zero or negative.")
+        return SessionWindows(ms, to_millis(grace, "grace"))
+
+    def inactivity_gap(self) -> int:
+        return self.gap_ms
+
+    def grace_period_ms(self) -> int:
+        return self.grace_ms
+
+
+@dataclass(frozen=True)
+class JoinWindows:
+    """How far apart two records of a stream-stream join may be: ``[-before, +after]``."""
+
+    before_ms: int
+    after_ms: int
+    grace_ms: int
+
+    @staticmethod
+    def of_time_difference_with_no_grace(time_difference: int | timedelta) -> JoinWindows:
+        ms = to_millis(time_difference, "time difference")
+        return JoinWindows(ms, ms, NO_GRACE)
+
+    @staticmethod
+    def of_time_difference_and_grace(
+        time_difference: int | timedelta, grace: int | timedelta
+    ) -> JoinWindows:
+        ms = to_millis(time_difference, "time difference")
+        return JoinWindows(ms, ms, to_millis(grace, "grace"))
+
+    def before(self, time_difference: int | timedelta) -> JoinWindows:
+        return JoinWindows(to_millis(time_difference, "before"), self.after_ms, self.grace_ms)
+
+    def after(self, time_difference: int | timedelta) -> JoinWindows:
+        return JoinWindows(self.before_ms, to_millis(time_difference, "after"), self.grace_ms)
+
+    def size(self) -> int:
+        return self.before_ms + self.after_ms
+
+    def grace_period_ms(self) -> int:
+        return self.grace_ms
+
+
+class EmitStrategy:
+    """When a windowed aggregation emits: on every update, or once when the window closes."""
+
+    ON_WINDOW_UPDATE = "on_window_update"
+    ON_WINDOW_CLOSE = "on_window_close"
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    @staticmethod
+    def on_window_update() -> EmitStrategy:
+        return EmitStrategy(EmitStrategy.ON_WINDOW_UPDATE)
+
+    @staticmethod
+    def on_window_close() -> EmitStrategy:
+        return EmitStrategy(EmitStrategy.ON_WINDOW_CLOSE)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EmitStrategy) and other.kind == self.kind
+
+    def __hash__(self) -> int:
+        return hash(self.kind)
+
+    def __repr__(self) -> str:
+        return f"EmitStrategy.{self.kind}()"

@@ -1,0 +1,162 @@
+"""The processor context of one task: forwarding, scheduling, stores, record metadata.
+
+One object serves both as the processors' ``ProcessorContext`` and as the stores'
+``StateStoreContext``, like Kafka Streams' ``ProcessorContextImpl``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from streaming.runtime.nodes import FixedKeyNode, ProcessorNode, StreamsException
+from streaming.runtime.punctuation import PunctuationQueue, PunctuationSchedule
+from streaming.time import to_millis
+from streaming.topology.processor import PunctuationType, Record, RecordContext
+
+if TYPE_CHECKING:
+    from streaming.runtime.task import StreamTask
+
+
+class TaskContext:
+    """Per-task context: the current node and record, stores, punctuation, output."""
+
+    def __init__(
+        self,
+        task: StreamTask,
+        application_id: str,
+        task_id: str,
+        config: dict[str, Any],
+        default_key_serde: Any,
+        default_value_serde: Any,
+        state_dir: Path | None,
+        cache: Any,
+        send: Callable[..., None],
+        clock: Callable[[], int],
+    ) -> None:
+        self._task = task
+        self.application_id = application_id
+        self.task_id = task_id
+        self.config = config
+        self.app_configs = config
+        self.default_key_serde = default_key_serde
+        self.default_value_serde = default_value_serde
+        self.state_dir = state_dir
+        self.cache = cache
+        self.send = send
+        self._clock = clock
+        self.current_node: ProcessorNode | None = None
+        self._record_context: RecordContext | None = None
+        self.stores: dict[str, Any] = {}
+        self.stream_time_punctuations = PunctuationQueue()
+        self.system_time_punctuations = PunctuationQueue()
+        self.changelog_writer: Callable[[str, bytes, bytes | None, int], None] | None = None
+        self.restore_callbacks: dict[str, Callable[..., None]] = {}
+
+    # -- ProcessorContext -------------------------------------------------------------
+
+    def forward(self, record: Record, child_name: str | None = None) -> None:
+        """Send ``record`` to every child of the current node (or only to ``child_name``)."""
+        node = self.current_node
+        previous_rc = self._record_context
+        if previous_rc is not None and (
+            record.timestamp != previous_rc.timestamp or record.headers is not previous_rc.headers
+        ):
+            self._record_context = RecordContext(
+                record.timestamp,
+                previous_rc.offset,
+                previous_rc.partition,
+                previous_rc.topic,
+                record.headers,
+            )
+        try:
+            if type(node) is FixedKeyNode and record.key is not node.current_key:
+                record = record.with_key(node.current_key)
+            if child_name is None:
+                for child in node.children:  # type: ignore[union-attr]
+                    self.current_node = child
+                    child.process(record)
+            else:
+                child = node.children_by_name.get(child_name)  # type: ignore[union-attr]
+                if child is None:
+                    raise StreamsException(
+                        f"Unknown downstream node: {child_name} either does not exist or is "
+                        f"not connected to this processor ({node.name})."  # type: ignore[union-attr]
+                    )
+                self.current_node = child
+                child.process(record)
+        finally:
+            self.current_node = node
+            self._record_context = previous_rc
+
+    def schedule(
+        self,
+        interval: int | timedelta,
+        punctuation_type: PunctuationType,
+        punctuator: Callable[[int], None],
+    ) -> PunctuationSchedule:
+        """Call ``punctuator(timestamp)`` every ``interval`` of stream or wall-clock time."""
+        ms = to_millis(interval, "punctuation interval")
+        if ms < 1:
+            raise ValueError("The minimum supported scheduling interval is 1 millisecond.")
+        node = self.current_node
+        if punctuation_type is PunctuationType.STREAM_TIME:
+            # aligned to 0: punctuates as soon as there is data
+            return self.stream_time_punctuations.schedule(
+                PunctuationSchedule(node, 0, ms, punctuator)
+            )
+        if punctuation_type is PunctuationType.WALL_CLOCK_TIME:
+            return self.system_time_punctuations.schedule(
+                PunctuationSchedule(node, self._clock() + ms, ms, punctuator)
+            )
+        raise ValueError(f"unknown punctuation type {punctuation_type!r}")
+
+    def get_state_store(self, name: str) -> Any:
+        node = self.current_node
+        store = self.stores.get(name)
+        if store is None or (node is not None and name not in node.stores):
+            raise StreamsException(
+                f"Processor {node.name if node else None} has no access to StateStore {name} as "
+                "the store is not connected to the processor. If you add stores manually via "
+                "add_state_store(), make sure to connect the added store to the processor by "
+                "providing the processor name to add_state_store() or connect them via "
+                "connect_processor_and_state_stores()."
+            )
+        return store
+
+    def record_metadata(self) -> RecordContext | None:
+        rc = self._record_context
+        if rc is None or rc.topic is None:
+            return None
+        return rc
+
+    def current_stream_time_ms(self) -> int:
+        return self._task.stream_time
+
+    def current_system_time_ms(self) -> int:
+        return self._clock()
+
+    def commit(self) -> None:
+        self._task.commit_requested = True
+
+    def set_current_node(self, node: ProcessorNode | None) -> None:
+        self.current_node = node
+
+    # -- StateStoreContext ------------------------------------------------------------
+
+    def record_context(self) -> RecordContext | None:
+        return self._record_context
+
+    def set_record_context(self, rc: RecordContext | None) -> None:
+        self._record_context = rc
+
+    def register(self, store: Any, restore_callback: Callable[..., None] | None = None) -> None:
+        if restore_callback is not None:
+            self.restore_callbacks[store.name] = restore_callback
+
+    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        writer = self.changelog_writer
+        if writer is not None:
+            writer(store_name, key, value, timestamp)

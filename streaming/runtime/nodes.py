@@ -1,0 +1,134 @@
+"""Run-time nodes of a task: the source, processor and sink instances of one sub-topology."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from streaming.serdes import SerializationError, resolve
+from streaming.topology.processor import Processor, Record
+
+if TYPE_CHECKING:
+    from streaming.runtime.context import TaskContext
+
+
+class StreamsException(RuntimeError):
+    """A processing failure, with the node and record that caused it."""
+
+
+class ProcessorNode:
+    """A node instance: its processor and its children, in topology order."""
+
+    __slots__ = ("children", "children_by_name", "name", "processor", "stores")
+
+    def __init__(self, name: str, processor: Processor | None, stores: list[str]) -> None:
+        self.name = name
+        self.processor = processor
+        self.stores = frozenset(stores)
+        self.children: list[ProcessorNode] = []
+        self.children_by_name: dict[str, ProcessorNode] = {}
+
+    def add_child(self, child: ProcessorNode) -> None:
+        self.children.append(child)
+        self.children_by_name[child.name] = child
+
+    def init(self, context: TaskContext) -> None:
+        if self.processor is not None:
+            self.processor.init(context)
+
+    def process(self, record: Record) -> None:
+        self.processor.process(record)  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        if self.processor is not None:
+            self.processor.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name})"
+
+
+class FixedKeyNode(ProcessorNode):
+    """A ``process_values`` node: whatever its processor forwards keeps the input key."""
+
+    __slots__ = ("current_key",)
+
+    def __init__(self, name: str, processor: Processor | None, stores: list[str]) -> None:
+        super().__init__(name, processor, stores)
+        self.current_key: Any = None
+
+    def process(self, record: Record) -> None:
+        self.current_key = record.key
+        self.processor.process(record)  # type: ignore[union-attr]
+
+
+class SourceNode(ProcessorNode):
+    """Entry of a sub-topology: forwards the deserialised record to its children."""
+
+    __slots__ = ("_context", "key_serde", "timestamp_extractor", "topics", "value_serde")
+
+    def __init__(
+        self, name: str, topics: list[str], key_serde: Any, value_serde: Any, extractor: Any
+    ) -> None:
+        super().__init__(name, None, [])
+        self.topics = topics
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.timestamp_extractor = extractor
+
+    def init(self, context: TaskContext) -> None:
+        self.key_serde = resolve(self.key_serde, context.default_key_serde)
+        self.value_serde = resolve(self.value_serde, context.default_value_serde)
+        self._context = context
+
+    def process(self, record: Record) -> None:
+        self._context.forward(record)
+
+
+class SinkNode(ProcessorNode):
+    """Exit of a sub-topology: serialises and hands the record to the record collector."""
+
+    __slots__ = ("_context", "key_serde", "partitioner", "topic", "topic_extractor", "value_serde")
+
+    def __init__(
+        self,
+        name: str,
+        topic: str | None,
+        topic_extractor: Any,
+        key_serde: Any,
+        value_serde: Any,
+        partitioner: Any,
+    ) -> None:
+        super().__init__(name, None, [])
+        self.topic = topic
+        self.topic_extractor = topic_extractor
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.partitioner = partitioner
+
+    def init(self, context: TaskContext) -> None:
+        self.key_serde = resolve(self.key_serde, context.default_key_serde)
+        self.value_serde = resolve(self.value_serde, context.default_value_serde)
+        self._context = context
+
+    def process(self, record: Record) -> None:
+        context = self._context
+        timestamp = record.timestamp
+        if timestamp < 0:
+            raise StreamsException(
+                f"Invalid (negative) timestamp of {timestamp} for output record "
+                f"<{record.key}:{record.value}>."
+            )
+        topic = self.topic
+        if topic is None:
+            topic = self.topic_extractor(record.key, record.value, context.record_context())
+            if not topic:
+                raise StreamsException(f"topic extractor of {self.name} returned no topic")
+        try:
+            key = self.key_serde.serialize(topic, record.key)
+            value = self.value_serde.serialize(topic, record.value)
+        except (SerializationError, TypeError, AttributeError, ValueError) as exc:
+            raise StreamsException(
+                f"Sink {self.name} could not serialise the record for topic {topic} "
+                f"(key serde {self.key_serde!r}, value serde {self.value_serde!r}): {exc}. "
+                f"Pass matching serdes to to(...) / the sink."
+            ) from exc
+        context.send(topic, key, value, timestamp, record.headers, record, self.partitioner)

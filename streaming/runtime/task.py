@@ -1,0 +1,369 @@
+"""A stream task: one instance of (part of) a topology, with its stores and record queues.
+
+Records are deserialised and time-stamped when they enter the task's per-partition
+queues; ``process()`` takes the queued record with the smallest timestamp, as Kafka
+Streams' ``PartitionGroup`` does, and runs it through the processor graph.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streaming import serdes as serdes_mod
+from streaming.runtime.context import TaskContext
+from streaming.runtime.nodes import (
+    FixedKeyNode,
+    ProcessorNode,
+    SinkNode,
+    SourceNode,
+    StreamsException,
+)
+from streaming.runtime.punctuation import PunctuationSchedule
+from streaming.serdes import SerializationError
+from streaming.time import RecordTimestampExtractor, as_extractor
+from streaming.topology import graph
+from streaming.topology.processor import NO_HEADERS, Headers, Record, RecordContext
+
+log = logging.getLogger(__name__)
+
+UNKNOWN = -1
+
+
+@dataclass(slots=True)
+class ConsumerRecord:
+    """A record as read from a topic: raw key/value bytes and its coordinates."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: Headers = NO_HEADERS
+
+
+class _Consumed:
+    """What a timestamp extractor sees: the coordinates plus the deserialised key/value."""
+
+    __slots__ = ("headers", "key", "offset", "partition", "timestamp", "topic", "value")
+
+    def __init__(self, raw: ConsumerRecord, key: Any, value: Any) -> None:
+        self.topic = raw.topic
+        self.partition = raw.partition
+        self.offset = raw.offset
+        self.timestamp = raw.timestamp
+        self.headers = raw.headers
+        self.key = key
+        self.value = value
+
+
+class StampedRecord:
+    """A deserialised record waiting in a queue, with its extracted timestamp."""
+
+    __slots__ = ("headers", "key", "offset", "partition", "timestamp", "topic", "value")
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        key: Any,
+        value: Any,
+        headers: Headers,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.headers = headers
+
+
+DeserializationHandler = Callable[[ConsumerRecord, Exception], str]
+
+
+def default_deserialization_handler(raw: ConsumerRecord, exc: Exception) -> str:
+    """Kafka's ``LogAndFailExceptionHandler``: stop processing."""
+    return "fail"
+
+
+class StreamTask:
+    """Runs the nodes of one sub-topology (or, in the test driver, all of them)."""
+
+    def __init__(
+        self,
+        task_id: str,
+        topology: graph.Topology,
+        node_names: Iterable[str],
+        *,
+        application_id: str,
+        config: dict[str, Any],
+        send: Callable[..., None],
+        clock: Callable[[], int],
+        state_dir: Path | None = None,
+        cache: Any = None,
+        partition: int = 0,
+        caching_enabled: bool = True,
+        deserialization_handler: DeserializationHandler = default_deserialization_handler,
+        on_skipped: Callable[[str, StampedRecord | ConsumerRecord], None] | None = None,
+    ) -> None:
+        self.id = task_id
+        self.topology = topology
+        self.partition = partition
+        self.application_id = application_id
+        self.stream_time = UNKNOWN
+        self.commit_requested = False
+        self.commit_needed = False
+        self.processed = 0
+        self._deserialization_handler = deserialization_handler
+        self._on_skipped = on_skipped
+        names = set(node_names)
+        key_serde = serdes_mod.from_config(config.get("default.key.serde", serdes_mod.Json))
+        value_serde = serdes_mod.from_config(config.get("default.value.serde", serdes_mod.Json))
+        self._default_extractor = as_extractor(
+            config.get("default.timestamp.extractor") or RecordTimestampExtractor()
+        )
+        self.context = TaskContext(
+            self,
+            application_id,
+            task_id,
+            config,
+            key_serde,
+            value_serde,
+            state_dir,
+            cache,
+            send,
+            clock,
+        )
+        self.nodes: dict[str, ProcessorNode] = {}
+        self.sources: dict[str, SourceNode] = {}
+        for name, node_def in topology.nodes.items():
+            if name not in names:
+                continue
+            self.nodes[name] = self._build_node(node_def, application_id)
+        for name, node in self.nodes.items():
+            for child in topology.nodes[name].children:
+                if child in self.nodes:
+                    node.add_child(self.nodes[child])
+        for node in self.nodes.values():
+            if isinstance(node, SourceNode):
+                for topic in node.topics:
+                    self.sources[topic] = node
+        self.store_builders = self._stores_in_order(names)
+        if not caching_enabled:
+            for builder in self.store_builders:
+                builder.with_caching_disabled()
+        self.queues: dict[tuple[str, int], deque[StampedRecord]] = {}
+        self._initialized = False
+
+    # -- construction -----------------------------------------------------------------
+
+    def _build_node(self, node_def: graph.NodeDef, application_id: str) -> ProcessorNode:
+        if isinstance(node_def, graph.SourceNode):
+            topics = [self.topology.decorate(t, application_id) for t in node_def.topics]
+            return SourceNode(
+                node_def.name,
+                topics,
+                node_def.key_serde,
+                node_def.value_serde,
+                node_def.timestamp_extractor,
+            )
+        if isinstance(node_def, graph.SinkNode):
+            topic = (
+                self.topology.decorate(node_def.topic, application_id)
+                if node_def.topic is not None
+                else None
+            )
+            return SinkNode(
+                node_def.name,
+                topic,
+                node_def.topic_extractor,
+                node_def.key_serde,
+                node_def.value_serde,
+                node_def.partitioner,
+            )
+        cls = FixedKeyNode if node_def.fixed_key else ProcessorNode
+        return cls(node_def.name, node_def.supplier(), node_def.stores)
+
+    def _stores_in_order(self, names: set[str]) -> list[Any]:
+        order: list[Any] = []
+        seen: set[str] = set()
+        for name, node_def in self.topology.nodes.items():
+            if name in names and isinstance(node_def, graph.ProcessorNodeDef):
+                for store in node_def.stores:
+                    if store not in seen:
+                        seen.add(store)
+                        order.append(self.topology.store_builders[store])
+        return order
+
+    def initialize(self) -> None:
+        """Build and open the stores, then ``init`` every processor (in topology order)."""
+        if self._initialized:
+            return
+        context = self.context
+        for builder in self.store_builders:
+            store = builder.build()
+            context.current_node = None
+            store.init(context, store)
+            context.stores[builder.name] = store
+        for node in self.nodes.values():
+            context.current_node = node
+            node.init(context)
+        context.current_node = None
+        self._initialized = True
+
+    # -- input ------------------------------------------------------------------------
+
+    def add_records(self, records: Iterable[ConsumerRecord]) -> None:
+        """Deserialise, time-stamp and queue consumed records."""
+        for raw in records:
+            source = self.sources.get(raw.topic)
+            if source is None:
+                raise StreamsException(f"task {self.id} does not consume topic {raw.topic}")
+            try:
+                key = source.key_serde.deserialize(raw.topic, raw.key)
+                value = source.value_serde.deserialize(raw.topic, raw.value)
+            except (SerializationError, ValueError, TypeError) as exc:
+                if self._deserialization_handler(raw, exc) == "continue":
+                    log.warning(
+                        "Skipping record %s-%s@%s: deserialization failed: %s",
+                        raw.topic,
+                        raw.partition,
+                        raw.offset,
+                        exc,
+                    )
+                    if self._on_skipped is not None:
+                        self._on_skipped("deserialization-error", raw)
+                    continue
+                raise StreamsException(
+                    f"Deserialization exception handler is set to fail upon a deserialization "
+                    f"error. A deserialization error occurred for {raw.topic}-{raw.partition} at "
+                    f"offset {raw.offset}: {exc}"
+                ) from exc
+            queue_key = (raw.topic, raw.partition)
+            queue = self.queues.get(queue_key)
+            if queue is None:
+                queue = self.queues[queue_key] = deque()
+            extractor = source.timestamp_extractor or self._default_extractor
+            if extractor.__class__ is RecordTimestampExtractor:
+                timestamp = raw.timestamp
+            else:
+                partition_time = queue[-1].timestamp if queue else self.stream_time
+                timestamp = extractor.extract(_Consumed(raw, key, value), partition_time)
+            stamped = StampedRecord(
+                raw.topic, raw.partition, raw.offset, timestamp, key, value, raw.headers
+            )
+            if timestamp < 0:
+                log.warning(
+                    "Skipping record %s-%s@%s due to invalid (negative) timestamp %s",
+                    raw.topic,
+                    raw.partition,
+                    raw.offset,
+                    timestamp,
+                )
+                if self._on_skipped is not None:
+                    self._on_skipped("negative-timestamp", stamped)
+                continue
+            queue.append(stamped)
+
+    def has_records(self) -> bool:
+        return any(self.queues.values())
+
+    def _next_queue(self) -> deque[StampedRecord] | None:
+        best = None
+        best_ts = None
+        for queue in self.queues.values():
+            if queue:
+                ts = queue[0].timestamp
+                if best_ts is None or ts < best_ts:
+                    best, best_ts = queue, ts
+        return best
+
+    # -- processing -------------------------------------------------------------------
+
+    def process(self) -> bool:
+        """Process the queued record with the smallest timestamp; False when none is queued."""
+        queue = self._next_queue()
+        if queue is None:
+            return False
+        rec = queue.popleft()
+        if rec.timestamp > self.stream_time:
+            self.stream_time = rec.timestamp
+        self.process_stamped(rec)
+        return True
+
+    def process_stamped(self, rec: StampedRecord) -> None:
+        context = self.context
+        source = self.sources[rec.topic]
+        context._record_context = RecordContext(
+            rec.timestamp, rec.offset, rec.partition, rec.topic, rec.headers
+        )
+        context.current_node = source
+        try:
+            source.process(Record(rec.key, rec.value, rec.timestamp, rec.headers))
+        except StreamsException:
+            raise
+        except Exception as exc:
+            raise StreamsException(
+                f"Exception caught in process. taskId={self.id}, processor={source.name}, "
+                f"topic={rec.topic}, partition={rec.partition}, offset={rec.offset}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        finally:
+            context.current_node = None
+            context._record_context = None
+        self.processed += 1
+        self.commit_needed = True
+
+    def _fire(self, sched: PunctuationSchedule, now: int) -> None:
+        context = self.context
+        context.current_node = sched.node
+        context._record_context = RecordContext(now)
+        try:
+            sched.punctuator(now)
+        finally:
+            context.current_node = None
+            context._record_context = None
+        self.commit_needed = True
+
+    def maybe_punctuate_stream_time(self) -> bool:
+        if self.stream_time == UNKNOWN or not self.context.stream_time_punctuations:
+            return False
+        return self.context.stream_time_punctuations.maybe_punctuate(self.stream_time, self._fire)
+
+    def maybe_punctuate_system_time(self, now: int) -> bool:
+        if not self.context.system_time_punctuations:
+            return False
+        return self.context.system_time_punctuations.maybe_punctuate(now, self._fire)
+
+    # -- commit / close ---------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Flush every store (caches forward their dirty entries) in registration order."""
+        for builder in self.store_builders:
+            self.context.stores[builder.name].flush()
+
+    def commit(self) -> None:
+        self.flush()
+        self.commit_needed = False
+        self.commit_requested = False
+
+    def close(self, *, flush: bool = True) -> None:
+        if not self._initialized:
+            return
+        try:
+            if flush:
+                self.flush()
+            for node in self.nodes.values():
+                node.close()
+        finally:
+            for store in self.context.stores.values():
+                store.close()
+            self._initialized = False

@@ -1,0 +1,25 @@
+"""The processor graph and the Processor API."""
+
+from streaming.topology.graph import Topology, TopologyDescription, TopologyException
+from streaming.topology.processor import (
+    Cancellable,
+    FixedKeyProcessor,
+    Processor,
+    ProcessorContext,
+    PunctuationType,
+    Record,
+    RecordContext,
+)
+
+__all__ = [
+    "Cancellable",
+    "FixedKeyProcessor",
+    "Processor",
+    "ProcessorContext",
+    "PunctuationType",
+    "Record",
+    "RecordContext",
+    "Topology",
+    "TopologyDescription",
+    "TopologyException",
+]

@@ -1,0 +1,282 @@
+"""Differential conformance: our engine against Apache Kafka Streams, record for record.
+
+For every family of tests/conformance/families.py, hypothesis draws (params, trace) cases
+(CONFORMANCE_EXAMPLES, default 200, per family). The whole batch goes to the Java
+TopologyTestDriver in one round trip (one JVM for the session); each case then runs through
+``streaming.TopologyTestDriver`` and every output topic must be identical: key, value,
+timestamp and order. Families whose output depends on record caching run every trace twice,
+with ``statestore.cache.max.bytes`` 0 and 10 MiB.
+
+On a mismatch the first failing case is shrunk (records removed and simplified while the
+outputs still differ) and the failure shows family, params, caching, the minimal trace and a
+side-by-side diff. Reproduce with CONFORMANCE_SEED=<seed printed in the message>.
+
+Environment: CONFORMANCE_EXAMPLES (cases per family), CONFORMANCE_SEED (hypothesis seed),
+CONFORMANCE_SHRINK=0 (skip shrinking), HARNESS_THREADS (JVM worker threads, default 2).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import traces
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from reference import JavaReference
+
+EXAMPLES = int(os.environ.get("CONFORMANCE_EXAMPLES", "200"))
+SEED = int(os.environ.get("CONFORMANCE_SEED") or random.SystemRandom().randrange(2**32))
+SHRINK = os.environ.get("CONFORMANCE_SHRINK", "1") != "0"
+MAX_SHRINK_EVALUATIONS = 600
+
+Case = tuple[dict[str, Any], list[dict[str, Any]]]
+
+
+# ====================================================================== Java-only smoke tests
+# Hand-computed expectations: they check the harness itself, independently of the engine.
+
+
+def _rec(key: str | None, value: int | None, ts: int, topic: str = "input") -> dict[str, Any]:
+    return {"topic": topic, "key": key, "value": value, "ts": ts}
+
+
+def test_java_smoke_stateless(java_reference: JavaReference) -> None:
+    inputs = [_rec("a", 2, 1), _rec(None, -3, 2), _rec("b", None, 3), _rec("c", 0, 4, "input2")]
+    resp = java_reference.run_one("stateless", {}, inputs, caching=False)
+    assert resp["error"] is None, resp["error"]
+    assert resp["outputs"] == {
+        "out1": [["a", 20, 1]],
+        "out2": [["nullx", -3, 2], ["bx", None, 3]],
+        "out3": [["a", 2, 1], ["a", 2, 1]],
+        "out4": [["a:2", 3, 1], ["null:-3", -2, 2], ["b:null", None, 3]],
+        "out-neg": [[None, -3, 2]],
+        "out-zero": [],
+        "out-rest": [["a", 2, 1], ["b", None, 3]],
+        "out-merged": [[None, -3, 2]],
+        "out5": [["a", 1, 1], [None, -4, 2], ["b", None, 3], ["c", -1, 4]],
+    }
+
+
+def test_java_smoke_agg_count(java_reference: JavaReference) -> None:
+    # null keys and null values are dropped by the aggregation
+    inputs = [_rec("a", 2, 1), _rec("b", 1, 5), _rec(None, 1, 6), _rec("a", None, 7), _rec("a", 3, 2)]
+    resp = java_reference.run_one("agg", {"op": "count", "rekey": False}, inputs, caching=False)
+    assert resp["error"] is None, resp["error"]
+    assert resp["outputs"] == {"out": [["a", 1, 1], ["b", 1, 5], ["a", 2, 2]]}
+    # rekey by value % 3: 2 -> "2", 1 -> "1", 1 -> "1" (null key is fine: the key is replaced)
+    resp = java_reference.run_one("agg", {"op": "reduce", "rekey": True}, inputs, caching=False)
+    assert resp["error"] is None, resp["error"]
+    assert resp["outputs"] == {"out": [["2", 2, 1], ["1", 1, 5], ["1", 2, 6], ["0", 3, 2]]}
+
+
+def test_java_smoke_tumbling_suppress(java_reference: JavaReference) -> None:
+    params = {"op": "count", "emit": "suppress", "size": 10, "grace": 5}
+    inputs = [_rec("a", 1, 1), _rec("a", 1, 12), _rec("a", 1, 3), _rec("b", 1, 15), _rec("a", 1, 14)]
+    # stream time reaches 15 = end of [0,10) + grace 5: window [0,10) of "a" closes with count 2
+    resp = java_reference.run_one("tumbling", params, inputs, caching=True)
+    assert resp["error"] is None, resp["error"]
+    assert resp["outputs"] == {"out": [["[a@0/10]", 2, 3]]}
+
+
+def test_java_smoke_session_merge(java_reference: JavaReference) -> None:
+    params = {"op": "count", "emit": "eager", "gap": 5, "grace": None}
+    inputs = [_rec("a", 2, 1), _rec("a", 3, 12), _rec("a", 3, 7)]
+    resp = java_reference.run_one("session", params, inputs, caching=False)
+    assert resp["error"] is None, resp["error"]
+    assert resp["outputs"] == {
+        "out": [["[a@1/1]", 1, 1], ["[a@12/12]", 1, 12], ["[a@12/12]", None, 12], ["[a@7/12]", 2, 12]]
+    }
+
+
+def test_java_reports_errors(java_reference: JavaReference) -> None:
+    resp = java_reference.run_one("no-such-family", {}, [], caching=False)
+    assert resp["outputs"] is None
+    assert "unknown family" in resp["error"]
+
+
+# ====================================================================== differential tests
+
+
+def _collect_cases(family: str, n: int) -> list[Case]:
+    """Draw up to n (params, trace) cases for a family with hypothesis (generation only)."""
+    collected: list[Case] = []
+
+    @seed(SEED)
+    @settings(
+        max_examples=n,
+        deadline=None,
+        derandomize=False,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(traces.cases(family))
+    def draw(case: Case) -> None:
+        collected.append(case)
+
+    draw()
+    return collected
+
+
+def _mismatch(
+    java: dict[str, Any], python: dict[str, Any], expected_error: Callable[[str], bool] | None
+) -> bool:
+    if java["error"] is not None:
+        if expected_error is not None and expected_error(java["error"]):
+            return python["error"] is None  # both must fail
+        return True  # the reference itself failed: never a pass
+    return python["error"] is not None or java["outputs"] != python["outputs"]
+
+
+def _fmt_row(row: list[Any] | None) -> str:
+    if row is None:
+        return ""
+    k, v, ts = row
+    return f"{k!r:>14} {v!r:>6} @{ts}"
+
+
+def side_by_side(java: dict[str, Any], python: dict[str, Any]) -> str:
+    lines: list[str] = []
+    if java["error"] is not None:
+        lines.append(f"JAVA ERROR: {java['error']}")
+    if python["error"] is not None:
+        lines.append(f"PYTHON ERROR: {python['error']}")
+    jo, po = java.get("outputs") or {}, python.get("outputs") or {}
+    for topic in list(dict.fromkeys([*jo, *po])):
+        jrows, prows = jo.get(topic, []), po.get(topic, [])
+        same = jrows == prows
+        lines.append(f"-- topic {topic!r}: {'identical' if same else 'DIFFERENT'}")
+        if same and not jrows:
+            continue
+        lines.append(f"   {'java (key value @ts)':<32} | python")
+        for i in range(max(len(jrows), len(prows))):
+            jr = jrows[i] if i < len(jrows) else None
+            pr = prows[i] if i < len(prows) else None
+            mark = "  " if jr == pr else "!!"
+            lines.append(f"{mark} {_fmt_row(jr):<32} | {_fmt_row(pr)}")
+    return "\n".join(lines)
+
+
+class _Shrinker:
+    """Greedy trace minimisation: drop chunks of records, then simplify the remaining ones."""
+
+    def __init__(self, ref: JavaReference, fam: Any, family: str, params: dict, caching: bool):
+        self.ref, self.fam, self.family, self.params, self.caching = ref, fam, family, params, caching
+        self.evaluations = 0
+
+    def _request(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"family": self.family, "params": self.params, "caching": self.caching, "inputs": inputs}
+
+    def first_failing(self, candidates: list[list[dict[str, Any]]]) -> list[dict[str, Any]] | None:
+        candidates = candidates[: max(0, MAX_SHRINK_EVALUATIONS - self.evaluations)]
+        if not candidates:
+            return None
+        javas = self.ref.run([self._request(c) for c in candidates])
+        for cand, java in zip(candidates, javas, strict=True):
+            self.evaluations += 1
+            python = self.fam.run_python(self.family, self.params, cand, self.caching)
+            if _mismatch(java, python, self.fam.expected_error(self.family, self.params)):
+                return cand
+        return None
+
+    def shrink(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        improved = True
+        while improved and self.evaluations < MAX_SHRINK_EVALUATIONS:
+            improved = False
+            chunk = max(1, len(inputs) // 2)
+            while chunk >= 1:
+                cands = [inputs[:i] + inputs[i + chunk :] for i in range(0, len(inputs), chunk)]
+                found = self.first_failing(cands)
+                if found is not None:
+                    inputs, improved = found, True
+                    break
+                chunk //= 2
+            if improved:
+                continue
+            # simplify records one field at a time
+            cands = []
+            for i, r in enumerate(inputs):
+                simpler = []
+                if r["key"] not in (None, "a"):
+                    simpler.append({**r, "key": "a"})
+                if r["value"] not in (None, 0, 1):
+                    simpler.append({**r, "value": 1})
+                if r["topic"] != "input":
+                    simpler.append({**r, "topic": "input"})
+                prev_ts = inputs[i - 1]["ts"] if i else 0
+                if r["ts"] > prev_ts:
+                    simpler.append({**r, "ts": prev_ts})
+                for s in simpler:
+                    cands.append([*inputs[:i], s, *inputs[i + 1 :]])
+            found = self.first_failing(cands)
+            if found is not None:
+                inputs, improved = found, True
+        return inputs
+
+
+def _trace_repr(inputs: list[dict[str, Any]]) -> str:
+    return "[\n" + "".join(f"    {r},\n" for r in inputs) + "]"
+
+
+@pytest.fixture(scope="module")
+def fam() -> Any:
+    pytest.importorskip("streaming.dsl", reason="the engine's DSL is not importable yet")
+    import families
+
+    return families
+
+
+FAMILY_NAMES = list(traces.PARAMS)
+
+
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_differential(family: str, java_reference: JavaReference, fam: Any) -> None:
+    t0 = time.perf_counter()
+    cases = _collect_cases(family, EXAMPLES)
+    caching_modes = (False, True) if fam.caching_matters(family) else (False,)
+    requests = [
+        {"family": family, "params": params, "caching": caching, "inputs": inputs}
+        for params, inputs in cases
+        for caching in caching_modes
+    ]
+    t1 = time.perf_counter()
+    javas = java_reference.run(requests)
+    t2 = time.perf_counter()
+    failures = []
+    for req, java in zip(requests, javas, strict=True):
+        python = fam.run_python(family, req["params"], req["inputs"], req["caching"])
+        if _mismatch(java, python, fam.expected_error(family, req["params"])):
+            failures.append((req, java, python))
+    t3 = time.perf_counter()
+    print(
+        f"\n[{family}] {len(cases)} cases, {len(requests)} runs: generate {t1 - t0:.2f}s, "
+        f"java {t2 - t1:.2f}s, python {t3 - t2:.2f}s; {len(failures)} mismatches (seed {SEED})"
+    )
+    if not failures:
+        return
+
+    req, java, python = failures[0]
+    inputs = req["inputs"]
+    if SHRINK:
+        shrinker = _Shrinker(java_reference, fam, family, req["params"], req["caching"])
+        inputs = shrinker.shrink(inputs)
+        java = java_reference.run([{**req, "inputs": inputs}])[0]
+        python = fam.run_python(family, req["params"], inputs, req["caching"])
+    others = "\n".join(
+        f"  params={r['params']} caching={r['caching']} ({len(r['inputs'])} records)"
+        for r, _, _ in failures[1:11]
+    )
+    pytest.fail(
+        f"{len(failures)}/{len(requests)} runs of family {family!r} differ from Kafka Streams "
+        f"(seed {SEED}).\n"
+        f"First mismatch{' (shrunk)' if SHRINK else ''}:\n"
+        f"  family={family!r} params={req['params']} caching={req['caching']}\n"
+        f"  trace={_trace_repr(inputs)}\n"
+        f"{side_by_side(java, python)}\n"
+        + (f"Other mismatching runs (unshrunk):\n{others}\n" if others else ""),
+        pytrace=False,
+    )
