@@ -1,6 +1,6 @@
 """Kafka Streams for Python: a DSL and Processor API with Kafka Streams semantics.
 
-    from streaming import StreamsBuilder, TopologyTestDriver, TimeWindows, serdes
+from streaming import StreamsBuilder, TopologyTestDriver, TimeWindows, serdes
 """
 
 from streaming import serdes

@@ -252,7 +252,7 @@ _BY_NAME: dict[str, type] = {
 def from_config(value: Any) -> Serde:
     """A serde from a config value: a serde object, a serde class, or a name like "string"."""
     if isinstance(value, str):
-        name = value.rsplit(".", 1)[-1].lower().removesuffix("serde")
+        name = value.rsplit(".", 1)[-1].rsplit("$", 1)[-1].lower().removesuffix("serde")
         try:
             return _BY_NAME[name]()
         except KeyError:

@@ -102,9 +102,12 @@ class InternalBuilder:
         if materialized.store_supplier is not None:
             supplier = materialized.store_supplier
         elif time_ordered:
-            supplier = Stores.persistent_timestamped_time_ordered_window_store(
-                name, retention, window_size_ms, False
+            factory = (
+                Stores.in_memory_time_ordered_window_store
+                if materialized.store_type == "in_memory"
+                else Stores.persistent_time_ordered_window_store
             )
+            supplier = factory(name, retention, window_size_ms, False)
         elif materialized.store_type == "in_memory":
             supplier = Stores.in_memory_window_store(name, retention, window_size_ms, False)
         else:

@@ -49,7 +49,9 @@ class ChangedSerde:
             return new + b"\x01"
         if old is not None:
             return old + b"\x00"
-        raise ValueError("Both old and new values are null in ChangeSerializer, which is not allowed.")
+        raise ValueError(
+            "Both old and new values are null in ChangeSerializer, which is not allowed."
+        )
 
     def deserialize(self, topic: str | None, data: bytes | None) -> Change | None:
         if data is None:

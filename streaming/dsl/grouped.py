@@ -160,7 +160,9 @@ class KGroupedStream(_Grouping):
             return SessionWindowedKStream(
                 *args, windows=windows, repartition_required=self._repartition_required
             )
-        raise TypeError(f"windowed_by() takes TimeWindows, SlidingWindows or SessionWindows, got {windows!r}")
+        raise TypeError(
+            f"windowed_by() takes TimeWindows, SlidingWindows or SessionWindows, got {windows!r}"
+        )
 
     def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> Any:
         """Combine several grouped streams into one aggregate (see ``CogroupedKStream``)."""
@@ -244,7 +246,9 @@ class TimeWindowedKStream(_Grouping):
         )
 
     def count(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:
-        return self._aggregate(_count_init, _count_agg, materialized, named, "KSTREAM-AGGREGATE-", None)
+        return self._aggregate(
+            _count_init, _count_agg, materialized, named, "KSTREAM-AGGREGATE-", None
+        )
 
     def reduce(
         self,
@@ -268,7 +272,9 @@ class TimeWindowedKStream(_Grouping):
         materialized: Materialized | str | None = None,
         named: Any = None,
     ) -> KTable:
-        return self._aggregate(initializer, aggregator, materialized, named, "KSTREAM-AGGREGATE-", None)
+        return self._aggregate(
+            initializer, aggregator, materialized, named, "KSTREAM-AGGREGATE-", None
+        )
 
 
 class SessionWindowedKStream(_Grouping):

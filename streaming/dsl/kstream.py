@@ -295,9 +295,7 @@ class KStream:
             partitioner=partitioner or p.partitioner,
         )
 
-    def to_table(
-        self, materialized: Materialized | str | None = None, named: Any = None
-    ) -> KTable:
+    def to_table(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:
         """This stream as a changelog: each record upserts its key (null values delete)."""
         from streaming.dsl.ktable import KTable
         from streaming.dsl.processors.table import KTableSourceSupplier
@@ -316,13 +314,13 @@ class KStream:
         b.topology.add_processor(name, supplier, parent)
         if mat.store_name is not None:
             supplier.materialize()
-        return KTable(b, name, supplier, key_serde, value_serde, queryable_store_name=mat.store_name)
+        return KTable(
+            b, name, supplier, key_serde, value_serde, queryable_store_name=mat.store_name
+        )
 
     # -- Processor API ----------------------------------------------------------------
 
-    def process(
-        self, supplier: ProcessorSupplier, *store_names: str, named: Any = None
-    ) -> KStream:
+    def process(self, supplier: ProcessorSupplier, *store_names: str, named: Any = None) -> KStream:
         """Run a ``Processor`` per record; it may forward any key/value (repartition-marking)."""
         name = self._builder.name_or(_named(named), "KSTREAM-PROCESSOR-")
         self._builder.topology.add_processor(name, supplier, self.name)
@@ -397,7 +395,11 @@ class BranchedKStream:
             self._branches[child] = branch
 
     def branch(
-        self, predicate: Callable[[Any, Any], bool], branched: Branched | str | None = None, *, named: str | None = None
+        self,
+        predicate: Callable[[Any, Any], bool],
+        branched: Branched | str | None = None,
+        *,
+        named: str | None = None,
     ) -> BranchedKStream:
         """Records matching ``predicate`` (and no earlier one) go to this branch."""
         br = branched if isinstance(branched, Branched) else Branched(name=branched or named)

@@ -65,7 +65,9 @@ class KTable:
     ) -> tuple[str | None, Any]:
         if materialized is None:
             return None, None
-        mat = Materialized(store_name=materialized) if isinstance(materialized, str) else materialized
+        mat = (
+            Materialized(store_name=materialized) if isinstance(materialized, str) else materialized
+        )
         name = mat.store_name or self._builder.new_store_name(prefix)
         if mat.store_name is None:
             # Kafka does not materialise a store whose name it generated for filter/map_values
@@ -182,8 +184,8 @@ class KTable:
             suppressed = Suppressed(
                 "window_close", self.window_grace_ms, suppressed.buffer_config, suppressed.name
             )
-        store_name = f"{suppressed.name}-store" if suppressed.name else b.new_store_name(
-            "KTABLE-SUPPRESS-"
+        store_name = (
+            f"{suppressed.name}-store" if suppressed.name else b.new_store_name("KTABLE-SUPPRESS-")
         )
         supplier = KTableSuppressSupplier(suppressed, store_name, self.supplier)
         store_builder = suppress_buffer_store_builder(

@@ -90,7 +90,9 @@ class TopologyTestDriver:
             else initial_wall_clock_time_ms
         )
         self.topology = topology
-        self._internal = {topology.decorate(t, self.application_id) for t in topology.internal_topics}
+        self._internal = {
+            topology.decorate(t, self.application_id) for t in topology.internal_topics
+        }
         self._offsets: dict[str, int] = {}
         self._produced: list[_Produced] = []
         self._outputs: dict[str, deque[_Produced]] = {}
@@ -201,17 +203,25 @@ class TopologyTestDriver:
     def create_input_topic(
         self, name: str, key_serde: Any = None, value_serde: Any = None
     ) -> TestInputTopic:
-        return TestInputTopic(self, name, self._serde(key_serde, "key"), self._serde(value_serde, "value"))
+        return TestInputTopic(
+            self, name, self._serde(key_serde, "key"), self._serde(value_serde, "value")
+        )
 
     def create_output_topic(
         self, name: str, key_serde: Any = None, value_serde: Any = None
     ) -> TestOutputTopic:
-        return TestOutputTopic(self, name, self._serde(key_serde, "key"), self._serde(value_serde, "value"))
+        return TestOutputTopic(
+            self, name, self._serde(key_serde, "key"), self._serde(value_serde, "value")
+        )
 
     def _serde(self, serde: Any, which: str) -> Any:
         if serde is not None:
             return serdes_mod.from_config(serde)
-        return self._task.context.default_key_serde if which == "key" else self._task.context.default_value_serde
+        return (
+            self._task.context.default_key_serde
+            if which == "key"
+            else self._task.context.default_value_serde
+        )
 
     def _read(self, topic: str) -> deque[_Produced]:
         return self._outputs.setdefault(topic, deque())
@@ -268,7 +278,9 @@ class TestInputTopic:
 
     __test__ = False
 
-    def __init__(self, driver: TopologyTestDriver, topic: str, key_serde: Any, value_serde: Any) -> None:
+    def __init__(
+        self, driver: TopologyTestDriver, topic: str, key_serde: Any, value_serde: Any
+    ) -> None:
         self.driver = driver
         self.topic = topic
         self.key_serde = key_serde
@@ -340,7 +352,9 @@ class TestOutputTopic:
 
     __test__ = False
 
-    def __init__(self, driver: TopologyTestDriver, topic: str, key_serde: Any, value_serde: Any) -> None:
+    def __init__(
+        self, driver: TopologyTestDriver, topic: str, key_serde: Any, value_serde: Any
+    ) -> None:
         self.driver = driver
         self.topic = topic
         self.key_serde = key_serde

@@ -80,7 +80,9 @@ def describe(topology: Topology) -> TopologyDescription:
         for name in order(group):
             node = nodes[name]
             if isinstance(node, SourceNode):
-                topics = node.pattern.pattern if node.pattern is not None else _java_set(node.topics)
+                topics = (
+                    node.pattern.pattern if node.pattern is not None else _java_set(node.topics)
+                )
                 kind, detail = "Source", f"topics: {topics}"
             elif isinstance(node, ProcessorNodeDef):
                 kind, detail = "Processor", f"stores: {_java_set(sorted(node.stores))}"
@@ -104,7 +106,9 @@ def describe(topology: Topology) -> TopologyDescription:
     global_stores = []
     next_id = len(subtopologies)
     for store_name, gs in topology.global_stores.items():
-        source = NodeDescription(gs.source_name, "Source", f"topics: [{gs.topic}]", [gs.processor_name])
+        source = NodeDescription(
+            gs.source_name, "Source", f"topics: [{gs.topic}]", [gs.processor_name]
+        )
         processor = NodeDescription(
             gs.processor_name, "Processor", f"stores: [{store_name}]", [], [gs.source_name]
         )

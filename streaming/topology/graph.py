@@ -199,13 +199,17 @@ class Topology:
         name = store_builder.name
         existing = self.store_builders.get(name)
         if existing is not None and existing is not store_builder:
-            raise TopologyException(f"A different StateStore has already been added with the name {name}")
+            raise TopologyException(
+                f"A different StateStore has already been added with the name {name}"
+            )
         self.store_builders[name] = store_builder
         self.store_users.setdefault(name, [])
         self.connect_processor_and_state_stores_many(processor_names, [name])
         return self
 
-    def connect_processor_and_state_stores(self, processor_name: str, *store_names: str) -> Topology:
+    def connect_processor_and_state_stores(
+        self, processor_name: str, *store_names: str
+    ) -> Topology:
         """Give a processor access to already registered stores."""
         return self.connect_processor_and_state_stores_many([processor_name], store_names)
 

@@ -21,9 +21,7 @@ class Record:
 
     __slots__ = ("headers", "key", "timestamp", "value")
 
-    def __init__(
-        self, key: Any, value: Any, timestamp: int, headers: Headers = NO_HEADERS
-    ) -> None:
+    def __init__(self, key: Any, value: Any, timestamp: int, headers: Headers = NO_HEADERS) -> None:
         self.key = key
         self.value = value
         self.timestamp = timestamp

@@ -99,7 +99,9 @@ PARAMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "suppress_time_limit": st.fixed_dictionaries(
         {
             "limit": st.integers(0, 30),
-            "buffer": st.sampled_from(("unbounded", "max_records", "max_records_eager")),
+            "buffer": st.sampled_from(
+                ("unbounded", "max_records", "max_records_eager", "strict_max_records")
+            ),
             "n": st.integers(1, 3),
         }
     ),

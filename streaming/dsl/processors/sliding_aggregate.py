@@ -42,7 +42,9 @@ class KStreamSlidingWindowAggregateSupplier(TableSupplier):
     ) -> None:
         self.windows = windows
         self.store_name = store_name
-        self.emit_strategy = emit_strategy if emit_strategy is not None else EmitStrategy.on_window_update()
+        self.emit_strategy = (
+            emit_strategy if emit_strategy is not None else EmitStrategy.on_window_update()
+        )
         self.initializer = initializer
         self.aggregator = aggregator
 
@@ -305,7 +307,10 @@ class KStreamSlidingWindowAggregateProcessor(AbstractTimeWindowAggregateProcesso
         # left window of the new record
         if not left_win_already_created:
             # the previous record falls into the current record's left window
-            if previous_record_timestamp is not None and timestamp - td <= previous_record_timestamp:
+            if (
+                previous_record_timestamp is not None
+                and timestamp - td <= previous_record_timestamp
+            ):
                 value_and_time = _make(left_win_agg.value, timestamp)  # type: ignore[union-attr]
             else:
                 value_and_time = _make(self.initializer(), timestamp)

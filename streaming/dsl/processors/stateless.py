@@ -126,7 +126,6 @@ class BranchProcessor(Processor):
             self.context.forward(record, self.children[-1])
 
 
-
 def supplier(factory: Callable[[], Processor], stores: list[Any] | None = None) -> Any:
     """Wrap a factory as a processor supplier, optionally carrying store builders."""
 

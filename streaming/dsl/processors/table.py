@@ -86,9 +86,8 @@ class KTableSourceProcessor(Processor):
                 old.timestamp,
                 record.timestamp,
             )
-        new = ValueAndTimestamp(record.value, record.timestamp)
-        if not store.put_if_different_values(key, new, old):
-            return  # an idempotent update: same value, time not going back (KIP-557)
+        # Kafka 4.x puts every update (the KIP-557 idempotent-update drop is gone)
+        store.put(key, ValueAndTimestamp(record.value, record.timestamp) if record.value is not None else None)
         old_value = old.value if old is not None else None
         self.forwarder.maybe_forward(
             record.with_value(
@@ -113,6 +112,9 @@ class KTableFilterSupplier(TableSupplier):
         self.negate = negate
         self.store_name = store_name
         self.store_builder = store_builder
+        # KAFKA-10077: if the parent is materialised anyway, take its old values and so
+        # avoid forwarding tombstones for rows that were never in the filtered table
+        self.send_old_values = parent.enable_sending_old_values(False)
 
     def enable_sending_old_values(self, force_materialization: bool) -> bool:
         if self.store_name is not None or self.parent.enable_sending_old_values(
@@ -159,7 +161,9 @@ class KTableFilterProcessor(Processor):
             return  # nothing to forward
         out = record.with_value(Change(new, old, change.is_latest))
         if self.store is not None:
-            self.store.put(record.key, ValueAndTimestamp(new, record.timestamp) if new is not None else None)
+            self.store.put(
+                record.key, ValueAndTimestamp(new, record.timestamp) if new is not None else None
+            )
             self.forwarder.maybe_forward(out)
         else:
             self.context.forward(out)
@@ -224,7 +228,9 @@ class KTableMapValuesProcessor(Processor):
                 old = self._compute(record.key, change.old_value)
         out = record.with_value(Change(new, old, change.is_latest))
         if self.store is not None:
-            self.store.put(record.key, ValueAndTimestamp(new, record.timestamp) if new is not None else None)
+            self.store.put(
+                record.key, ValueAndTimestamp(new, record.timestamp) if new is not None else None
+            )
             self.forwarder.maybe_forward(out)
         else:
             self.context.forward(out)

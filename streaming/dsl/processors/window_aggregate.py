@@ -11,6 +11,7 @@ Ports of Kafka Streams 4.1
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import weakref
 from collections.abc import Callable
@@ -32,7 +33,9 @@ NO_TIMESTAMP = -1
 #: Kafka's ``StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION``:
 #: minimum wall-clock time between two emit-final passes (default 1000 ms). Kafka's
 #: TopologyTestDriver sets it to 0 unless configured.
-EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION = "__emit.interval.ms.kstreams.windowed.aggregation__"
+EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION = (
+    "__emit.interval.ms.kstreams.windowed.aggregation__"
+)
 DEFAULT_EMIT_INTERVAL_MS = 1000
 
 # Kafka keeps the last emitted window close time as per-task "processor metadata" committed
@@ -56,10 +59,8 @@ def _add_processor_metadata(context: Any, key: str, value: int) -> None:
     if adder is not None:
         adder(key, value)
         return
-    try:
+    with contextlib.suppress(TypeError):  # context not weak-referenceable
         _FALLBACK_METADATA.setdefault(context, {})[key] = value
-    except TypeError:
-        pass
 
 
 def _emit_interval_ms(app_configs: Any) -> int:
@@ -136,7 +137,9 @@ class AbstractTimeWindowAggregateProcessor(Processor):
         last = self.last_emit_window_close_time
         return last == NO_TIMESTAMP or last < window_close_time
 
-    def _fetch_and_emit(self, record: Record, window_close_time: int, lower: int, upper: int) -> None:
+    def _fetch_and_emit(
+        self, record: Record, window_close_time: int, lower: int, upper: int
+    ) -> None:
         forward = self.tuple_forwarder.maybe_forward
         headers = record.headers
         for windowed, vat in self.window_store.fetch_all(lower, upper):
@@ -211,7 +214,9 @@ class KStreamWindowAggregateSupplier(TableSupplier):
     ) -> None:
         self.windows = windows
         self.store_name = store_name
-        self.emit_strategy = emit_strategy if emit_strategy is not None else EmitStrategy.on_window_update()
+        self.emit_strategy = (
+            emit_strategy if emit_strategy is not None else EmitStrategy.on_window_update()
+        )
         self.initializer = initializer
         self.aggregator = aggregator
         if self.emit_strategy.kind == EmitStrategy.ON_WINDOW_CLOSE and not isinstance(

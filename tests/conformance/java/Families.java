@@ -260,6 +260,7 @@ final class Families {
             case "unbounded" -> Suppressed.BufferConfig.unbounded();
             case "max_records" -> Suppressed.BufferConfig.maxRecords(num(p, "n"));
             case "max_records_eager" -> Suppressed.BufferConfig.maxRecords(num(p, "n")).emitEarlyWhenFull();
+            case "strict_max_records" -> Suppressed.BufferConfig.unbounded().withMaxRecords(num(p, "n"));
             default -> throw new IllegalArgumentException("buffer " + str(p, "buffer"));
         };
         KTable<String, Long> counts = input(b, "input").groupByKey().count(

@@ -120,8 +120,7 @@ public final class Harness {
             if (request.has("command")) {
                 response.put("pong", true);
             } else {
-                response.set("outputs", run(request));
-                response.putNull("error");
+                response.setAll(run(request));
             }
         } catch (Throwable e) {
             response.putNull("outputs");
@@ -177,8 +176,12 @@ public final class Harness {
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.String().getClass());
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.Long().getClass());
 
+        // Like the Python side: an exception while piping stops the trace, the outputs written so
+        // far are still read and returned beside the error.
         ObjectNode outputs = JSON.createObjectNode();
-        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
+        String error = null;
+        TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0));
+        try {
             Map<String, TestInputTopic<String, Long>> inputs = new LinkedHashMap<>();
             for (JsonNode rec : request.get("inputs")) {
                 String topic = rec.get("topic").asText();
@@ -190,11 +193,29 @@ public final class Harness {
                 Long value = v == null || v.isNull() ? null : v.asLong();
                 in.pipeInput(key, value, rec.get("ts").asLong());
             }
+        } catch (RuntimeException e) {
+            error = describe(e);
+        }
+        try {
             for (Map.Entry<String, String> out : built.outputs.entrySet()) {
                 outputs.set(out.getKey(), readTopic(driver, out.getKey(), out.getValue()));
             }
+        } catch (RuntimeException e) {
+            error = error == null ? describe(e) : error;
         }
-        return outputs;
+        try {
+            driver.close();
+        } catch (RuntimeException e) {
+            error = error == null ? describe(e) : error;
+        }
+        ObjectNode result = JSON.createObjectNode();
+        result.set("outputs", outputs);
+        if (error == null) {
+            result.putNull("error");
+        } else {
+            result.put("error", error);
+        }
+        return result;
     }
 
     /** keyKind: "string", "time:<windowSizeMs>" or "session". */
