@@ -82,6 +82,7 @@ class InternalBuilder:
         time_ordered: bool,
         key_serde: Any,
         value_serde: Any,
+        disable_caching: bool = False,
     ) -> Any:
         """A timestamped window store for a windowed aggregation (Kafka's materialize())."""
         from streaming.state import Stores
@@ -115,8 +116,8 @@ class InternalBuilder:
                 name, retention, window_size_ms, False
             )
         builder = Stores.timestamped_window_store_builder(supplier, key_serde, value_serde)
-        if time_ordered:
-            # emit-on-window-close reads the store itself; Kafka disables caching here
+        if time_ordered and disable_caching:
+            # Kafka's SlidingWindowStoreMaterializer: no cache under emit-on-window-close
             materialized = Materialized(
                 store_name=materialized.store_name,
                 caching_enabled=False,

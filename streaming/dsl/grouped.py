@@ -232,6 +232,7 @@ class TimeWindowedKStream(_Grouping):
             time_ordered=on_close,
             key_serde=key_serde,
             value_serde=value_serde,
+            disable_caching=on_close and isinstance(w, SlidingWindows),
         )
         b.topology.add_processor(name, supplier, source)
         b.topology.add_state_store(store_builder, name)

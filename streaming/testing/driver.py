@@ -21,6 +21,7 @@ from streaming.topology.graph import Topology
 from streaming.topology.processor import NO_HEADERS, Headers
 
 DEFAULT_APPLICATION_ID = "dummy-topology-test-driver-app-id"
+EMIT_INTERVAL_CONFIG = "__emit.interval.ms.kstreams.windowed.aggregation__"
 
 
 class KeyValue(NamedTuple):
@@ -82,6 +83,8 @@ class TopologyTestDriver:
         self.config: dict[str, Any] = dict(config or {})
         self.application_id = self.config.setdefault("application.id", DEFAULT_APPLICATION_ID)
         self.config.setdefault("bootstrap.servers", "dummy-topology-test-driver:9092")
+        # like Kafka's driver: emit-on-window-close is not throttled by the wall clock
+        self.config.setdefault(EMIT_INTERVAL_CONFIG, 0)
         if isinstance(initial_wall_clock_time_ms, datetime):
             initial_wall_clock_time_ms = int(initial_wall_clock_time_ms.timestamp() * 1000)
         self._wall_clock = (

@@ -54,7 +54,7 @@ class KStreamAggregateProcessor(Processor):
             old_agg = old.value
             timestamp = max(record.timestamp, old.timestamp)
         new_agg = self.s.aggregator(key, value, old_agg)
-        self.store.put(key, ValueAndTimestamp(new_agg, timestamp))
+        self.store.put(key, ValueAndTimestamp(new_agg, timestamp) if new_agg is not None else None)
         self.forwarder.maybe_forward(
             Record(
                 key,
@@ -99,7 +99,7 @@ class KStreamReduceProcessor(Processor):
             old_agg = old.value
             new_agg = self.s.reducer(old_agg, value)
             timestamp = max(record.timestamp, old.timestamp)
-        self.store.put(key, ValueAndTimestamp(new_agg, timestamp))
+        self.store.put(key, ValueAndTimestamp(new_agg, timestamp) if new_agg is not None else None)
         self.forwarder.maybe_forward(
             Record(
                 key,
