@@ -334,7 +334,7 @@ class SessionWindowedKStream(_Grouping):
             serdes.SessionWindowedSerde(key_serde),
             value_serde,
             queryable_store_name=store_name,
-            window_grace_ms=w.grace_ms,
+            window_grace_ms=w.gap_ms + w.grace_ms,  # a session closes gap + grace after its end
         )
 
     def count(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:
@@ -357,7 +357,7 @@ class SessionWindowedKStream(_Grouping):
         return self._aggregate(
             _reduce_init,
             _reduce_aggregator(reducer),
-            lambda k, a, b: reducer(a, b),
+            lambda k, a, b: b if a is None else reducer(a, b),
             materialized,
             named,
             "KSTREAM-REDUCE-",

@@ -38,6 +38,7 @@ Catalogue (params drawn by traces.PARAMS):
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -130,12 +131,13 @@ def _input(b: StreamsBuilder, topic: str = "input") -> Any:
     return b.stream(topic, key_serde=S(), value_serde=L())
 
 
-Outputs = dict[str, Any]  # topic -> key serde for reading ("string" keys use serdes.String)
+# topic -> how its keys are laid out: "string", ("time", window size) or "session".
+Outputs = dict[str, Any]
 
 
 def _to(stream: Any, topic: str, outs: Outputs) -> None:
     stream.to(topic, key_serde=S(), value_serde=L())
-    outs[topic] = S()
+    outs[topic] = "string"
 
 
 # ------------------------------------------------------------------ 1. stateless
@@ -217,9 +219,8 @@ def time_windowed(b: StreamsBuilder, p: dict[str, Any], outs: Outputs, hopping: 
     if hopping:
         windows = windows.advance_by(p["advance"])
     t = _windowed_op(_input(b).group_by_key().windowed_by(windows), p["op"], p["emit"])
-    key_serde = serdes.TimeWindowedSerde(S(), size)
-    t.to_stream().to("out", key_serde=key_serde, value_serde=L())
-    outs["out"] = key_serde
+    t.to_stream().to("out", key_serde=serdes.TimeWindowedSerde(S(), size), value_serde=L())
+    outs["out"] = ("time", size)
 
 
 def sliding(b: StreamsBuilder, p: dict[str, Any], outs: Outputs) -> None:
@@ -229,9 +230,8 @@ def sliding(b: StreamsBuilder, p: dict[str, Any], outs: Outputs) -> None:
     else:
         windows = SlidingWindows.of_time_difference_with_no_grace(diff)
     t = _windowed_op(_input(b).group_by_key().windowed_by(windows), p["op"], p["emit"])
-    key_serde = serdes.TimeWindowedSerde(S(), diff)
-    t.to_stream().to("out", key_serde=key_serde, value_serde=L())
-    outs["out"] = key_serde
+    t.to_stream().to("out", key_serde=serdes.TimeWindowedSerde(S(), diff), value_serde=L())
+    outs["out"] = ("time", diff)
 
 
 # ------------------------------------------------------------------ 5. session
@@ -260,9 +260,8 @@ def session(b: StreamsBuilder, p: dict[str, Any], outs: Outputs) -> None:
         raise ValueError(op)
     if p["emit"] == "suppress":
         t = t.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
-    key_serde = serdes.SessionWindowedSerde(S())
-    t.to_stream().to("out", key_serde=key_serde, value_serde=L())
-    outs["out"] = key_serde
+    t.to_stream().to("out", key_serde=serdes.SessionWindowedSerde(S()), value_serde=L())
+    outs["out"] = "session"
 
 
 # ------------------------------------------------------------------ 6. suppress untilTimeLimit
@@ -426,19 +425,57 @@ _ = Named
 
 
 def build(family: str, params: dict[str, Any]) -> tuple[Any, Outputs]:
-    """The topology of a family and its output topics (topic -> key serde)."""
+    """The topology of a family and its output topics (topic -> key layout)."""
     b = StreamsBuilder()
     outs: Outputs = {}
     BUILDERS[family](b, params, outs)
     return b.build(), outs
 
 
-def _key_repr(key: Any) -> Any:
-    """Output keys as the harness prints them: strings, or Windowed.toString()."""
-    if key is None or isinstance(key, str):
-        return key
-    window = key.window
-    return f"[{jstr(key.key)}@{window.start}/{window.end}]"
+# The output bytes are decoded here, independently of the engine's deserializers, exactly as
+# Kafka's StringDeserializer / LongDeserializer / TimeWindowedDeserializer /
+# SessionWindowedDeserializer read them: the byte layout is part of what is compared.
+_LONG = struct.Struct(">q")
+LONG_MAX = (1 << 63) - 1
+
+
+class DecodeError(ValueError):
+    pass
+
+
+def _decode_string(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8")
+
+
+def decode_value(data: bytes | None) -> int | None:
+    if data is None:
+        return None
+    if len(data) != 8:
+        raise DecodeError(f"Size of data received by LongDeserializer is not 8: {data.hex()}")
+    return _LONG.unpack(data)[0]
+
+
+def decode_key(layout: Any, data: bytes | None) -> str | None:
+    """A key as the Java harness prints it: the string, or ``Windowed.toString()``."""
+    if layout == "string":
+        return _decode_string(data)
+    if data is None:
+        return None
+    if layout == "session":
+        if len(data) < 16:
+            raise DecodeError(f"session-windowed key too short: {data.hex()}")
+        end = _LONG.unpack_from(data, len(data) - 16)[0]
+        start = _LONG.unpack_from(data, len(data) - 8)[0]
+        return f"[{jstr(_decode_string(data[:-16]))}@{start}/{end}]"
+    kind, size = layout
+    assert kind == "time"
+    if len(data) < 8:
+        raise DecodeError(f"time-windowed key too short: {data.hex()}")
+    start = _LONG.unpack_from(data, len(data) - 8)[0]
+    end = start + size
+    if end > LONG_MAX or end < start:
+        end = LONG_MAX
+    return f"[{jstr(_decode_string(data[:-8]))}@{start}/{end}]"
 
 
 def _describe(exc: BaseException) -> str:
@@ -469,10 +506,12 @@ def run_python(
         error = _describe(exc)
     if driver is not None:
         try:
-            for topic, key_serde in outs.items():
-                out = driver.create_output_topic(topic, key_serde=key_serde, value_serde=L())
+            raw = serdes.Bytes()
+            for topic, layout in outs.items():
+                out = driver.create_output_topic(topic, key_serde=raw, value_serde=raw)
                 outputs[topic] = [
-                    [_key_repr(r.key), r.value, r.timestamp] for r in out.read_records_to_list()
+                    [decode_key(layout, r.key), decode_value(r.value), r.timestamp]
+                    for r in out.read_records_to_list()
                 ]
         except Exception as exc:
             error = error or _describe(exc)

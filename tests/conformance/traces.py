@@ -21,9 +21,7 @@ OPS = ("count", "reduce", "aggregate")
 EMITS = ("eager", "suppress", "on_window_close")
 
 keys = st.one_of(st.sampled_from(KEYS), st.sampled_from(KEYS), st.sampled_from(KEYS), st.none())
-values = st.one_of(
-    st.integers(MIN_VALUE, MAX_VALUE), st.integers(MIN_VALUE, MAX_VALUE), st.none()
-)
+values = st.one_of(st.integers(MIN_VALUE, MAX_VALUE), st.integers(MIN_VALUE, MAX_VALUE), st.none())
 # How the next timestamp moves relative to the highest one seen so far.
 steps = st.one_of(
     st.integers(0, 6),  # in order, small jitter forward (0 = same timestamp)

@@ -87,7 +87,10 @@ class KTableSourceProcessor(Processor):
                 record.timestamp,
             )
         # Kafka 4.x puts every update (the KIP-557 idempotent-update drop is gone)
-        store.put(key, ValueAndTimestamp(record.value, record.timestamp) if record.value is not None else None)
+        store.put(
+            key,
+            ValueAndTimestamp(record.value, record.timestamp) if record.value is not None else None,
+        )
         old_value = old.value if old is not None else None
         self.forwarder.maybe_forward(
             record.with_value(

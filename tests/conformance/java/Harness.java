@@ -66,6 +66,10 @@ public final class Harness {
         // Keep stdout for the protocol only: anything else printing to System.out goes to stderr.
         protocolOut = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
         System.setOut(System.err);
+        // Load every harness class now: a later recompile (another session) swaps the class folder.
+        for (Class<?> nested : Families.class.getDeclaredClasses()) {
+            Class.forName(nested.getName());
+        }
         stateRoot = createStateRoot();
         int threads = Integer.parseInt(System.getenv().getOrDefault("HARNESS_THREADS", "2"));
         ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, threads), r -> {
