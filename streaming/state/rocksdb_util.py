@@ -1,0 +1,110 @@
+"""Opening rocksdict databases the way Kafka configures RocksDB stores (raw bytes, no WAL)."""
+
+from __future__ import annotations
+
+import gc
+import pathlib
+import time
+from collections.abc import Iterator
+
+from rocksdict import Options, Rdict, WriteOptions
+
+
+def open_db(path: pathlib.Path) -> Rdict:
+    """Open (creating if missing) a raw-bytes RocksDB; WAL off as the changelog is the log."""
+    path.mkdir(parents=True, exist_ok=True)
+    options = Options(raw_mode=True)
+    options.create_if_missing(True)
+    try:
+        db = Rdict(str(path), options)
+    except Exception:
+        # A previous handle of this process may still be waiting for garbage collection
+        # (live iterators keep the DB open); collect and retry once.
+        gc.collect()
+        db = Rdict(str(path), options)
+    write_options = WriteOptions()
+    write_options.disable_wal = True
+    db.set_write_options(write_options)
+    return db
+
+
+#: How often a commit really flushes memtables to disk. Kafka flushes on every commit; with
+#: a 100 ms EOS commit interval that writes ten tiny SST files a second per store. Local
+#: state is rebuilt from the changelog after a crash, so flushing less often loses nothing;
+#: the runtime's checkpoint must call ``MemtableFlusher.force`` before recording offsets.
+FLUSH_INTERVAL_S = 10.0
+
+
+class MemtableFlusher:
+    """Rate-limits ``Rdict.flush()`` calls made on commit (always flushes on close)."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+
+    def maybe(self, db: Rdict) -> None:
+        now = time.monotonic()
+        if now - self._last >= FLUSH_INTERVAL_S:
+            db.flush()
+            self._last = now
+
+    def force(self, db: Rdict) -> None:
+        db.flush()
+        self._last = time.monotonic()
+
+
+def close_db(db: Rdict) -> None:
+    """Flush memtables and close; data survives as WAL is disabled."""
+    try:
+        db.flush()
+    finally:
+        db.close()
+
+
+def scan(
+    db: Rdict,
+    lower: bytes | None,
+    upper_inclusive: bytes | None,
+    forward: bool,
+) -> Iterator[tuple[bytes, bytes]]:
+    """Iterate keys in [lower, upper_inclusive] (None = unbounded) in byte order.
+
+    Bounds are checked in Python: rocksdict's ReadOptions iterate bounds are not reliable once
+    the ReadOptions object is garbage collected (and backward lower bounds misbehave).
+    """
+    if forward:
+        it = db.items(from_key=lower) if lower is not None else db.items()
+        if upper_inclusive is None:
+            return it
+        return _until(it, upper_inclusive)
+    it = (
+        db.items(backwards=True, from_key=upper_inclusive)
+        if upper_inclusive is not None
+        else db.items(backwards=True)
+    )
+    if lower is None:
+        return it
+    return _down_to(it, lower)
+
+
+def _until(it: Iterator[tuple[bytes, bytes]], upper: bytes) -> Iterator[tuple[bytes, bytes]]:
+    for kv in it:
+        if kv[0] > upper:
+            return
+        yield kv
+
+
+def _down_to(it: Iterator[tuple[bytes, bytes]], lower: bytes) -> Iterator[tuple[bytes, bytes]]:
+    for kv in it:
+        if kv[0] < lower:
+            return
+        yield kv
+
+
+def scan_prefix(db: Rdict, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """Iterate all keys starting with prefix in byte order."""
+    for kv in db.items(from_key=prefix):
+        if not kv[0].startswith(prefix):
+            return
+        yield kv

@@ -1,0 +1,213 @@
+"""Segmented bytes store with retention (Kafka's AbstractRocksDBSegmentedBytesStore).
+
+Stores schema keys (see key_schema) in time segments. Iteration is segment by segment (in
+segment-id order, reversed for backward queries) and in key-byte order inside a segment, exactly
+like Kafka's SegmentIterator over RocksDB segments; the scan of each segment is bounded by the
+schema's byte range and filtered by its condition. Records older than
+``observed_stream_time - retention_period + 1`` are never returned (``+ 0`` for the time-first
+schema, like Kafka's AbstractDualSchemaRocksDBSegmentedBytesStore).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from streaming.state.api import StateDirHandle, StateStore, StateStoreContext
+from streaming.state.key_schema import MAX_LONG, Predicate
+from streaming.state.segments import InMemorySegments, RocksDBSegments, Segment, Segments
+
+BytesKV = tuple[bytes, bytes]
+NO_TIMESTAMP = -1
+
+
+def _segment_iterator(
+    segments: list[Segment],
+    lower: bytes | None,
+    upper: bytes | None,
+    forward: bool,
+    matches: Predicate,
+) -> Iterator[BytesKV]:
+    for segment in segments:
+        for kv in segment.range(lower, upper, forward):
+            if matches(kv[0]):
+                yield kv
+
+
+class SegmentedBytesStore(StateStore):
+    """Segmented, retention-bounded bytes store over a key schema; in-memory or RocksDB."""
+
+    def __init__(
+        self,
+        name: str,
+        retention_period: int,
+        segment_interval: int,
+        key_schema,
+        persistent: bool,
+    ) -> None:
+        self.name = name
+        self.retention_period = retention_period
+        self.segment_interval = segment_interval
+        self.key_schema = key_schema
+        self._persistent = persistent
+        seg_cls = RocksDBSegments if persistent else InMemorySegments
+        self.segments: Segments = seg_cls(name, retention_period, segment_interval)
+        self.observed_stream_time = NO_TIMESTAMP
+        self._open = False
+        self._dir: StateDirHandle | None = None
+        self._is_window_schema = key_schema.IS_WINDOW
+        self._slack = key_schema.RETENTION_SLACK
+        #: set by timestamped builders: converts (plain changelog value, timestamp) on restore
+        self.restore_value_converter = None
+
+    @property
+    def persistent(self) -> bool:
+        return self._persistent
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        if self._persistent:
+            self._dir = StateDirHandle(context, self.name)
+            self.segments.open(self._dir.path)
+        self.segments.cleanup_expired(self.observed_stream_time)
+        if root is not None:
+            context.register(root, self.restore_batch)
+        self._open = True
+
+    def flush(self) -> None:
+        self.segments.flush()
+
+    def close(self) -> None:
+        self._open = False
+        self.segments.close()
+        if self._dir is not None:
+            self._dir.release()
+            self._dir = None
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        timestamp = self.key_schema.segment_timestamp(key)
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
+        segments = self.segments
+        segment = segments.get_or_create_segment_if_live(
+            segments.segment_id(timestamp), self.observed_stream_time
+        )
+        if segment is not None:
+            segment.put(key, value)
+        # else: expired record, dropped (Kafka records the dropped-records sensor)
+
+    def remove(self, key: bytes) -> None:
+        timestamp = self.key_schema.segment_timestamp(key)
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
+        segment = self.segments.segment_for_timestamp(timestamp)
+        if segment is not None:
+            segment.put(key, None)
+
+    def restore_batch(self, records: Iterable[tuple[bytes, bytes | None, int]]) -> None:
+        """Apply changelog records; stream time first advances to the batch maximum (Kafka)."""
+        schema = self.key_schema
+        conv = self.restore_value_converter
+        batch = [
+            (schema.from_changelog_key(k), v if conv is None or v is None else conv(v, ts))
+            for k, v, ts in records
+        ]
+        for key, _ in batch:
+            ts = schema.segment_timestamp(key)
+            if ts > self.observed_stream_time:
+                self.observed_stream_time = ts
+        segments = self.segments
+        for key, value in batch:
+            segment = segments.get_or_create_segment_if_live(
+                segments.segment_id(schema.segment_timestamp(key)), self.observed_stream_time
+            )
+            if segment is not None:
+                segment.put(key, value)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get(self, key: bytes) -> bytes | None:
+        timestamp = self.key_schema.segment_timestamp(key)
+        if timestamp < self.observed_stream_time - self.retention_period + self._slack:
+            return None
+        segment = self.segments.segment_for_timestamp(timestamp)
+        if segment is None:
+            return None
+        return segment.get(key)
+
+    def _actual_from(self, time_from: int) -> int:
+        return max(time_from, self.observed_stream_time - self.retention_period + self._slack)
+
+    def fetch(self, key: bytes, time_from: int, time_to: int, forward: bool = True):
+        """Records of one key with segment timestamp in range (fixed-size key bounds)."""
+        actual_from = self._actual_from(time_from)
+        schema = self.key_schema
+        if self._is_window_schema and time_to < actual_from:
+            return iter(())
+        lo, hi = schema.search_bounds(actual_from, time_to)
+        return _segment_iterator(
+            self.segments.segments(lo, hi, forward),
+            schema.lower_range_fixed(key, actual_from),
+            schema.upper_range_fixed(key, time_to),
+            forward,
+            schema.condition(key, key, actual_from, time_to),
+        )
+
+    def fetch_range(
+        self,
+        key_from: bytes | None,
+        key_to: bytes | None,
+        time_from: int,
+        time_to: int,
+        forward: bool = True,
+    ):
+        """Records of a key range (None = unbounded) with time in range."""
+        if key_from is not None and key_to is not None and key_from > key_to:
+            return iter(())
+        actual_from = self._actual_from(time_from)
+        schema = self.key_schema
+        if self._is_window_schema and time_to < actual_from:
+            return iter(())
+        lo, hi = schema.search_bounds(actual_from, time_to)
+        lower = None if key_from is None else schema.lower_range(key_from, actual_from)
+        upper = None if key_to is None else schema.upper_range(key_to, time_to)
+        if lower is None or upper is None:
+            # Kafka's SegmentIterator scans whole segments when either bound is missing
+            lower = upper = None
+        return _segment_iterator(
+            self.segments.segments(lo, hi, forward),
+            lower,
+            upper,
+            forward,
+            schema.condition(key_from, key_to, actual_from, time_to),
+        )
+
+    def all(self, forward: bool = True):
+        actual_from = self._actual_from(0)
+        schema = self.key_schema
+        lo, hi = schema.search_bounds(actual_from, MAX_LONG)
+        return _segment_iterator(
+            self.segments.segments(lo, hi, forward),
+            None,
+            None,
+            forward,
+            schema.condition(None, None, actual_from, MAX_LONG),
+        )
+
+    def fetch_all(self, time_from: int, time_to: int, forward: bool = True):
+        actual_from = self._actual_from(time_from)
+        if self._is_window_schema and time_to < actual_from:
+            return iter(())
+        schema = self.key_schema
+        lower, upper = schema.time_bounds(actual_from, time_to)
+        return _segment_iterator(
+            self.segments.segments(actual_from, time_to, forward),
+            lower,
+            upper,
+            forward,
+            schema.condition(None, None, actual_from, time_to),
+        )

@@ -1,0 +1,222 @@
+"""Time segments of window/session stores (Kafka's AbstractSegments, KeyValueSegments).
+
+A segment holds the records whose segment timestamp falls in
+``[id * segment_interval, (id + 1) * segment_interval)``. Segments older than
+``segment_id(stream_time - retention)`` are dropped as stream time advances.
+
+Two physical layouts give the same logical behaviour and the same iteration order:
+``InMemorySegments`` (a SortedDict per segment) and ``RocksDBSegments`` (one RocksDB per store,
+keys prefixed with the 8-byte segment id so that dropping a segment is a ``delete_range``; Kafka
+uses one RocksDB instance per segment, which orders identically).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import struct
+from collections.abc import Iterator
+
+from sortedcontainers import SortedDict
+
+from streaming.state.rocksdb_util import MemtableFlusher, close_db, open_db, scan
+
+BytesKV = tuple[bytes, bytes]
+_SEG_ID = struct.Struct(">Q")
+_OFFSET = 1 << 63
+
+
+def java_div(a: int, b: int) -> int:
+    """Java's long division (truncates toward zero)."""
+    return a // b if a >= 0 else -((-a) // b)
+
+
+class Segment:
+    """One time segment: a sorted bytes map."""
+
+    __slots__ = ("id",)
+
+    def get(self, key: bytes) -> bytes | None:
+        raise NotImplementedError
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        raise NotImplementedError
+
+    def range(self, lower: bytes | None, upper: bytes | None, forward: bool) -> Iterator[BytesKV]:
+        """Entries with lower <= key <= upper (None = unbounded) in key order."""
+        raise NotImplementedError
+
+
+class InMemorySegment(Segment):
+    """A segment held in a SortedDict."""
+
+    __slots__ = ("map",)
+
+    def __init__(self, segment_id: int) -> None:
+        self.id = segment_id
+        self.map = SortedDict()
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.map.get(key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        if value is None:
+            self.map.pop(key, None)
+        else:
+            self.map[key] = value
+
+    def range(self, lower: bytes | None, upper: bytes | None, forward: bool) -> Iterator[BytesKV]:
+        m = self.map
+        # snapshot the keys so the store may be modified while iterating
+        keys = list(m.irange(lower, upper, reverse=not forward))
+        get = m.get
+        for key in keys:
+            value = get(key)
+            if value is not None:
+                yield key, value
+
+
+class RocksDBSegment(Segment):
+    """A segment stored under its id prefix in a shared RocksDB."""
+
+    __slots__ = ("db", "plen", "prefix")
+
+    def __init__(self, segment_id: int, db) -> None:
+        self.id = segment_id
+        self.db = db
+        self.prefix = _SEG_ID.pack(segment_id + _OFFSET)
+        self.plen = 8
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.db.get(self.prefix + key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        if value is None:
+            self.db.delete(self.prefix + key)
+        else:
+            self.db.put(self.prefix + key, value)
+
+    def range(self, lower: bytes | None, upper: bytes | None, forward: bool) -> Iterator[BytesKV]:
+        p = self.prefix
+        lo = p if lower is None else p + lower
+        if upper is None:
+            hi = _SEG_ID.pack(self.id + _OFFSET + 1)
+            it = scan(self.db, lo, hi, forward)
+            for k, v in it:
+                if k == hi:
+                    continue
+                yield k[8:], v
+        else:
+            for k, v in scan(self.db, lo, p + upper, forward):
+                yield k[8:], v
+
+
+class Segments:
+    """The live segments of one store, keyed by segment id (Kafka's AbstractSegments)."""
+
+    def __init__(self, name: str, retention_period: int, segment_interval: int) -> None:
+        self.name = name
+        self.retention_period = retention_period
+        self.segment_interval = segment_interval
+        self._segments: SortedDict = SortedDict()
+
+    def segment_id(self, timestamp: int) -> int:
+        return java_div(timestamp, self.segment_interval)
+
+    def _create(self, segment_id: int) -> Segment:
+        raise NotImplementedError
+
+    def _destroy(self, segment: Segment) -> None:
+        raise NotImplementedError
+
+    def open(self, directory: pathlib.Path | None) -> None:
+        """Open existing segments (persistent layouts) before first use."""
+
+    def segment_for_timestamp(self, timestamp: int) -> Segment | None:
+        return self._segments.get(self.segment_id(timestamp))
+
+    def get_or_create_segment_if_live(self, segment_id: int, stream_time: int) -> Segment | None:
+        min_live_segment = self.segment_id(stream_time - self.retention_period)
+        segment = None
+        if segment_id >= min_live_segment:
+            segment = self._segments.get(segment_id)
+            if segment is None:
+                segment = self._create(segment_id)
+                self._segments[segment_id] = segment
+        self.cleanup_expired(stream_time)
+        return segment
+
+    def segments(self, time_from: int, time_to: int, forward: bool) -> list[Segment]:
+        lo = self.segment_id(time_from)
+        hi = self.segment_id(time_to)
+        if lo > hi:
+            return []
+        segs = self._segments
+        return [segs[i] for i in segs.irange(lo, hi, reverse=not forward)]
+
+    def all_segments(self, forward: bool) -> list[Segment]:
+        values = list(self._segments.values())
+        if not forward:
+            values.reverse()
+        return values
+
+    def cleanup_expired(self, stream_time: int) -> None:
+        min_live_segment = self.segment_id(stream_time - self.retention_period)
+        segs = self._segments
+        if segs and segs.keys()[0] < min_live_segment:
+            for segment_id in list(segs.irange(None, min_live_segment, inclusive=(True, False))):
+                self._destroy(segs.pop(segment_id))
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._segments.clear()
+
+
+class InMemorySegments(Segments):
+    """Segments held in memory."""
+
+    def _create(self, segment_id: int) -> Segment:
+        return InMemorySegment(segment_id)
+
+    def _destroy(self, segment: Segment) -> None:
+        segment.map.clear()  # type: ignore[attr-defined]
+
+
+class RocksDBSegments(Segments):
+    """Segments sharing one RocksDB database, each under its 8-byte segment-id prefix."""
+
+    def __init__(self, name: str, retention_period: int, segment_interval: int) -> None:
+        super().__init__(name, retention_period, segment_interval)
+        self.db = None
+        self._flusher = MemtableFlusher()
+
+    def open(self, directory: pathlib.Path | None) -> None:
+        self.db = open_db(directory)
+        # discover existing segments: one seek per distinct id prefix
+        it = self.db.iter()
+        it.seek_to_first()
+        while it.valid():
+            raw = it.key()[:8]
+            segment_id = _SEG_ID.unpack(raw)[0] - _OFFSET
+            self._segments[segment_id] = RocksDBSegment(segment_id, self.db)
+            it.seek(_SEG_ID.pack(segment_id + _OFFSET + 1))
+        del it
+
+    def _create(self, segment_id: int) -> Segment:
+        return RocksDBSegment(segment_id, self.db)
+
+    def _destroy(self, segment: Segment) -> None:
+        self.db.delete_range(
+            _SEG_ID.pack(segment.id + _OFFSET), _SEG_ID.pack(segment.id + _OFFSET + 1)
+        )
+
+    def flush(self) -> None:
+        if self.db is not None:
+            self._flusher.maybe(self.db)
+
+    def close(self) -> None:
+        super().close()
+        if self.db is not None:
+            db, self.db = self.db, None
+            close_db(db)

@@ -1,0 +1,131 @@
+"""Typed session stores (Kafka's MeteredSessionStore)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from streaming.state.key_schema import MAX_LONG, SESSION_KEY_SCHEMA
+from streaming.state.metered import MeteredStore
+from streaming.state.session_bytes import SessionBytesStore
+from streaming.state.windowed import SessionWindow, Windowed
+
+_split = SESSION_KEY_SCHEMA.split
+
+
+class SessionStore(MeteredStore):
+    """Session store of aggregates keyed by Windowed(key, SessionWindow(start, end)).
+
+    ``find_sessions`` returns sessions with ``end >= earliest_session_end_time`` and
+    ``start <= latest_session_start_time``, ordered like Kafka's RocksDB session store: by end
+    time segment, then ``[key][end][start]`` bytes (for one key: by end, then start).
+    """
+
+    wrapped: SessionBytesStore
+
+    def __init__(self, wrapped: SessionBytesStore, key_serde: Any, value_serde: Any) -> None:
+        super().__init__(wrapped, key_serde, value_serde)
+        self.retention_period = wrapped.retention_period
+        self.segment_interval = wrapped.segment_interval
+
+    def _decode_key(self, schema_key: bytes) -> Windowed:
+        key, start, end = _split(schema_key)
+        return Windowed(self._kdes(self.topic, key), SessionWindow(start, end))
+
+    def _decode(self, it: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[Windowed, Any]]:
+        topic = self.topic
+        kdes = self._kdes
+        vdes = self._vdes
+        for k, v in it:
+            key, start, end = _split(k)
+            yield Windowed(kdes(topic, key), SessionWindow(start, end)), vdes(topic, v)
+
+    def put(self, session_key: Windowed, aggregate: Any) -> None:
+        """Put a session's aggregate; None removes it."""
+        topic = self.topic
+        w = session_key.window
+        self.wrapped.put(
+            self._kser(topic, session_key.key),
+            w.start,
+            w.end,
+            None if aggregate is None else self._vser(topic, aggregate),
+        )
+
+    def remove(self, session_key: Windowed) -> None:
+        w = session_key.window
+        self.wrapped.remove(self._kser(self.topic, session_key.key), w.start, w.end)
+
+    def fetch_session(self, key: Any, session_start: int, session_end: int) -> Any:
+        topic = self.topic
+        raw = self.wrapped.fetch_session(self._kser(topic, key), session_start, session_end)
+        return None if raw is None else self._vdes(topic, raw)
+
+    def find_sessions(
+        self, key: Any, earliest_session_end_time: int, latest_session_start_time: int
+    ) -> Iterator[tuple[Windowed, Any]]:
+        raw = self._kser(self.topic, key)
+        return self._decode(
+            self.wrapped.find_sessions(
+                raw, raw, earliest_session_end_time, latest_session_start_time, True, True
+            )
+        )
+
+    def backward_find_sessions(
+        self, key: Any, earliest_session_end_time: int, latest_session_start_time: int
+    ) -> Iterator[tuple[Windowed, Any]]:
+        raw = self._kser(self.topic, key)
+        return self._decode(
+            self.wrapped.find_sessions(
+                raw, raw, earliest_session_end_time, latest_session_start_time, False, True
+            )
+        )
+
+    def _raw_or_none(self, key: Any) -> bytes | None:
+        return None if key is None else self._kser(self.topic, key)
+
+    def find_sessions_range(
+        self,
+        key_from: Any,
+        key_to: Any,
+        earliest_session_end_time: int,
+        latest_session_start_time: int,
+    ) -> Iterator[tuple[Windowed, Any]]:
+        return self._decode(
+            self.wrapped.find_sessions(
+                self._raw_or_none(key_from),
+                self._raw_or_none(key_to),
+                earliest_session_end_time,
+                latest_session_start_time,
+                True,
+            )
+        )
+
+    def backward_find_sessions_range(
+        self,
+        key_from: Any,
+        key_to: Any,
+        earliest_session_end_time: int,
+        latest_session_start_time: int,
+    ) -> Iterator[tuple[Windowed, Any]]:
+        return self._decode(
+            self.wrapped.find_sessions(
+                self._raw_or_none(key_from),
+                self._raw_or_none(key_to),
+                earliest_session_end_time,
+                latest_session_start_time,
+                False,
+            )
+        )
+
+    def fetch(self, key: Any) -> Iterator[tuple[Windowed, Any]]:
+        """All sessions of a key (find_sessions(key, 0, Long.MAX_VALUE))."""
+        return self.find_sessions(key, 0, MAX_LONG)
+
+    def backward_fetch(self, key: Any) -> Iterator[tuple[Windowed, Any]]:
+        return self.backward_find_sessions(key, 0, MAX_LONG)
+
+    def fetch_range(self, key_from: Any, key_to: Any) -> Iterator[tuple[Windowed, Any]]:
+        return self.find_sessions_range(key_from, key_to, 0, MAX_LONG)
+
+    def backward_fetch_range(self, key_from: Any, key_to: Any) -> Iterator[tuple[Windowed, Any]]:
+        return self.backward_find_sessions_range(key_from, key_to, 0, MAX_LONG)

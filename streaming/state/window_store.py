@@ -1,0 +1,131 @@
+"""Typed window stores (Kafka's MeteredWindowStore / MeteredTimestampedWindowStore)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from streaming.state.key_schema import MAX_LONG
+from streaming.state.metered import MeteredStore
+from streaming.state.value_and_timestamp import ValueAndTimestampSerde
+from streaming.state.window_bytes import WindowBytesStore
+from streaming.state.windowed import MAX_TIMESTAMP, TimeWindow, Windowed
+
+
+class WindowStore(MeteredStore):
+    """Window store of objects keyed by (key, window start).
+
+    Orders like Kafka's RocksDB window store: single-key fetches by window start; key-range,
+    ``fetch_all`` and ``all`` by segment, then by the key schema's bytes (key-first stores:
+    key bytes then start; time-ordered stores: start then key bytes).
+    """
+
+    wrapped: WindowBytesStore
+
+    def __init__(self, wrapped: WindowBytesStore, key_serde: Any, value_serde: Any) -> None:
+        super().__init__(wrapped, key_serde, value_serde)
+        self.window_size = wrapped.window_size
+        self.retain_duplicates = wrapped.retain_duplicates
+        self.retention_period = wrapped.retention_period
+        self.segment_interval = wrapped.segment_interval
+        self.key_schema = wrapped.key_schema
+
+    def _windowed(self, schema_key: bytes) -> Windowed:
+        key, start = self.key_schema.split(schema_key)
+        end = start + self.window_size
+        return Windowed(
+            self._kdes(self.topic, key), TimeWindow(start, MAX_TIMESTAMP if end > MAX_LONG else end)
+        )
+
+    _decode_key = _windowed
+
+    def _decode_windowed(self, it: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[Any, Any]]:
+        split = self.key_schema.split
+        topic = self.topic
+        kdes = self._kdes
+        vdes = self._vdes
+        size = self.window_size
+        for k, v in it:
+            key, start = split(k)
+            end = start + size
+            yield (
+                Windowed(
+                    kdes(topic, key), TimeWindow(start, MAX_TIMESTAMP if end > MAX_LONG else end)
+                ),
+                vdes(topic, v),
+            )
+
+    def _decode_times(self, it: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[int, Any]]:
+        ts = self.key_schema.extract_timestamp
+        topic = self.topic
+        vdes = self._vdes
+        for k, v in it:
+            yield ts(k), vdes(topic, v)
+
+    def put(self, key: Any, value: Any, window_start: int) -> None:
+        """Put the value of a window; None deletes."""
+        topic = self.topic
+        self.wrapped.put(
+            self._kser(topic, key),
+            None if value is None else self._vser(topic, value),
+            window_start,
+        )
+
+    def fetch(self, key: Any, window_start: int) -> Any:
+        topic = self.topic
+        raw = self.wrapped.fetch(self._kser(topic, key), window_start)
+        return None if raw is None else self._vdes(topic, raw)
+
+    def fetch_range(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple[int, Any]]:
+        """(window start, value) of one key with time_from <= start <= time_to, by start."""
+        raw = self._kser(self.topic, key)
+        return self._decode_times(self.wrapped.fetch_range(raw, time_from, time_to, True))
+
+    def backward_fetch_range(
+        self, key: Any, time_from: int, time_to: int
+    ) -> Iterator[tuple[int, Any]]:
+        raw = self._kser(self.topic, key)
+        return self._decode_times(self.wrapped.fetch_range(raw, time_from, time_to, False))
+
+    def _raw_or_none(self, key: Any) -> bytes | None:
+        return None if key is None else self._kser(self.topic, key)
+
+    def fetch_key_range(
+        self, key_from: Any, key_to: Any, time_from: int, time_to: int
+    ) -> Iterator[tuple[Windowed, Any]]:
+        """(Windowed, value) for keys in [key_from, key_to] (None = unbounded)."""
+        return self._decode_windowed(
+            self.wrapped.fetch_key_range(
+                self._raw_or_none(key_from), self._raw_or_none(key_to), time_from, time_to, True
+            )
+        )
+
+    def backward_fetch_key_range(
+        self, key_from: Any, key_to: Any, time_from: int, time_to: int
+    ) -> Iterator[tuple[Windowed, Any]]:
+        return self._decode_windowed(
+            self.wrapped.fetch_key_range(
+                self._raw_or_none(key_from), self._raw_or_none(key_to), time_from, time_to, False
+            )
+        )
+
+    def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[Windowed, Any]]:
+        return self._decode_windowed(self.wrapped.fetch_all(time_from, time_to, True))
+
+    def backward_fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[Windowed, Any]]:
+        return self._decode_windowed(self.wrapped.fetch_all(time_from, time_to, False))
+
+    def all(self) -> Iterator[tuple[Windowed, Any]]:
+        return self._decode_windowed(self.wrapped.all(True))
+
+    def backward_all(self) -> Iterator[tuple[Windowed, Any]]:
+        return self._decode_windowed(self.wrapped.all(False))
+
+
+class TimestampedWindowStore(WindowStore):
+    """Window store whose values are ValueAndTimestamp."""
+
+    def _wrap_value_serde(self, value_serde: Any) -> Any:
+        if isinstance(value_serde, ValueAndTimestampSerde):
+            return value_serde
+        return ValueAndTimestampSerde(value_serde)
