@@ -344,6 +344,27 @@ class KStream:
             repartition_required=self.repartition_required,
         )
 
+    # -- joins (streaming.dsl.joins) -----------------------------------------------------
+
+    def join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
+        """Inner join: ``join(stream, joiner, windows, stream_joined=)``,
+        ``join(table, joiner, joined=)`` or ``join(global_table, key_selector, joiner)``."""
+        from streaming.dsl.joins import INNER, stream_join
+
+        return stream_join(self, other, INNER, args, kwargs)
+
+    def left_join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
+        """Left join: every record of this stream gives a result (the other side may be None)."""
+        from streaming.dsl.joins import LEFT, stream_join
+
+        return stream_join(self, other, LEFT, args, kwargs)
+
+    def outer_join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
+        """Outer join of two streams: ``outer_join(stream, joiner, windows, stream_joined=)``."""
+        from streaming.dsl.joins import OUTER, stream_join
+
+        return stream_join(self, other, OUTER, args, kwargs)
+
     def __repr__(self) -> str:
         return f"KStream({self.name})"
 

@@ -195,6 +195,27 @@ class KTable:
         b.topology.add_state_store(store_builder, name)
         return self._derive(name, supplier, self.value_serde, None)
 
+    # -- joins (streaming.dsl.joins) -----------------------------------------------------
+
+    def join(self, other: KTable, *args: Any, **kwargs: Any) -> KTable:
+        """Inner join: ``join(other, joiner, named=, materialized=)`` on the primary key, or
+        ``join(other, foreign_key_extractor, joiner, table_joined=, materialized=)``."""
+        from streaming.dsl.joins import INNER, table_join
+
+        return table_join(self, other, INNER, args, kwargs)
+
+    def left_join(self, other: KTable, *args: Any, **kwargs: Any) -> KTable:
+        """Left join on the primary key or a foreign key (the right side may be None)."""
+        from streaming.dsl.joins import LEFT, table_join
+
+        return table_join(self, other, LEFT, args, kwargs)
+
+    def outer_join(self, other: KTable, *args: Any, **kwargs: Any) -> KTable:
+        """Outer join on the primary key: a row while either side has one."""
+        from streaming.dsl.joins import OUTER, table_join
+
+        return table_join(self, other, OUTER, args, kwargs)
+
     def __repr__(self) -> str:
         return f"KTable({self.name})"
 

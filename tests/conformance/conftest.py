@@ -13,6 +13,11 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
+# Families of later issues register themselves with families.register() on import.
+import fam_foreign_key  # noqa: E402, F401
+import fam_more  # noqa: E402, F401
+import fam_stream_joins  # noqa: E402, F401
+import fam_table_joins  # noqa: E402, F401
 from reference import JavaReference  # noqa: E402
 
 

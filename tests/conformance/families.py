@@ -34,6 +34,11 @@ Catalogue (params drawn by traces.PARAMS):
    stream-time punctuator every ``interval`` ms forwarding ("count", number of keys);
    ``process_values`` (a FixedKeyProcessor, which cannot forward from a punctuator) has a
    punctuator that resets every sum to 0.
+
+Every stateful family also takes ``store`` ("rocksdb" | "in_memory": Materialized
+withStoreType / Stores.inMemoryKeyValueStore), and the window and session families
+``retention_extra`` (None = Kafka's default retention; else Materialized.withRetention of the
+minimum Kafka accepts plus extra: size + grace, 2 * diff + grace, gap + grace).
 """
 
 from __future__ import annotations
@@ -65,7 +70,7 @@ S = serdes.String
 L = serdes.Long
 
 # Families whose output depends on record caching (all with materialized aggregations/tables).
-CACHING_FAMILIES = frozenset(
+CACHING_FAMILIES = set(
     {
         "agg",
         "tumbling",
@@ -123,8 +128,19 @@ def minus(a: int | None, b: int | None) -> int | None:
     return a - b
 
 
-def _mat(store: str) -> Materialized:
-    return Materialized.as_(store).with_key_serde(S()).with_value_serde(L())
+def _mat(store: str, p: dict[str, Any], min_retention: int = 0) -> Materialized:
+    """Params "store" ("rocksdb" default, "in_memory") and, for window/session stores,
+    "retention_extra" (retention = the minimum Kafka accepts + extra)."""
+    m = Materialized.as_(store).with_key_serde(S()).with_value_serde(L())
+    if p.get("store", "rocksdb") == "in_memory":
+        m = m.with_store_type("in_memory")
+    if p.get("retention_extra") is not None:
+        m = m.with_retention(min_retention + p["retention_extra"])
+    return m
+
+
+def _grace(p: dict[str, Any]) -> int:
+    return 0 if p.get("grace") is None else p["grace"]
 
 
 def _input(b: StreamsBuilder, topic: str = "input") -> Any:
@@ -170,8 +186,7 @@ def stateless(b: StreamsBuilder, p: dict[str, Any], outs: Outputs) -> None:
 # ------------------------------------------------------------------ 2. agg
 
 
-def _aggregate_grouped(g: Any, op: str, store: str) -> Any:
-    m = _mat(store)
+def _aggregate_grouped(g: Any, op: str, m: Materialized) -> Any:
     if op == "count":
         return g.count(materialized=m)
     if op == "reduce":
@@ -187,16 +202,15 @@ def agg(b: StreamsBuilder, p: dict[str, Any], outs: Outputs) -> None:
         g = s.group_by(lambda k, v: mod3(v), grouped=Grouped.with_(S(), L()))
     else:
         g = s.group_by_key(Grouped.with_(S(), L()))
-    _to(_aggregate_grouped(g, p["op"], "agg-store").to_stream(), "out", outs)
+    _to(_aggregate_grouped(g, p["op"], _mat("agg-store", p)).to_stream(), "out", outs)
 
 
 # ------------------------------------------------------------------ 3./4. time windows
 
 
-def _windowed_op(w: Any, op: str, emit: str) -> Any:
+def _windowed_op(w: Any, op: str, emit: str, m: Materialized) -> Any:
     if emit == "on_window_close":
         w = w.emit_strategy(EmitStrategy.on_window_close())
-    m = _mat("win-store")
     if op == "count":
         t = w.count(materialized=m)
     elif op == "reduce":
@@ -218,7 +232,8 @@ def time_windowed(b: StreamsBuilder, p: dict[str, Any], outs: Outputs, hopping: 
         windows = TimeWindows.of_size_with_no_grace(size)
     if hopping:
         windows = windows.advance_by(p["advance"])
-    t = _windowed_op(_input(b).group_by_key().windowed_by(windows), p["op"], p["emit"])
+    m = _mat("win-store", p, size + _grace(p))
+    t = _windowed_op(_input(b).group_by_key().windowed_by(windows), p["op"], p["emit"], m)
     t.to_stream().to("out", key_serde=serdes.TimeWindowedSerde(S(), size), value_serde=L())
     outs["out"] = ("time", size)
 
@@ -229,7 +244,8 @@ def sliding(b: StreamsBuilder, p: dict[str, Any], outs: Outputs) -> None:
         windows = SlidingWindows.of_time_difference_and_grace(diff, p["grace"])
     else:
         windows = SlidingWindows.of_time_difference_with_no_grace(diff)
-    t = _windowed_op(_input(b).group_by_key().windowed_by(windows), p["op"], p["emit"])
+    m = _mat("win-store", p, 2 * diff + _grace(p))
+    t = _windowed_op(_input(b).group_by_key().windowed_by(windows), p["op"], p["emit"], m)
     t.to_stream().to("out", key_serde=serdes.TimeWindowedSerde(S(), diff), value_serde=L())
     outs["out"] = ("time", diff)
 
@@ -246,7 +262,7 @@ def session(b: StreamsBuilder, p: dict[str, Any], outs: Outputs) -> None:
     w = _input(b).group_by_key().windowed_by(windows)
     if p["emit"] == "on_window_close":
         w = w.emit_strategy(EmitStrategy.on_window_close())
-    m = _mat("sess-store")
+    m = _mat("sess-store", p, gap + _grace(p))
     op = p["op"]
     if op == "count":
         t = w.count(materialized=m)
@@ -279,7 +295,7 @@ def suppress_time_limit(b: StreamsBuilder, p: dict[str, Any], outs: Outputs) -> 
         buffer = BufferConfig.unbounded().with_max_records(p["n"])
     else:
         raise ValueError(kind)
-    counts = _input(b).group_by_key().count(materialized=_mat("cnt-store"))
+    counts = _input(b).group_by_key().count(materialized=_mat("cnt-store", p))
     _to(counts.suppress(Suppressed.until_time_limit(p["limit"], buffer)).to_stream(), "out", outs)
 
 
@@ -291,11 +307,11 @@ def table_groupby(b: StreamsBuilder, p: dict[str, Any], outs: Outputs) -> None:
     if variant == "unmaterialized":
         t = b.table("input", key_serde=S(), value_serde=L())
     else:
-        t = b.table("input", key_serde=S(), value_serde=L(), materialized=_mat("src-table"))
+        t = b.table("input", key_serde=S(), value_serde=L(), materialized=_mat("src-table", p))
     if variant == "filtered":
         t = t.filter(lambda k, v: v is not None and v >= 0)
     g = t.group_by(lambda k, v: (mod3(v), v), grouped=Grouped.with_(S(), L()))
-    m = _mat("gb-store")
+    m = _mat("gb-store", p)
     op = p["op"]
     if op == "count":
         r = g.count(materialized=m)
@@ -318,15 +334,17 @@ def table_ops(b: StreamsBuilder, p: dict[str, Any], outs: Outputs) -> None:
     if variant.startswith("to_table"):
         s = _input(b)
         if variant == "to_table_materialized":
-            t = s.to_table(materialized=_mat("tt-store"))
+            t = s.to_table(materialized=_mat("tt-store", p))
         else:
             t = s.to_table()
     else:
         if p.get("source_materialized"):
-            src = b.table("input", key_serde=S(), value_serde=L(), materialized=_mat("src-table"))
+            src = b.table(
+                "input", key_serde=S(), value_serde=L(), materialized=_mat("src-table", p)
+            )
         else:
             src = b.table("input", key_serde=S(), value_serde=L())
-        m = _mat("op-store")
+        m = _mat("op-store", p)
         plus_one = lambda v: None if v is None else v + 1  # noqa: E731
         if variant == "filter":
             t = src.filter(lambda k, v: is_even(v))
@@ -394,9 +412,11 @@ class SumValuesProcessor(FixedKeyProcessor):
 
 def process(b: StreamsBuilder, p: dict[str, Any], outs: Outputs) -> None:
     interval = p["interval"]
-    b.add_state_store(
-        Stores.key_value_store_builder(Stores.persistent_key_value_store("sum-store"), S(), L())
-    )
+    if p.get("store", "rocksdb") == "in_memory":
+        supplier = Stores.in_memory_key_value_store("sum-store")
+    else:
+        supplier = Stores.persistent_key_value_store("sum-store")
+    b.add_state_store(Stores.key_value_store_builder(supplier, S(), L()))
     s = _input(b)
     if p["api"] == "process_values":
         r = s.process_values(lambda: SumValuesProcessor(interval), "sum-store")
@@ -422,6 +442,34 @@ BUILDERS: dict[str, Callable[[StreamsBuilder, dict[str, Any], Outputs], None]] =
 
 # Named is re-exported for families that want explicit names; keep the import used.
 _ = Named
+
+
+def register(
+    family: str,
+    builder: Callable[[StreamsBuilder, dict[str, Any], Outputs], None],
+    params: Any,
+    *,
+    input_topics: tuple[str, ...] = ("input",),
+    caching: bool = False,
+    scaled: bool = False,
+) -> None:
+    """Add a family defined in another module (fam_*.py, imported by conftest.py).
+
+    ``params`` is its hypothesis strategy; ``input_topics`` the topics traces draw from (repeat
+    a topic to weight it); ``caching`` runs every trace with and without record caching;
+    ``scaled`` also runs a quarter of the traces in seconds (see traces.SCALED_FAMILIES).
+    """
+    import traces
+
+    if family in BUILDERS:
+        raise ValueError(f"family {family!r} is registered twice")
+    BUILDERS[family] = builder
+    traces.PARAMS[family] = params
+    traces.INPUT_TOPICS[family] = input_topics
+    if caching:
+        CACHING_FAMILIES.add(family)
+    if scaled:
+        traces.SCALED_FAMILIES.add(family)
 
 
 def build(family: str, params: dict[str, Any]) -> tuple[Any, Outputs]:

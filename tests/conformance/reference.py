@@ -14,6 +14,7 @@ small thread pool, answers come back in completion order and are matched by id).
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import shutil
 import subprocess
@@ -33,7 +34,7 @@ MAIN_CLASS = "Harness"
 JVM_FLAGS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
 
 
-class ReferenceError(RuntimeError):
+class HarnessError(RuntimeError):
     """The Java side could not be built or started, or died."""
 
 
@@ -43,7 +44,7 @@ def _classpath(*entries: Path | str) -> str:
 
 def _check_jars() -> None:
     if not JARS_DIR.is_dir() or not any(JARS_DIR.glob("kafka-streams-test-utils-*.jar")):
-        raise ReferenceError(
+        raise HarnessError(
             f"the Kafka Streams reference jars are missing from {JARS_DIR}: run `make setup` "
             "(it runs `mvn -f tests/conformance/java/pom.xml dependency:copy-dependencies "
             "-DoutputDirectory=.jars/streams`)"
@@ -73,7 +74,7 @@ def compile_harness(force: bool = False) -> Path:
         return CLASSES_DIR
     javac = shutil.which("javac")
     if javac is None:
-        raise ReferenceError("javac not found: a JDK 17 is needed for the conformance tests")
+        raise HarnessError("javac not found: a JDK 17 is needed for the conformance tests")
     CLASSES_DIR.parent.mkdir(parents=True, exist_ok=True)
     # Compile into a scratch folder and swap it in, so concurrent sessions never see half a build.
     scratch = Path(tempfile.mkdtemp(prefix="harness-classes-", dir=CLASSES_DIR.parent))
@@ -93,7 +94,7 @@ def compile_harness(force: bool = False) -> Path:
             cwd=REPO_ROOT,
         )
         if proc.returncode != 0:
-            raise ReferenceError(f"javac failed:\n{proc.stdout}\n{proc.stderr}")
+            raise HarnessError(f"javac failed:\n{proc.stdout}\n{proc.stderr}")
         old = None
         if CLASSES_DIR.exists():
             old = CLASSES_DIR.with_name(f"{CLASSES_DIR.name}.old-{os.getpid()}")
@@ -126,7 +127,7 @@ class JavaReference:
         classes = compile_harness()
         java = shutil.which("java")
         if java is None:
-            raise ReferenceError("java not found: a JDK 17 is needed for the conformance tests")
+            raise HarnessError("java not found: a JDK 17 is needed for the conformance tests")
         env = dict(os.environ, HARNESS_THREADS=str(self._threads))
         self._proc = subprocess.Popen(
             [java, *JVM_FLAGS, "-cp", _classpath(classes, JARS_DIR / "*"), MAIN_CLASS],
@@ -158,7 +159,8 @@ class JavaReference:
             return
         try:
             if proc.stdin is not None:
-                proc.stdin.close()
+                with contextlib.suppress(OSError):  # the JVM may already be gone
+                    proc.stdin.close()
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
@@ -222,12 +224,42 @@ class JavaReference:
                 line = proc.stdout.readline()
                 if not line:
                     writer.join(timeout=5)
-                    rc = proc.poll()
-                    raise ReferenceError(
+                    try:
+                        rc = proc.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        rc = None
+                    message = (
                         f"the Java reference harness died (exit code {rc}, write error "
                         f"{write_error or None}); its stderr:\n{self.stderr_tail()}"
                     )
+                    self.close()  # the next run() starts a fresh JVM
+                    raise HarnessError(message)
                 response = orjson.loads(line)
                 by_id[response["id"]] = response
             writer.join()
             return [by_id[i] for i in ids]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python tests/conformance/reference.py [--force]``: compile the harness (for make setup)
+    and check that the JVM answers."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--force", action="store_true", help="recompile even if up to date")
+    args = parser.parse_args(argv)
+    try:
+        print(f"harness classes: {compile_harness(force=args.force)}")
+        with JavaReference(threads=1) as ref:
+            response = ref.run_one(
+                "stateless", {}, [{"topic": "input", "key": "a", "value": 2, "ts": 0}], False
+            )
+    except HarnessError as exc:
+        print(exc)
+        return 1
+    print(f"reference harness answers: {response}")
+    return 0 if response["error"] is None else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

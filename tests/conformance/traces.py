@@ -3,7 +3,9 @@
 A trace is a list of input records ``{"topic": str, "key": str|None, "value": int|None,
 "ts": int}``: keys from a small alphabet (sometimes null), values small ints in [-5, 20]
 (sometimes null), timestamps in [0, 200) mostly increasing with jitter, with out-of-order
-and late records and the occasional jump forward.
+and late records and the occasional jump forward. For the time-dependent families a quarter
+of the cases run in seconds instead (timestamps and duration params times 1000, "scale" in
+the params), to cross RocksDB segment boundaries.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ def traces(
 
 
 optional_grace = st.one_of(st.none(), st.integers(0, 15))
+stores = st.sampled_from(("rocksdb", "in_memory"))
+# Window/session store retention beyond the minimum Kafka accepts (None: Kafka's default).
+retention_extras = st.one_of(st.none(), st.integers(0, 60))
 
 
 @st.composite
@@ -63,18 +68,24 @@ def _hopping(draw: st.DrawFn) -> dict[str, Any]:
         "size": size,
         "advance": advance,
         "grace": draw(optional_grace),
+        "store": draw(stores),
+        "retention_extra": draw(retention_extras),
     }
 
 
 PARAMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "stateless": st.just({}),
-    "agg": st.fixed_dictionaries({"op": st.sampled_from(OPS), "rekey": st.booleans()}),
+    "agg": st.fixed_dictionaries(
+        {"op": st.sampled_from(OPS), "rekey": st.booleans(), "store": stores}
+    ),
     "tumbling": st.fixed_dictionaries(
         {
             "op": st.sampled_from(OPS),
             "emit": st.sampled_from(EMITS),
             "size": st.integers(5, 30),
             "grace": optional_grace,
+            "store": stores,
+            "retention_extra": retention_extras,
         }
     ),
     "hopping": _hopping(),
@@ -84,6 +95,8 @@ PARAMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
             "emit": st.sampled_from(EMITS),
             "diff": st.integers(1, 30),
             "grace": optional_grace,
+            "store": stores,
+            "retention_extra": retention_extras,
         }
     ),
     "session": st.fixed_dictionaries(
@@ -92,6 +105,8 @@ PARAMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
             "emit": st.sampled_from(EMITS),
             "gap": st.integers(1, 30),
             "grace": optional_grace,
+            "store": stores,
+            "retention_extra": retention_extras,
         }
     ),
     "suppress_time_limit": st.fixed_dictionaries(
@@ -101,12 +116,14 @@ PARAMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
                 ("unbounded", "max_records", "max_records_eager", "strict_max_records")
             ),
             "n": st.integers(1, 3),
+            "store": stores,
         }
     ),
     "table_groupby": st.fixed_dictionaries(
         {
             "op": st.sampled_from(OPS),
             "variant": st.sampled_from(("materialized", "filtered", "unmaterialized")),
+            "store": stores,
         }
     ),
     "table_ops": st.fixed_dictionaries(
@@ -123,16 +140,41 @@ PARAMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
                 )
             ),
             "source_materialized": st.booleans(),
+            "store": stores,
         }
     ),
     "process": st.fixed_dictionaries(
-        {"api": st.sampled_from(("process", "process_values")), "interval": st.integers(1, 50)}
+        {
+            "api": st.sampled_from(("process", "process_values")),
+            "interval": st.integers(1, 50),
+            "store": stores,
+        }
     ),
 }
 
 INPUT_TOPICS: dict[str, tuple[str, ...]] = {"stateless": ("input", "input", "input2")}
 
 
-def cases(family: str) -> st.SearchStrategy[tuple[dict[str, Any], list[dict[str, Any]]]]:
+# Params that are durations in ms: scaled with the timestamps (see `cases`).
+DURATION_PARAMS = set(
+    {"size", "grace", "advance", "diff", "gap", "limit", "interval", "retention_extra"}
+)
+# Families whose state depends on time: also run in seconds instead of milliseconds, so that
+# timestamps span several RocksDB segments (a segment is max(retention / 2, 60 s) long) and
+# segment expiry is exercised.
+SCALED_FAMILIES = {"tumbling", "hopping", "sliding", "session", "suppress_time_limit", "process"}
+
+
+@st.composite
+def cases(draw: st.DrawFn, family: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(params, trace) pairs for one family."""
-    return st.tuples(PARAMS[family], traces(INPUT_TOPICS.get(family, ("input",))))
+    params = dict(draw(PARAMS[family]))
+    trace = draw(traces(INPUT_TOPICS.get(family, ("input",))))
+    if family in SCALED_FAMILIES and draw(st.integers(0, 3)) == 0:
+        scale = 1000
+        for name in DURATION_PARAMS & params.keys():
+            if params[name] is not None:
+                params[name] *= scale
+        trace = [{**r, "ts": r["ts"] * scale} for r in trace]
+        params["scale"] = scale  # informative only: the families ignore it
+    return params, trace

@@ -31,6 +31,7 @@ import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
@@ -61,8 +62,8 @@ final class Families {
         }
     }
 
-    private static final Serde<String> S = Serdes.String();
-    private static final Serde<Long> L = Serdes.Long();
+    static final Serde<String> S = Serdes.String();
+    static final Serde<Long> L = Serdes.Long();
 
     static Built build(String family, JsonNode p) {
         StreamsBuilder b = new StreamsBuilder();
@@ -77,7 +78,15 @@ final class Families {
             case "table_groupby" -> tableGroupBy(b, p, outs);
             case "table_ops" -> tableOps(b, p, outs);
             case "process" -> process(b, p, outs);
-            default -> throw new IllegalArgumentException("unknown family " + family);
+            default -> {
+                // Families of later issues live in their own classes; each answers for its names.
+                if (!StreamJoinFamilies.build(family, b, p, outs)
+                        && !TableJoinFamilies.build(family, b, p, outs)
+                        && !ForeignKeyFamilies.build(family, b, p, outs)
+                        && !MoreFamilies.build(family, b, p, outs)) {
+                    throw new IllegalArgumentException("unknown family " + family);
+                }
+            }
         }
         return new Built(b.build(), outs);
     }
@@ -114,23 +123,49 @@ final class Families {
         return v == null ? null : String.valueOf(Math.floorMod(v, 3L));
     }
 
-    private static String str(JsonNode p, String name) {
+    static String str(JsonNode p, String name) {
         return p.get(name).asText();
     }
 
-    private static long num(JsonNode p, String name) {
+    static long num(JsonNode p, String name) {
         return p.get(name).asLong();
     }
 
-    private static boolean has(JsonNode p, String name) {
+    static boolean has(JsonNode p, String name) {
         return p.has(name) && !p.get(name).isNull();
     }
 
-    private static KStream<String, Long> input(StreamsBuilder b, String topic) {
+    /** KV-store Materialized: params "store" ("rocksdb" default, "in_memory"). */
+    static Materialized<String, Long, KeyValueStore<Bytes, byte[]>> kv(String name, JsonNode p) {
+        return storeOptions(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as(name), p, 0);
+    }
+
+    /** Window/session-store Materialized: "store", and "retention_extra" (retention = min + extra). */
+    static <St extends StateStore> Materialized<String, Long, St> windowed(String name, JsonNode p, long minRetention) {
+        return storeOptions(Materialized.<String, Long, St>as(name), p, minRetention);
+    }
+
+    private static <St extends StateStore> Materialized<String, Long, St> storeOptions(
+            Materialized<String, Long, St> m, JsonNode p, long minRetention) {
+        m = m.withKeySerde(S).withValueSerde(L);
+        if (p.path("store").asText("rocksdb").equals("in_memory")) {
+            m = m.withStoreType(Materialized.StoreType.IN_MEMORY);
+        }
+        if (has(p, "retention_extra")) {
+            m = m.withRetention(Duration.ofMillis(minRetention + num(p, "retention_extra")));
+        }
+        return m;
+    }
+
+    static long grace(JsonNode p) {
+        return has(p, "grace") ? num(p, "grace") : 0L;
+    }
+
+    static KStream<String, Long> input(StreamsBuilder b, String topic) {
         return b.stream(topic, Consumed.with(S, L));
     }
 
-    private static void toOut(KStream<String, Long> s, String topic, Map<String, String> outs) {
+    static void toOut(KStream<String, Long> s, String topic, Map<String, String> outs) {
         s.to(topic, Produced.with(S, L));
         outs.put(topic, "string");
     }
@@ -159,10 +194,8 @@ final class Families {
 
     // ---------------------------------------------------------------- 2. agg
 
-    static KTable<String, Long> aggregateGrouped(KGroupedStream<String, Long> g, String op, String store) {
-        Materialized<String, Long, KeyValueStore<Bytes, byte[]>> m =
-                Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as(store)
-                        .withKeySerde(S).withValueSerde(L);
+    static KTable<String, Long> aggregateGrouped(KGroupedStream<String, Long> g, String op,
+                                                 Materialized<String, Long, KeyValueStore<Bytes, byte[]>> m) {
         return switch (op) {
             case "count" -> g.count(m);
             case "reduce" -> g.reduce(Families::plus, m);
@@ -176,18 +209,16 @@ final class Families {
         KGroupedStream<String, Long> g = p.path("rekey").asBoolean(false)
                 ? s.groupBy((k, v) -> mod3(v), Grouped.with(S, L))
                 : s.groupByKey(Grouped.with(S, L));
-        toOut(aggregateGrouped(g, str(p, "op"), "agg-store").toStream(), "out", outs);
+        toOut(aggregateGrouped(g, str(p, "op"), kv("agg-store", p)).toStream(), "out", outs);
     }
 
     // ---------------------------------------------------------------- 3./4. time windows
 
-    static KTable<Windowed<String>, Long> windowedOp(TimeWindowedKStream<String, Long> w, String op, String emit) {
+    static KTable<Windowed<String>, Long> windowedOp(TimeWindowedKStream<String, Long> w, String op, String emit,
+                                                     Materialized<String, Long, WindowStore<Bytes, byte[]>> m) {
         if (emit.equals("on_window_close")) {
             w = w.emitStrategy(EmitStrategy.onWindowClose());
         }
-        Materialized<String, Long, WindowStore<Bytes, byte[]>> m =
-                Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("win-store")
-                        .withKeySerde(S).withValueSerde(L);
         KTable<Windowed<String>, Long> t = switch (op) {
             case "count" -> w.count(m);
             case "reduce" -> w.reduce(Families::plus, m);
@@ -209,7 +240,8 @@ final class Families {
             windows = windows.advanceBy(Duration.ofMillis(num(p, "advance")));
         }
         KTable<Windowed<String>, Long> t = windowedOp(
-                input(b, "input").groupByKey().windowedBy(windows), str(p, "op"), str(p, "emit"));
+                input(b, "input").groupByKey().windowedBy(windows), str(p, "op"), str(p, "emit"),
+                windowed("win-store", p, size + grace(p)));
         t.toStream().to("out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, size), L));
         outs.put("out", "time:" + size);
     }
@@ -220,7 +252,8 @@ final class Families {
                 ? SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(diff), Duration.ofMillis(num(p, "grace")))
                 : SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(diff));
         KTable<Windowed<String>, Long> t = windowedOp(
-                input(b, "input").groupByKey().windowedBy(windows), str(p, "op"), str(p, "emit"));
+                input(b, "input").groupByKey().windowedBy(windows), str(p, "op"), str(p, "emit"),
+                windowed("win-store", p, 2 * diff + grace(p)));
         t.toStream().to("out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, diff), L));
         outs.put("out", "time:" + diff);
     }
@@ -237,9 +270,7 @@ final class Families {
         if (emit.equals("on_window_close")) {
             w = w.emitStrategy(EmitStrategy.onWindowClose());
         }
-        Materialized<String, Long, SessionStore<Bytes, byte[]>> m =
-                Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("sess-store")
-                        .withKeySerde(S).withValueSerde(L);
+        Materialized<String, Long, SessionStore<Bytes, byte[]>> m = windowed("sess-store", p, gap + grace(p));
         KTable<Windowed<String>, Long> t = switch (str(p, "op")) {
             case "count" -> w.count(m);
             case "reduce" -> w.reduce(Families::plus, m);
@@ -263,9 +294,7 @@ final class Families {
             case "strict_max_records" -> Suppressed.BufferConfig.unbounded().withMaxRecords(num(p, "n"));
             default -> throw new IllegalArgumentException("buffer " + str(p, "buffer"));
         };
-        KTable<String, Long> counts = input(b, "input").groupByKey().count(
-                Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("cnt-store")
-                        .withKeySerde(S).withValueSerde(L));
+        KTable<String, Long> counts = input(b, "input").groupByKey().count(kv("cnt-store", p));
         toOut(counts.suppress(Suppressed.untilTimeLimit(Duration.ofMillis(num(p, "limit")), buffer)).toStream(),
                 "out", outs);
     }
@@ -276,16 +305,12 @@ final class Families {
         String variant = str(p, "variant");
         KTable<String, Long> t = variant.equals("unmaterialized")
                 ? b.table("input", Consumed.with(S, L))
-                : b.table("input", Consumed.with(S, L),
-                        Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("src-table")
-                                .withKeySerde(S).withValueSerde(L));
+                : b.table("input", Consumed.with(S, L), kv("src-table", p));
         if (variant.equals("filtered")) {
             t = t.filter((k, v) -> v != null && v >= 0);
         }
         KGroupedTable<String, Long> g = t.groupBy((k, v) -> KeyValue.pair(mod3(v), v), Grouped.with(S, L));
-        Materialized<String, Long, KeyValueStore<Bytes, byte[]>> m =
-                Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("gb-store")
-                        .withKeySerde(S).withValueSerde(L);
+        Materialized<String, Long, KeyValueStore<Bytes, byte[]>> m = kv("gb-store", p);
         KTable<String, Long> r = switch (str(p, "op")) {
             case "count" -> g.count(m);
             case "reduce" -> g.reduce(Families::plus, Families::minus, m);
@@ -304,18 +329,13 @@ final class Families {
         if (variant.startsWith("to_table")) {
             KStream<String, Long> s = input(b, "input");
             t = variant.equals("to_table_materialized")
-                    ? s.toTable(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("tt-store")
-                            .withKeySerde(S).withValueSerde(L))
+                    ? s.toTable(kv("tt-store", p))
                     : s.toTable();
         } else {
             KTable<String, Long> src = srcMat
-                    ? b.table("input", Consumed.with(S, L),
-                            Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("src-table")
-                                    .withKeySerde(S).withValueSerde(L))
+                    ? b.table("input", Consumed.with(S, L), kv("src-table", p))
                     : b.table("input", Consumed.with(S, L));
-            Materialized<String, Long, KeyValueStore<Bytes, byte[]>> m =
-                    Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("op-store")
-                            .withKeySerde(S).withValueSerde(L);
+            Materialized<String, Long, KeyValueStore<Bytes, byte[]>> m = kv("op-store", p);
             t = switch (variant) {
                 case "filter" -> src.filter((k, v) -> isEven(v));
                 case "filter_materialized" -> src.filter((k, v) -> isEven(v), m);
@@ -408,7 +428,11 @@ final class Families {
 
     static void process(StreamsBuilder b, JsonNode p, Map<String, String> outs) {
         long interval = num(p, "interval");
-        b.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("sum-store"), S, L));
+        b.addStateStore(Stores.keyValueStoreBuilder(
+                p.path("store").asText("rocksdb").equals("in_memory")
+                        ? Stores.inMemoryKeyValueStore("sum-store")
+                        : Stores.persistentKeyValueStore("sum-store"),
+                S, L));
         KStream<String, Long> s = input(b, "input");
         KStream<String, Long> r = str(p, "api").equals("process_values")
                 ? s.processValues(() -> new SumValuesProcessor(interval), "sum-store")

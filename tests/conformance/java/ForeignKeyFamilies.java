@@ -1,0 +1,17 @@
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.Map;
+import org.apache.kafka.streams.StreamsBuilder;
+
+/** Conformance families for KTable-KTable foreign-key joins; twins of tests/conformance/fam_*.py. */
+final class ForeignKeyFamilies {
+    private ForeignKeyFamilies() {}
+
+    /** Build {@code family} into {@code b} if it is one of ours; false otherwise. */
+    static boolean build(String family, StreamsBuilder b, JsonNode p, Map<String, String> outs) {
+        switch (family) {
+            default -> {
+                return false;
+            }
+        }
+    }
+}
