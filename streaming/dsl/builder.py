@@ -102,15 +102,13 @@ class InternalBuilder:
         value_serde = materialized.value_serde or value_serde
         if materialized.store_supplier is not None:
             supplier = materialized.store_supplier
-        elif time_ordered:
-            factory = (
-                Stores.in_memory_time_ordered_window_store
-                if materialized.store_type == "in_memory"
-                else Stores.persistent_time_ordered_window_store
-            )
-            supplier = factory(name, retention, window_size_ms, False)
         elif materialized.store_type == "in_memory":
+            # Kafka's InMemoryDslStoreSuppliers: the same in-memory store for every emit strategy
             supplier = Stores.in_memory_window_store(name, retention, window_size_ms, False)
+        elif time_ordered:
+            supplier = Stores.persistent_time_ordered_window_store(
+                name, retention, window_size_ms, False
+            )
         else:
             supplier = Stores.persistent_timestamped_window_store(
                 name, retention, window_size_ms, False

@@ -43,6 +43,7 @@ class SegmentedBytesStore(StateStore):
         segment_interval: int,
         key_schema,
         persistent: bool,
+        retention_slack: int | None = None,
     ) -> None:
         self.name = name
         self.retention_period = retention_period
@@ -55,7 +56,7 @@ class SegmentedBytesStore(StateStore):
         self._open = False
         self._dir: StateDirHandle | None = None
         self._is_window_schema = key_schema.IS_WINDOW
-        self._slack = key_schema.RETENTION_SLACK
+        self._slack = key_schema.RETENTION_SLACK if retention_slack is None else retention_slack
         #: set by timestamped builders: converts (plain changelog value, timestamp) on restore
         self.restore_value_converter = None
 

@@ -99,6 +99,19 @@ class WindowBytesStoreSupplier:
         self.time_ordered = time_ordered
 
     def get(self) -> WindowBytesStore:
+        if not self.persistent:
+            # Kafka's InMemoryWindowStore: a map by window start, then key; it returns windows
+            # starting after observed_stream_time - retention (the time-first layout with the
+            # key-first store's retention slack).
+            segmented = SegmentedBytesStore(
+                self.name,
+                self.retention_period,
+                self.segment_interval,
+                TIME_FIRST_WINDOW_KEY_SCHEMA,
+                False,
+                retention_slack=WINDOW_KEY_SCHEMA.RETENTION_SLACK,
+            )
+            return SegmentedWindowStore(segmented, self.retain_duplicates, self.window_size)
         schema = TIME_FIRST_WINDOW_KEY_SCHEMA if self.time_ordered else WINDOW_KEY_SCHEMA
         segmented = SegmentedBytesStore(
             self.name, self.retention_period, self.segment_interval, schema, self.persistent
@@ -353,26 +366,6 @@ class Stores:
             size,
             retain_duplicates,
             True,
-            timestamped=True,
-            time_ordered=True,
-        )
-
-    @staticmethod
-    def in_memory_time_ordered_window_store(
-        name: str,
-        retention_period: Duration,
-        window_size: Duration,
-        retain_duplicates: bool = False,
-    ) -> WindowBytesStoreSupplier:
-        """In-memory variant of the time-first window store (same order)."""
-        retention, size = _window_args(name, retention_period, window_size)
-        return WindowBytesStoreSupplier(
-            name,
-            retention,
-            _segment_interval(retention),
-            size,
-            retain_duplicates,
-            False,
             timestamped=True,
             time_ordered=True,
         )

@@ -40,6 +40,7 @@ from typing import Any
 
 from streaming.dsl.change import Change
 from streaming.dsl.processors.table import TableSupplier
+from streaming.dsl.processors.table_getters import SessionValueGetterSupplier
 from streaming.dsl.windows import EmitStrategy, SessionWindows
 from streaming.state.windowed import SessionWindow, Windowed
 from streaming.topology.processor import Processor, Record
@@ -109,6 +110,9 @@ class KStreamSessionWindowAggregateSupplier(TableSupplier):
 
     def __call__(self) -> Processor:
         return KStreamSessionWindowAggregateProcessor(self)
+
+    def view(self) -> SessionValueGetterSupplier:
+        return SessionValueGetterSupplier(self.store_name)
 
 
 class KStreamSessionWindowAggregateProcessor(Processor):
@@ -246,7 +250,8 @@ class KStreamSessionWindowAggregateProcessor(Processor):
     def _fetch_sessions(self, earliest_end: int, latest_end: int) -> Iterable[tuple[Windowed, Any]]:
         """Kafka's time-ordered ``SessionStore.findSessions(earliestEnd, latestEnd)``: all keys,
         ``earliestEnd <= end <= latestEnd``, ordered by ``[end][start][key bytes]``, regardless of
-        the store's retention filter (the time-ordered store reads live segments directly)."""
+        the store's retention filter (the time-ordered store reads live segments directly); an
+        in-memory store answers like Kafka's InMemorySessionStore instead."""
         store = self.store
         fetch = getattr(store, "fetch_sessions", None)
         if fetch is not None:
@@ -303,12 +308,21 @@ def _scan_closed_sessions(
         )
     split = SESSION_KEY_SCHEMA.split
     found: list[tuple[int, int, bytes, bytes]] = []
+    if not segmented.persistent:
+        # Kafka's InMemorySessionStore.findSessions(earliestEnd, latestEnd): expired sessions
+        # (end <= observed stream time - retention) are gone; order end, key bytes, start desc.
+        earliest_end = max(
+            earliest_end, segmented.observed_stream_time - segmented.retention_period + 1
+        )
     for segment in segmented.segments.segments(earliest_end, latest_end, True):
         for schema_key, value in segment.range(None, None, True):
             key_bytes, start, end = split(schema_key)
             if earliest_end <= end <= latest_end and value is not None:
                 found.append((end, start, key_bytes, value))
-    found.sort(key=lambda t: (t[0], t[1], t[2]))
+    if segmented.persistent:
+        found.sort(key=lambda t: (t[0], t[1], t[2]))
+    else:
+        found.sort(key=lambda t: (t[0], t[2], -t[1]))
     key_from = store.key_from
     value_from = store.value_from
     for end, start, key_bytes, value in found:

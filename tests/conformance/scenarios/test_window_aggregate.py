@@ -80,7 +80,7 @@ def make_context(
     configs = {} if interval is None else {EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION: interval}
     context = FakeContext(configs)
     if emit_final:
-        supplier = Stores.in_memory_time_ordered_window_store(STORE, 86_400_000, window_size)
+        supplier = Stores.in_memory_window_store(STORE, 86_400_000, window_size)
     else:
         supplier = Stores.in_memory_window_store(STORE, 86_400_000, window_size)
     store = (

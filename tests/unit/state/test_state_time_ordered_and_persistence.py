@@ -22,10 +22,11 @@ from streaming.state.key_schema import MAX_LONG, TimeFirstWindowKeySchema, Windo
 @pytest.mark.parametrize("caching", [False, True])
 def test_time_ordered_fetch_all_by_start_then_key(tmp_path, kind, caching):
     ctx = make_context(tmp_path)
+    # Kafka's InMemoryWindowStore is ordered by window start as well
     factory = (
         Stores.persistent_time_ordered_window_store
         if kind == "rocksdb"
-        else Stores.in_memory_time_ordered_window_store
+        else Stores.in_memory_window_store
     )
     builder = Stores.timestamped_window_store_builder(
         factory("to", 120_000, 10), StrSerde(), StrSerde()
@@ -183,33 +184,30 @@ def test_builder_flags_and_durations():
         Stores.persistent_window_store("w", 10, 100, False)
 
 
-@pytest.mark.parametrize("kind", ["memory", "rocksdb"])
-def test_time_ordered_retention_has_no_plus_one(tmp_path, kind):
+def test_time_ordered_retention_has_no_plus_one(tmp_path):
     """Kafka's dual-schema store: actualFrom = observed - retention for time-first keys, so
-    with retention == size + grace the closing window is still fetchable."""
+    with retention == size + grace the closing window is still fetchable; the key-first
+    RocksDB store and the in-memory store (Kafka's InMemoryWindowStore) return only windows
+    starting after observed - retention."""
     ctx = make_context(tmp_path)
-    time_ordered = (
-        Stores.persistent_time_ordered_window_store
-        if kind == "rocksdb"
-        else Stores.in_memory_time_ordered_window_store
-    )
-    key_first = (
-        Stores.persistent_timestamped_window_store
-        if kind == "rocksdb"
-        else Stores.in_memory_window_store
-    )
     stores = []
-    for name, factory in (("to", time_ordered), ("kf", key_first)):
+    for name, factory in (
+        ("to", Stores.persistent_time_ordered_window_store),
+        ("kf", Stores.persistent_timestamped_window_store),
+        ("mem", Stores.in_memory_window_store),
+    ):
         s = Stores.timestamped_window_store_builder(factory(name, 15, 10), StrSerde(), StrSerde())
         s = s.build()
         s.init(ctx, s)
         s.put("A", ValueAndTimestamp("a0", 0), 0)
         s.put("A", ValueAndTimestamp("a15", 15), 15)
         stores.append(s)
-    to_store, kf_store = stores
+    to_store, kf_store, mem_store = stores
     assert [w.window.start for w, _ in to_store.fetch_all(0, 0)] == [0]
     assert to_store.fetch("A", 0) == ValueAndTimestamp("a0", 0)
-    assert list(kf_store.fetch_all(0, 0)) == []
-    assert kf_store.fetch("A", 0) is None
+    for s in (kf_store, mem_store):
+        assert list(s.fetch_all(0, 0)) == []
+        assert s.fetch("A", 0) is None
+        assert [w.window.start for w, _ in s.fetch_all(0, 15)] == [15]
     for s in stores:
         s.close()
