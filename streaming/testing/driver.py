@@ -8,10 +8,13 @@ before ``pipe_input`` returns.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 from collections import deque
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from streaming import serdes as serdes_mod
@@ -110,6 +113,16 @@ class TopologyTestDriver:
             from streaming.state import ThreadCache
 
             cache = ThreadCache(cache_bytes)
+        # Kafka's driver keeps state under state.dir/<application.id>/0_0 (a temp dir by
+        # default, deleted on close).
+        self._temp_state_dir: str | None = None
+        if self.config.get("state.dir"):
+            root = Path(self.config["state.dir"])
+        else:
+            self._temp_state_dir = tempfile.mkdtemp(prefix="kafka-streams-ttd-")
+            root = Path(self._temp_state_dir)
+        state_dir = root / self.application_id / "0_0"
+        state_dir.mkdir(parents=True, exist_ok=True)
         self._task = StreamTask(
             "0_0",
             topology,
@@ -120,6 +133,7 @@ class TopologyTestDriver:
             clock=lambda: self._wall_clock,
             cache=cache,
             caching_enabled=cache_bytes > 0,
+            state_dir=state_dir,
         )
         self._task.initialize()
         self._closed = False
@@ -136,8 +150,12 @@ class TopologyTestDriver:
         """Flush and close the task and its stores."""
         if not self._closed:
             self._closed = True
-            self._task.close(flush=True)
-            self._capture_outputs()
+            try:
+                self._task.close(flush=True)
+                self._capture_outputs()
+            finally:
+                if self._temp_state_dir is not None:
+                    shutil.rmtree(self._temp_state_dir, ignore_errors=True)
 
     # -- the producer side of the task ------------------------------------------------
 

@@ -74,6 +74,19 @@ class FakeContext(InMemoryStateStoreContext):
         return self.system_time_ms
 
 
+_OPEN_STORES: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_stores() -> Any:
+    """Close the RocksDB stores ``make`` opened (that also removes their temp dirs)."""
+    yield
+    while _OPEN_STORES:
+        store = _OPEN_STORES.pop()
+        if store.is_open:
+            store.close()
+
+
 def make(
     windows: SessionWindows = SessionWindows(GAP_MS, 0),
     *,
@@ -90,6 +103,7 @@ def make(
         builder.with_caching_enabled()
     store = builder.build()
     store.init(context, store)
+    _OPEN_STORES.append(store)
     context.stores[STORE] = store
     supplier = KStreamSessionWindowAggregateSupplier(
         windows, STORE, strategy, count_init, count_agg, sum_merger
