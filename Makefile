@@ -4,17 +4,18 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 JARS := .jars/streams
+KAFKA_JARS := .jars/kafka
 STAMP := $(VENV)/.installed
 
 .PHONY: setup test test-fast lint format run bench clean
 
-setup: $(STAMP) $(JARS)/.copied
+setup: $(STAMP) $(JARS)/.copied $(KAFKA_JARS)/.copied
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11+ is required ($(PYTHON) not found)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -q -e '.[dev,platform]'
 	touch $(STAMP)
 
 # Kafka Streams' reference jars for the differential conformance harness.
@@ -22,6 +23,15 @@ $(JARS)/.copied: tests/conformance/java/pom.xml
 	@command -v mvn >/dev/null || { echo "Maven is required to fetch the Kafka jars"; exit 1; }
 	@command -v java >/dev/null || { echo "Java 17+ is required"; exit 1; }
 	mvn -q -B -f tests/conformance/java/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(JARS)
+	touch $@
+
+# The Apache Kafka broker (KRaft) that streaming.testing.LocalKafkaCluster starts for the
+# integration tests and `make run`. Emptied first so a version change leaves no stale jars.
+$(KAFKA_JARS)/.copied: platform/kafka/pom.xml
+	@command -v mvn >/dev/null || { echo "Maven is required to fetch the Kafka jars"; exit 1; }
+	@command -v java >/dev/null || { echo "Java 17+ is required"; exit 1; }
+	rm -rf $(KAFKA_JARS)
+	mvn -q -B -f platform/kafka/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(KAFKA_JARS)
 	touch $@
 
 test: setup

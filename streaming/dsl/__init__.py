@@ -14,10 +14,13 @@ from streaming.dsl.options import (
     Branched,
     Consumed,
     Grouped,
+    Joined,
     Materialized,
     Named,
     Produced,
     Repartitioned,
+    StreamJoined,
+    TableJoined,
 )
 from streaming.dsl.suppressed import BufferConfig, Suppressed
 from streaming.dsl.windows import (
@@ -38,6 +41,7 @@ __all__ = [
     "GlobalKTable",
     "Grouped",
     "JoinWindows",
+    "Joined",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",
@@ -49,8 +53,10 @@ __all__ = [
     "SessionWindowedKStream",
     "SessionWindows",
     "SlidingWindows",
+    "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
+    "TableJoined",
     "TimeWindowedKStream",
     "TimeWindows",
 ]

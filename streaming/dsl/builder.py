@@ -38,8 +38,10 @@ class InternalBuilder:
         return f"{prefix}STATE-STORE-{self.next_index():010d}"
 
     def name_or(self, name: str | None, prefix: str) -> str:
-        """A user name, or a generated one (generated names always use the counter)."""
-        return name if name else self.new_processor_name(prefix)
+        """A user name, or a generated one; like Kafka's ``orElseGenerateWithPrefix`` the
+        counter advances in both cases (so later generated names match Kafka's)."""
+        generated = self.new_processor_name(prefix)
+        return name if name else generated
 
     # -- stores -----------------------------------------------------------------------
 
@@ -53,10 +55,20 @@ class InternalBuilder:
         value_serde = materialized.value_serde or value_serde
         if materialized.store_supplier is not None:
             supplier = materialized.store_supplier
+        elif materialized.versioned_history_retention_ms is not None:
+            supplier = Stores.persistent_versioned_key_value_store(
+                name, materialized.versioned_history_retention_ms
+            )
         elif materialized.store_type == "in_memory":
             supplier = Stores.in_memory_key_value_store(name)
         else:
             supplier = Stores.persistent_timestamped_key_value_store(name)
+        if getattr(supplier, "versioned", False):
+            # Kafka's KeyValueStoreMaterializer: versioned stores are never cached
+            builder = Stores.versioned_key_value_store_builder(supplier, key_serde, value_serde)
+            if materialized.logging_enabled:
+                return builder.with_logging_enabled(dict(materialized.log_config))
+            return builder.with_logging_disabled()
         builder = Stores.timestamped_key_value_store_builder(supplier, key_serde, value_serde)
         return self._configure(builder, materialized)
 
@@ -250,12 +262,13 @@ class StreamsBuilder:
         value_serde = value_serde or mat.value_serde
         b = self._internal
         store_name = mat.store_name or f"{topic}-STATE-STORE-{b.next_index():010d}"
-        source = b.name_or(consumed.name if consumed else None, "KSTREAM-SOURCE-")
-        table_source = (
-            f"{consumed.name}-table-source"
-            if consumed and consumed.name
-            else b.new_processor_name("KTABLE-SOURCE-")
-        )
+        # Kafka's NamedInternal: a Consumed name gives "<name>-source" (still burning an
+        # index) for the source and "<name>" for the KTABLE-SOURCE processor
+        user_name = consumed.name if consumed is not None else None
+        source = b.new_processor_name("KSTREAM-SOURCE-")
+        if user_name:
+            source = f"{user_name}-source"
+        table_source = b.name_or(user_name, "KTABLE-SOURCE-")
         b.topology.add_source(
             source,
             topic,
@@ -284,11 +297,51 @@ class StreamsBuilder:
         materialized: Materialized | str | None = None,
         key_serde: Any = None,
         value_serde: Any = None,
+        timestamp_extractor: Any = None,
+        consumed: Consumed | None = None,
     ) -> GlobalKTable:
-        """A fully replicated table; joins with it are part of the joins issue."""
-        raise NotImplementedError(
-            "GlobalKTable arrives with stream-table joins (issue 3); use table() for now"
+        """A fully replicated table over ``topic``, kept in a global store (no changelog:
+        the topic is the changelog); join streams with it by a key selector."""
+        from streaming.dsl.ktable import GlobalKTable
+        from streaming.dsl.processors.table import KTableSourceSupplier
+
+        mat = as_materialized(materialized)
+        if mat.versioned_history_retention_ms is not None or getattr(
+            mat.store_supplier, "versioned", False
+        ):
+            from streaming.topology.graph import TopologyException
+
+            raise TopologyException("GlobalTables cannot be versioned.")
+        if consumed is not None:
+            key_serde = key_serde or consumed.key_serde
+            value_serde = value_serde or consumed.value_serde
+            timestamp_extractor = timestamp_extractor or consumed.timestamp_extractor
+        key_serde = key_serde or mat.key_serde
+        value_serde = value_serde or mat.value_serde
+        b = self._internal
+        # Kafka's order: the store name (MaterializedInternal), then the source, then the
+        # KTABLE-SOURCE processor; a Consumed name gives "<name>-source" and "<name>"
+        store_name = mat.store_name or f"{topic}-STATE-STORE-{b.next_index():010d}"
+        user_name = consumed.name if consumed is not None else None
+        source = b.new_processor_name("KSTREAM-SOURCE-")
+        if user_name:
+            source = f"{user_name}-source"
+        processor = b.name_or(user_name, "KTABLE-SOURCE-")
+        store_builder = b.kv_store_builder(mat, store_name, key_serde, value_serde)
+        supplier = KTableSourceSupplier(store_name, store_builder, b.topology, processor)
+        supplier.store_name = store_name  # always materialised, in the global store
+        b.topology.add_global_store(
+            store_builder,
+            source,
+            key_serde,
+            value_serde,
+            topic,
+            processor,
+            supplier,
+            timestamp_extractor=timestamp_extractor,
+            reprocess_on_restore=False,
         )
+        return GlobalKTable(store_name, mat.store_name, key_serde, value_serde)
 
     def add_state_store(self, store_builder: Any) -> StreamsBuilder:
         """Register a store for ``process(...)`` calls that name it."""

@@ -46,6 +46,7 @@ class _Grouping:
         value_serde: Any,
         *,
         repartition_required: bool,
+        shared: dict[str, Any] | None = None,
     ) -> None:
         self._builder = builder
         self._parent = parent
@@ -53,15 +54,30 @@ class _Grouping:
         self.key_serde = key_serde
         self.value_serde = value_serde
         self._repartition_required = repartition_required
+        # Kafka's GroupedStreamAggregateBuilder, shared with the windowed streams made from
+        # this grouped stream: remembers the repartition source for reuse
+        self._shared: dict[str, Any] = {} if shared is None else shared
 
     def _source_for(self, store_name: str) -> str:
-        """The parent for the aggregate: a repartition source when the key was changed."""
+        """The parent for the aggregate: a repartition source when the key was changed.
+
+        Like Kafka, a repartition topic named by ``Grouped`` is created once and reused by
+        every aggregation of this grouped stream (the names are still generated, burning
+        counter values); otherwise each aggregation gets its own topic, named by its store.
+        """
         if not self._repartition_required:
             return self._parent
+        reused = self._shared.get("repartition_source")
+        if self._grouped.name and reused is not None:
+            for _ in range(3):  # sink, filter, source names of createRepartitionedSource
+                self._builder.next_index()
+            return reused
         prefix = self._grouped.name or store_name
-        return create_repartition(
+        source = create_repartition(
             self._builder, self._parent, prefix, self.key_serde, self.value_serde
         )
+        self._shared["repartition_source"] = source
+        return source
 
     def _names(self, mat: Materialized, prefix: str, named: Any) -> tuple[str, str]:
         store = mat.store_name or self._builder.new_store_name(prefix)
@@ -154,11 +170,17 @@ class KGroupedStream(_Grouping):
         )
         if isinstance(windows, TimeWindows | SlidingWindows):
             return TimeWindowedKStream(
-                *args, windows=windows, repartition_required=self._repartition_required
+                *args,
+                windows=windows,
+                repartition_required=self._repartition_required,
+                shared=self._shared,
             )
         if isinstance(windows, SessionWindows):
             return SessionWindowedKStream(
-                *args, windows=windows, repartition_required=self._repartition_required
+                *args,
+                windows=windows,
+                repartition_required=self._repartition_required,
+                shared=self._shared,
             )
         raise TypeError(
             f"windowed_by() takes TimeWindows, SlidingWindows or SessionWindows, got {windows!r}"
@@ -166,7 +188,9 @@ class KGroupedStream(_Grouping):
 
     def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> Any:
         """Combine several grouped streams into one aggregate (see ``CogroupedKStream``)."""
-        raise NotImplementedError("cogroup() arrives with the joins issue (issue 3)")
+        from streaming.dsl.cogroup import CogroupedKStream
+
+        return CogroupedKStream(self._builder, self, aggregator)
 
 
 class TimeWindowedKStream(_Grouping):
@@ -407,10 +431,14 @@ class KGroupedTable:
 
         b = self._builder
         mat = as_materialized(materialized)
-        store_name = mat.store_name or b.new_store_name(prefix)
+        # Kafka's KGroupedTableImpl names the store KTABLE-AGGREGATE-... for reduce too
+        store_name = mat.store_name or b.new_store_name("KTABLE-AGGREGATE-")
         user_name = _named(named)
-        sink = f"{user_name}-sink" if user_name else b.new_processor_name("KSTREAM-SINK-")
-        source = f"{user_name}-source" if user_name else b.new_processor_name("KSTREAM-SOURCE-")
+        # Kafka's suffixWithOrElseGet: the counter advances even for user names
+        sink = b.new_processor_name("KSTREAM-SINK-")
+        sink = f"{user_name}-sink" if user_name else sink
+        source = b.new_processor_name("KSTREAM-SOURCE-")
+        source = f"{user_name}-source" if user_name else source
         name = b.name_or(user_name, prefix)
         topic = f"{self._grouped.name or store_name}-repartition"
         changed = _LazyChangedSerde(self.value_serde, ChangedSerde)

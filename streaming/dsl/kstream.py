@@ -322,7 +322,8 @@ class KStream:
 
     def process(self, supplier: ProcessorSupplier, *store_names: str, named: Any = None) -> KStream:
         """Run a ``Processor`` per record; it may forward any key/value (repartition-marking)."""
-        name = self._builder.name_or(_named(named), "KSTREAM-PROCESSOR-")
+        # Kafka generates a name only when none is given (no counter burn)
+        name = _named(named) or self._builder.new_processor_name("KSTREAM-PROCESSOR-")
         self._builder.topology.add_processor(name, supplier, self.name)
         if store_names:
             self._builder.topology.connect_processor_and_state_stores(name, *store_names)
@@ -332,7 +333,8 @@ class KStream:
         self, supplier: ProcessorSupplier, *store_names: str, named: Any = None
     ) -> KStream:
         """Run a ``FixedKeyProcessor`` per record: values may change, keys never do."""
-        name = self._builder.name_or(_named(named), "KSTREAM-PROCESSVALUES-")
+        # Kafka generates a name only when none is given (no counter burn)
+        name = _named(named) or self._builder.new_processor_name("KSTREAM-PROCESSVALUES-")
         self._builder.topology.add_processor(name, supplier, self.name, fixed_key=True)
         if store_names:
             self._builder.topology.connect_processor_and_state_stores(name, *store_names)

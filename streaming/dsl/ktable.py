@@ -221,4 +221,29 @@ class KTable:
 
 
 class GlobalKTable:
-    """A fully replicated table (joins issue)."""
+    """A fully replicated table: every instance holds the whole topic in a global store.
+
+    Only streams join it (``KStream.join/left_join(global_table, key_selector, joiner)``);
+    lookups read the store directly (Kafka's ``KTableSourceValueGetterSupplier``).
+    """
+
+    def __init__(
+        self,
+        store_name: str,
+        queryable_store_name: str | None,
+        key_serde: Any = None,
+        value_serde: Any = None,
+    ) -> None:
+        self.store_name = store_name
+        self.queryable_store_name = queryable_store_name
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+
+    def value_getter_supplier(self) -> Any:
+        """Reads the global store by name (any processor may, without being connected)."""
+        from streaming.dsl.processors.global_join import GlobalStoreValueGetterSupplier
+
+        return GlobalStoreValueGetterSupplier(self.store_name)
+
+    def __repr__(self) -> str:
+        return f"GlobalKTable({self.store_name})"

@@ -206,3 +206,151 @@ class Branched:
     @staticmethod
     def with_consumer(consumer: Any, name: str | None = None) -> Branched:
         return Branched(name=name, consumer=consumer)
+
+
+@dataclass(frozen=True)
+class Joined:
+    """Serdes, processor name and grace period of a KStream-KTable join (Kafka's ``Joined``).
+
+    The key and stream value serdes are used if the stream must be repartitioned; a grace period
+    (versioned tables only) delays each stream record until stream time passes it plus grace.
+    """
+
+    key_serde: Any = None
+    value_serde: Any = None
+    other_value_serde: Any = None
+    name: str | None = None
+    grace_period_ms: int | None = None
+
+    @staticmethod
+    def with_(
+        key_serde: Any = None,
+        value_serde: Any = None,
+        other_value_serde: Any = None,
+        name: str | None = None,
+        grace_period: int | timedelta | None = None,
+    ) -> Joined:
+        grace = None if grace_period is None else to_millis(grace_period, "grace period")
+        return Joined(key_serde, value_serde, other_value_serde, name, grace)
+
+    @staticmethod
+    def as_(name: str) -> Joined:
+        return Joined(name=name)
+
+    def with_key_serde(self, serde: Any) -> Joined:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Any) -> Joined:
+        return replace(self, value_serde=serde)
+
+    def with_other_value_serde(self, serde: Any) -> Joined:
+        return replace(self, other_value_serde=serde)
+
+    def with_name(self, name: str) -> Joined:
+        return replace(self, name=name)
+
+    def with_grace_period(self, grace_period: int | timedelta) -> Joined:
+        return replace(self, grace_period_ms=to_millis(grace_period, "grace period"))
+
+
+@dataclass(frozen=True)
+class StreamJoined:
+    """Serdes, names, stores and logging of a KStream-KStream join (Kafka's ``StreamJoined``).
+
+    ``name`` names the join's processors (and repartition topics); ``store_name`` its stores.
+    Without serdes the stores use the default serdes. ``store_type`` ("rocksdb" | "in_memory",
+    Kafka's ``withDslStoreSuppliers``) picks the kind of all three stores; ``this_store_supplier``
+    / ``other_store_supplier`` (window stores retaining duplicates) replace the window stores.
+    """
+
+    key_serde: Any = None
+    value_serde: Any = None
+    other_value_serde: Any = None
+    name: str | None = None
+    store_name: str | None = None
+    store_type: str | None = None
+    this_store_supplier: Any = None
+    other_store_supplier: Any = None
+    logging_enabled: bool = True
+    log_config: dict[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def with_(
+        key_serde: Any = None, value_serde: Any = None, other_value_serde: Any = None
+    ) -> StreamJoined:
+        return StreamJoined(key_serde, value_serde, other_value_serde)
+
+    @staticmethod
+    def as_(store_name: str) -> StreamJoined:
+        return StreamJoined(store_name=store_name)
+
+    @staticmethod
+    def with_store_suppliers(this_store_supplier: Any, other_store_supplier: Any) -> StreamJoined:
+        return StreamJoined(
+            this_store_supplier=this_store_supplier, other_store_supplier=other_store_supplier
+        )
+
+    def with_name(self, name: str) -> StreamJoined:
+        return replace(self, name=name)
+
+    def with_store_name(self, store_name: str) -> StreamJoined:
+        return replace(self, store_name=store_name)
+
+    def with_key_serde(self, serde: Any) -> StreamJoined:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Any) -> StreamJoined:
+        return replace(self, value_serde=serde)
+
+    def with_other_value_serde(self, serde: Any) -> StreamJoined:
+        return replace(self, other_value_serde=serde)
+
+    def with_store_type(self, store_type: str) -> StreamJoined:
+        if store_type not in ("rocksdb", "in_memory"):
+            raise ValueError(f"store_type must be 'rocksdb' or 'in_memory', got {store_type!r}")
+        return replace(self, store_type=store_type)
+
+    def in_memory(self) -> StreamJoined:
+        return self.with_store_type("in_memory")
+
+    def with_this_store_supplier(self, supplier: Any) -> StreamJoined:
+        return replace(self, this_store_supplier=supplier)
+
+    def with_other_store_supplier(self, supplier: Any) -> StreamJoined:
+        return replace(self, other_store_supplier=supplier)
+
+    def with_logging_enabled(self, config: dict[str, str] | None = None) -> StreamJoined:
+        return replace(self, logging_enabled=True, log_config=dict(config or {}))
+
+    def with_logging_disabled(self) -> StreamJoined:
+        return replace(self, logging_enabled=False, log_config={})
+
+
+@dataclass(frozen=True)
+class TableJoined:
+    """Name and partitioners of a foreign-key table join (Kafka's ``TableJoined``).
+
+    ``partitioner(topic, key, value, n)`` partitions the left table's keys (responses);
+    ``other_partitioner`` the foreign table's keys (subscriptions); None = the default.
+    """
+
+    partitioner: Any = None
+    other_partitioner: Any = None
+    name: str | None = None
+
+    @staticmethod
+    def with_(partitioner: Any = None, other_partitioner: Any = None) -> TableJoined:
+        return TableJoined(partitioner, other_partitioner)
+
+    @staticmethod
+    def as_(name: str) -> TableJoined:
+        return TableJoined(name=name)
+
+    def with_partitioner(self, partitioner: Any) -> TableJoined:
+        return replace(self, partitioner=partitioner)
+
+    def with_other_partitioner(self, other_partitioner: Any) -> TableJoined:
+        return replace(self, other_partitioner=other_partitioner)
+
+    def with_name(self, name: str) -> TableJoined:
+        return replace(self, name=name)

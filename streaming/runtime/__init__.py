@@ -1,4 +1,4 @@
-"""Running topologies: tasks, their context, punctuation (and, later, KafkaStreams)."""
+"""Running topologies: tasks, their context, punctuation, and ``KafkaStreams``."""
 
 from streaming.runtime.nodes import StreamsException
 from streaming.runtime.task import ConsumerRecord, StreamTask

@@ -161,6 +161,8 @@ class StreamTask:
             for builder in self.store_builders:
                 builder.with_caching_disabled()
         self.queues: dict[tuple[str, int], deque[StampedRecord]] = {}
+        #: offset of the last record taken from each input partition (for offset commits)
+        self.processed_offsets: dict[tuple[str, int], int] = {}
         self._initialized = False
 
     # -- construction -----------------------------------------------------------------
@@ -296,6 +298,7 @@ class StreamTask:
         rec = queue.popleft()
         if rec.timestamp > self.stream_time:
             self.stream_time = rec.timestamp
+        self.processed_offsets[(rec.topic, rec.partition)] = rec.offset
         self.process_stamped(rec)
         return True
 

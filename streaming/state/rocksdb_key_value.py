@@ -47,6 +47,11 @@ class RocksDBKeyValueStore(KeyValueBytesStore):
         if self._db is not None:
             self._flusher.maybe(self._db)
 
+    def force_flush(self) -> None:
+        """Write memtables to disk now (the runtime calls it before writing a checkpoint)."""
+        if self._db is not None:
+            self._flusher.force(self._db)
+
     def close(self) -> None:
         if self._db is not None:
             db, self._db = self._db, None

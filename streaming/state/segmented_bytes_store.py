@@ -80,6 +80,12 @@ class SegmentedBytesStore(StateStore):
     def flush(self) -> None:
         self.segments.flush()
 
+    def force_flush(self) -> None:
+        """Write persistent segments to disk now (the runtime calls it before a checkpoint)."""
+        force = getattr(self.segments, "force_flush", None)
+        if force is not None:
+            force()
+
     def close(self) -> None:
         self._open = False
         self.segments.close()

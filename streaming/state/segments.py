@@ -215,6 +215,11 @@ class RocksDBSegments(Segments):
         if self.db is not None:
             self._flusher.maybe(self.db)
 
+    def force_flush(self) -> None:
+        """Write memtables to disk now (before a checkpoint)."""
+        if self.db is not None:
+            self._flusher.force(self.db)
+
     def close(self) -> None:
         super().close()
         if self.db is not None:

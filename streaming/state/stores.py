@@ -415,3 +415,40 @@ class Stores:
         supplier: SessionBytesStoreSupplier, key_serde: Any = None, value_serde: Any = None
     ) -> SessionStoreBuilder:
         return SessionStoreBuilder(supplier, key_serde, value_serde)
+
+    # -- versioned (KIP-889) ----------------------------------------------------------------
+
+    @staticmethod
+    def persistent_versioned_key_value_store(
+        name: str, history_retention: Duration, segment_interval: Duration | None = None
+    ) -> Any:
+        """A RocksDB versioned store keeping old versions for ``history_retention``."""
+        from streaming.state.versioned import VersionedBytesStoreSupplier
+
+        retention = to_millis(history_retention, "historyRetention")
+        interval = (
+            None if segment_interval is None else to_millis(segment_interval, "segmentInterval")
+        )
+        return VersionedBytesStoreSupplier(name, retention, interval, persistent=True)
+
+    @staticmethod
+    def in_memory_versioned_key_value_store(
+        name: str, history_retention: Duration, segment_interval: Duration | None = None
+    ) -> Any:
+        """In-memory variant of the versioned store (not in Kafka 4.1; same semantics)."""
+        from streaming.state.versioned import VersionedBytesStoreSupplier
+
+        retention = to_millis(history_retention, "historyRetention")
+        interval = (
+            None if segment_interval is None else to_millis(segment_interval, "segmentInterval")
+        )
+        return VersionedBytesStoreSupplier(name, retention, interval, persistent=False)
+
+    @staticmethod
+    def versioned_key_value_store_builder(
+        supplier: Any, key_serde: Any = None, value_serde: Any = None
+    ) -> Any:
+        """A builder of VersionedKeyValueStore (logging on, no caching)."""
+        from streaming.state.versioned import VersionedKeyValueStoreBuilder
+
+        return VersionedKeyValueStoreBuilder(supplier, key_serde, value_serde)

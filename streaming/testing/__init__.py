@@ -1,4 +1,4 @@
-"""Testing without a broker: ``TopologyTestDriver`` and its topics."""
+"""Testing: ``TopologyTestDriver`` (no broker) and ``LocalKafkaCluster`` (a real local Kafka)."""
 
 from streaming.testing.driver import (
     KeyValue,
@@ -7,5 +7,14 @@ from streaming.testing.driver import (
     TestRecord,
     TopologyTestDriver,
 )
+from streaming.testing.kafka_cluster import KafkaClusterError, LocalKafkaCluster
 
-__all__ = ["KeyValue", "TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"]
+__all__ = [
+    "KafkaClusterError",
+    "KeyValue",
+    "LocalKafkaCluster",
+    "TestInputTopic",
+    "TestOutputTopic",
+    "TestRecord",
+    "TopologyTestDriver",
+]

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from streaming import serdes as serdes_mod
 from streaming.runtime.task import ConsumerRecord, StreamTask
+from streaming.testing.global_state import GlobalStateTask
 from streaming.time import to_millis
 from streaming.topology.graph import Topology
 from streaming.topology.processor import NO_HEADERS, Headers
@@ -123,10 +124,27 @@ class TopologyTestDriver:
             root = Path(self._temp_state_dir)
         state_dir = root / self.application_id / "0_0"
         state_dir.mkdir(parents=True, exist_ok=True)
+        # Global stores run in a global state task of their own, set up first (like Kafka's
+        # driver); piping into a global topic updates them at once.
+        self._global: GlobalStateTask | None = None
+        global_nodes = topology.global_node_names()
+        if global_nodes:
+            global_dir = root / self.application_id / "global"
+            global_dir.mkdir(parents=True, exist_ok=True)
+            self._global = GlobalStateTask(
+                topology,
+                application_id=self.application_id,
+                config=self.config,
+                clock=lambda: self._wall_clock,
+                cache=cache,
+                caching_enabled=cache_bytes > 0,
+                state_dir=global_dir,
+            )
+            self._global.initialize()
         self._task = StreamTask(
             "0_0",
             topology,
-            topology.nodes.keys(),
+            [n for n in topology.nodes if n not in global_nodes],
             application_id=self.application_id,
             config=self.config,
             send=self._send,
@@ -135,6 +153,8 @@ class TopologyTestDriver:
             caching_enabled=cache_bytes > 0,
             state_dir=state_dir,
         )
+        if self._global is not None:
+            self._task.context.global_stores = self._global.stores
         self._task.initialize()
         self._closed = False
 
@@ -151,8 +171,12 @@ class TopologyTestDriver:
         if not self._closed:
             self._closed = True
             try:
-                self._task.close(flush=True)
-                self._capture_outputs()
+                try:
+                    self._task.close(flush=True)
+                    self._capture_outputs()
+                finally:
+                    if self._global is not None:
+                        self._global.close()
             finally:
                 if self._temp_state_dir is not None:
                     shutil.rmtree(self._temp_state_dir, ignore_errors=True)
@@ -177,6 +201,8 @@ class TopologyTestDriver:
             self._outputs.setdefault(rec.topic, deque()).append(rec)
             if rec.topic in self._internal and rec.topic in self._task.sources:
                 self._enqueue(rec.topic, rec.key, rec.value, rec.timestamp, rec.headers)
+            if self._global is not None and rec.topic in self._global.topics:
+                self._global.update(rec.topic, rec.key, rec.value, rec.timestamp, rec.headers)
 
     def _enqueue(
         self,
@@ -213,10 +239,14 @@ class TopologyTestDriver:
         """Pipe one already-serialised record into ``topic`` and process it fully."""
         if self._closed:
             raise RuntimeError("TopologyTestDriver is closed")
+        global_topics = self._global.topics if self._global is not None else ()
+        if topic in global_topics:
+            self._global.update(topic, key, value, timestamp, headers)  # type: ignore[union-attr]
+            return
         if topic not in self._task.sources:
             raise ValueError(
                 f"Unknown topic: {topic}. The topology reads from "
-                f"{sorted(t for t in self._task.sources if t not in self._internal)}."
+                f"{sorted([*(t for t in self._task.sources if t not in self._internal), *global_topics])}."
             )
         self._enqueue(topic, key, value, timestamp, headers)
         self._complete_all_processable_work()
@@ -263,10 +293,15 @@ class TopologyTestDriver:
     # -- stores -----------------------------------------------------------------------
 
     def get_all_state_stores(self) -> dict[str, Any]:
-        return dict(self._task.context.stores)
+        stores = dict(self._global.stores) if self._global is not None else {}
+        stores.update(self._task.context.stores)
+        return stores
 
     def get_state_store(self, name: str) -> Any:
-        return self._task.context.stores.get(name)
+        store = self._task.context.stores.get(name)
+        if store is None and self._global is not None:
+            store = self._global.stores.get(name)
+        return store
 
     def get_key_value_store(self, name: str) -> Any:
         from streaming.testing.views import PlainKeyValueView

@@ -75,7 +75,20 @@ def describe(topology: Topology) -> TopologyDescription:
         return sorted(set(names), key=lambda n: (-size(n), n))
 
     subtopologies = []
-    for sub_id, group in enumerate(topology.subtopologies()):
+    global_stores = []
+    global_by_source = {gs.source_name: (name, gs) for name, gs in topology.global_stores.items()}
+    for sub_id, group, is_global in topology.node_groups():
+        if is_global:
+            source_name = next(n for n in group if n in global_by_source)
+            store_name, gs = global_by_source[source_name]
+            source = NodeDescription(
+                gs.source_name, "Source", f"topics: [{gs.topic}]", [gs.processor_name]
+            )
+            processor = NodeDescription(
+                gs.processor_name, "Processor", f"stores: [{store_name}]", [], [gs.source_name]
+            )
+            global_stores.append(GlobalStoreDescription(sub_id, source, processor))
+            continue
         described = []
         for name in order(group):
             node = nodes[name]
@@ -103,17 +116,6 @@ def describe(topology: Topology) -> TopologyDescription:
                 )
             )
         subtopologies.append(SubtopologyDescription(sub_id, described))
-    global_stores = []
-    next_id = len(subtopologies)
-    for store_name, gs in topology.global_stores.items():
-        source = NodeDescription(
-            gs.source_name, "Source", f"topics: [{gs.topic}]", [gs.processor_name]
-        )
-        processor = NodeDescription(
-            gs.processor_name, "Processor", f"stores: [{store_name}]", [], [gs.source_name]
-        )
-        global_stores.append(GlobalStoreDescription(next_id, source, processor))
-        next_id += 1
     return TopologyDescription(subtopologies, global_stores)
 
 

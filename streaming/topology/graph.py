@@ -4,6 +4,30 @@ Mirrors Kafka Streams' ``Topology`` / ``InternalTopologyBuilder``: nodes are kep
 insertion (topological) order, sub-topologies are the connected components of the
 graph (processors sharing a store are connected; a sink and a source meet only
 through a topic), numbered in node order.
+
+Global stores (``add_global_store``, ``StreamsBuilder.global_table``) are node groups
+of their own: one source reading the global topic and one processor updating the store.
+``node_groups()`` numbers every group like Kafka's ``makeNodeGroups`` (global groups take
+ids too, so sub-topology ids may skip one); ``subtopologies()`` lists only the groups that
+make tasks. How a runtime runs global state (Kafka's ``GlobalStateUpdateTask``):
+
+- ``topology.global_stores`` maps store name -> ``GlobalStoreDef`` (``source_name``,
+  ``topic``, ``processor_name``, ``store_builder``, ``reprocess_on_restore``);
+  ``global_node_names()`` gives both nodes of every global store and
+  ``global_topics()`` their topics. The global nodes and stores are ordinary entries
+  of ``nodes`` / ``store_builders`` (the processor is connected to its store), so a
+  ``StreamTask`` built over ``global_node_names()`` is a global state task: feed it every
+  partition of each global topic from the beginning (no consumer group), calling
+  ``process_stamped`` with the record's own timestamp (no timestamp extractor, records
+  are not ordered across partitions), and flush its stores after each batch.
+- There is no changelog: the global topic is the changelog (logging is forced off).
+  DSL global tables (``reprocess_on_restore`` False) may be restored by putting the
+  topic's records straight into the store; ``add_global_store`` processors
+  (``reprocess_on_restore`` True) must see every record again.
+- Stream tasks never contain global nodes. Their processors reach global stores with
+  ``context.get_state_store(name)`` without being connected: the runtime makes every
+  global store visible to every task context through ``context.global_stores`` (a dict
+  store name -> store; ``streaming.dsl.processors.global_join.global_store`` reads it).
 """
 
 from __future__ import annotations
@@ -57,10 +81,13 @@ class SinkNode:
 
 @dataclass
 class GlobalStoreDef:
+    """A global store: its builder, the source reading ``topic`` and the updating processor."""
+
     store_builder: Any
     source_name: str
     topic: str
     processor_name: str
+    reprocess_on_restore: bool = True
 
 
 NodeDef = SourceNode | ProcessorNodeDef | SinkNode
@@ -223,6 +250,12 @@ class Topology:
             for store in store_names:
                 if store not in self.store_builders:
                     raise TopologyException(f"StateStore {store} is not added yet.")
+                global_def = self.global_stores.get(store)
+                if global_def is not None and global_def.processor_name != processor_name:
+                    raise TopologyException(
+                        f"Global StateStore {store} can be used by a Processor without being "
+                        "specified; it should not be explicitly passed."
+                    )
                 if store not in node.stores:
                     node.stores.append(store)
                 users = self.store_users[store]
@@ -231,24 +264,94 @@ class Topology:
                 self._grouper.unite(users[0], processor_name)
         return self
 
+    def add_global_store(
+        self,
+        store_builder: Any,
+        source_name: str,
+        key_serde: Any,
+        value_serde: Any,
+        topic: str,
+        processor_name: str,
+        processor_supplier: ProcessorSupplier,
+        *,
+        timestamp_extractor: Any = None,
+        reprocess_on_restore: bool = True,
+    ) -> Topology:
+        """A global store fed from ``topic`` by ``processor_supplier`` (Kafka's addGlobalStore).
+
+        Every instance holds the whole topic; the topic is the store's changelog, so logging
+        is disabled. Any processor may read the store without being connected to it.
+        """
+        self._check_new(source_name)
+        self._check_new(processor_name)
+        if source_name == processor_name:
+            raise TopologyException("sourceName and processorName must be different.")
+        if not callable(processor_supplier):
+            raise TopologyException(
+                f"supplier of {processor_name} must be callable returning a Processor"
+            )
+        if topic in self._source_topics:
+            raise TopologyException(f"Topic {topic} has already been registered by another source.")
+        name = store_builder.name
+        if name in self.store_builders:
+            raise TopologyException(
+                f"A different StateStore has already been added with the name {name}"
+            )
+        store_builder.with_logging_disabled()
+        self._source_topics[topic] = source_name
+        self.nodes[source_name] = SourceNode(
+            source_name, [topic], None, key_serde, value_serde, as_extractor(timestamp_extractor)
+        )
+        self._grouper.add(source_name)
+        parents = self._link(processor_name, [source_name])
+        self.nodes[processor_name] = ProcessorNodeDef(processor_name, processor_supplier, parents)
+        self.store_builders[name] = store_builder
+        self.store_users[name] = []
+        self.global_stores[name] = GlobalStoreDef(
+            store_builder, source_name, topic, processor_name, reprocess_on_restore
+        )
+        self.connect_processor_and_state_stores_many([processor_name], [name])
+        return self
+
+    def global_node_names(self) -> set[str]:
+        """The source and processor nodes of every global store (never part of a task)."""
+        return {n for g in self.global_stores.values() for n in (g.source_name, g.processor_name)}
+
+    def global_topics(self) -> list[str]:
+        """The topics feeding global stores."""
+        return [g.topic for g in self.global_stores.values()]
+
     def add_internal_topic(self, topic: str, **properties: Any) -> None:
         """Mark a topic as internal (repartition): prefixed with the application id at run time."""
         self.internal_topics[topic] = properties
 
     def copartition(self, source_names: Iterable[str]) -> None:
-        self.copartition_groups.append(set(source_names))
+        """Record that these source nodes' topics must have the same partition count."""
+        group = set(source_names)
+        if group and group not in self.copartition_groups:
+            self.copartition_groups.append(group)
 
     # -- reading --------------------------------------------------------------------
 
     def source_nodes(self) -> list[SourceNode]:
         return [n for n in self.nodes.values() if isinstance(n, SourceNode)]
 
-    def subtopologies(self) -> list[list[str]]:
-        """Node names per sub-topology, numbered like Kafka Streams (topological order)."""
+    def node_groups(self) -> list[tuple[int, list[str], bool]]:
+        """``(id, node names, is_global)`` per node group, numbered like Kafka's makeNodeGroups
+        (first node in insertion order; global-store groups take ids as well)."""
         groups: dict[str, list[str]] = {}
         for name in self.nodes:
             groups.setdefault(self._grouper.root(name), []).append(name)
-        return list(groups.values())
+        global_sources = {g.source_name for g in self.global_stores.values()}
+        return [
+            (group_id, names, any(n in global_sources for n in names))
+            for group_id, names in enumerate(groups.values())
+        ]
+
+    def subtopologies(self) -> list[list[str]]:
+        """Node names per sub-topology (groups that make tasks), in Kafka's order; see
+        ``node_groups()`` for Kafka's ids, which also count global-store groups."""
+        return [names for _, names, is_global in self.node_groups() if not is_global]
 
     def decorate(self, topic: str, application_id: str) -> str:
         """The run-time name of a topic: internal topics get the application-id prefix."""

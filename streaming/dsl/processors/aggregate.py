@@ -9,6 +9,7 @@ from typing import Any
 from streaming.dsl.change import Change
 from streaming.dsl.processors.forwarding import TupleForwarder
 from streaming.dsl.processors.table import TableSupplier
+from streaming.dsl.processors.value_getters import StoreValueGetterSupplier
 from streaming.state import ValueAndTimestamp
 from streaming.topology.processor import Processor, Record
 
@@ -30,6 +31,9 @@ class KStreamAggregateSupplier(TableSupplier):
 
     def __call__(self) -> Processor:
         return KStreamAggregateProcessor(self)
+
+    def view(self) -> StoreValueGetterSupplier:
+        return StoreValueGetterSupplier(self.store_name)
 
 
 class KStreamAggregateProcessor(Processor):
@@ -74,6 +78,9 @@ class KStreamReduceSupplier(TableSupplier):
 
     def __call__(self) -> Processor:
         return KStreamReduceProcessor(self)
+
+    def view(self) -> StoreValueGetterSupplier:
+        return StoreValueGetterSupplier(self.store_name)
 
 
 class KStreamReduceProcessor(Processor):

@@ -33,6 +33,7 @@ from sortedcontainers import SortedDict
 
 from streaming.dsl.change import Change
 from streaming.dsl.processors.table import TableSupplier
+from streaming.dsl.processors.table_getters import SuppressedValueGetterSupplier
 from streaming.dsl.suppressed import Suppressed
 from streaming.runtime.nodes import StreamsException
 from streaming.serdes import SessionWindowedSerde, TimeWindowedSerde, resolve
@@ -109,6 +110,9 @@ class KTableSuppressSupplier(TableSupplier):
 
     def __call__(self) -> Processor:
         return KTableSuppressProcessor(self)
+
+    def view(self) -> SuppressedValueGetterSupplier:
+        return SuppressedValueGetterSupplier(self.parent.view(), self.store_name)
 
 
 class KTableSuppressProcessor(Processor):

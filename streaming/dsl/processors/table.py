@@ -8,7 +8,23 @@ from typing import Any
 
 from streaming.dsl.change import Change
 from streaming.dsl.processors.forwarding import TupleForwarder, value_of
+from streaming.dsl.processors.table_getters import (
+    ComputedValueGetterSupplier,
+    filter_compute,
+    map_values_compute,
+)
+from streaming.dsl.processors.value_getters import (
+    StoreValueGetterSupplier,
+    ValueGetter,
+    ValueGetterSupplier,
+)
 from streaming.state import ValueAndTimestamp
+from streaming.state.versioned import is_versioned
+from streaming.state.versioned_wrapper import (
+    PUT_RETURN_CODE_IS_LATEST,
+    PUT_RETURN_CODE_NOT_PUT,
+    KeyValueStoreWrapper,
+)
 from streaming.topology.processor import Processor, Record
 
 log = logging.getLogger(__name__)
@@ -29,6 +45,23 @@ class TableSupplier:
     def stores(self) -> list[Any]:
         return []
 
+    def view(self) -> ValueGetterSupplier:
+        """How other processors read this table's rows (materialising it if it must)."""
+        raise NotImplementedError(f"{type(self).__name__} has no value getter yet")
+
+    #: Kafka's GraphNode.isOutputVersioned: True/False when this node decides, None to inherit
+    output_versioned: bool | None = None
+
+
+def is_output_versioned(supplier: TableSupplier | None) -> bool:
+    """Whether a table's rows are versioned, deciding or inheriting up the parent chain
+    (Kafka's InternalStreamsBuilder.isVersionedOrVersionedUpstream)."""
+    while supplier is not None:
+        if supplier.output_versioned is not None:
+            return supplier.output_versioned
+        supplier = supplier.parent
+    return False
+
 
 class KTableSourceSupplier(TableSupplier):
     """``builder.table(...)`` / ``to_table()``: upserts into the store, forwards changes."""
@@ -39,6 +72,8 @@ class KTableSourceSupplier(TableSupplier):
         self._topology = topology
         self._node_name = node_name
         self.store_name: str | None = None
+        # a source table's output is versioned iff its store is (KIP-914)
+        self.output_versioned = is_versioned(store_builder)
 
     def materialize(self) -> None:
         """Kafka materialises a source table lazily, when it is named or a downstream needs it."""
@@ -57,6 +92,39 @@ class KTableSourceSupplier(TableSupplier):
     def __call__(self) -> Processor:
         return KTableSourceProcessor(self)
 
+    def view(self) -> ValueGetterSupplier:
+        # Kafka's KTableImpl.valueGetterSupplier: a source table gets materialised
+        self.materialize()
+        return KTableSourceValueGetterSupplier(self._store_name)
+
+
+class KTableSourceValueGetterSupplier(ValueGetterSupplier):
+    """Reads a source table's store, timestamped or versioned (Kafka's
+    KTableSourceValueGetterSupplier)."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def get(self) -> ValueGetter:
+        return KTableSourceValueGetter(self.store_name)
+
+    def store_names(self) -> list[str]:
+        return [self.store_name]
+
+
+class KTableSourceValueGetter(ValueGetter):
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def init(self, context: Any) -> None:
+        wrapper = KeyValueStoreWrapper(context.get_state_store(self.store_name))
+        self.get = wrapper.get  # type: ignore[method-assign]
+        self.get_as_of = wrapper.get_as_of  # type: ignore[method-assign]
+        self.versioned = wrapper.versioned
+
+    def is_versioned(self) -> bool:
+        return self.versioned
+
 
 class KTableSourceProcessor(Processor):
     def __init__(self, supplier: KTableSourceSupplier) -> None:
@@ -68,6 +136,27 @@ class KTableSourceProcessor(Processor):
         self.store = context.get_state_store(name) if name is not None else None
         if self.store is not None:
             self.forwarder = TupleForwarder(self.store, context, self.supplier.send_old_values)
+            if is_versioned(self.store):
+                self.process = self._process_versioned  # type: ignore[method-assign]
+                self.wrapper = KeyValueStoreWrapper(self.store)
+
+    def _process_versioned(self, record: Record) -> None:
+        """KIP-914: an out-of-order update is stored and forwarded as not the latest; one
+        older than the history retention is dropped (not put, not forwarded)."""
+        key = record.key
+        if key is None:
+            log.warning("Skipping record due to null key. topic=%s", self.context.record_metadata())
+            return
+        store = self.wrapper
+        old = store.get(key)
+        code = store.put(key, record.value, record.timestamp)
+        if code != PUT_RETURN_CODE_NOT_PUT:
+            old_value = old.value if old is not None and self.supplier.send_old_values else None
+            self.forwarder.maybe_forward(
+                record.with_value(
+                    Change(record.value, old_value, code == PUT_RETURN_CODE_IS_LATEST)
+                )
+            )
 
     def process(self, record: Record) -> None:
         key = record.key
@@ -131,6 +220,13 @@ class KTableFilterSupplier(TableSupplier):
 
     def __call__(self) -> Processor:
         return KTableFilterProcessor(self)
+
+    def view(self) -> ValueGetterSupplier:
+        if self.store_name is not None:
+            return StoreValueGetterSupplier(self.store_name)
+        return ComputedValueGetterSupplier(
+            self.parent.view(), filter_compute(self.predicate, self.negate)
+        )
 
 
 class KTableFilterProcessor(Processor):
@@ -202,6 +298,13 @@ class KTableMapValuesSupplier(TableSupplier):
     def __call__(self) -> Processor:
         return KTableMapValuesProcessor(self)
 
+    def view(self) -> ValueGetterSupplier:
+        if self.store_name is not None:
+            return StoreValueGetterSupplier(self.store_name)
+        return ComputedValueGetterSupplier(
+            self.parent.view(), map_values_compute(self.mapper, self.with_key)
+        )
+
 
 class KTableMapValuesProcessor(Processor):
     def __init__(self, supplier: KTableMapValuesSupplier) -> None:
@@ -252,6 +355,9 @@ class PassThroughTableSupplier(TableSupplier):
 
     def __call__(self) -> Processor:
         return _ForwardAll()
+
+    def view(self) -> ValueGetterSupplier:
+        return self.parent.view()
 
 
 class _ForwardAll(Processor):

@@ -15,7 +15,8 @@ from typing import Any
 
 from streaming.dsl.change import Change
 from streaming.dsl.processors.forwarding import TupleForwarder
-from streaming.dsl.processors.table import TableSupplier
+from streaming.dsl.processors.table import TableSupplier, is_output_versioned
+from streaming.dsl.processors.value_getters import StoreValueGetterSupplier
 from streaming.runtime.nodes import StreamsException
 from streaming.state import ValueAndTimestamp
 from streaming.topology.processor import Processor, Record
@@ -89,8 +90,9 @@ class KTableRepartitionMapSupplier(TableSupplier):
     ) -> None:
         self.parent = parent
         self.mapper = mapper
-        # set by the DSL when the parent table is versioned (KIP-914)
-        self.use_versioned_semantics = False
+        # KIP-914: a versioned parent table's out-of-order updates are not aggregated (Kafka
+        # decides this at build time from the parents; they are all known by now)
+        self.use_versioned_semantics = is_output_versioned(parent)
         parent.enable_sending_old_values(True)
 
     def set_use_versioned_semantics(self, use_versioned_semantics: bool) -> None:
@@ -171,6 +173,9 @@ class KTableAggregateSupplier(TableSupplier):
 
     def __call__(self) -> Processor:
         return KTableAggregateProcessor(self)
+
+    def view(self) -> StoreValueGetterSupplier:
+        return StoreValueGetterSupplier(self.store_name)
 
 
 class KTableAggregateProcessor(Processor):
@@ -253,6 +258,9 @@ class KTableReduceSupplier(TableSupplier):
 
     def __call__(self) -> Processor:
         return KTableReduceProcessor(self)
+
+    def view(self) -> StoreValueGetterSupplier:
+        return StoreValueGetterSupplier(self.store_name)
 
 
 class KTableReduceProcessor(Processor):

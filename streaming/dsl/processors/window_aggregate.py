@@ -20,6 +20,7 @@ from typing import Any
 from streaming.dsl.change import Change
 from streaming.dsl.processors.forwarding import TupleForwarder
 from streaming.dsl.processors.table import TableSupplier
+from streaming.dsl.processors.value_getters import ValueGetter, ValueGetterSupplier
 from streaming.dsl.windows import EmitStrategy, TimeWindows
 from streaming.state import ValueAndTimestamp, Windowed
 from streaming.state.windowed import TimeWindow, Window
@@ -324,7 +325,7 @@ class KStreamWindowAggregateProcessor(AbstractTimeWindowAggregateProcessor):
         return True
 
 
-class WindowedValueGetterSupplier:
+class WindowedValueGetterSupplier(ValueGetterSupplier):
     """Kafka's ``KStreamWindowAggregateValueGetter``: look a ``Windowed`` key up in the store."""
 
     def __init__(self, store_name: str) -> None:
@@ -333,11 +334,13 @@ class WindowedValueGetterSupplier:
     def store_names(self) -> list[str]:
         return [self.store_name]
 
-    def __call__(self) -> WindowedValueGetter:
+    def get(self) -> WindowedValueGetter:
         return WindowedValueGetter(self.store_name)
 
+    __call__ = get
 
-class WindowedValueGetter:
+
+class WindowedValueGetter(ValueGetter):
     def __init__(self, store_name: str) -> None:
         self.store_name = store_name
         self.store: Any = None

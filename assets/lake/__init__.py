@@ -1,0 +1,12 @@
+"""The lake: Kafka topics landed as Parquet, partitioned by event hour, with DuckDB views.
+
+Layout under the lake root (``LAKE_ROOT``, default ``.lake/`` in the repository)::
+
+    <lake>/<topic>/event_hour=YYYY-MM-DDTHH/part-<partition>-<from>-<to>.parquet
+    <lake>/_manifest/<topic>.json        offset ranges landed per partition
+    <lake>/batch/<result>/event_hour=.../part-0.parquet   batch recompute results
+
+Modules: ``paths`` (layout), ``records`` (Kafka record -> typed row, Arrow schemas),
+``manifest`` (offset ranges, locking), ``writer`` (rows -> Parquet files + manifest),
+``sink`` (Kafka consumer -> writer), ``duck`` (DuckDB views), ``dagster_assets``.
+"""

@@ -1,0 +1,145 @@
+"""The lake sink: consume topics from their manifest offsets up to the end, land Parquet.
+
+``sink_topic(bootstrap, topic, lake)`` assigns every partition of ``topic`` at the
+manifest's ``next_offset`` (no consumer group: the manifest is the only position), reads
+``read_committed`` until each partition's end as of the start of the run, and lands
+batches of at most ``batch_size`` records per partition. Re-running lands only what is new.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assets.lake.manifest import locked
+from assets.lake.paths import lake_root
+from assets.lake.records import KafkaRecord
+from assets.lake.writer import land_partition
+
+
+@dataclass
+class SinkResult:
+    """What one sink run landed for one topic."""
+
+    topic: str
+    records: int = 0
+    files: list[Path] = field(default_factory=list)
+    ranges: dict[int, tuple[int, int]] = field(default_factory=dict)
+    total_rows: int = 0
+
+
+def sink_topic(
+    bootstrap_servers: str,
+    topic: str,
+    lake: Path | None = None,
+    *,
+    batch_size: int = 50_000,
+    timeout: float = 60.0,
+    consumer_config: dict[str, Any] | None = None,
+) -> SinkResult:
+    """Land everything of ``topic`` not yet in the lake; returns what was landed."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    lake = lake_root(lake)
+    result = SinkResult(topic)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": f"lake-sink-{topic}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+            **(consumer_config or {}),
+        }
+    )
+    try:
+        with locked(lake, topic) as manifest:
+            meta = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+            if meta is None or meta.error is not None:
+                raise RuntimeError(f"topic {topic!r} is not available: {meta and meta.error}")
+            targets: dict[int, int] = {}
+            starts: dict[int, int] = {}
+            for partition in sorted(meta.partitions):
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=timeout
+                )
+                start = max(manifest.next_offset(partition), low)
+                if start < high:
+                    targets[partition] = high
+                    starts[partition] = start
+            if not targets:
+                result.total_rows = manifest.total_rows()
+                return result
+            consumer.assign([TopicPartition(topic, p, o) for p, o in starts.items()])
+            buffers: dict[int, list[KafkaRecord]] = {p: [] for p in targets}
+            positions = dict(starts)
+            done: set[int] = set()
+            deadline = time.monotonic() + timeout
+            while len(done) < len(targets):
+                messages = consumer.consume(num_messages=5000, timeout=0.5)
+                if not messages and time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"sink of {topic!r} stalled at {positions} (targets {targets})"
+                    )
+                for message in messages:
+                    partition = message.partition()
+                    if message.error() is not None:
+                        if message.error().code() == KafkaError._PARTITION_EOF:
+                            # The readable end (the last stable offset under read_committed).
+                            if partition in positions:
+                                positions[partition] = max(positions[partition], message.offset())
+                                done.add(partition)
+                            continue
+                        raise RuntimeError(f"consuming {topic!r}: {message.error()}")
+                    if partition in done or partition not in targets:
+                        continue
+                    deadline = time.monotonic() + timeout
+                    offset = message.offset()
+                    if offset >= targets[partition]:
+                        done.add(partition)
+                        continue
+                    _, ts = message.timestamp()
+                    buffers[partition].append(
+                        KafkaRecord(partition, offset, ts, message.key(), message.value())
+                    )
+                    positions[partition] = offset + 1
+                    if positions[partition] >= targets[partition]:
+                        done.add(partition)
+                    if len(buffers[partition]) >= batch_size:
+                        _flush(lake, manifest, partition, buffers, positions, result)
+            for partition in targets:
+                _flush(lake, manifest, partition, buffers, positions, result)
+            result.total_rows = manifest.total_rows()
+            return result
+    finally:
+        consumer.close()
+
+
+def _flush(
+    lake: Path,
+    manifest: Any,
+    partition: int,
+    buffers: dict[int, list[KafkaRecord]],
+    positions: dict[int, int],
+    result: SinkResult,
+) -> None:
+    """Land the buffered records of ``partition`` and advance the manifest."""
+    records = buffers[partition]
+    buffers[partition] = []
+    if not records and positions[partition] <= manifest.next_offset(partition):
+        return
+    result.files.extend(land_partition(lake, manifest, partition, records, positions[partition]))
+    result.records += len(records)
+    if records:
+        first, _ = result.ranges.get(partition, (records[0].offset, 0))
+        result.ranges[partition] = (first, records[-1].offset)
+
+
+def sink_topics(
+    bootstrap_servers: str, topics: list[str], lake: Path | None = None, **kwargs: Any
+) -> dict[str, SinkResult]:
+    """``sink_topic`` for each of ``topics``."""
+    return {topic: sink_topic(bootstrap_servers, topic, lake, **kwargs) for topic in topics}

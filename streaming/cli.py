@@ -1,0 +1,157 @@
+"""Command line: ``python -m streaming run module:topology_factory --config app.properties``.
+
+``topology_factory`` is a ``Topology``, a ``StreamsBuilder``, or a callable returning one
+(called with the config dict when it takes an argument). ``--config`` reads a
+``.properties``, ``.yaml``/``.yml`` or ``.json`` file; ``--set key=value`` overrides
+settings. While running, a progress line shows the state, records processed, records/s,
+consumer lag and commits (a log line every few seconds when not on a terminal).
+Ctrl-C or SIGTERM closes the application cleanly (commit, checkpoint, leave the group).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import logging
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from streaming.runtime.config import ConfigException, load_config_file
+
+log = logging.getLogger("streaming.cli")
+
+
+def load_topology(spec: str, config: dict[str, Any]) -> Any:
+    """Import ``module:attribute`` and turn it into a Topology."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not attr:
+        raise SystemExit(f"expected module:topology_factory, got {spec!r}")
+    module = importlib.import_module(module_name)
+    target: Any = module
+    for part in attr.split("."):
+        target = getattr(target, part)
+    if callable(target) and not hasattr(target, "nodes") and not hasattr(target, "build"):
+        params = inspect.signature(target).parameters
+        target = target(config) if params else target()
+    if hasattr(target, "build") and not hasattr(target, "nodes"):
+        target = target.build()
+    if not hasattr(target, "nodes"):
+        raise SystemExit(f"{spec} did not give a Topology (got {type(target).__name__})")
+    return target
+
+
+def parse_sets(values: list[str]) -> dict[str, str]:
+    out = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--set expects key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _progress_text(app: Any, started: float) -> str:
+    m = app.metrics()
+    return (
+        f"{m['state']:<12} processed {m['process-total']:>10,}  "
+        f"{m['process-rate']:>9,.0f} rec/s  lag {m['consumer-lag-max']:>8,}  "
+        f"commits {m['commit-total']:>6,}  tasks {len(m['tasks'])}  "
+        f"up {time.monotonic() - started:,.0f}s"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    config: dict[str, Any] = {}
+    for path in args.config or []:
+        config.update(load_config_file(path))
+    config.update(parse_sets(args.set or []))
+    topology = load_topology(args.topology, config)
+
+    from streaming.runtime.app import KafkaStreams, State
+
+    try:
+        app = KafkaStreams(topology, config)
+    except ConfigException as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        log.info("received %s; closing", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    app.start()
+    started = time.monotonic()
+    try:
+        _show_progress(app, stop, started, args.quiet)
+    finally:
+        app.close(timeout=args.close_timeout)
+    if app.state is State.ERROR:
+        print("application stopped with an error; see the log", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _show_progress(app: Any, stop: threading.Event, started: float, quiet: bool) -> None:
+    from streaming.runtime.app import State
+
+    def finished() -> bool:
+        return stop.is_set() or app.state in (State.ERROR, State.PENDING_ERROR, State.NOT_RUNNING)
+
+    if quiet:
+        while not finished():
+            stop.wait(0.2)
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if console.is_terminal:
+        from rich.live import Live
+
+        with Live(console=console, refresh_per_second=2, transient=False) as live:
+            while not finished():
+                live.update(_progress_text(app, started))
+                stop.wait(0.5)
+            live.update(_progress_text(app, started))
+        return
+    last = 0.0
+    while not finished():
+        if time.monotonic() - last >= 5:
+            console.print(_progress_text(app, started), highlight=False)
+            last = time.monotonic()
+        stop.wait(0.2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m streaming", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_p = sub.add_parser("run", help="run a topology against Kafka until Ctrl-C / SIGTERM")
+    run_p.add_argument("topology", help="module:topology_factory")
+    run_p.add_argument(
+        "--config", action="append", help="config file (.properties/.yaml/.json); repeatable"
+    )
+    run_p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting")
+    run_p.add_argument("--quiet", action="store_true", help="no progress line")
+    run_p.add_argument(
+        "--close-timeout", type=float, default=60.0, help="seconds to wait for a clean close"
+    )
+    run_p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("streaming.runtime.librdkafka").setLevel(logging.WARNING)
+    if args.command == "run":
+        try:
+            return run(args)
+        except ConfigException as exc:
+            print(f"configuration error: {exc}", file=sys.stderr)
+            return 2
+    return 2

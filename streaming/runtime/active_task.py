@@ -1,0 +1,277 @@
+"""An active task of a running application: a ``StreamTask`` plus what Kafka needs around it.
+
+It wires the task to the record collector (sinks and changelogs), keeps its local state under
+``state.dir/<application.id>/<task>/`` with the checkpoint, knows the changelog partitions to
+restore, applies the exception handlers, and decides when the task may process
+(``max.task.idle.ms``, as Kafka's ``PartitionGroup``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from streaming.runtime import errors
+from streaming.runtime.assignment import Subtopology
+from streaming.runtime.nodes import StreamsException
+from streaming.runtime.restore import RestoreRequest
+from streaming.runtime.state_directory import (
+    delete_checkpoint,
+    read_checkpoint,
+    wipe_task_dir,
+    write_checkpoint,
+)
+from streaming.runtime.task import ConsumerRecord, StampedRecord, StreamTask
+
+if TYPE_CHECKING:
+    from streaming.runtime.thread import StreamThread
+
+log = logging.getLogger(__name__)
+
+CREATED, RESTORING, RUNNING, SUSPENDED, CLOSED = (
+    "CREATED",
+    "RESTORING",
+    "RUNNING",
+    "SUSPENDED",
+    "CLOSED",
+)
+
+#: how long a task waits for a partition whose lag is unknown before processing without it
+UNKNOWN_LAG_WAIT_MS = 500
+
+
+class ActiveTask:
+    """One (sub-topology, partition) task owned by a stream thread."""
+
+    def __init__(
+        self,
+        task_id: str,
+        sub: Subtopology,
+        partition: int,
+        input_partitions: list[tuple[str, int]],
+        thread: StreamThread,
+    ) -> None:
+        self.id = task_id
+        self.sub = sub
+        self.partition = partition
+        self.input_partitions = sorted(input_partitions)
+        self.thread = thread
+        config = thread.config
+        self.eos = config.exactly_once
+        self.task_dir: Path = thread.state_directory.task_dir(task_id)
+        self.changelogs = {store: spec.topic for store, spec in sub.changelogs.items()}
+        self.state = CREATED
+        self._deser_handler = config.deserialization_handler
+        self._proc_handler = config.processing_handler
+        self._collector = thread.collector
+        self._max_idle = config.max_task_idle_ms
+        self._idle_deadlines: dict[tuple[str, int], int] = {}
+        self.dropped = 0
+        self.pending_restore: list[RestoreRequest] = []
+        self.stream_task = StreamTask(
+            task_id,
+            thread.topology,
+            sub.nodes,
+            application_id=config.application_id,
+            config=thread.app_configs,
+            send=thread.collector.send,
+            clock=thread.wall_clock_ms,
+            state_dir=self.task_dir,
+            cache=thread.cache,
+            partition=partition,
+            caching_enabled=config.cache_max_bytes > 0,
+            deserialization_handler=self._on_deserialization_error,
+            on_skipped=self._on_skipped,
+        )
+        self.stream_task.context.changelog_writer = self._log_change
+        self.queues = self.stream_task.queues
+
+    # -- state ----------------------------------------------------------------------------
+
+    def initialize(self) -> list[RestoreRequest]:
+        """Open the stores (wiping state without a checkpoint) and list what to restore."""
+        checkpoint = read_checkpoint(self.task_dir)
+        if checkpoint is None:
+            wipe_task_dir(self.task_dir)
+        elif self.eos:
+            # exactly-once: the checkpoint is only valid until the task writes again
+            delete_checkpoint(self.task_dir)
+        self.stream_task.initialize()
+        callbacks = self.stream_task.context.restore_callbacks
+        requests = []
+        for store, topic in self.changelogs.items():
+            callback = callbacks.get(store)
+            if callback is None:
+                continue
+            start = None if checkpoint is None else checkpoint.get((topic, self.partition))
+            requests.append(RestoreRequest(store, topic, self.partition, start, callback))
+        self.pending_restore = requests
+        self.state = RESTORING if requests else RUNNING
+        return requests
+
+    def _log_change(self, store: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        self._collector.send_to_partition(
+            self.changelogs[store], self.partition, key, value, timestamp
+        )
+
+    def checkpoint(self, end_offset: Callable[[str, int], int]) -> None:
+        """Write every store to disk, then the changelog offsets they correspond to."""
+        if not self.changelogs:
+            return
+        for store in self.stream_task.context.stores.values():
+            inner = store.inner() if hasattr(store, "inner") else store
+            force = getattr(inner, "force_flush", None)
+            if force is not None:
+                force()
+        offsets = {
+            (topic, self.partition): end_offset(topic, self.partition)
+            for topic in self.changelogs.values()
+        }
+        write_checkpoint(self.task_dir, offsets)
+
+    def close(self, *, clean: bool) -> None:
+        """Close the stores; a dirty close (failure, lost partitions) drops the checkpoint."""
+        if self.state == CLOSED:
+            return
+        try:
+            self.stream_task.close(flush=clean)
+        except Exception:
+            if clean:
+                raise
+            log.exception("Error closing task %s dirty", self.id)
+        finally:
+            self.state = CLOSED
+            if not clean:
+                delete_checkpoint(self.task_dir)
+
+    # -- input ----------------------------------------------------------------------------
+
+    def add_records(self, records: list[ConsumerRecord]) -> None:
+        self.stream_task.add_records(records)
+
+    def buffered(self) -> int:
+        return sum(len(q) for q in self.queues.values())
+
+    def clear_buffers(self) -> None:
+        for queue in self.queues.values():
+            queue.clear()
+
+    def ready(self, now_ms: int, lag: Callable[[tuple[str, int]], int | None]) -> bool:
+        """Kafka's ``PartitionGroup.readyToProcess``: all partitions buffered, or enforced."""
+        queues = self.queues
+        if len(self.input_partitions) == 1:
+            queue = queues.get(self.input_partitions[0])
+            return bool(queue)
+        empty = [tp for tp in self.input_partitions if not queues.get(tp)]
+        if not empty:
+            self._idle_deadlines.clear()
+            return True
+        if len(empty) == len(self.input_partitions):
+            return False
+        if self._max_idle < 0:
+            return True
+        deadlines = self._idle_deadlines
+        for tp in empty:
+            fetched_lag = lag(tp)
+            if fetched_lag is not None and fetched_lag > 0:
+                deadlines.pop(tp, None)
+                return False  # data is on its way
+            wait = (
+                self._max_idle
+                if fetched_lag is not None
+                else max(self._max_idle, UNKNOWN_LAG_WAIT_MS)
+            )
+            deadline = deadlines.setdefault(tp, now_ms + wait)
+            if now_ms < deadline:
+                return False
+        return True  # enforced processing
+
+    # -- processing -----------------------------------------------------------------------
+
+    def process_one(self) -> bool:
+        """Process the buffered record with the smallest timestamp (handlers applied)."""
+        task = self.stream_task
+        queue = task._next_queue()
+        if queue is None:
+            return False
+        rec = queue.popleft()
+        if rec.timestamp > task.stream_time:
+            task.stream_time = rec.timestamp
+        task.processed_offsets[(rec.topic, rec.partition)] = rec.offset
+        try:
+            task.process_stamped(rec)
+        except Exception as exc:
+            self._on_processing_error(rec, exc)
+        if task.context.stream_time_punctuations:
+            task.maybe_punctuate_stream_time()
+        return True
+
+    def _context_for(self, rec: StampedRecord | ConsumerRecord, node: str | None) -> Any:
+        return errors.ErrorHandlerContext(
+            rec.topic, rec.partition, rec.offset, rec.timestamp, rec.headers, node, self.id
+        )
+
+    def _on_processing_error(self, rec: StampedRecord, exc: Exception) -> None:
+        ctx = self._context_for(rec, None)
+        cause = exc.__cause__ if isinstance(exc, StreamsException) and exc.__cause__ else exc
+        decision = errors.decide(self._proc_handler, ctx, rec, cause)
+        self._dead_letter_processed(rec, ctx, cause)
+        if decision is errors.Response.FAIL:
+            raise exc
+        self.dropped += 1
+        self.thread.metrics.dropped_records += 1
+
+    def _dead_letter_processed(self, rec: StampedRecord, ctx: Any, exc: BaseException) -> None:
+        if not self._collector.dead_letter_topic:
+            return
+        source = self.stream_task.sources.get(rec.topic)
+        try:
+            key = source.key_serde.serialize(rec.topic, rec.key) if source else None
+            value = source.value_serde.serialize(rec.topic, rec.value) if source else None
+        except Exception:  # the original bytes cannot be rebuilt: send the failure only
+            key = value = None
+        self._collector.send_dead_letter(ctx, key, value, exc)
+
+    def _on_deserialization_error(self, raw: ConsumerRecord, exc: Exception) -> str:
+        ctx = self._context_for(raw, self.stream_task.sources[raw.topic].name)
+        decision = errors.decide(self._deser_handler, ctx, raw, exc)
+        self._collector.send_dead_letter(ctx, raw.key, raw.value, exc)
+        return decision.value
+
+    def _on_skipped(self, reason: str, rec: Any) -> None:
+        self.dropped += 1
+        self.thread.metrics.dropped_records += 1
+
+    def punctuate_wall_clock(self, now_ms: int) -> bool:
+        return self.stream_task.maybe_punctuate_system_time(now_ms)
+
+    # -- commit ---------------------------------------------------------------------------
+
+    @property
+    def commit_needed(self) -> bool:
+        return self.stream_task.commit_needed
+
+    def flush(self) -> None:
+        """Flush stores (caches forward dirty entries; changelog records are sent)."""
+        self.stream_task.commit()
+
+    def committable_offsets(
+        self, position: Callable[[tuple[str, int]], int | None]
+    ) -> dict[tuple[str, int], int]:
+        """Offsets to commit: the consumer position when a partition's buffer is empty
+        (it covers skipped records and transaction markers), else last processed + 1."""
+        out = {}
+        processed = self.stream_task.processed_offsets
+        for tp in self.input_partitions:
+            queue = self.queues.get(tp)
+            if not queue:
+                pos = position(tp)
+                if pos is not None and pos >= 0:
+                    out[tp] = pos
+                    continue
+            last = processed.get(tp)
+            if last is not None:
+                out[tp] = last + 1
+        return out

@@ -1,0 +1,501 @@
+"""``KafkaStreams``: runs a topology against a Kafka cluster.
+
+    app = KafkaStreams(builder.build(), {"application.id": "revenue",
+                                         "bootstrap.servers": "localhost:9092"})
+    app.start()
+    ...
+    app.close()
+
+``start()`` validates the topology against the cluster (source topics exist, joined topics
+are co-partitioned), creates the internal topics, takes the state directory lock and starts
+the stream threads (``num.stream.threads``, default 1), which join the consumer group
+``application.id``. States follow Kafka's ``KafkaStreams.State``.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from streaming.runtime.assignment import TopologyPlan, task_id
+from streaming.runtime.config import StreamsConfig
+from streaming.runtime.errors import StreamThreadExceptionResponse
+from streaming.runtime.metadata import (
+    NOT_AVAILABLE,
+    UNAVAILABLE_HOST,
+    AssignmentDirectory,
+    HostInfo,
+    KeyQueryMetadata,
+    StreamsMetadata,
+)
+from streaming.runtime.partitioner import default_partition
+from streaming.runtime.queries import InvalidStateStoreException, view_for
+from streaming.runtime.state_directory import StateDirectory
+from streaming.runtime.thread import StreamThread
+from streaming.runtime.topics import InternalTopicManager
+
+log = logging.getLogger(__name__)
+
+
+class IllegalStateException(RuntimeError):
+    """The call is not allowed in the application's current state."""
+
+
+class State(enum.Enum):
+    """Kafka's ``KafkaStreams.State``."""
+
+    CREATED = "CREATED"
+    REBALANCING = "REBALANCING"
+    RUNNING = "RUNNING"
+    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
+    NOT_RUNNING = "NOT_RUNNING"
+    PENDING_ERROR = "PENDING_ERROR"
+    ERROR = "ERROR"
+
+    def is_running_or_rebalancing(self) -> bool:
+        return self in (State.RUNNING, State.REBALANCING)
+
+
+_TRANSITIONS = {
+    State.CREATED: {State.REBALANCING, State.PENDING_SHUTDOWN, State.PENDING_ERROR},
+    State.REBALANCING: {
+        State.RUNNING,
+        State.REBALANCING,
+        State.PENDING_SHUTDOWN,
+        State.PENDING_ERROR,
+    },
+    State.RUNNING: {State.REBALANCING, State.PENDING_SHUTDOWN, State.PENDING_ERROR},
+    State.PENDING_SHUTDOWN: {State.NOT_RUNNING},
+    State.NOT_RUNNING: set(),
+    State.PENDING_ERROR: {State.ERROR},
+    State.ERROR: set(),
+}
+
+
+class KafkaStreams:
+    """A Kafka Streams application instance: a topology, its config, its stream threads."""
+
+    State = State
+
+    def __init__(self, topology: Any, config: dict[str, Any] | StreamsConfig) -> None:
+        if hasattr(topology, "build") and not hasattr(topology, "nodes"):
+            topology = topology.build()  # a StreamsBuilder
+        self.topology = topology
+        self.config = StreamsConfig.from_mapping(config)
+        self.plan = TopologyPlan(
+            topology,
+            self.config.application_id,
+            window_additional_retention_ms=self.config.window_changelog_additional_retention_ms,
+        )
+        self.app_configs = self.config.app_configs()
+        self._state = State.CREATED
+        self._state_lock = threading.RLock()
+        self._state_listener: Callable[[State, State], None] | None = None
+        self._exception_handler: Callable[[BaseException], Any] | None = None
+        self.restore_listener: Any = None
+        self.client_logger = logging.getLogger("streaming.runtime.librdkafka")
+        self.state_directory: StateDirectory = None  # type: ignore[assignment]
+        self.process_id = ""
+        self.client_id = self.config.client_id or self.config.application_id
+        self.admin: Any = None
+        self.threads: list[StreamThread] = []
+        self._dead_threads: list[Any] = []
+        self._thread_index = 0
+        self._closed_event = threading.Event()
+        self._directory: AssignmentDirectory | None = None
+        self._partition_counts: dict[str, int] = {}
+        self.host_info = HostInfo.parse(self.config.application_server)
+        self._errors: list[BaseException] = []
+
+    # -- state ----------------------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        """The current ``State``."""
+        return self._state
+
+    def set_state_listener(self, listener: Callable[[State, State], None] | None) -> None:
+        """``listener(new_state, old_state)`` on every state change (call before start)."""
+        if self._state is not State.CREATED:
+            raise IllegalStateException("set_state_listener is only allowed in state CREATED")
+        self._state_listener = listener
+
+    def set_uncaught_exception_handler(
+        self, handler: Callable[[BaseException], StreamThreadExceptionResponse | str]
+    ) -> None:
+        """``handler(exception)`` decides REPLACE_THREAD / SHUTDOWN_CLIENT /
+        SHUTDOWN_APPLICATION when a stream thread dies (default: SHUTDOWN_CLIENT)."""
+        if self._state is not State.CREATED:
+            raise IllegalStateException(
+                "set_uncaught_exception_handler is only allowed in state CREATED"
+            )
+        self._exception_handler = handler
+
+    def set_global_state_restore_listener(self, listener: Any) -> None:
+        """A ``StateRestoreListener`` told about every changelog restoration."""
+        if self._state is not State.CREATED:
+            raise IllegalStateException("the restore listener can only be set in state CREATED")
+        self.restore_listener = listener
+
+    def _set_state(self, new: State) -> bool:
+        with self._state_lock:
+            old = self._state
+            if new is old and new is not State.REBALANCING:
+                return True
+            if new not in _TRANSITIONS[old]:
+                return False
+            self._state = new
+        if new is not old:
+            log.info(
+                "KafkaStreams %s: state %s -> %s", self.config.application_id, old.name, new.name
+            )
+            if self._state_listener is not None:
+                try:
+                    self._state_listener(new, old)
+                except Exception:
+                    log.exception("state listener failed")
+        if new in (State.NOT_RUNNING, State.ERROR):
+            self._closed_event.set()
+        return True
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Create internal topics and start the stream threads (fails fast on bad setups)."""
+        with self._state_lock:
+            if self._state is not State.CREATED:
+                raise IllegalStateException(
+                    f"KafkaStreams can only be started once (state is {self._state.name})"
+                )
+            self.state_directory = StateDirectory(self.config.state_dir, self.config.application_id)
+            self.state_directory.lock()
+            try:
+                self.process_id = self.state_directory.process_id()
+                if not self.config.client_id:
+                    self.client_id = f"{self.config.application_id}-{self.process_id}"
+                from confluent_kafka.admin import AdminClient
+
+                self.admin = AdminClient(
+                    {
+                        "bootstrap.servers": self.config.bootstrap_servers,
+                        "client.id": f"{self.client_id}-admin",
+                        "logger": self.client_logger,
+                        **self.config.admin,
+                    }
+                )
+                InternalTopicManager(
+                    self.admin, replication_factor=self.config.replication_factor
+                ).setup(self.plan)
+                self._partition_counts = dict(self.plan.partitions)
+                if self.config.dead_letter_queue_topic:
+                    counts = InternalTopicManager(self.admin).partition_counts(
+                        [self.config.dead_letter_queue_topic]
+                    )
+                    if not counts.get(self.config.dead_letter_queue_topic):
+                        raise ValueError(
+                            f"dead-letter topic {self.config.dead_letter_queue_topic} does not "
+                            "exist; create it (errors.dead.letter.queue.topic.name)"
+                        )
+                self._directory = AssignmentDirectory(
+                    self.plan, self.admin, self.config.application_id, self._local_assignment
+                )
+            except BaseException:
+                self.state_directory.unlock()
+                raise
+            self._set_state(State.REBALANCING)
+            for _ in range(self.config.num_stream_threads):
+                self._start_thread()
+
+    def _start_thread(self) -> StreamThread:
+        self._thread_index += 1
+        thread = StreamThread(self, self._thread_index)
+        self.threads.append(thread)
+        thread.start()
+        return thread
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Stop the threads (committing and checkpointing); True if done within ``timeout``."""
+        with self._state_lock:
+            if self._state is State.CREATED:
+                self._set_state(State.PENDING_SHUTDOWN)
+                self._set_state(State.NOT_RUNNING)
+                return True
+            if self._state in (State.NOT_RUNNING, State.ERROR):
+                return True
+            if self._state is not State.PENDING_ERROR:
+                self._set_state(State.PENDING_SHUTDOWN)
+            threads = list(self.threads)
+        if threading.current_thread() in threads:
+            # called from a stream thread (e.g. a handler): finish in the background
+            threading.Thread(target=self._finish_close, args=(timeout,), daemon=True).start()
+            return False
+        return self._finish_close(timeout)
+
+    def _finish_close(self, timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in list(self.threads):
+            thread.shutdown()
+        for thread in list(self.threads):
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            thread.join(remaining)
+        if any(t.is_alive() for t in self.threads):
+            return False
+        self.threads = []
+        if self.state_directory is not None:
+            self.state_directory.unlock()
+        with self._state_lock:
+            if self._state is State.PENDING_ERROR:
+                self._set_state(State.ERROR)
+            else:
+                self._set_state(State.NOT_RUNNING)
+        return True
+
+    def cleanup(self) -> None:
+        """Delete this application's local state directory (only while not running)."""
+        if self._state.is_running_or_rebalancing() or self._state is State.PENDING_SHUTDOWN:
+            raise IllegalStateException(
+                "cleanup() is only allowed when the application is not running"
+            )
+        path = self.config.state_dir / self.config.application_id
+        shutil.rmtree(path, ignore_errors=True)
+
+    clean_up = cleanup
+
+    def wait_until(self, state: State, timeout: float = 60.0) -> bool:
+        """Block until the application reaches ``state`` (True) or ``timeout`` passes."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._state is state:
+                return True
+            if self._state in (State.ERROR, State.NOT_RUNNING) and state not in (
+                State.ERROR,
+                State.NOT_RUNNING,
+            ):
+                return False
+            time.sleep(0.02)
+        return self._state is state
+
+    def __enter__(self) -> KafkaStreams:
+        if self._state is State.CREATED:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- thread callbacks -----------------------------------------------------------------
+
+    def _thread_state_changed(self, thread: Any) -> None:
+        from streaming.runtime import thread as t
+
+        if self._state not in (State.REBALANCING, State.RUNNING):
+            return
+        states = [th.state for th in self.threads if th.is_alive() or th is thread]
+        if thread.state in (t.PARTITIONS_REVOKED, t.PARTITIONS_ASSIGNED, t.STARTING):
+            self._set_state(State.REBALANCING)
+        elif states and all(s == t.THREAD_RUNNING for s in states):
+            self._set_state(State.RUNNING)
+
+    def _assignment_changed(self) -> None:
+        if self._directory is not None:
+            self._directory.invalidate()
+
+    def _thread_finished(self, thread: Any, exc: BaseException | None) -> None:
+        if exc is None:
+            return
+        self._errors.append(exc)
+        response = StreamThreadExceptionResponse.SHUTDOWN_CLIENT
+        if self._exception_handler is not None:
+            try:
+                result = self._exception_handler(exc)
+                response = (
+                    result
+                    if isinstance(result, StreamThreadExceptionResponse)
+                    else StreamThreadExceptionResponse(str(result).lower())
+                )
+            except Exception:
+                log.exception("uncaught exception handler failed; shutting down the client")
+        if self._state in (State.PENDING_SHUTDOWN, State.NOT_RUNNING, State.ERROR):
+            return
+        if response is StreamThreadExceptionResponse.REPLACE_THREAD:
+            log.warning("Replacing stream thread %s after: %s", thread.name, exc)
+            with self._state_lock:
+                if thread in self.threads:
+                    self.threads.remove(thread)
+                self._set_state(State.REBALANCING)
+                self._start_thread()
+            return
+        if response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
+            log.error(
+                "SHUTDOWN_APPLICATION requested: librdkafka cannot signal the other instances "
+                "through the group protocol; shutting down this client"
+            )
+        self._set_state(State.PENDING_ERROR)
+        threading.Thread(target=self._finish_close, args=(None,), daemon=True).start()
+
+    # -- partitions -----------------------------------------------------------------------
+
+    def partition_count(self, topic: str) -> int:
+        """Partition count of a topic (cached; read from the cluster for unknown topics)."""
+        count = self._partition_counts.get(topic)
+        if count is None:
+            count = InternalTopicManager(self.admin).partition_counts([topic])[topic]
+            if count <= 0:
+                raise ValueError(f"topic {topic} does not exist")
+            self._partition_counts[topic] = count
+        return count
+
+    # -- interactive queries --------------------------------------------------------------
+
+    def _local_assignment(self) -> tuple[HostInfo, set[str], set[tuple[str, int]]]:
+        tasks: set[str] = set()
+        tps: set[tuple[str, int]] = set()
+        for thread in self.threads:
+            tasks.update(thread.tasks)
+            tps.update(thread.assigned)
+        return self.host_info, tasks, tps
+
+    def _local_stores(self, name: str) -> list[tuple[Any, Any]]:
+        if not self._state.is_running_or_rebalancing():
+            raise InvalidStateStoreException(
+                f"KafkaStreams is not running. State is {self._state.name}."
+            )
+        from streaming.runtime.active_task import RUNNING
+
+        out = []
+        for thread in list(self.threads):
+            for task in list(thread.tasks.values()):
+                if task.state != RUNNING:
+                    continue
+                store = task.stream_task.context.stores.get(name)
+                if store is not None:
+                    out.append((thread.lock, store))
+        return out
+
+    def store(self, name: str) -> Any:
+        """A read-only view (key-value / window / session) of store ``name`` on this instance."""
+        builder = self.topology.store_builders.get(name)
+        if builder is None or name not in self.plan.store_to_subtopology:
+            raise InvalidStateStoreException(
+                f"Cannot get state store {name} because no such store is registered in the "
+                "topology."
+            )
+        if not self._state.is_running_or_rebalancing():
+            raise InvalidStateStoreException(
+                f"KafkaStreams is not running. State is {self._state.name}."
+            )
+        return view_for(builder, name, lambda: self._local_stores(name))
+
+    def metadata_for_key(
+        self,
+        store_name: str,
+        key: Any,
+        key_serde: Any = None,
+        *,
+        partitioner: Callable[..., int | None] | None = None,
+    ) -> KeyQueryMetadata:
+        """Which instance hosts ``key`` of ``store_name`` (Kafka's ``queryMetadataForKey``)."""
+        self._require_running()
+        try:
+            sub = self.plan.subtopology_for_store(store_name)
+        except KeyError:
+            raise InvalidStateStoreException(
+                f"no store {store_name} in the topology (or it is a global store)"
+            ) from None
+        if not sub.num_tasks or not sub.source_topics:
+            return NOT_AVAILABLE
+        topic = sub.source_topics[0]
+        partition = None
+        if partitioner is not None:
+            partition = partitioner(topic, key, None, sub.num_tasks)
+        if partition is None:
+            serde = key_serde if key_serde is not None else self.config.default_key_serde
+            raw = serde.serialize(topic, key)
+            if raw is None:
+                raise ValueError("metadata_for_key needs a non-null key")
+            partition = default_partition(raw, sub.num_tasks)
+        assert self._directory is not None
+        owner = self._directory.owner(task_id(sub.id, partition))
+        if owner is None:
+            return KeyQueryMetadata(UNAVAILABLE_HOST, frozenset(), partition)
+        return KeyQueryMetadata(owner, frozenset(), partition)
+
+    query_metadata_for_key = metadata_for_key
+
+    def all_metadata(self) -> list[StreamsMetadata]:
+        """Every instance of the application with its stores and partitions."""
+        self._require_running()
+        assert self._directory is not None
+        return self._directory.all_metadata()
+
+    def all_metadata_for_store(self, store_name: str) -> list[StreamsMetadata]:
+        """The instances hosting (some partition of) ``store_name``."""
+        return [m for m in self.all_metadata() if store_name in m.state_store_names]
+
+    def local_tasks(self) -> dict[str, str]:
+        """Task id -> task state of the tasks on this instance."""
+        return {tid: t.state for th in self.threads for tid, t in th.tasks.items()}
+
+    def _require_running(self) -> None:
+        if not self._state.is_running_or_rebalancing():
+            raise IllegalStateException(
+                f"KafkaStreams is not running. State is {self._state.name}."
+            )
+
+    # -- metrics --------------------------------------------------------------------------
+
+    def metrics(self) -> dict[str, Any]:
+        """Counters: processed records and rate, commits, restore progress, lag, drops."""
+        threads = list(self.threads)
+        ms = [t.metrics for t in threads]
+        commits = sum(m.commits for m in ms)
+        lag: dict[str, int] = {}
+        restore: dict[str, dict[str, Any]] = {}
+        for thread in threads:
+            consumer = thread.consumer
+            for tp in list(thread.assigned):
+                try:
+                    value = thread._lag(tp) if consumer is not None else None
+                except Exception:
+                    value = None
+                if value is not None:
+                    lag[f"{tp[0]}-{tp[1]}"] = value
+            if thread.reader is not None:
+                for (topic, partition), prog in list(thread.reader.progress.items()):
+                    restore[f"{topic}-{partition}"] = {
+                        "store": prog.store,
+                        "start-offset": prog.start,
+                        "end-offset": prog.end,
+                        "restored": prog.restored,
+                        "remaining": 0
+                        if prog.done
+                        else max(0, prog.end - prog.start - prog.restored),
+                        "done": prog.done,
+                    }
+        return {
+            "state": self._state.name,
+            "threads": len([t for t in threads if t.is_alive()]),
+            "tasks": sorted(self.local_tasks()),
+            "process-total": sum(m.processed for m in ms),
+            "process-rate": sum(m.process_rate() for m in ms),
+            "commit-total": commits,
+            "commit-latency-avg": (sum(m.commit_latency_total_ms for m in ms) / commits)
+            if commits
+            else 0.0,
+            "commit-latency-max": max((m.commit_latency_max_ms for m in ms), default=0.0),
+            "punctuate-total": sum(m.punctuations for m in ms),
+            "rebalance-total": sum(m.rebalances for m in ms),
+            "aborted-transactions-total": sum(m.aborted_transactions for m in ms),
+            "dropped-records-total": sum(m.dropped_records for m in ms),
+            "late-records-dropped-total": sum(m.late_records_dropped for m in ms),
+            "restore-records-total": sum(m.restored_records for m in ms),
+            "restore-progress": restore,
+            "consumer-lag": lag,
+            "consumer-lag-max": max(lag.values(), default=0),
+            "records-sent-total": sum(t.collector.sent for t in threads if t.collector is not None),
+        }

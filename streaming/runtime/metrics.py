@@ -1,0 +1,93 @@
+"""Counters of a running application, read by ``KafkaStreams.metrics()``.
+
+Each stream thread owns a ``ThreadMetrics`` it updates without locks (single writer).
+Records dropped for late arrival (the DSL's windowed processors log "Skipping record for
+expired window" and skip the record) are counted by a logging hook: a handler on the
+``streaming.dsl`` logger that credits the stream thread the message was logged on.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+LATE_RECORD_MESSAGE = "Skipping record for expired window"
+
+
+@dataclass
+class ThreadMetrics:
+    """What one stream thread counts."""
+
+    processed: int = 0
+    commits: int = 0
+    commit_latency_total_ms: float = 0.0
+    commit_latency_max_ms: float = 0.0
+    dropped_records: int = 0
+    late_records_dropped: int = 0
+    punctuations: int = 0
+    rebalances: int = 0
+    aborted_transactions: int = 0
+    restored_records: int = 0
+    started: float = field(default_factory=time.monotonic)
+    _samples: collections.deque = field(default_factory=lambda: collections.deque(maxlen=32))
+
+    def record_commit(self, latency_ms: float) -> None:
+        self.commits += 1
+        self.commit_latency_total_ms += latency_ms
+        if latency_ms > self.commit_latency_max_ms:
+            self.commit_latency_max_ms = latency_ms
+
+    def sample(self) -> None:
+        """Remember (time, processed) for the process rate (called once per loop at most 4/s)."""
+        now = time.monotonic()
+        samples = self._samples
+        if not samples or now - samples[-1][0] >= 0.25:
+            samples.append((now, self.processed))
+
+    def process_rate(self, window_s: float = 5.0) -> float:
+        """Records per second over roughly the last ``window_s`` seconds."""
+        samples = list(self._samples)
+        if len(samples) < 2:
+            return 0.0
+        now_t, now_n = samples[-1]
+        for t, n in samples:
+            if now_t - t <= window_s:
+                return (now_n - n) / (now_t - t) if now_t > t else 0.0
+        return 0.0
+
+
+class _LateRecordCounter(logging.Handler):
+    """Counts DSL "expired window" skips per stream thread."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.by_thread: dict[int, ThreadMetrics] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        metrics = self.by_thread.get(threading.get_ident())
+        msg = record.msg
+        if metrics is not None and isinstance(msg, str) and msg.startswith(LATE_RECORD_MESSAGE):
+            metrics.late_records_dropped += 1
+            metrics.dropped_records += 1
+
+
+_COUNTER = _LateRecordCounter()
+_INSTALLED = False
+_LOCK = threading.Lock()
+
+
+def register_thread(metrics: ThreadMetrics) -> None:
+    """Count late-record drops logged on the calling thread into ``metrics``."""
+    global _INSTALLED
+    with _LOCK:
+        if not _INSTALLED:
+            logging.getLogger("streaming.dsl").addHandler(_COUNTER)
+            _INSTALLED = True
+    _COUNTER.by_thread[threading.get_ident()] = metrics
+
+
+def unregister_thread() -> None:
+    _COUNTER.by_thread.pop(threading.get_ident(), None)

@@ -1,0 +1,173 @@
+"""Restoring stores from their changelogs (Kafka's ``StoreChangelogReader``).
+
+A separate consumer (no consumer group, ``read_committed``, partition EOF events on) is
+assigned the changelog partitions of the tasks to restore, each from its checkpointed offset
+or the beginning, and reads until the end (the last stable offset under exactly-once).
+Records go in batches to each store's restore callback. A ``StateRestoreListener`` (or the
+log) hears about the start, each batch and the end, per changelog partition.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+class StateRestoreListener(Protocol):
+    """Kafka's ``StateRestoreListener`` (all three methods are optional here)."""
+
+    def on_restore_start(
+        self, topic_partition: Any, store_name: str, start: int, end: int
+    ) -> None: ...
+
+    def on_batch_restored(
+        self, topic_partition: Any, store_name: str, batch_end_offset: int, num_restored: int
+    ) -> None: ...
+
+    def on_restore_end(
+        self, topic_partition: Any, store_name: str, total_restored: int
+    ) -> None: ...
+
+
+@dataclass
+class RestoreProgress:
+    """Progress of one changelog partition (also what ``metrics()`` reports)."""
+
+    store: str
+    topic: str
+    partition: int
+    start: int
+    end: int
+    restored: int = 0
+    done: bool = False
+
+
+@dataclass
+class RestoreRequest:
+    """One store of one task to restore: its changelog partition and where to start."""
+
+    store: str
+    topic: str
+    partition: int
+    start: int | None  # None: from the beginning
+    callback: Callable[[Iterable[tuple[bytes, bytes | None, int]]], None]
+
+
+class ChangelogReader:
+    """Restores changelog partitions with a dedicated consumer."""
+
+    def __init__(self, consumer: Consumer, listener: Any = None, *, batch_size: int = 2000) -> None:
+        self.consumer = consumer
+        self.listener = listener
+        self.batch_size = batch_size
+        self.progress: dict[tuple[str, int], RestoreProgress] = {}
+
+    def end_offset(self, topic: str, partition: int, timeout: float = 10.0) -> int:
+        """The changelog partition's end offset (high watermark)."""
+        _low, high = self.consumer.get_watermark_offsets(
+            TopicPartition(topic, partition), timeout=timeout, cached=False
+        )
+        return high
+
+    def restore(self, requests: list[RestoreRequest], should_stop: Callable[[], bool]) -> int:
+        """Restore every request to the end of its changelog; returns the records restored."""
+        pending: dict[tuple[str, int], RestoreRequest] = {}
+        assign = []
+        for req in requests:
+            low, high = self.consumer.get_watermark_offsets(
+                TopicPartition(req.topic, req.partition), timeout=10.0, cached=False
+            )
+            start = low if req.start is None else max(req.start, low)
+            tp_key = (req.topic, req.partition)
+            prog = RestoreProgress(req.store, req.topic, req.partition, start, high)
+            self.progress[tp_key] = prog
+            if start >= high:
+                prog.done = True
+                continue
+            self._call("on_restore_start", req, start, high)
+            log.info(
+                "Restoring store %s from %s-%s offsets %s..%s",
+                req.store,
+                req.topic,
+                req.partition,
+                start,
+                high,
+            )
+            pending[tp_key] = req
+            assign.append(
+                TopicPartition(
+                    req.topic, req.partition, OFFSET_BEGINNING if req.start is None else start
+                )
+            )
+        if not pending:
+            return 0
+        self.consumer.assign(assign)
+        total = 0
+        try:
+            while pending:
+                if should_stop():
+                    return total
+                msgs = self.consumer.consume(num_messages=self.batch_size, timeout=0.2)
+                batches: dict[tuple[str, int], list[tuple[bytes, bytes | None, int]]] = {}
+                last: dict[tuple[str, int], int] = {}
+                eof: list[tuple[str, int]] = []
+                for msg in msgs:
+                    err = msg.error()
+                    tp_key = (msg.topic(), msg.partition())
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            eof.append(tp_key)
+                            continue
+                        if err.fatal() or not err.retriable():
+                            raise KafkaException(err)
+                        log.warning("Restore consumer error: %s", err)
+                        continue
+                    if tp_key not in pending:
+                        continue
+                    batches.setdefault(tp_key, []).append(
+                        (msg.key(), msg.value(), msg.timestamp()[1])
+                    )
+                    last[tp_key] = msg.offset()
+                for tp_key, batch in batches.items():
+                    req = pending[tp_key]
+                    req.callback(batch)
+                    prog = self.progress[tp_key]
+                    prog.restored += len(batch)
+                    total += len(batch)
+                    self._call("on_batch_restored", req, last[tp_key], len(batch))
+                    if last[tp_key] + 1 >= prog.end:
+                        eof.append(tp_key)
+                for tp_key in eof:
+                    req = pending.pop(tp_key, None)
+                    if req is None:
+                        continue
+                    prog = self.progress[tp_key]
+                    prog.done = True
+                    self._call("on_restore_end", req, prog.restored)
+                    log.info(
+                        "Restored store %s from %s-%s: %s records",
+                        req.store,
+                        req.topic,
+                        req.partition,
+                        prog.restored,
+                    )
+        finally:
+            self.consumer.unassign()
+        return total
+
+    def _call(self, method: str, req: RestoreRequest, *args: Any) -> None:
+        if self.listener is None:
+            return
+        fn = getattr(self.listener, method, None)
+        if fn is None:
+            return
+        try:
+            fn(TopicPartition(req.topic, req.partition), req.store, *args)
+        except Exception:
+            log.exception("State restore listener %s failed", method)

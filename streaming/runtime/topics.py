@@ -1,0 +1,114 @@
+"""Creating and checking internal topics (Kafka's ``InternalTopicManager``) with the admin client.
+
+Repartition topics ``<application.id>-<name>-repartition`` get ``cleanup.policy=delete`` and
+infinite retention (consumed records are purged by the application after commits);
+changelogs ``<application.id>-<store>-changelog`` are compacted (``compact,delete`` with the
+store's retention plus one day for window and session stores).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from streaming.runtime.assignment import TopologyPlan
+
+log = logging.getLogger(__name__)
+
+REPARTITION_TOPIC_CONFIG = {
+    "cleanup.policy": "delete",
+    "retention.ms": "-1",
+    "segment.bytes": str(50 * 1024 * 1024),
+    "message.timestamp.type": "CreateTime",
+}
+
+
+class InternalTopicError(RuntimeError):
+    """An internal topic could not be created or has the wrong layout."""
+
+
+class InternalTopicManager:
+    """Reads partition counts and creates the internal topics of a ``TopologyPlan``."""
+
+    def __init__(self, admin: Any, *, replication_factor: int = -1, timeout: float = 30.0) -> None:
+        self.admin = admin
+        self.replication_factor = replication_factor
+        self.timeout = timeout
+
+    def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
+        """Partition count of each existing topic (0 when it does not exist)."""
+        meta = self.admin.list_topics(timeout=self.timeout)
+        out = {}
+        for topic in topics:
+            tm = meta.topics.get(topic)
+            out[topic] = 0 if tm is None or tm.error is not None else len(tm.partitions)
+        return out
+
+    def setup(self, plan: TopologyPlan) -> None:
+        """Resolve partition counts and create missing repartition and changelog topics."""
+        plan.resolve(self.partition_counts)
+        wanted: dict[str, tuple[int, dict[str, str]]] = {}
+        for topic in plan.internal_topics:
+            wanted[topic] = (plan.partitions[topic], dict(REPARTITION_TOPIC_CONFIG))
+        for spec, partitions in plan.changelog_specs():
+            wanted[spec.topic] = (partitions, spec.config)
+        self.ensure(wanted)
+
+    def ensure(self, wanted: dict[str, tuple[int, dict[str, str]]]) -> None:
+        """Create each topic with (partitions, config) unless it exists with that count."""
+        if not wanted:
+            return
+        from confluent_kafka.admin import NewTopic
+
+        existing = self.partition_counts(wanted)
+        for topic, count in existing.items():
+            if count and count != wanted[topic][0]:
+                raise InternalTopicError(
+                    f"internal topic {topic} exists with {count} partitions but the topology "
+                    f"needs {wanted[topic][0]}; delete it (and reset the application) or keep "
+                    "the input topics' partition counts"
+                )
+        new = [
+            NewTopic(
+                topic,
+                num_partitions=partitions,
+                replication_factor=self.replication_factor,
+                config=config,
+            )
+            for topic, (partitions, config) in wanted.items()
+            if not existing.get(topic)
+        ]
+        if not new:
+            return
+        log.info("Creating internal topics %s", [t.topic for t in new])
+        futures = self.admin.create_topics(
+            new, request_timeout=self.timeout, operation_timeout=self.timeout
+        )
+        for topic, future in futures.items():
+            try:
+                future.result(timeout=self.timeout)
+            except Exception as exc:
+                err = exc.args[0] if exc.args else None
+                if getattr(err, "name", lambda: "")() == "TOPIC_ALREADY_EXISTS":
+                    continue  # another instance created it first
+                raise InternalTopicError(f"could not create internal topic {topic}: {exc}") from exc
+        self._wait_for_leaders({t.topic: t.num_partitions for t in new})
+
+    def _wait_for_leaders(self, topics: dict[str, int]) -> None:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            meta = self.admin.list_topics(timeout=self.timeout)
+            ready = all(
+                (tm := meta.topics.get(t)) is not None
+                and tm.error is None
+                and len(tm.partitions) == n
+                and all(p.leader >= 0 for p in tm.partitions.values())
+                for t, n in topics.items()
+            )
+            if ready:
+                return
+            if time.monotonic() > deadline:
+                raise InternalTopicError(f"internal topics {sorted(topics)} have no leaders")
+            time.sleep(0.05)

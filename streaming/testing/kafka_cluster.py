@@ -1,0 +1,605 @@
+"""A real local Apache Kafka (KRaft) cluster on loopback, for tests and ``make run``.
+
+``LocalKafkaCluster(nodes=1)`` formats KRaft storage with ``kafka.tools.StorageTool``, starts
+one ``kafka.Kafka`` JVM per node (each a combined broker+controller, from the jars that
+``make setup`` copies to ``.jars/kafka``, configured by ``platform/kafka/server.properties``)
+on free loopback ports, waits until every broker answers, and on exit stops them (SIGTERM,
+then SIGKILL) and removes its temporary directory::
+
+    with LocalKafkaCluster() as kafka:
+        kafka.create_topic("orders", partitions=4)
+        producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+
+``nodes=3`` gives replication factor 3 and ``min.insync.replicas=2`` (also for the
+transaction state log). A broker that fails to start raises ``KafkaClusterError`` with the
+tail of its log and what to fix.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import contextlib
+import ctypes
+import logging
+import os
+import shutil
+import signal
+import socket
+import string
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_REPO = Path(__file__).resolve().parents[2]
+_PLATFORM = _REPO / "platform" / "kafka"
+DEFAULT_JARS_DIR = _REPO / ".jars" / "kafka"
+SERVER_PROPERTIES = _PLATFORM / "server.properties"
+LOG4J_CONFIG = _PLATFORM / "log4j2.properties"
+
+# Fast start and a small footprint beat peak throughput for a test broker: C1 only, serial GC.
+DEFAULT_JVM_OPTIONS: tuple[str, ...] = (
+    "-Xms64m",
+    "-Xmx512m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:-UsePerfData",
+    "-Xshare:auto",
+    "-Djava.awt.headless=true",
+    "-Djava.net.preferIPv4Stack=true",
+)
+
+_TEMP_PREFIX = "local-kafka-"
+_OWNER_FILE = "owner.pid"
+_LOG_TAIL_LINES = 40
+_QUIET = logging.getLogger("streaming.testing.kafka_cluster.librdkafka")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+
+
+class KafkaClusterError(RuntimeError):
+    """The local Kafka cluster could not be started or used."""
+
+
+@dataclass
+class KafkaNode:
+    """One combined broker+controller JVM of a ``LocalKafkaCluster``."""
+
+    node_id: int
+    broker_port: int
+    controller_port: int
+    directory: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        """The broker's ``host:port`` on loopback."""
+        return f"127.0.0.1:{self.broker_port}"
+
+    @property
+    def log_path(self) -> Path:
+        """The file the broker's stdout and stderr (its log) go to."""
+        return self.directory / "server.log"
+
+    @property
+    def config_path(self) -> Path:
+        """The node's filled-in ``server.properties``."""
+        return self.directory / "server.properties"
+
+    @property
+    def data_dir(self) -> Path:
+        """The node's ``log.dirs`` (KRaft metadata and topic partitions)."""
+        return self.directory / "data"
+
+    @property
+    def pid(self) -> int | None:
+        """The JVM's process id, None when not started."""
+        return None if self.process is None else self.process.pid
+
+    def is_running(self) -> bool:
+        """True while the node's JVM is alive."""
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, lines: int = _LOG_TAIL_LINES) -> str:
+        """The last ``lines`` lines of the node's log."""
+        return _tail(self.log_path, lines)
+
+
+class LocalKafkaCluster:
+    """A local KRaft Kafka cluster of ``nodes`` combined broker+controller JVMs on loopback."""
+
+    def __init__(
+        self,
+        nodes: int = 1,
+        *,
+        data_dir: str | os.PathLike[str] | None = None,
+        broker_config: Mapping[str, Any] | None = None,
+        jvm_options: Sequence[str] | None = None,
+        jars_dir: str | os.PathLike[str] | None = None,
+        startup_timeout: float = 90.0,
+        shutdown_timeout: float = 15.0,
+    ) -> None:
+        if nodes < 1:
+            raise ValueError(f"nodes must be at least 1, got {nodes}")
+        self.num_nodes = nodes
+        self.broker_config = {k: _prop_value(v) for k, v in (broker_config or {}).items()}
+        self.jvm_options = tuple(DEFAULT_JVM_OPTIONS if jvm_options is None else jvm_options)
+        self.jars_dir = Path(
+            jars_dir or os.environ.get("STREAMING_KAFKA_JARS") or DEFAULT_JARS_DIR
+        ).resolve()
+        self.startup_timeout = startup_timeout
+        self.shutdown_timeout = shutdown_timeout
+        self._keep_data = data_dir is not None
+        self._root: Path | None = Path(data_dir).resolve() if data_dir is not None else None
+        self.nodes: list[KafkaNode] = []
+        self.cluster_id: str | None = None
+        self.start_seconds: float | None = None
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Comma-separated ``host:port`` of every broker, for ``bootstrap.servers``."""
+        if not self.nodes:
+            raise KafkaClusterError("the cluster is not started")
+        return ",".join(node.address for node in self.nodes)
+
+    @property
+    def replication_factor(self) -> int:
+        """The default replication factor: 3 for three or more nodes, else the node count."""
+        return min(3, self.num_nodes)
+
+    @property
+    def min_insync_replicas(self) -> int:
+        """``min.insync.replicas``: 2 when replicated, else 1."""
+        return 2 if self.replication_factor >= 3 else 1
+
+    @property
+    def directory(self) -> Path:
+        """The cluster's root directory (node dirs, configs, logs, data)."""
+        if self._root is None:
+            raise KafkaClusterError("the cluster is not started")
+        return self._root
+
+    def client_config(self, **overrides: Any) -> dict[str, Any]:
+        """A confluent-kafka config dict pointing at this cluster, plus ``overrides``."""
+        return {"bootstrap.servers": self.bootstrap_servers, **overrides}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> LocalKafkaCluster:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self) -> LocalKafkaCluster:
+        """Format storage, start every node and wait until all brokers answer."""
+        with self._lock:
+            if self.nodes:
+                raise KafkaClusterError("the cluster is already started")
+            java = _find_java()
+            classpath = self._classpath()
+            _sweep_stale_temp_dirs()
+            began = time.monotonic()
+            if self._root is None:
+                self._root = Path(tempfile.mkdtemp(prefix=_TEMP_PREFIX))
+                (self._root / _OWNER_FILE).write_text(str(os.getpid()))
+            else:
+                self._root.mkdir(parents=True, exist_ok=True)
+            _LIVE.add(self)
+            try:
+                for attempt in range(3):
+                    self._configure_nodes()
+                    self._format(java, classpath)
+                    for node in self.nodes:
+                        self._launch(java, classpath, node)
+                    try:
+                        self._wait_until_ready(began + self.startup_timeout)
+                        break
+                    except _PortTaken:
+                        self._terminate_all(kill_after=2.0)
+                        self.nodes = []
+                        if attempt == 2:
+                            raise
+            except BaseException:
+                self.stop()
+                raise
+            self.start_seconds = time.monotonic() - began
+            return self
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop every node (SIGTERM, wait, SIGKILL) and delete temporary data."""
+        with self._lock:
+            self._terminate_all(kill_after=self.shutdown_timeout if timeout is None else timeout)
+            self.nodes = []
+            _LIVE.discard(self)
+            if self._root is not None and not self._keep_data:
+                shutil.rmtree(self._root, ignore_errors=True)
+                self._root = None
+
+    def stop_node(self, node_id: int, *, kill: bool = False, timeout: float = 15.0) -> None:
+        """Stop one node: SIGKILL when ``kill``, else SIGTERM then SIGKILL after ``timeout``."""
+        node = self.node(node_id)
+        if node.process is None:
+            return
+        if kill:
+            _signal(node.process, signal.SIGKILL)
+            node.process.wait()
+        else:
+            _stop_processes([node.process], timeout)
+
+    def restart_node(self, node_id: int, *, timeout: float | None = None) -> None:
+        """Start a stopped node again on the same ports and data, and wait until it answers."""
+        node = self.node(node_id)
+        if node.is_running():
+            raise KafkaClusterError(f"node {node_id} is still running")
+        self._launch(_find_java(), self._classpath(), node)
+        deadline = time.monotonic() + (self.startup_timeout if timeout is None else timeout)
+        self._wait_until_ready(deadline, nodes=[node])
+
+    def node(self, node_id: int) -> KafkaNode:
+        """The node with ``node.id`` ``node_id``."""
+        for node in self.nodes:
+            if node.node_id == node_id:
+                return node
+        raise KeyError(f"no node {node_id} (nodes: {[n.node_id for n in self.nodes]})")
+
+    # ------------------------------------------------------------------ admin helpers
+
+    def admin(self, **overrides: Any) -> Any:
+        """A confluent-kafka ``AdminClient`` for this cluster."""
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient(self.client_config(logger=_QUIET, **overrides))
+
+    def create_topic(
+        self,
+        name: str,
+        *,
+        partitions: int = 1,
+        replication_factor: int | None = None,
+        config: Mapping[str, Any] | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        """Create topic ``name`` and wait until every partition has a leader."""
+        from confluent_kafka.admin import NewTopic
+
+        new = NewTopic(
+            name,
+            num_partitions=partitions,
+            replication_factor=replication_factor or self.replication_factor,
+            config={k: _prop_value(v) for k, v in (config or {}).items()},
+        )
+        admin = self.admin()
+        futures = admin.create_topics([new], request_timeout=timeout, operation_timeout=timeout)
+        try:
+            futures[name].result(timeout=timeout)
+        except Exception as exc:
+            raise KafkaClusterError(f"could not create topic {name!r}: {exc}") from exc
+        deadline = time.monotonic() + timeout
+        while True:
+            meta = admin.list_topics(topic=name, timeout=max(0.1, deadline - time.monotonic()))
+            topic = meta.topics.get(name)
+            if (
+                topic is not None
+                and topic.error is None
+                and len(topic.partitions) == partitions
+                and all(p.leader >= 0 for p in topic.partitions.values())
+            ):
+                return
+            if time.monotonic() > deadline:
+                raise KafkaClusterError(f"topic {name!r} has no leader for every partition")
+            time.sleep(0.05)
+
+    def delete_topic(self, name: str, *, timeout: float = 30.0) -> None:
+        """Delete topic ``name``."""
+        futures = self.admin().delete_topics([name], operation_timeout=timeout)
+        futures[name].result(timeout=timeout)
+
+    def list_topics(self, *, timeout: float = 10.0) -> set[str]:
+        """Names of the cluster's topics (internal ones included)."""
+        return set(self.admin().list_topics(timeout=timeout).topics)
+
+    # ------------------------------------------------------------------ internals
+
+    def _classpath(self) -> str:
+        jars = sorted(self.jars_dir.glob("kafka_2.13-*.jar")) if self.jars_dir.is_dir() else []
+        if not jars:
+            raise KafkaClusterError(
+                f"the Kafka broker jars are missing from {self.jars_dir}: run `make setup` "
+                "(it copies org.apache.kafka:kafka_2.13 and its dependencies from "
+                "platform/kafka/pom.xml with Maven)"
+            )
+        return str(self.jars_dir / "*")
+
+    def _configure_nodes(self) -> None:
+        ports = _free_ports(2 * self.num_nodes)
+        root = self.directory
+        self.nodes = [
+            KafkaNode(
+                node_id=i + 1,
+                broker_port=ports[2 * i],
+                controller_port=ports[2 * i + 1],
+                directory=root / f"node-{i + 1}",
+            )
+            for i in range(self.num_nodes)
+        ]
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+        template = string.Template(SERVER_PROPERTIES.read_text())
+        for node in self.nodes:
+            node.data_dir.mkdir(parents=True, exist_ok=True)
+            text = template.substitute(
+                node_id=node.node_id,
+                quorum_voters=voters,
+                broker_port=node.broker_port,
+                controller_port=node.controller_port,
+                log_dir=node.data_dir,
+                replication_factor=self.replication_factor,
+                min_insync_replicas=self.min_insync_replicas,
+            )
+            if self.broker_config:
+                text += "\n# broker_config overrides\n" + "".join(
+                    f"{key}={value}\n" for key, value in self.broker_config.items()
+                )
+            node.config_path.write_text(text)
+
+    def _format(self, java: str, classpath: str) -> None:
+        existing = {_read_cluster_id(node.data_dir) for node in self.nodes}
+        if len(existing) == 1 and None not in existing:
+            self.cluster_id = existing.pop()  # a kept data_dir, formatted by an earlier run
+            return
+        if existing != {None}:
+            raise KafkaClusterError(
+                f"{self.directory} holds KRaft storage of another cluster layout "
+                f"(cluster ids {sorted(map(str, existing))}): delete it or use another data_dir"
+            )
+        self.cluster_id = _random_cluster_id()
+        procs = []
+        for node in self.nodes:
+            cmd = [
+                java,
+                *self.jvm_options,
+                f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
+                "-cp",
+                classpath,
+                "kafka.tools.StorageTool",
+                "format",
+                "--cluster-id",
+                self.cluster_id,
+                "--config",
+                str(node.config_path),
+            ]
+            log = node.directory / "format.log"
+            with log.open("wb") as out:
+                procs.append(
+                    (node, log, subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT))
+                )
+        for node, log, proc in procs:
+            if proc.wait() != 0:
+                raise KafkaClusterError(
+                    f"formatting the KRaft storage of node {node.node_id} failed "
+                    f"(exit code {proc.returncode}); check broker_config and {node.config_path}."
+                    f"\n--- tail of {log} ---\n{_tail(log, _LOG_TAIL_LINES)}"
+                )
+
+    def _launch(self, java: str, classpath: str, node: KafkaNode) -> None:
+        cmd = [
+            java,
+            *self.jvm_options,
+            f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
+            "-cp",
+            classpath,
+            "kafka.Kafka",
+            str(node.config_path),
+        ]
+        with node.log_path.open("ab") as out:
+            node.process = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=node.directory,
+                start_new_session=True,
+                preexec_fn=_die_with_parent_hook(),
+            )
+
+    def _wait_until_ready(self, deadline: float, nodes: Sequence[KafkaNode] | None = None) -> None:
+        waiting = list(nodes if nodes is not None else self.nodes)
+        pending = list(waiting)
+        while pending:
+            self._check_alive(waiting)
+            pending = [n for n in pending if not _port_open(n.broker_port)]
+            if time.monotonic() > deadline:
+                self._timeout(pending)
+            if pending:
+                time.sleep(0.05)
+        expected = {n.node_id for n in self.nodes if n.is_running()}
+        admin = None
+        while True:
+            self._check_alive(waiting)
+            try:
+                admin = admin or self.admin(
+                    **{"socket.connection.setup.timeout.ms": 1000, "reconnect.backoff.max.ms": 200}
+                )
+                brokers = set(admin.list_topics(timeout=1.0).brokers)
+                if expected <= brokers:
+                    return
+            except Exception:  # the broker answers but is not ready yet
+                pass
+            if time.monotonic() > deadline:
+                self._timeout(waiting)
+            time.sleep(0.05)
+
+    def _check_alive(self, nodes: Sequence[KafkaNode]) -> None:
+        for node in nodes:
+            if node.process is not None and node.process.poll() is not None:
+                tail = node.log_tail()
+                if "Address already in use" in tail:
+                    raise _PortTaken(tail)
+                raise KafkaClusterError(
+                    f"Kafka node {node.node_id} exited with code {node.process.returncode} "
+                    f"while starting; check broker_config / {node.config_path} and the log "
+                    f"{node.log_path}.\n--- tail of {node.log_path} ---\n{tail}"
+                )
+
+    def _timeout(self, nodes: Sequence[KafkaNode]) -> None:
+        tails = "\n".join(f"--- tail of {n.log_path} ---\n{n.log_tail()}" for n in nodes)
+        raise KafkaClusterError(
+            f"Kafka nodes {[n.node_id for n in nodes]} did not answer within "
+            f"{self.startup_timeout:.0f}s (a loaded machine may need a larger "
+            f"startup_timeout).\n{tails}"
+        )
+
+    def _terminate_all(self, *, kill_after: float) -> None:
+        procs = [n.process for n in self.nodes if n.process is not None]
+        _stop_processes(procs, kill_after)
+
+
+class _PortTaken(KafkaClusterError):
+    """A node lost the race for its port to another process; retried with new ports."""
+
+
+# ---------------------------------------------------------------------- module helpers
+
+_LIVE: set[LocalKafkaCluster] = set()
+
+
+@atexit.register
+def _stop_live_clusters() -> None:
+    for cluster in list(_LIVE):
+        with contextlib.suppress(Exception):
+            cluster.stop(timeout=5.0)
+
+
+def _stop_processes(procs: Sequence[subprocess.Popen[bytes]], kill_after: float) -> None:
+    live = [p for p in procs if p.poll() is None]
+    for proc in live:
+        _signal(proc, signal.SIGTERM)
+    deadline = time.monotonic() + kill_after
+    for proc in live:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal(proc, signal.SIGKILL)
+            proc.wait()
+
+
+def _signal(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(sig)
+
+
+def _find_java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    java = shutil.which("java")
+    if java is None:
+        raise KafkaClusterError(
+            "java was not found: the local Kafka broker needs Java 17+ on PATH or in "
+            "JAVA_HOME (e.g. apt-get install openjdk-17-jre-headless)"
+        )
+    return java
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _random_cluster_id() -> str:
+    """A random Kafka ``Uuid`` in its base64 form, as ``StorageTool random-uuid`` prints."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
+
+
+def _read_cluster_id(data_dir: Path) -> str | None:
+    meta = data_dir / "meta.properties"
+    if not meta.exists():
+        return None
+    for line in meta.read_text().splitlines():
+        if line.startswith("cluster.id="):
+            return line.split("=", 1)[1].strip()
+    return None
+
+
+def _prop_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 64 * 1024))
+            data = f.read().decode("utf-8", "replace")
+    except OSError as exc:
+        return f"(no log: {exc})"
+    return "\n".join(data.splitlines()[-lines:])
+
+
+def _die_with_parent_hook() -> Any:
+    """A preexec_fn making the JVM get SIGKILL if this process dies (Linux, main thread only)."""
+    if (
+        not sys.platform.startswith("linux")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        return None  # PR_SET_PDEATHSIG fires when the forking *thread* exits
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def hook() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+
+    return hook
+
+
+def _sweep_stale_temp_dirs() -> None:
+    """Remove temp dirs of earlier clusters whose owning process died without cleaning up."""
+    for path in Path(tempfile.gettempdir()).glob(_TEMP_PREFIX + "*"):
+        try:
+            owner = int((path / _OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if not _pid_alive(owner):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
