@@ -5,11 +5,12 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 JARS := .jars/streams
 KAFKA_JARS := .jars/kafka
+SPARK_JARS := .jars/spark
 STAMP := $(VENV)/.installed
 
 .PHONY: setup test test-fast lint format run bench clean
 
-setup: $(STAMP) $(JARS)/.copied $(KAFKA_JARS)/.copied
+setup: $(STAMP) $(JARS)/.copied $(KAFKA_JARS)/.copied $(SPARK_JARS)/.copied
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11+ is required ($(PYTHON) not found)"; exit 1; }
@@ -32,6 +33,14 @@ $(KAFKA_JARS)/.copied: platform/kafka/pom.xml
 	@command -v java >/dev/null || { echo "Java 17+ is required"; exit 1; }
 	rm -rf $(KAFKA_JARS)
 	mvn -q -B -f platform/kafka/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(KAFKA_JARS)
+	touch $@
+
+# Spark's Kafka source (spark-sql-kafka-0-10) for the batch recompute, without the jars
+# pyspark already ships; settings.xml routes Spark's unreachable GCS mirror to Central.
+$(SPARK_JARS)/.copied: platform/spark/pom.xml
+	@command -v mvn >/dev/null || { echo "Maven is required to fetch the Spark jars"; exit 1; }
+	rm -rf $(SPARK_JARS)
+	mvn -q -B -s platform/spark/settings.xml -f platform/spark/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DexcludeArtifactIds=scala-library,slf4j-api,lz4-java,snappy-java,spark-tags_2.13,jsr305,scala-parallel-collections_2.13 -DoutputDirectory=$(CURDIR)/$(SPARK_JARS)
 	touch $@
 
 test: setup

@@ -16,7 +16,8 @@ architecture compute the same thing:
   Alert value ``{"rule", "customer_id", "order_id", "event_time", "evidence", ...}``;
   burst alerts carry ``window_start``.
 - click sessions: per ``user_id``, ``SESSION_GAP`` inactivity gap; value ``{"user_id",
-  "session_start", "session_end", "click_count"}``.
+  "session_start", "session_end", "click_count", "pages"}`` (bounds: first and last click).
+- money: sums are taken in integer cents (``round(amount * 100)``) in stream and batch.
 - dedup: orders by ``order_id`` within ``DEDUP_WINDOW``; the first occurrence wins.
 """
 
@@ -73,6 +74,9 @@ DERIVED_TOPICS = (
     ORDERS_DEDUPED,
 )
 DEAD_LETTER_SUFFIX = "-dlq"
+# Stream applications (assets/streams); each writes undecodable input to "<app>-dlq".
+STREAM_APPS = ("windowed-revenue", "enriched-orders", "fraud-alerts", "click-sessions", "orders-dedup")
+DEAD_LETTER_TOPICS = tuple(app + DEAD_LETTER_SUFFIX for app in STREAM_APPS)
 
 FRAUD_RULES = ("high_value", "rapid_burst", "new_location")
 
@@ -112,6 +116,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "window_end": "int",
         "revenue": "float",
         "order_count": "int",
+        "revenue_cents": "int",
     },
     REVENUE_HOPPING: {
         "region": "str",
@@ -119,6 +124,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "window_end": "int",
         "revenue": "float",
         "order_count": "int",
+        "revenue_cents": "int",
     },
     ENRICHED_ORDERS: {
         "order_id": "str",
@@ -128,7 +134,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "location": "str",
         "event_time": "int",
         "customer_known": "bool",
+        "customer_name": "str",
         "tier": "str",
+        "known_locations": "list",
         "credit_limit": "float",
         "within_credit_limit": "bool",
     },
@@ -136,6 +144,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "rule": "str",
         "customer_id": "str",
         "order_id": "str",
+        "amount": "float",
         "event_time": "int",
         "window_start": "int",
         "evidence": "str",
@@ -145,6 +154,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "session_start": "int",
         "session_end": "int",
         "click_count": "int",
+        "pages": "list",
     },
     ORDERS_DEDUPED: {
         "order_id": "str",
@@ -187,9 +197,9 @@ def hopping_window_starts(ts_ms: int, size_ms: int, advance_ms: int) -> list[int
     return list(range(first, last + 1, advance_ms))
 
 
-def dead_letter_topic(topic: str) -> str:
-    """The dead-letter topic of ``topic`` (undecodable records)."""
-    return topic + DEAD_LETTER_SUFFIX
+def dead_letter_topic(app: str) -> str:
+    """The dead-letter topic of stream application ``app`` (records it cannot use)."""
+    return app + DEAD_LETTER_SUFFIX
 
 
 def _coerce(value: Any, kind: str) -> Any:
@@ -198,6 +208,8 @@ def _coerce(value: Any, kind: str) -> Any:
         return None
     try:
         if kind == "str":
+            if isinstance(value, dict | list):
+                return orjson.dumps(value).decode()
             return value if isinstance(value, str) else str(value)
         if kind == "float":
             if isinstance(value, bool):

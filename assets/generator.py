@@ -50,7 +50,7 @@ class GeneratorConfig:
     start_ms: int = 1_735_689_600_000  # 2025-01-01T00:00:00Z
     duration_s: float | None = 600.0
     orders_per_second: float = 5.0
-    customers: int = 200
+    customers: int = 5000
     max_clicks_per_order: int = 4
     payment_share: float = 0.9
     out_of_order_share: float = 0.05
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         "--duration", type=float, default=None, help="seconds of events (default: forever)"
     )
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--customers", type=int, default=200)
+    parser.add_argument("--customers", type=int, default=5000)
     parser.add_argument("--start-ms", type=int, default=None, help="first event time (now)")
     parser.add_argument("--fast", action="store_true", help="send as fast as possible")
     parser.add_argument("--create-topics", action="store_true", help="create the topics first")

@@ -1,1 +1,38 @@
-"""resources of the Dagster platform (filled by the platform issue)."""
+"""Dagster resources of the platform, configured by environment with embedded defaults.
+
+=============  ==========================  =================================================
+key            class                       environment
+=============  ==========================  =================================================
+kafka          ``KafkaResource``           KAFKA_BOOTSTRAP_SERVERS (default localhost:9092)
+stream_apps    ``StreamAppsResource``      STREAM_STATE_DIR (.state), STREAM_PROCESSING_GUARANTEE
+spark          ``SparkResource``           (local[2])
+lake           ``LakeResource``            LAKE_ROOT (.lake), DUCKDB_PATH
+=============  ==========================  =================================================
+"""
+
+
+from typing import Any
+
+from resources.kafka import KafkaResource
+from resources.lake import LakeResource
+from resources.spark import SparkResource
+from resources.stream_apps import StreamAppsResource
+
+
+def default_resources() -> dict[str, Any]:
+    """The resources of the code location, read from the environment now."""
+    return {
+        "kafka": KafkaResource(),
+        "stream_apps": StreamAppsResource(),
+        "spark": SparkResource(),
+        "lake": LakeResource(),
+    }
+
+
+__all__ = [
+    "KafkaResource",
+    "LakeResource",
+    "SparkResource",
+    "StreamAppsResource",
+    "default_resources",
+]

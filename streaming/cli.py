@@ -78,14 +78,9 @@ def run(args: argparse.Namespace) -> int:
     except ConfigException as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        log.info("received %s; closing", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stop = _STOP
+    if stop.is_set():
+        return 0
     app.start()
     started = time.monotonic()
     try:
@@ -128,7 +123,19 @@ def _show_progress(app: Any, stop: threading.Event, started: float, quiet: bool)
         stop.wait(0.2)
 
 
+_STOP = threading.Event()
+
+
+def _on_signal(signum: int, _frame: Any) -> None:
+    log.info("received %s; closing", signal.Signals(signum).name)
+    _STOP.set()
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m streaming``."""
+    # first thing: Ctrl-C / SIGTERM never kill the process half-way, even while importing
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
     parser = argparse.ArgumentParser(prog="python -m streaming", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run_p = sub.add_parser("run", help="run a topology against Kafka until Ctrl-C / SIGTERM")

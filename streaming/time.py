@@ -10,15 +10,18 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 
-def to_millis(duration: int | timedelta, what: str = "duration") -> int:
-    """Milliseconds from an int or a timedelta; negative durations are rejected."""
+def to_millis(
+    duration: int | timedelta, what: str = "duration", *, allow_negative: bool = False
+) -> int:
+    """Milliseconds from an int or a timedelta; negative durations are rejected unless
+    ``allow_negative``."""
     if isinstance(duration, timedelta):
         ms = duration // timedelta(milliseconds=1)
     elif isinstance(duration, int) and not isinstance(duration, bool):
         ms = duration
     else:
         raise TypeError(f"{what} must be int milliseconds or a timedelta, got {duration!r}")
-    if ms < 0:
+    if ms < 0 and not allow_negative:
         raise ValueError(f"{what} must not be negative, got {ms} ms")
     return ms
 

@@ -87,3 +87,28 @@ def read_topic(topic: str, lake: Path | None = None, *, valid_only: bool = True)
     finally:
         con.close()
     return pd.DataFrame(df)
+
+
+def read_topic_hours(
+    topic: str, hours: list[str], lake: Path | None = None, *, valid_only: bool = True
+) -> Any:
+    """The landed rows of ``topic`` in the ``event_hour`` folders ``hours`` (pandas)."""
+    import duckdb
+
+    from assets.lake.paths import hour_dir
+    from assets.lake.records import arrow_schema
+
+    base = topic_dir(lake_root(lake), topic)
+    files = [str(p) for h in hours for p in sorted(hour_dir(base, h).glob("*.parquet"))]
+    if not files:
+        return arrow_schema(topic).empty_table().to_pandas()
+    where = " WHERE _valid" if valid_only else ""
+    con = duckdb.connect()
+    try:
+        return con.execute(
+            "SELECT * FROM read_parquet(?, union_by_name = true)"
+            f"{where} ORDER BY _partition, _offset",
+            [files],
+        ).df()
+    finally:
+        con.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_LAKE = REPO / ".lake"
 HOUR_FORMAT = "%Y-%m-%dT%H"
+HOUR_MS = 3_600_000
 
 
 def lake_root(root: str | os.PathLike[str] | None = None) -> Path:

@@ -97,3 +97,23 @@ def land_events(
                 landed += len(records)
             counts[topic] = landed
     return counts
+
+
+EMPTY_HOUR = "empty"
+
+
+def ensure_layout(lake: Path, topics: Iterable[str] | None = None) -> list[Path]:
+    """Give every topic a zero-row ``event_hour=empty`` file with its schema.
+
+    Readers that glob a topic (DuckDB views, dbt sources) then work before anything has
+    landed, and see the right columns. The file holds no rows, so it changes no result.
+    """
+    from assets import domain
+
+    created = []
+    for topic in topics or (*domain.RAW_TOPICS, *domain.DERIVED_TOPICS):
+        path = hour_dir(topic_dir(lake, topic), EMPTY_HOUR) / "part-empty.parquet"
+        if not path.exists():
+            write_table(path, arrow_schema(topic).empty_table())
+            created.append(path)
+    return created

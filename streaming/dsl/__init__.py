@@ -2,6 +2,11 @@
 
 from streaming.dsl.builder import StreamsBuilder
 from streaming.dsl.change import Change
+from streaming.dsl.cogroup import (
+    CogroupedKStream,
+    SessionWindowedCogroupedKStream,
+    TimeWindowedCogroupedKStream,
+)
 from streaming.dsl.grouped import (
     KGroupedStream,
     KGroupedTable,
@@ -36,6 +41,7 @@ __all__ = [
     "BranchedKStream",
     "BufferConfig",
     "Change",
+    "CogroupedKStream",
     "Consumed",
     "EmitStrategy",
     "GlobalKTable",
@@ -50,6 +56,7 @@ __all__ = [
     "Named",
     "Produced",
     "Repartitioned",
+    "SessionWindowedCogroupedKStream",
     "SessionWindowedKStream",
     "SessionWindows",
     "SlidingWindows",
@@ -57,6 +64,7 @@ __all__ = [
     "StreamsBuilder",
     "Suppressed",
     "TableJoined",
+    "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
     "TimeWindows",
 ]

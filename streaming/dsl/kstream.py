@@ -29,6 +29,19 @@ def _named(named: Any) -> str | None:
     return getattr(named, "name", None)
 
 
+class NullKeyFilter:
+    """The filter in front of every repartition sink: drops null keys unless a left/outer
+    join is downstream (Kafka's ``rewriteRepartitionNodes`` with ``NULL_KEY_RELAXED_JOIN``)."""
+
+    __slots__ = ("relaxed",)
+
+    def __init__(self) -> None:
+        self.relaxed = False
+
+    def __call__(self, key: Any, value: Any) -> bool:
+        return self.relaxed or key is not None
+
+
 def create_repartition(
     builder: InternalBuilder,
     parent: str,
@@ -37,6 +50,7 @@ def create_repartition(
     value_serde: Any,
     partitioner: Any = None,
     number_of_partitions: int | None = None,
+    null_key_filter: NullKeyFilter | None = None,
 ) -> str:
     """Add filter -> sink -> internal topic -> source; return the new source's name.
 
@@ -54,9 +68,10 @@ def create_repartition(
     else:
         sink, filter_name, source = f"{topic}-sink", f"{topic}-filter", f"{topic}-source"
     topology = builder.topology
+    predicate = null_key_filter if null_key_filter is not None else NullKeyFilter()
     topology.add_processor(
         filter_name,
-        stateless.supplier(lambda: stateless.FilterProcessor(lambda k, v: True, False)),
+        stateless.supplier(lambda: stateless.FilterProcessor(predicate, False)),
         parent,
     )
     topology.add_internal_topic(topic, number_of_partitions=number_of_partitions)
@@ -70,6 +85,45 @@ def create_repartition(
     )
     topology.add_source(source, topic, key_serde=key_serde, value_serde=value_serde)
     return source
+
+
+def repartition_for_join(
+    stream: KStream,
+    repartition_name: str,
+    key_serde: Any,
+    value_serde: Any,
+    *,
+    null_key_relaxed: bool,
+) -> KStream:
+    """Kafka's ``KStreamImpl.repartitionForJoin``: the stream written through
+    ``<repartition_name>-repartition`` and read back.
+
+    Names are always generated (burning three counter values) for Kafka's topology
+    compatibility; an earlier join repartition of the same stream is reused when
+    ``repartition_name`` is the stream's own name (unnamed joins). Left/outer joins let null
+    keys through the repartition."""
+    b = stream._builder
+    key_serde = key_serde if key_serde is not None else stream.key_serde
+    value_serde = value_serde if value_serde is not None else stream.value_serde
+    previous: tuple[str, NullKeyFilter] | None = getattr(stream, "_join_repartition", None)
+    if previous is not None and stream.name == repartition_name:
+        for prefix in ("KSTREAM-SINK-", "KSTREAM-FILTER-", "KSTREAM-SOURCE-"):
+            b.new_processor_name(prefix)
+    else:
+        null_key_filter = NullKeyFilter()
+        source = create_repartition(
+            b,
+            stream.name,
+            repartition_name,
+            key_serde,
+            value_serde,
+            null_key_filter=null_key_filter,
+        )
+        previous = (source, null_key_filter)
+        stream._join_repartition = previous
+    if null_key_relaxed:
+        previous[1].relaxed = True
+    return KStream(b, previous[0], key_serde, value_serde, repartition_required=False)
 
 
 class KStream:

@@ -119,11 +119,22 @@ class SessionWindows:
 
 @dataclass(frozen=True)
 class JoinWindows:
-    """How far apart two records of a stream-stream join may be: ``[-before, +after]``."""
+    """How far apart two records of a stream-stream join may be: ``[-before, +after]``.
+
+    ``before``/``after`` may be negative as long as ``before + after >= 0`` (Kafka's rule).
+    """
 
     before_ms: int
     after_ms: int
     grace_ms: int
+    #: False only for the deprecated ``of``: left/outer joins emit eagerly (old behaviour)
+    spurious_result_fix: bool = True
+
+    def __post_init__(self) -> None:
+        if self.before_ms + self.after_ms < 0:
+            raise ValueError("Window interval (ie, beforeMs+afterMs) must not be negative.")
+        if self.grace_ms < 0:
+            raise ValueError("Grace period must not be negative.")
 
     @staticmethod
     def of_time_difference_with_no_grace(time_difference: int | timedelta) -> JoinWindows:
@@ -137,17 +148,28 @@ class JoinWindows:
         ms = to_millis(time_difference, "time difference")
         return JoinWindows(ms, ms, to_millis(grace, "grace"))
 
+    @staticmethod
+    def of(time_difference: int | timedelta) -> JoinWindows:
+        """Deprecated in Kafka: 24 h minus the window as grace, and eager left/outer results."""
+        ms = to_millis(time_difference, "time difference")
+        return JoinWindows(ms, ms, max(_DEPRECATED_DEFAULT_GRACE_MS - 2 * ms, 0), False)
+
     def before(self, time_difference: int | timedelta) -> JoinWindows:
-        return JoinWindows(to_millis(time_difference, "before"), self.after_ms, self.grace_ms)
+        ms = to_millis(time_difference, "before", allow_negative=True)
+        return JoinWindows(ms, self.after_ms, self.grace_ms, self.spurious_result_fix)
 
     def after(self, time_difference: int | timedelta) -> JoinWindows:
-        return JoinWindows(self.before_ms, to_millis(time_difference, "after"), self.grace_ms)
+        ms = to_millis(time_difference, "after", allow_negative=True)
+        return JoinWindows(self.before_ms, ms, self.grace_ms, self.spurious_result_fix)
 
     def size(self) -> int:
         return self.before_ms + self.after_ms
 
     def grace_period_ms(self) -> int:
         return self.grace_ms
+
+
+_DEPRECATED_DEFAULT_GRACE_MS = 24 * 60 * 60 * 1000
 
 
 class EmitStrategy:

@@ -50,6 +50,8 @@ class TaskContext:
         self.current_node: ProcessorNode | None = None
         self._record_context: RecordContext | None = None
         self.stores: dict[str, Any] = {}
+        #: name -> global store, set by whoever runs the global state (driver or runtime)
+        self.global_stores: dict[str, Any] = {}
         self.stream_time_punctuations = PunctuationQueue()
         self.system_time_punctuations = PunctuationQueue()
         self.changelog_writer: Callable[[str, bytes, bytes | None, int], None] | None = None
@@ -116,6 +118,11 @@ class TaskContext:
     def get_state_store(self, name: str) -> Any:
         node = self.current_node
         store = self.stores.get(name)
+        if store is None:
+            # global stores are readable from every processor (Kafka's ProcessorContextImpl)
+            global_store = self.global_stores.get(name)
+            if global_store is not None:
+                return global_store
         if store is None or (node is not None and name not in node.stores):
             raise StreamsException(
                 f"Processor {node.name if node else None} has no access to StateStore {name} as "

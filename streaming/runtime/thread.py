@@ -127,6 +127,9 @@ class StreamThread(threading.Thread):
             "logger": self.app.client_logger,
         }
         consumer_conf.update(cfg.consumer)
+        if consumer_conf.get("group.instance.id"):
+            # static membership: one member per stream thread
+            consumer_conf["group.instance.id"] = f"{consumer_conf['group.instance.id']}-{self.index}"
         producer_conf: dict[str, Any] = {
             "bootstrap.servers": cfg.bootstrap_servers,
             "client.id": f"{self.thread_client_id}-producer",

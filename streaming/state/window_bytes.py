@@ -105,6 +105,12 @@ class SegmentedWindowStore(WrappedStateStore, WindowBytesStore):
         # Skip if value is None and duplicates are allowed since this delete is a no-op
         if self.retain_duplicates:
             if value is None:
+                if not self.segmented.persistent:
+                    # Kafka's InMemoryWindowStore still observes the time of a no-op delete
+                    segmented = self.segmented
+                    segmented.observed_stream_time = max(
+                        segmented.observed_stream_time, window_start
+                    )
                 return
             self.seqnum = (self.seqnum + 1) & 0x7FFFFFFF
         self.segmented.put(self._store_key(key, window_start, self.seqnum), value)

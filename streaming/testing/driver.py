@@ -26,6 +26,7 @@ from streaming.topology.processor import NO_HEADERS, Headers
 
 DEFAULT_APPLICATION_ID = "dummy-topology-test-driver-app-id"
 EMIT_INTERVAL_CONFIG = "__emit.interval.ms.kstreams.windowed.aggregation__"
+OUTER_JOIN_EMIT_INTERVAL_CONFIG = "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__"
 
 
 class KeyValue(NamedTuple):
@@ -89,6 +90,7 @@ class TopologyTestDriver:
         self.config.setdefault("bootstrap.servers", "dummy-topology-test-driver:9092")
         # like Kafka's driver: emit-on-window-close is not throttled by the wall clock
         self.config.setdefault(EMIT_INTERVAL_CONFIG, 0)
+        self.config.setdefault(OUTER_JOIN_EMIT_INTERVAL_CONFIG, 0)
         if isinstance(initial_wall_clock_time_ms, datetime):
             initial_wall_clock_time_ms = int(initial_wall_clock_time_ms.timestamp() * 1000)
         self._wall_clock = (

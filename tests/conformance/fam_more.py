@@ -118,7 +118,9 @@ def cogroup(b: StreamsBuilder, p: dict[str, Any], outs: families.Outputs) -> Non
             if grace is None
             else TimeWindows.of_size_and_grace(size, grace)
         )
-        t = c.windowed_by(w).aggregate(lambda: 0, materialized=_mat("cog-store", p, size + _grace(p)))
+        t = c.windowed_by(w).aggregate(
+            lambda: 0, materialized=_mat("cog-store", p, size + _grace(p))
+        )
     elif kind == "sliding":
         w = (
             SlidingWindows.of_time_difference_with_no_grace(size)
@@ -162,16 +164,21 @@ def repartition(b: StreamsBuilder, p: dict[str, Any], outs: families.Outputs) ->
         rp = Repartitioned.with_(S(), L())
         if named:
             rp = Repartitioned(name="rp", key_serde=S(), value_serde=L())
-        r = s.select_key(lambda k, v: mod3(v)).repartition(rp).group_by_key().count(
-            materialized=_mat("cnt-store", p)
+        r = (
+            s.select_key(lambda k, v: mod3(v))
+            .repartition(rp)
+            .group_by_key()
+            .count(materialized=_mat("cnt-store", p))
         )
         _to(r.to_stream(), "out", outs)
     elif variant == "group_by_twice":
         g = Grouped.with_(S(), L(), "first" if named else None)
         r1 = s.group_by(lambda k, v: mod3(v), g).reduce(plus, materialized=_mat("r1", p))
         g2 = Grouped.with_(S(), L(), "second" if named else None)
-        r2 = r1.to_stream().group_by(lambda k, v: mod2(v), g2).reduce(
-            plus, materialized=_mat("r2", p)
+        r2 = (
+            r1.to_stream()
+            .group_by(lambda k, v: mod2(v), g2)
+            .reduce(plus, materialized=_mat("r2", p))
         )
         _to(r2.to_stream(), "out", outs)
     elif variant == "shared_grouping":

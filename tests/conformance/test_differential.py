@@ -253,8 +253,9 @@ class _Shrinker:
                     simpler.append({**r, "key": "a"})
                 if r["value"] not in (None, 0, 1):
                     simpler.append({**r, "value": 1})
-                if r["topic"] != "input":
-                    simpler.append({**r, "topic": "input"})
+                first_topic = traces.INPUT_TOPICS.get(self.family, ("input",))[0]
+                if r["topic"] != first_topic:
+                    simpler.append({**r, "topic": first_topic})
                 prev_ts = inputs[i - 1]["ts"] if i else 0
                 if r["ts"] > prev_ts:
                     simpler.append({**r, "ts": prev_ts})

@@ -54,8 +54,10 @@ def test_count_and_copy(kafka_cluster, tmp_path, guarantee):
         def done(msgs):
             copies = sum(1 for m in msgs if m[0] == names["copy"])
             counts = last_value_per_key(msgs, names["counts"])
-            return copies >= N and len(counts) == KEYS and all(
-                long_value(v) == N // KEYS for v in counts.values()
+            return (
+                copies >= N
+                and len(counts) == KEYS
+                and all(long_value(v) == N // KEYS for v in counts.values())
             )
 
         msgs = read_all(bootstrap, [names["copy"], names["counts"]], until=done, timeout=60)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -69,7 +69,14 @@ def read_all(
             "isolation.level": "read_committed" if read_committed else "read_uncommitted",
         }
     )
-    consumer.subscribe(topics)
+    meta = consumer.list_topics(timeout=10)
+    consumer.assign(
+        [
+            TopicPartition(topic, p, OFFSET_BEGINNING)
+            for topic in topics
+            for p in sorted(meta.topics[topic].partitions)
+        ]
+    )
     out: list[Any] = []
     deadline = time.monotonic() + timeout
     try:

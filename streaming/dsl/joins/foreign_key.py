@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streaming.dsl.joins import LEFT, as_joiner
+from streaming.dsl.joins.stream_stream import source_nodes
 from streaming.dsl.options import Materialized, TableJoined, as_materialized
 from streaming.dsl.processors.foreign_key.processors import (
     ForeignTableJoinSupplier,
@@ -109,16 +110,18 @@ def join(
     name = tj.name
 
     def named(suffix: str, prefix: str) -> str:
-        return f"{name}{suffix}" if name else b.new_processor_name(prefix)
+        # Kafka's NamedInternal.suffixWithOrElseGet burns a counter value even for a name
+        generated = b.new_processor_name(prefix)
+        return f"{name}{suffix}" if name else generated
 
     subscription_topic = (
         named("-subscription-registration", SUBSCRIPTION_REGISTRATION) + TOPIC_SUFFIX
     )
-    topics = PseudoTopics(subscription_topic)
     topology.add_internal_topic(subscription_topic)
 
     foreign_key_serde = other.key_serde
     subscription_serde = SubscriptionWrapperSerde(table.key_serde)
+    topics = PseudoTopics(subscription_topic, subscription_serde)
     response_serde = SubscriptionResponseWrapperSerde(other.value_serde)
     key_schema = CombinedKeySchema(foreign_key_serde, table.key_serde)
 
@@ -141,6 +144,8 @@ def join(
     topology.add_source(
         source_name, subscription_topic, key_serde=foreign_key_serde, value_serde=subscription_serde
     )
+    # the subscription topic is co-partitioned with the foreign table
+    topology.copartition(source_nodes(topology, other.name) | {source_name})
 
     store_name = named("-subscription-store", FK_JOIN_STATE_STORE_NAME)
     store_builder = b.kv_store_builder(
@@ -183,6 +188,8 @@ def join(
     topology.add_source(
         response_source, response_topic, key_serde=table.key_serde, value_serde=response_serde
     )
+    # the response topic is co-partitioned with the left (primary) table
+    topology.copartition(source_nodes(topology, table.name) | {response_source})
 
     primary_getter = table.supplier.view()
     resolver_name = named(

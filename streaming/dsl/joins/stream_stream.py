@@ -58,7 +58,7 @@ def join(
     stream_joined: StreamJoined | None = None,
 ) -> Any:
     """Join ``stream`` with ``other`` within ``windows``; ``kind`` is inner, left or outer."""
-    from streaming.dsl.kstream import KStream
+    from streaming.dsl.kstream import KStream, repartition_for_join
 
     if joiner is None or not callable(joiner):
         raise TypeError("joiner cannot be null")
@@ -72,7 +72,6 @@ def join(
         raise ValueError(f"unknown join kind {kind!r}")
     if other._builder is not stream._builder:
         raise ValueError("join() needs two streams of the same StreamsBuilder")
-    _validate_windows(windows)
     sj = stream_joined
     value_joiner = as_joiner(joiner)
     left_outer = kind in (LEFT, OUTER)
@@ -87,7 +86,6 @@ def join(
             f"{sj.name}-left" if user_named else join_this.name,
             sj.key_serde,
             sj.value_serde,
-            user_named=user_named,
             null_key_relaxed=left_outer,
         )
     if join_other.repartition_required:
@@ -96,7 +94,6 @@ def join(
             f"{sj.name}-right" if user_named else join_other.name,
             sj.key_serde,
             sj.other_value_serde,
-            user_named=user_named,
             null_key_relaxed=left_outer,
         )
     b = stream._builder
@@ -180,13 +177,6 @@ def join(
 
 
 # ------------------------------------------------------------------------------ helpers
-
-
-def _validate_windows(windows: JoinWindows) -> None:
-    if windows.before_ms + windows.after_ms < 0:
-        raise ValueError("Window interval (ie, beforeMs+afterMs) must not be negative.")
-    if windows.grace_ms < 0:
-        raise ValueError("Grace period must not be negative.")
 
 
 def _suffix_or_generate(b: Any, name: str | None, suffix: str, prefix: str) -> str:
@@ -287,74 +277,3 @@ def source_nodes(topology: Any, *names: str) -> set[str]:
         else:
             todo.extend(node.parents)
     return found
-
-
-class _NullKeyFilter:
-    """The repartition filter: drops null keys unless a left/outer join is downstream
-    (Kafka's ``rewriteRepartitionNodes`` with ``NULL_KEY_RELAXED_JOIN``)."""
-
-    def __init__(self) -> None:
-        self.relaxed = False
-
-    def __call__(self, key: Any, value: Any) -> bool:
-        return self.relaxed or key is not None
-
-
-class _JoinRepartition:
-    """A repartition made for a join, remembered on the stream for reuse by later joins."""
-
-    def __init__(self, source: str, null_key_filter: _NullKeyFilter) -> None:
-        self.source = source
-        self.null_key_filter = null_key_filter
-
-
-def repartition_for_join(
-    stream: Any,
-    repartition_name: str,
-    key_serde: Any,
-    value_serde: Any,
-    *,
-    user_named: bool,
-    null_key_relaxed: bool,
-) -> Any:
-    """Kafka's ``KStreamImpl.repartitionForJoin``: the stream written through
-    ``<repartition_name>-repartition`` and read back, keyed as before.
-
-    Names are always generated (burning three counter values) for Kafka's topology
-    compatibility; an earlier join repartition of the same stream is reused when
-    ``repartition_name`` is the stream's own name (unnamed joins)."""
-    from streaming.dsl.builder import is_generated_name
-    from streaming.dsl.kstream import KStream
-
-    b = stream._builder
-    key_serde = key_serde if key_serde is not None else stream.key_serde
-    value_serde = value_serde if value_serde is not None else stream.value_serde
-    topic = (
-        repartition_name
-        if repartition_name.endswith("-repartition")
-        else f"{repartition_name}-repartition"
-    )
-    gen_sink = b.new_processor_name("KSTREAM-SINK-")
-    gen_filter = b.new_processor_name("KSTREAM-FILTER-")
-    gen_source = b.new_processor_name("KSTREAM-SOURCE-")
-    previous: _JoinRepartition | None = getattr(stream, "_join_repartition", None)
-    if previous is None or stream.name != repartition_name:
-        if is_generated_name(repartition_name):
-            sink, filter_name, source = gen_sink, gen_filter, gen_source
-        else:
-            sink, filter_name, source = f"{topic}-sink", f"{topic}-filter", f"{topic}-source"
-        null_key_filter = _NullKeyFilter()
-        topology = b.topology
-        topology.add_processor(
-            filter_name,
-            stateless.supplier(lambda: stateless.FilterProcessor(null_key_filter, False)),
-            stream.name,
-        )
-        topology.add_internal_topic(topic)
-        topology.add_sink(sink, topic, filter_name, key_serde=key_serde, value_serde=value_serde)
-        topology.add_source(source, topic, key_serde=key_serde, value_serde=value_serde)
-        previous = _JoinRepartition(source, null_key_filter)
-        stream._join_repartition = previous
-    if null_key_relaxed:
-        previous.null_key_filter.relaxed = True
-    return KStream(b, previous.source, key_serde, value_serde, repartition_required=False)

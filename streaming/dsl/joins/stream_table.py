@@ -44,7 +44,16 @@ def join(
     parent = stream.name
     key_serde = stream.key_serde
     if stream.repartition_required:
-        parent, key_serde = _repartition_for_join(stream, jn)
+        from streaming.dsl.kstream import repartition_for_join
+
+        repartitioned = repartition_for_join(
+            stream,
+            jn.name if jn.name is not None else stream.name,
+            jn.key_serde,
+            jn.value_serde,
+            null_key_relaxed=left,
+        )
+        parent, key_serde = repartitioned.name, repartitioned.key_serde
 
     name = jn.name or b.new_processor_name("KSTREAM-LEFTJOIN-" if left else "KSTREAM-JOIN-")
     getter_supplier = table.supplier.view()
@@ -85,23 +94,3 @@ def _check_grace(topology: Any, store_names: list[str], grace_ms: int) -> None:
             raise ValueError(GRACE_NEEDS_VERSIONED)
         if grace_ms > store_builder.history_retention():
             raise ValueError("History retention must be at least grace period.")
-
-
-def _repartition_for_join(stream: Any, jn: Joined) -> tuple[str, Any]:
-    """Kafka's KStreamImpl.repartitionForJoin; returns (source name, key serde)."""
-    from streaming.dsl.kstream import create_repartition
-
-    b = stream._builder
-    repartition_name = jn.name if jn.name is not None else stream.name
-    key_serde = jn.key_serde or stream.key_serde
-    value_serde = jn.value_serde or stream.value_serde
-    cached = getattr(stream, "_join_repartition_source", None)
-    if cached is not None and jn.name is None:
-        # Kafka reuses the stream's repartition node but still burns the generated names
-        for prefix in ("KSTREAM-SINK-", "KSTREAM-FILTER-", "KSTREAM-SOURCE-"):
-            b.new_processor_name(prefix)
-        return cached, key_serde
-    source = create_repartition(b, stream.name, repartition_name, key_serde, value_serde)
-    if jn.name is None:
-        stream._join_repartition_source = source
-    return source, key_serde

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streaming.dsl.joins import INNER, LEFT, OUTER, as_joiner
+from streaming.dsl.joins.stream_stream import source_nodes
 from streaming.dsl.kstream import _named
 from streaming.dsl.options import Materialized, as_materialized
 from streaming.dsl.processors.table import is_output_versioned
@@ -59,7 +60,9 @@ def join(
     if mat is not None:
         store_name = mat.store_name or b.new_store_name(MERGE_NAME)
     name = _named(named)
-    merge_name = b.name_or(name, MERGE_NAME)
+    # Kafka's NamedInternal burns a counter value even for a user-given name
+    generated = b.new_processor_name(MERGE_NAME)
+    merge_name = name or generated
 
     if kind in (LEFT, OUTER):
         table.supplier.enable_sending_old_values(True)
@@ -79,14 +82,18 @@ def join(
     join_other = KTableKTableJoinSupplier(
         other_kind, other.supplier, table.supplier, reverse_joiner(fn), other.name
     )
-    this_name = f"{name}-join-this" if name else b.new_processor_name(JOINTHIS_NAME)
-    other_name = f"{name}-join-other" if name else b.new_processor_name(JOINOTHER_NAME)
+    generated = b.new_processor_name(JOINTHIS_NAME)
+    this_name = f"{name}-join-this" if name else generated
+    generated = b.new_processor_name(JOINOTHER_NAME)
+    other_name = f"{name}-join-other" if name else generated
     merger = KTableKTableJoinMergerSupplier(join_this, join_other, store_name, store_builder)
 
     # Kafka's enableVersionedSemantics: each side drops out-of-order updates of a versioned table
     join_this.set_use_versioned_semantics(is_output_versioned(table.supplier))
     join_other.set_use_versioned_semantics(is_output_versioned(other.supplier))
 
+    # Kafka's ensureCopartitionWith: both tables' source topics must be co-partitioned
+    topology.copartition(source_nodes(topology, table.name, other.name))
     topology.add_processor(this_name, join_this, table.name)
     topology.add_processor(other_name, join_other, other.name)
     topology.add_processor(merge_name, merger, this_name, other_name)

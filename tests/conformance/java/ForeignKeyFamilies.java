@@ -7,14 +7,22 @@ import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * Conformance families for KTable-KTable joins, primary key ("table_join") and foreign key
- * ("fk_join"); twins of tests/conformance/fam_foreign_key.py.
+ * ("fk_join"), and joins that read derived tables through their value getters ("table_view");
+ * twins of tests/conformance/fam_foreign_key.py.
  */
 final class ForeignKeyFamilies {
     private ForeignKeyFamilies() {}
@@ -24,6 +32,8 @@ final class ForeignKeyFamilies {
         switch (family) {
             case "table_join" -> tableJoin(b, p, outs);
             case "fk_join" -> fkJoin(b, p, outs);
+            case "table_view" -> tableView(b, p, outs);
+            case "windowed_table_join" -> windowedTableJoin(b, p, outs);
             default -> {
                 return false;
             }
@@ -115,5 +125,74 @@ final class ForeignKeyFamilies {
             result = inner ? left.join(right, fk, JOINER, tj, m) : left.leftJoin(right, fk, JOINER, tj, m);
         }
         after(result, p, outs);
+    }
+
+    // ---------------------------------------------------------------- table_view
+
+    static void tableView(StreamsBuilder b, JsonNode p, Map<String, String> outs) {
+        String view = Families.str(p, "view");
+        KTable<String, Long> r2 = table(b, "right2", "", false, p); // read by every view
+        KTable<String, Long> other = switch (view) {
+            case "map_values" -> table(b, "right", "", false, p).mapValues(v -> v * 10);
+            case "filter_map" -> table(b, "right", "", false, p)
+                    .filter((k, v) -> Families.isEven(v)).mapValues(v -> v + 1);
+            case "join_inner", "join_left", "join_outer" -> {
+                KTable<String, Long> r1 = table(b, "right", "", false, p);
+                yield switch (view) {
+                    case "join_inner" -> r1.join(r2, JOINER);
+                    case "join_left" -> r1.leftJoin(r2, JOINER);
+                    default -> r1.outerJoin(r2, JOINER);
+                };
+            }
+            case "count", "suppress" -> {
+                KTable<String, Long> c = b.stream("right", Consumed.with(Families.S, Families.L))
+                        .groupByKey(Grouped.with(Families.S, Families.L))
+                        .count(Families.kv("cnt-store", p));
+                yield view.equals("suppress")
+                        ? c.suppress(Suppressed.untilTimeLimit(java.time.Duration.ofMillis(10),
+                                Suppressed.BufferConfig.unbounded()))
+                        : c;
+            }
+            case "table_reduce" -> table(b, "right", "", false, p)
+                    .groupBy((k, v) -> KeyValue.pair(k, v), Grouped.with(Families.S, Families.L))
+                    .reduce(Families::plus, Families::minus, Families.kv("red-store", p));
+            default -> throw new IllegalArgumentException("view " + view);
+        };
+        KTable<String, Long> left = table(b, "left", "", false, p);
+        KTable<String, Long> joined = Families.str(p, "kind").equals("inner")
+                ? left.join(other, JOINER)
+                : left.leftJoin(other, JOINER);
+        Families.toOut(joined.toStream(), "out", outs);
+    }
+
+    // ---------------------------------------------------------------- windowed_table_join
+
+    static KTable<Windowed<String>, Long> windowedCounts(StreamsBuilder b, String topic, String store,
+                                                        boolean session, JsonNode p) {
+        KGroupedStream<String, Long> g = b.stream(topic, Consumed.with(Families.S, Families.L))
+                .groupByKey(Grouped.with(Families.S, Families.L));
+        return session
+                ? g.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(java.time.Duration.ofMillis(5)))
+                        .count(Families.windowed(store, p, 5))
+                : g.windowedBy(TimeWindows.ofSizeWithNoGrace(java.time.Duration.ofMillis(10)))
+                        .count(Families.windowed(store, p, 10));
+    }
+
+    static void windowedTableJoin(StreamsBuilder b, JsonNode p, Map<String, String> outs) {
+        boolean session = Families.str(p, "window").equals("session");
+        KTable<Windowed<String>, Long> left = windowedCounts(b, "left", "lw-store", session, p);
+        KTable<Windowed<String>, Long> right = windowedCounts(b, "right", "rw-store", session, p);
+        KTable<Windowed<String>, Long> joined = switch (Families.str(p, "kind")) {
+            case "inner" -> left.join(right, JOINER);
+            case "left" -> left.leftJoin(right, JOINER);
+            default -> left.outerJoin(right, JOINER);
+        };
+        if (session) {
+            joined.toStream().to("out", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Families.L));
+            outs.put("out", "session");
+        } else {
+            joined.toStream().to("out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10L), Families.L));
+            outs.put("out", "time:10");
+        }
     }
 }

@@ -249,3 +249,36 @@ def test_processor_api_global_store(tmp_path: Any) -> None:
     with TopologyTestDriver(topology, {"state.dir": str(tmp_path)}) as driver:
         driver.create_input_topic("gtopic", S, S).pipe_input("a", "x", timestamp=1)
         assert driver.get_key_value_store("papi-store").get("a") == "X"
+
+
+def test_processor_api_reads_a_global_store() -> None:
+    """Like Kafka's ProcessorContextImpl: a global store is readable from any processor."""
+
+    class Lookup(Processor):
+        def init(self, context) -> None:
+            super().init(context)
+            self.store = context.get_state_store("profiles")
+
+        def process(self, record: Record) -> None:
+            vat = self.store.get(record.key)
+            found = None if vat is None else getattr(vat, "value", vat)
+            self.context.forward(record.with_value(f"{record.value}:{found}"))
+
+    b = StreamsBuilder()
+    b.global_table(
+        "profiles-topic",
+        materialized="profiles",
+        key_serde=serdes.String(),
+        value_serde=serdes.String(),
+    )
+    b.stream("in", key_serde=serdes.String(), value_serde=serdes.String()).process(Lookup).to(
+        "out", key_serde=serdes.String(), value_serde=serdes.String()
+    )
+    with TopologyTestDriver(b.build()) as driver:
+        string = serdes.String()
+        driver.create_input_topic("profiles-topic", string, string).pipe_input("k", "gold")
+        orders = driver.create_input_topic("in", string, string)
+        orders.pipe_input("k", "order")
+        orders.pipe_input("z", "order")
+        out = driver.create_output_topic("out", string, string).read_key_values_to_list()
+    assert [tuple(kv) for kv in out] == [("k", "order:gold"), ("z", "order:None")]

@@ -21,7 +21,7 @@ from streaming.dsl.processors.stream_stream_join import (
 )
 from streaming.state import Stores
 
-I, S = serdes.Integer, serdes.String
+INT, S = serdes.Integer, serdes.String
 CONFIG = {EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX: 0}
 KEYS = (0, 1, 2, 3)
 
@@ -40,16 +40,16 @@ class Join:
         stream_joined: StreamJoined | None = None,
     ) -> None:
         b = StreamsBuilder()
-        s1 = b.stream("topic1", key_serde=I(), value_serde=S())
-        s2 = b.stream("topic2", key_serde=I(), value_serde=S())
-        sj = stream_joined or StreamJoined.with_(I(), S(), S())
+        s1 = b.stream("topic1", key_serde=INT(), value_serde=S())
+        s2 = b.stream("topic2", key_serde=INT(), value_serde=S())
+        sj = stream_joined or StreamJoined.with_(INT(), S(), S())
         joined = getattr(s1, kind)(s2, tostring_joiner, windows, sj)
-        joined.to("out", key_serde=I(), value_serde=S())
+        joined.to("out", key_serde=INT(), value_serde=S())
         self.topology = b.build()
         self.driver = TopologyTestDriver(self.topology, CONFIG, initial_wall_clock_time_ms=0)
-        self.in1 = self.driver.create_input_topic("topic1", key_serde=I(), value_serde=S())
-        self.in2 = self.driver.create_input_topic("topic2", key_serde=I(), value_serde=S())
-        self.out = self.driver.create_output_topic("out", key_serde=I(), value_serde=S())
+        self.in1 = self.driver.create_input_topic("topic1", key_serde=INT(), value_serde=S())
+        self.in2 = self.driver.create_input_topic("topic2", key_serde=INT(), value_serde=S())
+        self.out = self.driver.create_output_topic("out", key_serde=INT(), value_serde=S())
 
     def pipe1(self, key: int, value: str, ts: int) -> None:
         self.in1.pipe_input(key, value, timestamp=ts)
@@ -348,7 +348,7 @@ def test_outer_grace_period(joins: list[Join]) -> None:
 def test_run_outer_join(joins: list[Join], suppliers: str) -> None:
     """``testOuterJoinWithDefaultSuppliers`` / ``testOuterJoinWithInMemoryCustomSuppliers``."""
     windows = JoinWindows.of_time_difference_with_no_grace(100)
-    sj = StreamJoined.with_(I(), S(), S())
+    sj = StreamJoined.with_(INT(), S(), S())
     if suppliers == "in_memory_custom":
         size = windows.size()
         retention = size + windows.grace_period_ms()
@@ -406,18 +406,18 @@ def test_outer_null_key_is_joined_with_null_at_once(joins: list[Join]) -> None:
 def test_emit_throttle_uses_the_wall_clock() -> None:
     """With the default interval (1000 ms), a sweep runs at most once per wall-clock second."""
     b = StreamsBuilder()
-    s1 = b.stream("topic1", key_serde=I(), value_serde=S())
-    s2 = b.stream("topic2", key_serde=I(), value_serde=S())
+    s1 = b.stream("topic1", key_serde=INT(), value_serde=S())
+    s2 = b.stream("topic2", key_serde=INT(), value_serde=S())
     s1.left_join(
         s2,
         tostring_joiner,
         JoinWindows.of_time_difference_with_no_grace(10),
-        StreamJoined.with_(I(), S(), S()),
-    ).to("out", key_serde=I(), value_serde=S())
+        StreamJoined.with_(INT(), S(), S()),
+    ).to("out", key_serde=INT(), value_serde=S())
     config = {EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX: 1000}
     with TopologyTestDriver(b.build(), config, initial_wall_clock_time_ms=0) as driver:
-        in1 = driver.create_input_topic("topic1", key_serde=I(), value_serde=S())
-        out = driver.create_output_topic("out", key_serde=I(), value_serde=S())
+        in1 = driver.create_input_topic("topic1", key_serde=INT(), value_serde=S())
+        out = driver.create_output_topic("out", key_serde=INT(), value_serde=S())
 
         def read() -> list[tuple[Any, Any, int]]:
             return [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]

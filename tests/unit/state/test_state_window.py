@@ -419,3 +419,22 @@ def test_windowed_str():
     assert hash(w) == hash(Windowed("k", TimeWindow(0, 10)))
     with pytest.raises(ValueError):
         TimeWindow(5, 5)
+
+
+
+@pytest.mark.parametrize("kind", ["memory", "rocksdb"])
+def test_null_put_with_duplicates_advances_stream_time_in_memory_only(tmp_path, kind):
+    """Kafka's InMemoryWindowStore observes the time of a no-op delete (retainDuplicates);
+    RocksDBWindowStore skips it before the segmented store sees it."""
+    ctx = make_context(tmp_path)
+    store = Stores.window_store_builder(
+        window_supplier(kind, 10, 5, True, "dups", False), IntSerde(), StrSerde()
+    ).build()
+    store.init(ctx, store)
+    try:
+        store.put(1, "a", 0)
+        store.put(1, None, 100)
+        visible = [v for _, v in store.fetch_range(1, 0, 100)]
+        assert visible == ([] if kind == "memory" else ["a"])
+    finally:
+        store.close()

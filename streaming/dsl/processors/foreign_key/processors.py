@@ -53,13 +53,22 @@ def _log_skipped(context: Any, what: str) -> None:
 
 
 class PseudoTopics:
-    """The undecorated pseudo-topic names that serializers see (``<subscription topic>-pk``...)."""
+    """The pseudo-topic names serializers see (``<app>-<subscription topic>-pk``...), and the
+    subscription serde shared by the subscription sink, source and store."""
 
-    def __init__(self, subscription_topic: str) -> None:
+    def __init__(self, subscription_topic: str, subscription_serde: Any = None) -> None:
         self.subscription_topic = subscription_topic
+        self.subscription_serde = subscription_serde
 
     def decorated(self, context: Any, suffix: str) -> str:
         return f"{context.application_id}-{self.subscription_topic}{suffix}"
+
+    def init(self, context: Any) -> None:
+        """Complete the subscription serde with the default key serde (Kafka's setIfUnset)."""
+        if self.subscription_serde is not None:
+            self.subscription_serde.set_if_unset(
+                context.default_key_serde, self.decorated(context, "-pk")
+            )
 
 
 # -- left side: SubscriptionSendProcessorSupplier --------------------------------------
@@ -98,6 +107,7 @@ class SubscriptionSendProcessor(Processor):
     def init(self, context: Any) -> None:
         super().init(context)
         s = self.s
+        s.topics.init(context)
         self.fk_topic = s.topics.decorated(context, "-fk")
         self.value_topic = s.topics.decorated(context, "-vh")
         self.fk_serde = resolve(s.foreign_key_serde, context.default_key_serde)
@@ -194,6 +204,7 @@ class SubscriptionReceiveSupplier:
 
 
 def _init_schema(schema: CombinedKeySchema, context: Any, topics: PseudoTopics) -> None:
+    topics.init(context)
     schema.init(
         context.default_key_serde,
         topics.decorated(context, "-fk"),

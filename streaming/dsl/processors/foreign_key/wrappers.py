@@ -108,16 +108,25 @@ class SubscriptionResponseWrapper:
 
 
 class SubscriptionWrapperSerde:
-    """Kafka's ``SubscriptionWrapperSerde`` (version 1 layout); the inner serde is the primary key's."""
+    """Kafka's ``SubscriptionWrapperSerde`` (version 1 layout); the inner serde is the primary key's.
+
+    Without a primary key serde it uses the default *key* serde, which the join's processors
+    set with ``set_if_unset`` at init (Kafka's ``setIfUnset(SerdeGetter)``): the sink, source
+    and store that share this object only know the default value serde.
+    """
 
     def __init__(self, primary_key_serde: Any, pseudo_topic: str | None = None) -> None:
         self.primary_key_serde = primary_key_serde
         self.pseudo_topic = pseudo_topic
 
     def with_default(self, default: Any) -> SubscriptionWrapperSerde:
-        if self.primary_key_serde is not None:
-            return self
-        return SubscriptionWrapperSerde(default, self.pseudo_topic)
+        return self
+
+    def set_if_unset(self, default_key_serde: Any, pseudo_topic: str) -> None:
+        if self.primary_key_serde is None:
+            self.primary_key_serde = default_key_serde
+        if self.pseudo_topic is None:
+            self.pseudo_topic = pseudo_topic
 
     def serialize(self, topic: str | None, data: SubscriptionWrapper | None) -> bytes | None:
         if data is None:

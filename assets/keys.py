@@ -1,0 +1,28 @@
+"""Asset keys shared by every part of the platform (lineage: kafka -> lake -> batch/dbt)."""
+
+from __future__ import annotations
+
+from dagster import AssetKey
+
+
+def kafka_key(topic: str) -> AssetKey:
+    """A Kafka topic: ``kafka/<topic>`` (raw topics and stream application outputs)."""
+    return AssetKey(["kafka", topic])
+
+
+def lake_key(topic: str) -> AssetKey:
+    """A topic landed in the lake: ``lake/<topic>``."""
+    return AssetKey(["lake", topic])
+
+
+def batch_key(result: str) -> AssetKey:
+    """A batch recompute result: ``batch/<result>``."""
+    return AssetKey(["batch", result])
+
+
+RECONCILIATION_KEY = AssetKey(["reconcile", "stream_vs_batch"])
+
+
+def dbt_key(model: str) -> AssetKey:
+    """A dbt model: ``dbt/<model>``."""
+    return AssetKey(["dbt", model])

@@ -1,0 +1,333 @@
+"""The stream applications as Dagster assets.
+
+- Raw topics (``kafka/orders``, ``kafka/customers``, ``kafka/payments``, ``kafka/clicks``) are
+  materialised by the ``generator`` asset (a burst of synthetic events; ``make run`` also
+  runs the generator continuously outside Dagster).
+- Each stream application is a long-running streaming asset producing its output topics
+  (``kafka/revenue-per-region-5m`` ...): a run starts the application with ``KafkaStreams``
+  (same ``application.id`` as the supervisor's instance, so they share the partitions),
+  logs observations with throughput, lag and closed windows every ``report_interval_s``
+  and a materialization whenever new results were written, and stops cleanly when the run
+  is terminated (or after ``max_runtime_s`` / once caught up, when configured).
+- ``kappa_replay`` reprocesses an application from the earliest offsets under a new
+  application id and compares with the live results (``kappa_replay_job``).
+"""
+
+
+import time
+import uuid
+from typing import Any
+
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetKey,
+    AssetMaterialization,
+    AssetObservation,
+    AssetSpec,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+    define_asset_job,
+    multi_asset,
+)
+from pydantic import Field
+
+from assets import domain
+from assets.streams import kappa
+from assets.streams.apps import STREAM_APPS, StreamApp
+from assets.streams.config import StreamAppConfig
+from resources.kafka import KafkaResource
+from resources.stream_apps import StreamAppsResource
+
+STREAMS_GROUP = "streams"
+RAW_GROUP = "kafka_raw"
+
+
+def topic_key(topic: str) -> AssetKey:
+    """The asset key of a Kafka topic."""
+    return AssetKey(["kafka", topic])
+
+
+# -- raw topics ------------------------------------------------------------------------------
+
+
+class GeneratorRunConfig(Config):
+    """A burst of synthetic events (``assets.generator``)."""
+
+    seed: int = 42
+    duration_s: float = Field(default=60.0, description="simulated seconds of events")
+    orders_per_second: float = 5.0
+    customers: int = 200
+    start_ms: int = Field(default=0, description="first event time; 0 = now minus duration")
+
+
+@multi_asset(
+    name="generator",
+    specs=[
+        AssetSpec(
+            topic_key(t),
+            group_name=RAW_GROUP,
+            kinds={"kafka"},
+            description=f"Raw `{t}` events (JSON), written by the generator",
+        )
+        for t in domain.RAW_TOPICS
+    ],
+    description="Writes a burst of synthetic orders, customers, payments and clicks to Kafka",
+)
+def generator(context: AssetExecutionContext, config: GeneratorRunConfig, kafka: KafkaResource):
+    from assets.generator import GeneratorConfig, iter_events, produce
+    from assets.topics import create_topics
+
+    create_topics(kafka.bootstrap_servers)
+    start = config.start_ms or int(time.time() * 1000 - config.duration_s * 1000)
+    gen = GeneratorConfig(
+        seed=config.seed,
+        start_ms=start,
+        duration_s=config.duration_s,
+        orders_per_second=config.orders_per_second,
+        customers=config.customers,
+    )
+    counts: dict[str, int] = {}
+    for event in iter_events(gen):
+        counts[event.topic] = counts.get(event.topic, 0) + 1
+    sent = produce(gen, kafka.bootstrap_servers)
+    context.log.info("sent %d events", sent)
+    for topic in domain.RAW_TOPICS:
+        yield MaterializeResult(
+            asset_key=topic_key(topic),
+            metadata={
+                "records_written": counts.get(topic, 0),
+                "records_total": sum(kafka.end_offsets(topic).values()),
+                "first_event_time": start,
+            },
+        )
+
+
+# -- streaming assets -----------------------------------------------------------------------
+
+
+class StreamRunConfig(Config):
+    """How long a streaming asset's run keeps the application running."""
+
+    max_runtime_s: float = Field(
+        default=0.0, description="stop after this many seconds; 0 = until the run is terminated"
+    )
+    stop_when_caught_up: bool = Field(
+        default=False, description="stop once the consumer lag stayed 0 for settle_s"
+    )
+    settle_s: float = 5.0
+    report_interval_s: float = 10.0
+    application_id: str = Field(
+        default="", description="default: the application name (shares the supervisor's group)"
+    )
+
+
+def _status_metadata(status: dict[str, Any]) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "state": status["state"],
+        "records_processed": status["records_processed"],
+        "records_per_second": float(status["records_per_second"]),
+        "records_sent": status["records_sent"],
+        "consumer_lag_max": status["consumer_lag_max"],
+        "late_records_dropped": status["late_records_dropped"],
+        "uptime_s": float(status["uptime_s"]),
+        "application_id": status["application_id"],
+    }
+    if "closed_windows" in status:
+        meta["closed_windows"] = status["closed_windows"]
+    if status.get("closed_window_watermark") is not None:
+        meta["closed_window_watermark"] = status["closed_window_watermark"]
+    return meta
+
+
+def build_stream_asset(app: StreamApp) -> Any:
+    """The long-running streaming asset of ``app``."""
+    config = StreamAppConfig()
+    inputs = [topic_key(t) for t in app.input_topics(config)]
+    outputs = app.output_topics(config)[:-1]  # not the dead-letter topic
+
+    @multi_asset(
+        name=app.name.replace("-", "_"),
+        specs=[
+            AssetSpec(
+                topic_key(t),
+                deps=inputs,
+                group_name=STREAMS_GROUP,
+                kinds={"kafka", "python"},
+                description=f"`{t}`, written by the `{app.name}` stream application",
+                metadata={"stream_app": app.name, "stores": ", ".join(app.stores)},
+            )
+            for t in outputs
+        ],
+        description=f"Streaming: runs the `{app.name}` application. {app.description}.",
+        op_tags={"streaming": "long-running"},
+    )
+    def _stream(
+        context: AssetExecutionContext,
+        config: StreamRunConfig,
+        kafka: KafkaResource,
+        stream_apps: StreamAppsResource,
+    ):
+        runner = stream_apps.runner(
+            app.name,
+            kafka.bootstrap_servers,
+            instance=f"run-{context.run_id[:8]}",
+            application_id=config.application_id or None,
+        )
+        runner.start()
+        context.log.info(
+            "started %s (application.id %s, state dir %s)",
+            app.name,
+            runner.application_id,
+            runner.settings.state_dir,
+        )
+        began = time.monotonic()
+        last_sent = 0
+        caught_up_since: float | None = None
+        status: dict[str, Any] = runner.status()
+        try:
+            while True:
+                time.sleep(min(1.0, config.report_interval_s))
+                elapsed = time.monotonic() - began
+                if runner.state in ("ERROR", "PENDING_ERROR", "NOT_RUNNING"):
+                    raise RuntimeError(f"{app.name} stopped: state {runner.state}")
+                due = int(elapsed) % max(1, int(config.report_interval_s)) == 0
+                done = config.max_runtime_s and elapsed >= config.max_runtime_s
+                if config.stop_when_caught_up:
+                    lag = kafka.consumer_lag(runner.application_id, app.input_topics(runner.config))
+                    if lag and sum(lag.values()) == 0 and runner.state == "RUNNING":
+                        caught_up_since = caught_up_since or time.monotonic()
+                        done = done or time.monotonic() - caught_up_since >= config.settle_s
+                    else:
+                        caught_up_since = None
+                if not (due or done):
+                    continue
+                status = runner.status()
+                meta = _status_metadata(status)
+                for topic in outputs:
+                    context.log_event(AssetObservation(asset_key=topic_key(topic), metadata=meta))
+                if status["records_sent"] > last_sent:
+                    last_sent = status["records_sent"]
+                    for topic in outputs:
+                        context.log_event(
+                            AssetMaterialization(
+                                asset_key=topic_key(topic),
+                                metadata={**meta, "end_offsets": sum(kafka.end_offsets(topic).values())},
+                            )
+                        )
+                context.log.info(
+                    "%s: %s, %.1f records/s, lag %s, closed windows %s",
+                    app.name,
+                    status["state"],
+                    status["records_per_second"],
+                    status["consumer_lag_max"],
+                    status.get("closed_windows", "-"),
+                )
+                if done:
+                    break
+        finally:
+            closed = runner.close()
+            context.log.info("%s closed %s", app.name, "cleanly" if closed else "(timed out)")
+        meta = _status_metadata({**status, "state": runner.state})
+        for topic in outputs:
+            yield MaterializeResult(
+                asset_key=topic_key(topic),
+                metadata={**meta, "end_offsets": sum(kafka.end_offsets(topic).values())},
+            )
+
+    return _stream
+
+
+STREAM_ASSETS = [build_stream_asset(app) for app in STREAM_APPS.values()]
+
+
+# -- kappa replay ---------------------------------------------------------------------------
+
+
+class KappaReplayConfig(Config):
+    """Which application to replay, and the drift that fails the check."""
+
+    app: str = "windowed-revenue"
+    timeout_s: float = 600.0
+    min_agreement: float = 0.99
+
+
+@asset(
+    key=AssetKey(["streams", "kappa_replay"]),
+    group_name=STREAMS_GROUP,
+    kinds={"kafka", "python"},
+    deps=[topic_key(domain.ORDERS), topic_key(domain.CUSTOMERS), topic_key(domain.CLICKS)],
+    check_specs=[
+        AssetCheckSpec(
+            "replay_agrees",
+            asset=AssetKey(["streams", "kappa_replay"]),
+            description="Replayed results equal the live ones for identities both have",
+        )
+    ],
+    description="Kappa: reprocess a stream application from the earliest offsets under a new "
+    "application id and compare its results with the live application's",
+)
+def kappa_replay(
+    context: AssetExecutionContext,
+    config: KappaReplayConfig,
+    kafka: KafkaResource,
+    stream_apps: StreamAppsResource,
+):
+    app = STREAM_APPS[config.app]
+    suffix = f"replay-{context.run_id[:8]}-{uuid.uuid4().hex[:4]}"
+    base = stream_apps.app_config()
+    runner = stream_apps.runner(
+        app.name,
+        kafka.bootstrap_servers,
+        instance=f"replay-{context.run_id[:8]}",
+        application_id=f"{app.name}-{suffix}",
+        config=kappa.replay_config(app, base, suffix),
+    )
+    seconds = kappa.run_until_caught_up(
+        runner, kafka.bootstrap_servers, timeout_s=config.timeout_s, log=context.log.info
+    )
+    live_topic = app.output_topics(base)[0]
+    replay_topic = app.output_topics(runner.config)[0]
+    result = kappa.compare(
+        app.name,
+        kappa.read_all(kafka.bootstrap_servers, live_topic),
+        kappa.read_all(kafka.bootstrap_servers, replay_topic),
+    )
+    worst = "\n".join(
+        f"| {ident} | {live} | {rep} |" for ident, live, rep in result.different[:20]
+    )
+    table = "| identity | live | replay |\n|---|---|---|\n" + worst if worst else "no differences"
+    meta = {
+        "app": app.name,
+        "replay_application_id": runner.application_id,
+        "replay_topic": replay_topic,
+        "replay_seconds": round(seconds, 1),
+        "live_results": result.live,
+        "replayed_results": result.replayed,
+        "compared": result.compared,
+        "equal": result.equal,
+        "different": len(result.different),
+        "only_live": result.only_live,
+        "only_replayed": result.only_replayed,
+        "agreement": result.agreement,
+        "differences": MetadataValue.md(table),
+    }
+    yield MaterializeResult(metadata=meta)
+    yield AssetCheckResult(
+        check_name="replay_agrees",
+        passed=result.agreement >= config.min_agreement,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={k: meta[k] for k in ("compared", "equal", "different", "agreement")},
+    )
+
+
+kappa_replay_job = define_asset_job(
+    "kappa_replay_job",
+    selection=[kappa_replay],
+    description="Reprocess a stream application from earliest under a new application id "
+    "and compare (config: ops.streams__kappa_replay.config.app)",
+)

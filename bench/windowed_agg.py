@@ -1,0 +1,444 @@
+"""Broker benchmark: the same windowed aggregation through this engine, Quix Streams and a
+hand-written confluent-kafka loop, against one local Kafka broker, in one run.
+
+Workload: ``--records`` JSON orders (pre-produced to a ``--partitions``-partition topic, order
+id keys, event timestamps ~20 ms apart), rekeyed by region through a repartition topic, summed
+in 5-minute tumbling windows (1 minute grace) in RocksDB with a changelog; under
+exactly-once and at-least-once. Each engine runs in its own process (``bench.wa_ours``,
+``bench.wa_quix`` in ``.venv-quix``, ``bench.wa_raw``) with the same commit interval.
+
+Throughput = records / seconds from the moment the runner starts its application (it prints
+``READY``) until the consumer group has committed the whole input and every record of the
+repartition topic (the output is committed with those offsets: in the same transaction under
+exactly-once, flushed before the offset commit under at-least-once). Afterwards the output
+is read back (read_committed) and the last value per (region, window) must equal the
+expected sums for every engine, so no one wins by doing less.
+
+    python -m bench.windowed_agg [--records 200000] [--modes eos,alos] [--engines ours,quix,raw]
+
+Prints, per mode, one line in this exact form (tooling reads it), then a table:
+
+    windowed-agg eos: ours N rec/s, quix M rec/s, raw R rec/s, ours/quix X.XX, ours/raw Y.YY
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from streaming.testing import LocalKafkaCluster
+
+REPO = Path(__file__).resolve().parents[1]
+QUIX_PYTHON = Path(os.environ.get("QUIX_PYTHON", REPO / ".venv-quix" / "bin" / "python"))
+REGIONS = ["EU", "US", "APAC", "LATAM", "MEA"]
+WINDOW_MS = 300_000
+BASE_TS = 1_700_000_000_000 - 1_700_000_000_000 % WINDOW_MS
+ENGINES = ("ours", "quix", "raw")
+MODULES = {"ours": "bench.wa_ours", "quix": "bench.wa_quix", "raw": "bench.wa_raw"}
+DEFAULT_COMMIT_MS = {"eos": 100, "alos": 1000}
+
+
+@dataclass
+class Result:
+    """One engine's run in one mode."""
+
+    engine: str
+    mode: str
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    output_records: int = 0
+    windows: int = 0
+    correct: bool = False
+    error: str = ""
+    details: list[str] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return 0.0 if not self.seconds else self._records / self.seconds
+
+    _records: int = 0
+
+
+# -- input ---------------------------------------------------------------------------------
+
+
+def make_orders(n: int, seed: int = 7) -> list[tuple[bytes, bytes, int]]:
+    """``n`` (key, JSON value, timestamp) orders with timestamps ~20 ms apart."""
+    rng = random.Random(seed)
+    out = []
+    ts = BASE_TS
+    for i in range(n):
+        ts += rng.randint(0, 40)
+        value = {
+            "order_id": f"o{i}",
+            "customer_id": f"c{rng.randint(1, 5000)}",
+            "region": rng.choice(REGIONS),
+            "amount": round(rng.random() * 100, 2),
+            "currency": "EUR",
+        }
+        out.append((f"o{i}".encode(), orjson.dumps(value), ts))
+    return out
+
+
+def expected_sums(orders: list[tuple[bytes, bytes, int]]) -> dict[tuple[str, int], float]:
+    """Final sum per (region, window start); timestamps never go back, so nothing is late."""
+    sums: dict[tuple[str, int], float] = {}
+    for _key, value, ts in orders:
+        order = orjson.loads(value)
+        slot = (order["region"], ts - ts % WINDOW_MS)
+        sums[slot] = sums.get(slot, 0.0) + order["amount"]
+    return sums
+
+
+def produce_orders(bootstrap: str, topic: str, orders: list[tuple[bytes, bytes, int]]) -> None:
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 20}
+    )
+    for key, value, ts in orders:
+        while True:
+            try:
+                producer.produce(topic, value, key, timestamp=ts)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    if producer.flush(60) != 0:
+        raise RuntimeError("could not produce the input")
+
+
+# -- progress ------------------------------------------------------------------------------
+
+
+class CommitMonitor:
+    """Tells when a consumer group has committed all of the input and its repartition topic."""
+
+    def __init__(self, bootstrap: str, input_topic: str, partitions: int, eos: bool) -> None:
+        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"bench-monitor-{uuid.uuid4().hex[:6]}",
+                "enable.auto.commit": False,
+                "isolation.level": "read_uncommitted",
+            }
+        )
+        self.input_topic = input_topic
+        self.partitions = partitions
+        self.eos = eos
+        self.input_end = {
+            p: self.consumer.get_watermark_offsets(TopicPartition(input_topic, p), timeout=10)[1]
+            for p in range(partitions)
+        }
+
+    def done(self, group: str) -> bool:
+        """All input offsets committed, and every repartition record consumed and committed."""
+        committed = self._committed(group)
+        for p, end in self.input_end.items():
+            if committed.get((self.input_topic, p), -1) < end:
+                return False
+        repartition = [
+            name
+            for name in self.admin.list_topics(timeout=10).topics
+            if group in name and "repartition" in name
+        ]
+        if not repartition:
+            return False
+        for topic in repartition:
+            meta = self.admin.list_topics(topic=topic, timeout=10).topics[topic]
+            for p in meta.partitions:
+                high = self.consumer.get_watermark_offsets(
+                    TopicPartition(topic, p), timeout=10, cached=False
+                )[1]
+                # under exactly-once every write is transactional, so the last offset (no open
+                # transaction once all input is committed) is a commit marker
+                need = high - 1 if self.eos and high > 0 else high
+                if committed.get((topic, p), 0) < need:
+                    return False
+        return True
+
+    def _committed(self, group: str) -> dict[tuple[str, int], int]:
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
+        try:
+            result = futures[group].result(timeout=10)
+        except Exception:
+            return {}
+        return {
+            (tp.topic, tp.partition): tp.offset
+            for tp in result.topic_partitions
+            if tp.error is None and tp.offset >= 0
+        }
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process (all its threads)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# -- output --------------------------------------------------------------------------------
+
+
+def read_output(bootstrap: str, topic: str, quiet_s: float = 1.5) -> list[tuple[bytes, bytes]]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-reader-{uuid.uuid4().hex[:6]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.subscribe([topic])
+    out: list[tuple[bytes, bytes]] = []
+    last = time.monotonic()
+    try:
+        while time.monotonic() - last < quiet_s:
+            for msg in consumer.consume(num_messages=5000, timeout=0.2):
+                if msg.error() is not None:
+                    if msg.error().code() != KafkaError._PARTITION_EOF:
+                        raise RuntimeError(msg.error())
+                    continue
+                out.append((msg.key(), msg.value()))
+                last = time.monotonic()
+    finally:
+        consumer.close()
+    return out
+
+
+def final_sums(engine: str, records: list[tuple[bytes, bytes]]) -> dict[tuple[str, int], float]:
+    """The last value per (region, window start) of an engine's output."""
+    out: dict[tuple[str, int], float] = {}
+    for key, value in records:
+        if engine == "quix":
+            window = orjson.loads(value)
+            out[(key.decode(), window["start"])] = window["value"]
+        else:  # ours and raw: region bytes + 8-byte big-endian window start, JSON number
+            out[(key[:-8].decode(), int.from_bytes(key[-8:], "big", signed=True))] = orjson.loads(
+                value
+            )
+    return out
+
+
+def compare(
+    expected: dict[tuple[str, int], float], got: dict[tuple[str, int], float]
+) -> list[str]:
+    problems = []
+    for slot, want in sorted(expected.items()):
+        have = got.get(slot)
+        if have is None:
+            problems.append(f"missing window {slot}")
+        elif abs(have - want) > 1e-6 * max(1.0, abs(want)):
+            problems.append(f"window {slot}: {have} != {want}")
+    problems.extend(f"unexpected window {slot}" for slot in sorted(set(got) - set(expected)))
+    return problems
+
+
+# -- one run -------------------------------------------------------------------------------
+
+
+def run_engine(
+    engine: str,
+    mode: str,
+    *,
+    kafka: LocalKafkaCluster,
+    input_topic: str,
+    partitions: int,
+    n: int,
+    expected: dict[tuple[str, int], float],
+    commit_ms: int,
+    timeout: float,
+    workdir: Path,
+) -> Result:
+    result = Result(engine, mode, _records=n)
+    group = f"wa-{engine}-{mode}-{uuid.uuid4().hex[:6]}"
+    output = f"{group}-out"
+    kafka.create_topic(output, partitions=1)
+    state_dir = workdir / group
+    state_dir.mkdir(parents=True)
+    python = str(QUIX_PYTHON) if engine == "quix" else sys.executable
+    cmd = [
+        python,
+        "-m",
+        MODULES[engine],
+        "--bootstrap",
+        kafka.bootstrap_servers,
+        "--input",
+        input_topic,
+        "--output",
+        output,
+        "--group",
+        group,
+        "--guarantee",
+        mode,
+        "--state-dir",
+        str(state_dir),
+        "--commit-interval-ms",
+        str(commit_ms),
+    ]
+    if engine == "raw":
+        cmd += ["--partitions", str(partitions)]
+    log_path = workdir / f"{group}.log"
+    monitor = CommitMonitor(kafka.bootstrap_servers, input_topic, partitions, mode == "eos")
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=log, start_new_session=True
+        )
+        try:
+            line = proc.stdout.readline()  # type: ignore[union-attr]
+            if line.strip() != b"READY":
+                proc.wait(30)
+                raise RuntimeError(f"{engine} did not start: {log_path.read_text()[-2000:]}")
+            started = time.monotonic()
+            cpu0 = _cpu_seconds(proc.pid)
+            deadline = started + timeout
+            while not monitor.done(group):
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{engine} exited early: {log_path.read_text()[-2000:]}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{engine} did not finish within {timeout:.0f} s")
+                time.sleep(0.05)
+            result.seconds = time.monotonic() - started
+            result.cpu_seconds = _cpu_seconds(proc.pid) - cpu0
+        except Exception as exc:
+            result.error = str(exc)
+        finally:
+            monitor.close()
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+    if result.error:
+        return result
+    records = read_output(kafka.bootstrap_servers, output)
+    got = final_sums(engine, records)
+    result.output_records = len(records)
+    result.windows = len(got)
+    result.details = compare(expected, got)
+    result.correct = not result.details
+    return result
+
+
+def report(mode: str, results: dict[str, Result]) -> str:
+    """The one-line summary tooling reads."""
+
+    def rate(engine: str) -> float:
+        r = results.get(engine)
+        return r.rate if r is not None and r.correct else 0.0
+
+    ours, quix, raw = rate("ours"), rate("quix"), rate("raw")
+    return (
+        f"windowed-agg {mode}: ours {ours:.0f} rec/s, quix {quix:.0f} rec/s, raw {raw:.0f} rec/s, "
+        f"ours/quix {ours / quix if quix else 0.0:.2f}, ours/raw {ours / raw if raw else 0.0:.2f}"
+    )
+
+
+def print_table(all_results: list[Result], n: int, commit_ms: dict[str, int]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"windowed-agg: {n:,} JSON orders, 5-minute tumbling sum, RocksDB")
+    for col in ("mode", "engine", "rec/s", "seconds", "cpu s", "cpu %", "commit ms", "outputs"):
+        table.add_column(col, justify="right" if col not in ("mode", "engine") else "left")
+    table.add_column("final sums")
+    for r in all_results:
+        check = "ok" if r.correct else (r.error or f"{len(r.details)} wrong: {r.details[:2]}")
+        table.add_row(
+            r.mode,
+            r.engine,
+            f"{r.rate:,.0f}",
+            f"{r.seconds:.2f}",
+            f"{r.cpu_seconds:.1f}",
+            f"{100 * r.cpu_seconds / r.seconds:.0f}" if r.seconds else "-",
+            str(commit_ms[r.mode]),
+            f"{r.output_records:,}",
+            check,
+        )
+    Console().print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--partitions", type=int, default=1, choices=[1, 2])
+    parser.add_argument("--modes", default="eos,alos")
+    parser.add_argument("--engines", default=",".join(ENGINES))
+    parser.add_argument("--commit-interval-ms-eos", type=int, default=DEFAULT_COMMIT_MS["eos"])
+    parser.add_argument("--commit-interval-ms-alos", type=int, default=DEFAULT_COMMIT_MS["alos"])
+    parser.add_argument("--timeout", type=float, default=600.0, help="per engine run")
+    args = parser.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    commit_ms = {"eos": args.commit_interval_ms_eos, "alos": args.commit_interval_ms_alos}
+    if "quix" in engines and not QUIX_PYTHON.exists():
+        print(
+            f"Quix Streams environment missing ({QUIX_PYTHON}); run `make bench` (it creates "
+            ".venv-quix from bench/requirements-quix.txt) or set QUIX_PYTHON",
+            file=sys.stderr,
+        )
+        return 2
+    orders = make_orders(args.records)
+    expected = expected_sums(orders)
+    lines: list[str] = []
+    all_results: list[Result] = []
+    failed = False
+    with tempfile.TemporaryDirectory(prefix="bench-wa-") as tmp, LocalKafkaCluster() as kafka:
+        input_topic = "bench-orders"
+        kafka.create_topic(input_topic, partitions=args.partitions)
+        produce_orders(kafka.bootstrap_servers, input_topic, orders)
+        for mode in modes:
+            results: dict[str, Result] = {}
+            for engine in engines:
+                r = run_engine(
+                    engine,
+                    mode,
+                    kafka=kafka,
+                    input_topic=input_topic,
+                    partitions=args.partitions,
+                    n=args.records,
+                    expected=expected,
+                    commit_ms=commit_ms[mode],
+                    timeout=args.timeout,
+                    workdir=Path(tmp),
+                )
+                results[engine] = r
+                all_results.append(r)
+                status = "ok" if r.correct else f"FAILED: {r.error or r.details[:3]}"
+                print(
+                    f"  {mode} {engine}: {r.rate:,.0f} rec/s ({r.seconds:.2f} s) {status}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                failed |= not r.correct
+            lines.append(report(mode, results))
+    print_table(all_results, args.records, commit_ms)
+    for line in lines:
+        print(line)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

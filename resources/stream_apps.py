@@ -1,0 +1,74 @@
+"""``StreamAppsResource``: how the platform runs its stream applications.
+
+Defaults suit the embedded mode: exactly-once, state under ``.state/`` (env
+``STREAM_STATE_DIR``), the supervisor's status file read from there.
+"""
+
+
+import os
+from pathlib import Path
+from typing import Any
+
+from dagster import ConfigurableResource
+from pydantic import Field
+
+from assets.streams.apps import STREAM_APPS
+from assets.streams.config import StreamAppConfig
+from assets.streams.supervisor import (
+    DEFAULT_STATE_ROOT,
+    RunnerSettings,
+    StreamAppRunner,
+    read_status,
+)
+
+
+def default_state_root() -> str:
+    """``$STREAM_STATE_DIR`` or ``.state/`` in the repository."""
+    return os.environ.get("STREAM_STATE_DIR") or str(DEFAULT_STATE_ROOT)
+
+
+class StreamAppsResource(ConfigurableResource):
+    """Settings for running stream applications and reading their status."""
+
+    state_root: str = Field(default_factory=default_state_root)
+    processing_guarantee: str = Field(
+        default_factory=lambda: os.environ.get("STREAM_PROCESSING_GUARANTEE", "exactly_once_v2")
+    )
+    commit_interval_ms: int | None = None
+    supervisor_instance: str = "supervisor"
+    report_interval_s: float = 10.0
+    max_healthy_lag: int = 10_000
+
+    def app_config(self) -> StreamAppConfig:
+        """Topics and business parameters of the applications."""
+        return StreamAppConfig()
+
+    def runner(
+        self,
+        app: str,
+        bootstrap_servers: str,
+        *,
+        instance: str,
+        application_id: str | None = None,
+        config: StreamAppConfig | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> StreamAppRunner:
+        """A runner for application ``app`` with state under ``<state_root>/<instance>``."""
+        settings = RunnerSettings(
+            bootstrap_servers=bootstrap_servers,
+            state_root=Path(self.state_root),
+            instance=instance,
+            processing_guarantee=self.processing_guarantee,
+            commit_interval_ms=self.commit_interval_ms,
+            extra=dict(extra or {}),
+        )
+        return StreamAppRunner(
+            STREAM_APPS[app],
+            settings,
+            config or self.app_config(),
+            application_id=application_id,
+        )
+
+    def supervisor_status(self) -> dict[str, Any]:
+        """The supervisor's last status report (empty when it is not running)."""
+        return read_status(Path(self.state_root), self.supervisor_instance)

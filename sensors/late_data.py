@@ -1,0 +1,190 @@
+"""Late-data sensor: finds orders that arrived after their window closed (beyond grace,
+so the stream dropped them) and requests a batch re-run of the affected hour partitions,
+whose batch result is the corrected value.
+
+Each tick reads the ``orders`` topic from the offsets in the cursor (the first tick starts
+at the beginning), tracks stream time (the largest event time seen), counts late orders per
+hour, and requests a run for an hour when its late count grew since the last request and the
+hour itself is complete (its end + grace passed).
+"""
+
+
+import json
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dagster import (
+    DefaultSensorStatus,
+    RunRequest,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from assets import domain
+from resources.kafka import KafkaResource
+from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key, hour_start_ms
+
+MAX_RECORDS_PER_TICK = 50_000
+
+
+@dataclass
+class LateDataState:
+    """What the sensor remembers between ticks (its cursor)."""
+
+    offsets: dict[str, int] = field(default_factory=dict)  # partition -> next offset
+    stream_time: int = -1
+    late: dict[str, int] = field(default_factory=dict)  # hour key -> late orders seen
+    requested: dict[str, int] = field(default_factory=dict)  # hour -> late count at request
+
+    @staticmethod
+    def from_cursor(cursor: str | None) -> "LateDataState":
+        if not cursor:
+            return LateDataState()
+        data = json.loads(cursor)
+        return LateDataState(
+            offsets=data.get("offsets", {}),
+            stream_time=data.get("stream_time", -1),
+            late=data.get("late", {}),
+            requested=data.get("requested", {}),
+        )
+
+    def to_cursor(self) -> str:
+        return json.dumps(
+            {
+                "offsets": self.offsets,
+                "stream_time": self.stream_time,
+                "late": self.late,
+                "requested": self.requested,
+            },
+            sort_keys=True,
+        )
+
+    def observe(
+        self,
+        event_times: Iterable[int],
+        *,
+        window_ms: int = domain.REVENUE_WINDOW_MS,
+        grace_ms: int = domain.REVENUE_GRACE_MS,
+    ) -> int:
+        """Account for orders in arrival order; return how many were late (their window
+        had closed: window end + grace <= stream time)."""
+        late = 0
+        for t in event_times:
+            window_end = t - t % window_ms + window_ms
+            if self.stream_time >= 0 and window_end + grace_ms <= self.stream_time:
+                key = hour_key(t)
+                self.late[key] = self.late.get(key, 0) + 1
+                late += 1
+            if t > self.stream_time:
+                self.stream_time = t
+        return late
+
+    def hours_to_rerun(self, grace_ms: int = domain.REVENUE_GRACE_MS) -> list[str]:
+        """Complete hours with late orders not yet covered by a re-run request."""
+        return sorted(
+            h
+            for h, n in self.late.items()
+            if n > self.requested.get(h, 0)
+            and hour_start_ms(h) + HOUR_MS + grace_ms <= self.stream_time
+        )
+
+
+def read_orders(
+    bootstrap: str, topic: str, offsets: dict[str, int], max_records: int
+) -> tuple[list[int], dict[str, int]]:
+    """Event times of orders after ``offsets`` in partition-interleaved arrival order, and
+    the new offsets."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from assets.streams.monitor import end_offsets
+
+    ends = end_offsets(bootstrap, topic)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"late-data-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    new_offsets = dict(offsets)
+    times: list[int] = []
+    try:
+        todo = {}
+        assignment = []
+        for p, end in ends.items():
+            start = offsets.get(str(p), 0)
+            if start < end:
+                assignment.append(TopicPartition(topic, p, start))
+                todo[p] = end
+        if not assignment:
+            return times, new_offsets
+        consumer.assign(assignment)
+        idle = 0
+        while todo and len(times) < max_records and idle < 10:
+            msgs = consumer.consume(num_messages=1000, timeout=1.0)
+            idle = 0 if msgs else idle + 1
+            for msg in msgs:
+                if msg.error() is not None:
+                    continue
+                p = msg.partition()
+                new_offsets[str(p)] = msg.offset() + 1
+                if msg.offset() + 1 >= todo.get(p, 0):
+                    todo.pop(p, None)
+                row = domain.parse_record(topic, msg.value())
+                if row is not None:
+                    times.append(row["event_time"])
+    finally:
+        consumer.close()
+    return times, new_offsets
+
+
+def build_late_data_sensor(
+    job_name: str = HOURLY_JOB,
+    *,
+    topic: str = domain.ORDERS,
+    partitions_def: Any = None,
+    minimum_interval_seconds: int = 60,
+    default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
+) -> Any:
+    """The late-data sensor requesting ``job_name`` re-runs of affected hours."""
+
+    @sensor(
+        name="late_data_sensor",
+        job_name=job_name,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description="Re-runs the batch recompute of hours that received orders after their "
+        "windows closed (late beyond grace: the stream dropped them).",
+    )
+    def late_data_sensor(context: SensorEvaluationContext, kafka: KafkaResource):
+        state = LateDataState.from_cursor(context.cursor)
+        times, state.offsets = read_orders(
+            kafka.bootstrap_servers, topic, state.offsets, MAX_RECORDS_PER_TICK
+        )
+        state.observe(times)
+        hours = state.hours_to_rerun()
+        if partitions_def is not None:
+            hours = [h for h in hours if partitions_def.has_partition_key(h)]
+        requests = []
+        for h in hours:
+            requests.append(
+                RunRequest(
+                    run_key=f"late-{h}-{state.late[h]}",
+                    partition_key=h,
+                    tags={"trigger": "late-data", "late_orders": str(state.late[h])},
+                )
+            )
+            state.requested[h] = state.late[h]
+        if not requests:
+            return SensorResult(
+                skip_reason=SkipReason(f"read {len(times)} orders; no new late data"),
+                cursor=state.to_cursor(),
+            )
+        return SensorResult(run_requests=requests, cursor=state.to_cursor())
+
+    return late_data_sensor

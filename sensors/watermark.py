@@ -1,0 +1,82 @@
+"""Watermark sensor: once the stream's closed-window watermark passes an hour (the last
+window of the hour is final, i.e. stream time passed hour end + grace), request the
+batch recompute + reconciliation of that hour partition, once per hour."""
+
+
+from collections.abc import Callable
+from typing import Any
+
+from dagster import (
+    DefaultSensorStatus,
+    RunRequest,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from assets import domain
+from resources.kafka import KafkaResource
+from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key, hour_start_ms
+
+MAX_HOURS_PER_TICK = 24
+
+
+def hours_to_reconcile(
+    watermark_ms: int | None,
+    cursor: str | None,
+    *,
+    valid: Callable[[str], bool] | None = None,
+    max_hours: int = MAX_HOURS_PER_TICK,
+) -> list[str]:
+    """Hour keys whose windows are all closed at ``watermark_ms`` (window end through which
+    results are final) and later than the ``cursor`` hour; at most ``max_hours``, oldest
+    first. Without a cursor, only the latest complete hour (older hours are the nightly
+    backfill's job)."""
+    if watermark_ms is None:
+        return []
+    last_complete = watermark_ms - watermark_ms % HOUR_MS - HOUR_MS  # its end <= watermark
+    first = hour_start_ms(cursor) + HOUR_MS if cursor else last_complete
+    keys = [hour_key(t) for t in range(first, last_complete + 1, HOUR_MS)]
+    if valid is not None:
+        keys = [k for k in keys if valid(k)]
+    return keys[:max_hours]
+
+
+def build_watermark_sensor(
+    job_name: str = HOURLY_JOB,
+    *,
+    topic: str = domain.REVENUE_5M,
+    partitions_def: Any = None,
+    minimum_interval_seconds: int = 30,
+    default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
+) -> Any:
+    """The watermark sensor for ``job_name`` (an hourly-partitioned job)."""
+    valid = None
+    if partitions_def is not None:
+
+        def valid(key: str) -> bool:
+            return partitions_def.has_partition_key(key)
+
+    @sensor(
+        name="stream_watermark_sensor",
+        job_name=job_name,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=f"Requests {job_name} for an hour once the closed-window watermark of "
+        f"{topic} passes its end (hour + grace).",
+    )
+    def stream_watermark_sensor(context: SensorEvaluationContext, kafka: KafkaResource):
+        watermark = kafka.closed_window_watermark(topic)
+        hours = hours_to_reconcile(watermark, context.cursor, valid=valid)
+        if not hours:
+            return SkipReason(f"watermark {watermark}: no new complete hour")
+        return SensorResult(
+            run_requests=[
+                RunRequest(run_key=f"watermark-{h}", partition_key=h, tags={"trigger": "watermark"})
+                for h in hours
+            ],
+            cursor=hours[-1],
+        )
+
+    return stream_watermark_sensor

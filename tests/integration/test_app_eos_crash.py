@@ -1,0 +1,108 @@
+"""Exactly-once under crashes: the count + copy application runs as a child process
+(``python -m streaming run``), is killed with SIGKILL at random moments several times while
+input keeps arriving, and restarted. A read_committed consumer must find every input record
+exactly once in the copy, and per key a strictly increasing series of counts ending at the
+exact count."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+
+from test_app_support import (
+    long_value,
+    produce,
+    read_all,
+    spawn_app,
+    stop_app,
+    unique,
+)
+
+N = 3000
+KEYS = 10
+KILLS = 3
+
+
+def test_exactly_once_survives_sigkill(kafka_cluster, tmp_path):
+    bootstrap = kafka_cluster.bootstrap_servers
+    names = {k: unique(k) for k in ("in", "copy", "counts")}
+    for topic in names.values():
+        kafka_cluster.create_topic(topic, partitions=2)
+    app_id = unique("eos-crash")
+    settings = {
+        "application.id": app_id,
+        "bootstrap.servers": bootstrap,
+        "processing.guarantee": "exactly_once_v2",
+        "state.dir": tmp_path / "state",
+        "commit.interval.ms": 100,
+        # a restarted instance takes its partitions back at once (no session timeout wait)
+        "consumer.group.instance.id": f"{app_id}-instance",
+        "consumer.session.timeout.ms": 10000,
+        "test.input": names["in"],
+        "test.copy": names["copy"],
+        "test.counts": names["counts"],
+    }
+    rng = random.Random(20261122)
+
+    def feed():  # about 15 s of input: the kills land while records keep coming
+        for start in range(0, N, 50):
+            produce(
+                bootstrap,
+                names["in"],
+                (
+                    (f"k{i % KEYS}".encode(), str(i).encode(), 1_000 + i)
+                    for i in range(start, start + 50)
+                ),
+            )
+            time.sleep(0.25)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    log_path = tmp_path / "app.log"
+    for _ in range(KILLS):
+        proc = spawn_app("test_app_support:count_and_copy", settings, log_path=log_path)
+        time.sleep(rng.uniform(2.0, 4.0))
+        assert proc.poll() is None, log_path.read_text()[-3000:]
+        stop_app(proc, kill=True)
+    proc = spawn_app("test_app_support:count_and_copy", settings, log_path=log_path)
+    code = None
+    try:
+        assert feeder.is_alive(), "the input was complete before the last kill"
+        feeder.join(120)
+        assert not feeder.is_alive()
+
+        def complete(msgs):
+            return sum(1 for m in msgs if m[0] == names["copy"]) >= N and _final_counts(
+                msgs, names["counts"]
+            ) == {f"k{i}": N // KEYS for i in range(KEYS)}
+
+        msgs = read_all(bootstrap, [names["copy"], names["counts"]], until=complete, timeout=120)
+        code = stop_app(proc)
+    finally:
+        if code is None:
+            stop_app(proc, kill=True)
+    log_text = log_path.read_text()
+    assert code == 0, log_text[-3000:]
+    copies = Counter(int(m[4]) for m in msgs if m[0] == names["copy"])
+    duplicates = {v: c for v, c in copies.items() if c > 1}
+    assert not duplicates, f"duplicated in the copy: {sorted(duplicates)[:20]}"
+    assert sorted(copies) == list(range(N)), f"missing: {sorted(set(range(N)) - set(copies))[:20]}"
+    series: dict[str, list[int]] = {}
+    for t, _p, _o, k, v, _h in msgs:
+        if t == names["counts"]:
+            series.setdefault(k.decode(), []).append(long_value(v))
+    for key, values in series.items():
+        assert values == sorted(set(values)), f"counts of {key} repeat or go back: {values}"
+    assert _final_counts(msgs, names["counts"]) == {f"k{i}": N // KEYS for i in range(KEYS)}
+    # the instance was really killed mid-flight: it restored or resumed state
+    assert log_text.count("state CREATED -> REBALANCING") == KILLS + 1
+
+
+def _final_counts(msgs, topic):
+    out = {}
+    for t, _p, _o, k, v, _h in msgs:
+        if t == topic:
+            out[k.decode()] = long_value(v)
+    return out

@@ -1,0 +1,229 @@
+"""Sensor ticks and schedules give the expected run requests.
+
+The pure parts (which hours, which late orders) are tested directly; the sensors themselves
+are evaluated with ``dagster.build_sensor_context`` against a real broker.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+
+import orjson
+import pytest
+from confluent_kafka import Producer
+from dagster import (
+    DagsterInstance,
+    HourlyPartitionsDefinition,
+    SensorResult,
+    SkipReason,
+    build_schedule_context,
+    build_sensor_context,
+)
+
+from resources import KafkaResource, StreamAppsResource
+from sensors import (
+    build_health_sensor,
+    build_late_data_sensor,
+    build_nightly_backfill,
+    build_watermark_sensor,
+    hour_key,
+    hour_start_ms,
+)
+from sensors.late_data import LateDataState
+from sensors.schedules import previous_day_hours
+from sensors.watermark import hours_to_reconcile
+
+M = 60_000
+H = 60 * M
+T0 = int(datetime(2025, 1, 1, tzinfo=UTC).timestamp() * 1000)
+PARTITIONS = HourlyPartitionsDefinition(start_date="2025-01-01-00:00")
+
+
+def test_hour_keys_round_trip() -> None:
+    assert hour_key(T0) == "2025-01-01-00:00"
+    assert hour_key(T0 + H + 59 * M) == "2025-01-01-01:00"
+    assert hour_start_ms("2025-01-01-01:00") == T0 + H
+
+
+def test_hours_to_reconcile() -> None:
+    # windows closed through 01:55 (the last window of hour 01 not yet): only hour 00
+    assert hours_to_reconcile(T0 + H + 55 * M, None) == ["2025-01-01-00:00"]
+    # through 02:00: hours 00 and 01 after cursor None -> only the latest complete one
+    assert hours_to_reconcile(T0 + 2 * H, None) == ["2025-01-01-01:00"]
+    assert hours_to_reconcile(T0 + 2 * H, "2025-01-01-00:00") == ["2025-01-01-01:00"]
+    assert hours_to_reconcile(T0 + 3 * H + 5 * M, "2025-01-01-00:00") == [
+        "2025-01-01-01:00",
+        "2025-01-01-02:00",
+    ]
+    assert hours_to_reconcile(T0 + 2 * H, "2025-01-01-01:00") == []
+    assert hours_to_reconcile(None, None) == []
+    assert hours_to_reconcile(T0 + H, None, valid=PARTITIONS.has_partition_key) == [
+        "2025-01-01-00:00"
+    ]
+    assert hours_to_reconcile(T0, None, valid=PARTITIONS.has_partition_key) == []
+
+
+def test_late_data_state() -> None:
+    state = LateDataState()
+    # 00:10 sets stream time; 00:04:30 is late (window [00:00, 00:05) closed at 00:06);
+    # 00:05:30 is within grace (window [00:05, 00:10) closes at 00:11)
+    assert state.observe([T0 + 10 * M, T0 + 4 * M + 30_000, T0 + 5 * M + 30_000]) == 1
+    assert state.late == {"2025-01-01-00:00": 1}
+    assert state.hours_to_rerun() == []  # hour 00 is not complete yet
+    state.observe([T0 + H + 2 * M])  # stream time past 01:01
+    assert state.hours_to_rerun() == ["2025-01-01-00:00"]
+    state.requested["2025-01-01-00:00"] = 1
+    assert state.hours_to_rerun() == []
+    state.observe([T0 + 30 * M])  # another late order for hour 00
+    assert state.hours_to_rerun() == ["2025-01-01-00:00"]
+    again = LateDataState.from_cursor(state.to_cursor())
+    assert again == state
+
+
+def test_nightly_backfill_requests_previous_day() -> None:
+    schedule = build_nightly_backfill(partitions_def=PARTITIONS)
+    ctx = build_schedule_context(scheduled_execution_time=datetime(2025, 1, 3, 2, 0, tzinfo=UTC))
+    requests = list(schedule(ctx))
+    assert [r.partition_key for r in requests] == previous_day_hours(T0 + 2 * 24 * H + 2 * H)
+    assert requests[0].partition_key == "2025-01-02-00:00"
+    assert requests[-1].partition_key == "2025-01-02-23:00"
+    assert len({r.run_key for r in requests}) == 24
+
+
+def _produce(bootstrap: str, topic: str, records: list[tuple[str, dict, int]]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
+    for key, value, ts in records:
+        producer.produce(topic, key=key.encode(), value=orjson.dumps(value), timestamp=ts)
+    assert producer.flush(30) == 0
+
+
+def _revenue(region: str, start: int) -> tuple[str, dict, int]:
+    value = {"region": region, "window_start": start, "window_end": start + 5 * M}
+    return region, {**value, "revenue": 1.0, "order_count": 1}, start + 5 * M - 1
+
+
+def test_watermark_sensor_requests_complete_hours(kafka_cluster) -> None:
+    topic = f"revenue-{uuid.uuid4().hex[:6]}"
+    kafka_cluster.create_topic(topic, partitions=2)
+    kafka = KafkaResource(bootstrap_servers=kafka_cluster.bootstrap_servers)
+    sensor = build_watermark_sensor(topic=topic, partitions_def=PARTITIONS)
+    instance = DagsterInstance.ephemeral()
+
+    def tick(cursor: str | None):
+        ctx = build_sensor_context(instance=instance, cursor=cursor, resources={"kafka": kafka})
+        return sensor(ctx)
+
+    assert isinstance(tick(None), SkipReason)  # nothing closed yet
+    # EU closed through 01:00, US only through 00:50: hour 00 is not complete for US
+    _produce(
+        kafka_cluster.bootstrap_servers,
+        topic,
+        [_revenue("EU", T0 + i * 5 * M) for i in range(12)]
+        + [_revenue("US", T0 + i * 5 * M) for i in range(10)],
+    )
+    assert isinstance(tick(None), SkipReason)
+    _produce(
+        kafka_cluster.bootstrap_servers,
+        topic,
+        [_revenue("US", T0 + i * 5 * M) for i in range(10, 13)]
+        + [_revenue("EU", T0 + i * 5 * M) for i in range(12, 25)],
+    )
+    # US through 01:05, EU through 02:05: every key's windows are final through 01:05
+    result = tick(None)
+    assert isinstance(result, SensorResult)
+    assert [r.partition_key for r in result.run_requests] == ["2025-01-01-00:00"]
+    assert result.run_requests[0].run_key == "watermark-2025-01-01-00:00"
+    assert result.cursor == "2025-01-01-00:00"
+    assert isinstance(tick(result.cursor), SkipReason)  # nothing new
+    _produce(
+        kafka_cluster.bootstrap_servers,
+        topic,
+        [_revenue("US", T0 + i * 5 * M) for i in range(13, 37)],
+    )
+    result = tick("2025-01-01-00:00")  # US through 03:05, EU through 02:05
+    assert [r.partition_key for r in result.run_requests] == [
+        "2025-01-01-01:00",
+    ]
+    assert result.cursor == "2025-01-01-01:00"
+
+
+def test_late_data_sensor_requests_reruns(kafka_cluster) -> None:
+    topic = f"orders-{uuid.uuid4().hex[:6]}"
+    kafka_cluster.create_topic(topic, partitions=1)
+    kafka = KafkaResource(bootstrap_servers=kafka_cluster.bootstrap_servers)
+    sensor = build_late_data_sensor(topic=topic, partitions_def=PARTITIONS)
+    instance = DagsterInstance.ephemeral()
+
+    def order(n: int, t: int) -> tuple[str, dict, int]:
+        oid = f"o{n}"
+        value = {"order_id": oid, "customer_id": "c1", "amount": 1.0, "region": "EU"}
+        return oid, {**value, "location": "Berlin", "event_time": t}, t
+
+    def tick(cursor: str | None):
+        ctx = build_sensor_context(instance=instance, cursor=cursor, resources={"kafka": kafka})
+        return sensor(ctx)
+
+    # on time through 01:10, then an order of 00:20 (late: its window closed at 00:26)
+    on_time = [order(i, T0 + i * M) for i in range(0, 71, 5)]
+    _produce(kafka_cluster.bootstrap_servers, topic, [*on_time, order(99, T0 + 20 * M)])
+    result = tick(None)
+    assert [r.partition_key for r in result.run_requests] == ["2025-01-01-00:00"]
+    assert result.run_requests[0].tags["trigger"] == "late-data"
+    cursor = json.loads(result.cursor)
+    assert cursor["offsets"] == {"0": len(on_time) + 1}
+    # nothing new: no request; one more late order for hour 00: a new request
+    again = tick(result.cursor)
+    assert not again.run_requests
+    _produce(kafka_cluster.bootstrap_servers, topic, [order(100, T0 + 21 * M)])
+    third = tick(again.cursor)
+    assert [r.partition_key for r in third.run_requests] == ["2025-01-01-00:00"]
+    assert third.run_requests[0].run_key != result.run_requests[0].run_key
+
+
+def test_health_sensor_observes_lag(kafka_cluster, tmp_path) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    for topic in ("orders", "customers", "clicks", "payments"):
+        if topic not in kafka_cluster.list_topics():
+            kafka_cluster.create_topic(topic, partitions=1)
+    _produce(
+        kafka_cluster.bootstrap_servers,
+        "orders",
+        [("o1", {"order_id": "o1"}, T0), ("o2", {"order_id": "o2"}, T0)],
+    )
+    # the windowed-revenue group committed one of the two orders
+    consumer = Consumer(
+        {"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": "windowed-revenue"}
+    )
+    consumer.commit(offsets=[TopicPartition("orders", 0, 1)], asynchronous=False)
+    consumer.close()
+    status_dir = tmp_path / "supervisor"
+    status_dir.mkdir()
+    (status_dir / "status.json").write_text(
+        json.dumps({"apps": {"windowed-revenue": {"state": "ERROR", "records_per_second": 0.0}}})
+    )
+    sensor = build_health_sensor()
+    ctx = build_sensor_context(
+        instance=DagsterInstance.ephemeral(),
+        resources={
+            "kafka": KafkaResource(bootstrap_servers=kafka_cluster.bootstrap_servers),
+            "stream_apps": StreamAppsResource(state_root=str(tmp_path), max_healthy_lag=0),
+        },
+    )
+    result = sensor(ctx)
+    by_key = {}
+    for event in result.asset_events:
+        by_key.setdefault(event.asset_key.path[-1], event.metadata)
+    revenue = by_key["revenue-per-region-5m"]
+    assert revenue["consumer_lag_total"].value == 1
+    assert revenue["state"].value == "ERROR"
+    assert revenue["healthy"].value is False
+    assert by_key["orders"]["records"].value >= 2
+
+
+@pytest.mark.parametrize("now", [T0 + 2 * 24 * H + 2 * H])
+def test_previous_day_hours(now: int) -> None:
+    hours = previous_day_hours(now)
+    assert len(hours) == 24 and hours[0] == "2025-01-02-00:00"
