@@ -46,17 +46,29 @@ class ValueGetterSupplier:
 
 
 class StoreValueGetter(ValueGetter):
-    """Reads a materialised (timestamped) key-value store by name."""
+    """Reads a materialised key-value store by name, timestamped or versioned (Kafka's
+    ``KTableMaterializedValueGetterSupplier`` over a ``KeyValueStoreWrapper``)."""
 
     def __init__(self, store_name: str) -> None:
         self.store_name = store_name
         self.store: Any = None
+        self.versioned = False
 
     def init(self, context: Any) -> None:
+        from streaming.state.versioned_wrapper import KeyValueStoreWrapper
+
         self.store = context.get_state_store(self.store_name)
+        wrapper = KeyValueStoreWrapper(self.store)
+        self.versioned = wrapper.versioned
+        # a timestamped store answers ValueAndTimestamp itself: skip the wrapper's extra call
+        self.get = wrapper.get if wrapper.versioned else self.store.get  # type: ignore[method-assign]
+        self.get_as_of = wrapper.get_as_of  # type: ignore[method-assign]
 
     def get(self, key: Any) -> ValueAndTimestamp | None:
         return self.store.get(key)
+
+    def is_versioned(self) -> bool:
+        return self.versioned
 
 
 class StoreValueGetterSupplier(ValueGetterSupplier):

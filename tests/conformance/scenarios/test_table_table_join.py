@@ -250,3 +250,192 @@ def test_join_names_and_stores() -> None:
     assert named.name == "jn"
     assert {"jn-join-this", "jn-join-other"} <= set(topo.nodes)
     assert topo.nodes["jn"].stores == ["KTABLE-MERGE-STATE-STORE-0000000009"]
+
+
+# -- TableTableJoinIntegrationTest (AbstractJoinIntegrationTest's input script) -------------
+
+LEFT, RIGHT = "inputTopicLeft", "inputTopicRight"
+# (topic, value, timestamp); every record has key 0 (ANY_UNIQUE_KEY)
+INPUT = [
+    (LEFT, None, 1), (RIGHT, None, 2), (LEFT, "A", 3), (RIGHT, "a", 4), (LEFT, "B", 5),
+    (RIGHT, "b", 6), (LEFT, None, 7), (RIGHT, None, 8), (LEFT, "C", 9), (RIGHT, "c", 10),
+    (RIGHT, None, 11), (LEFT, None, 12), (RIGHT, None, 13),
+    (RIGHT, "d", 7),  # out-of-order data with null as latest
+    (LEFT, "D", 6), (LEFT, None, 2), (RIGHT, None, 3), (RIGHT, "e", 14), (LEFT, "E", 15),
+    (LEFT, None, 10),  # out-of-order data with non-null as latest
+    (RIGHT, None, 9), (LEFT, "F", 4), (RIGHT, "f", 3),
+]  # fmt: skip
+
+# expected (value, timestamp) output after each input, caching disabled (None: no output)
+IT_EXPECTED = {
+    "inner": [
+        None, None, None, ("A-a", 4), ("B-a", 5), ("B-b", 6), (None, 7), None, None,
+        ("C-c", 10), (None, 11), None, None, None, ("D-d", 7), (None, 7), None, None,
+        ("E-e", 15), (None, 14), None, None, ("F-f", 4),
+    ],
+    "left": [
+        None, None, ("A-null", 3), ("A-a", 4), ("B-a", 5), ("B-b", 6), (None, 7), None,
+        ("C-null", 9), ("C-c", 10), ("C-null", 11), (None, 12), None, None, ("D-d", 7),
+        (None, 7), None, None, ("E-e", 15), (None, 14), None, ("F-null", 4), ("F-f", 4),
+    ],
+    "outer": [
+        None, None, ("A-null", 3), ("A-a", 4), ("B-a", 5), ("B-b", 6), ("null-b", 7),
+        (None, 8), ("C-null", 9), ("C-c", 10), ("C-null", 11), (None, 12), None,
+        ("null-d", 7), ("D-d", 7), ("null-d", 7), (None, 3), ("null-e", 14), ("E-e", 15),
+        ("null-e", 14), (None, 9), ("F-null", 4), ("F-f", 4),
+    ],
+}  # fmt: skip
+
+STORE = "table-table-join-integration-test-store"
+
+
+def _dash_joiner(left: Any, right: Any) -> str:
+    return f"{'null' if left is None else left}-{'null' if right is None else right}"
+
+
+@pytest.mark.parametrize("kind", ["inner", "left", "outer"])
+@pytest.mark.parametrize("cache_enabled", [False, True])
+def test_integration_script(kind: str, cache_enabled: bool, tmp_path: Any) -> None:
+    """TableTableJoinIntegrationTest.testInner / testLeft / testOuter: with caching, only the
+    final result and the queryable store are checked (as the Kafka test does)."""
+    L = serdes.Long()
+    b = StreamsBuilder()
+    left = b.table(LEFT, materialized=Materialized.as_("left").with_logging_disabled())
+    right = b.table(RIGHT, materialized=Materialized.as_("right").with_logging_disabled())
+    mat = (
+        Materialized.as_(STORE)
+        .with_key_serde(L)
+        .with_value_serde(S)
+        .with_caching_disabled()
+        .with_logging_disabled()
+    )
+    op = {"inner": left.join, "left": left.left_join, "outer": left.outer_join}[kind]
+    op(right, _dash_joiner, materialized=mat).to_stream().to("outputTopic")
+    config = {
+        "default.key.serde": "long",
+        "default.value.serde": "string",
+        "state.dir": str(tmp_path),
+        "statestore.cache.max.bytes": 10 * 1024 * 1024 if cache_enabled else 0,
+    }
+    base = 1_700_000_000_000  # the Kafka test's MockTime base; any base works
+    with TopologyTestDriver(b.build(), config) as d:
+        inputs = {t: d.create_input_topic(t, L, S) for t in (LEFT, RIGHT)}
+        out = d.create_output_topic("outputTopic", L, S)
+        final = None
+        for (topic, value, ts), expected in zip(INPUT, IT_EXPECTED[kind], strict=True):
+            inputs[topic].pipe_input(0, value, base + ts)
+            got = [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+            if not cache_enabled:
+                want = [] if expected is None else [(0, expected[0], base + expected[1])]
+                assert got == want, f"after {(topic, value, ts)}"
+            if got:
+                final = got[-1]
+        # the last result is F-f at 4 for every kind; the store holds it
+        assert final == (0, "F-f", base + 4)
+        rows = list(d.get_timestamped_key_value_store(STORE).all())
+        assert [(k, v.value, v.timestamp) for k, v in rows] == [(0, "F-f", base + 4)]
+
+
+_ = None
+# TableTableJoinIntegrationTest.test{Inner,Left,Outer}With{Versioned,LeftVersionedOnly,
+# RightVersionedOnly}: out-of-order updates of a versioned side are not joined (KIP-914)
+VERSIONED_EXPECTED = {
+    ("both", "inner"): [
+        _, _, _, ("A-a", 4), ("B-a", 5), ("B-b", 6), (None, 7), _, _, ("C-c", 10), (None, 11),
+        _, _, _, _, _, _, _, ("E-e", 15), _, _, _, _,
+    ],
+    ("both", "left"): [
+        _, _, ("A-null", 3), ("A-a", 4), ("B-a", 5), ("B-b", 6), (None, 7), _, ("C-null", 9),
+        ("C-c", 10), ("C-null", 11), (None, 12), _, _, _, _, _, _, ("E-e", 15), _, _, _, _,
+    ],
+    ("both", "outer"): [
+        _, _, ("A-null", 3), ("A-a", 4), ("B-a", 5), ("B-b", 6), ("null-b", 7), (None, 8),
+        ("C-null", 9), ("C-c", 10), ("C-null", 11), (None, 12), _, _, _, _, _,
+        ("null-e", 14), ("E-e", 15), _, _, _, _,
+    ],
+    ("left", "inner"): [
+        _, _, _, ("A-a", 4), ("B-a", 5), ("B-b", 6), (None, 7), _, _, ("C-c", 10), (None, 11),
+        _, _, _, _, _, _, _, ("E-e", 15), _, (None, 15), _, ("E-f", 15),
+    ],
+    ("left", "left"): [
+        _, _, ("A-null", 3), ("A-a", 4), ("B-a", 5), ("B-b", 6), (None, 7), _, ("C-null", 9),
+        ("C-c", 10), ("C-null", 11), (None, 12), _, _, _, _, _, _, ("E-e", 15), _,
+        ("E-null", 15), _, ("E-f", 15),
+    ],
+    ("left", "outer"): [
+        _, _, ("A-null", 3), ("A-a", 4), ("B-a", 5), ("B-b", 6), ("null-b", 7), (None, 8),
+        ("C-null", 9), ("C-c", 10), ("C-null", 11), (None, 12), _, ("null-d", 7), _, _,
+        (None, 3), ("null-e", 14), ("E-e", 15), _, ("E-null", 15), _, ("E-f", 15),
+    ],
+    ("right", "inner"): [
+        _, _, _, ("A-a", 4), ("B-a", 5), ("B-b", 6), (None, 7), _, _, ("C-c", 10), (None, 11),
+        _, _, _, _, _, _, _, ("E-e", 15), (None, 14), _, ("F-e", 14), _,
+    ],
+    ("right", "left"): [
+        _, _, ("A-null", 3), ("A-a", 4), ("B-a", 5), ("B-b", 6), (None, 7), _, ("C-null", 9),
+        ("C-c", 10), ("C-null", 11), (None, 12), _, _, ("D-null", 6), (None, 2), _, _,
+        ("E-e", 15), (None, 14), _, ("F-e", 14), _,
+    ],
+}  # fmt: skip
+VERSIONED_FINAL = {"both": None, "left": ("E-f", 15), "right": ("F-e", 14)}
+
+
+@pytest.mark.parametrize(("versioned", "kind"), list(VERSIONED_EXPECTED))
+@pytest.mark.parametrize("cache_enabled", [False, True])
+def test_integration_script_versioned(
+    versioned: str, kind: str, cache_enabled: bool, tmp_path: Any
+) -> None:
+    """Versioned sources: with both sides versioned nothing is cached (same output either
+    way); with one versioned side and caching, the final result and the store are checked."""
+    from streaming.state import Stores
+
+    L = serdes.Long()
+    b = StreamsBuilder()
+
+    def source(topic: str, name: str, is_versioned: bool) -> Any:
+        if is_versioned:
+            supplier = Stores.persistent_versioned_key_value_store(name, 5 * 60_000)
+            mat = Materialized.as_(supplier)
+        else:
+            mat = Materialized.as_(name)
+        return b.table(topic, materialized=mat.with_logging_disabled())
+
+    left = source(LEFT, "left", versioned in ("both", "left"))
+    right = source(RIGHT, "right", versioned in ("both", "right"))
+    mat = (
+        Materialized.as_(STORE)
+        .with_key_serde(L)
+        .with_value_serde(S)
+        .with_caching_disabled()
+        .with_logging_disabled()
+    )
+    op = {"inner": left.join, "left": left.left_join, "outer": left.outer_join}[kind]
+    op(right, _dash_joiner, materialized=mat).to_stream().to("outputTopic")
+    config = {
+        "default.key.serde": "long",
+        "default.value.serde": "string",
+        "state.dir": str(tmp_path),
+        "statestore.cache.max.bytes": 10 * 1024 * 1024 if cache_enabled else 0,
+    }
+    base = 1_700_000_000_000
+    check_each = not cache_enabled or versioned == "both"
+    expected_steps = VERSIONED_EXPECTED[(versioned, kind)]
+    with TopologyTestDriver(b.build(), config) as d:
+        inputs = {t: d.create_input_topic(t, L, S) for t in (LEFT, RIGHT)}
+        out = d.create_output_topic("outputTopic", L, S)
+        final = None
+        for (topic, value, ts), expected in zip(INPUT, expected_steps, strict=True):
+            inputs[topic].pipe_input(0, value, base + ts)
+            got = [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+            if check_each:
+                want = [] if expected is None else [(0, expected[0], base + expected[1])]
+                assert got == want, f"after {(topic, value, ts)}"
+            if got:
+                final = got[-1]
+        want_final = VERSIONED_FINAL[versioned]
+        if want_final is not None:
+            assert final == (0, want_final[0], base + want_final[1])
+            rows = list(d.get_timestamped_key_value_store(STORE).all())
+            assert [(k, v.value, v.timestamp) for k, v in rows] == [
+                (0, want_final[0], base + want_final[1])
+            ]
