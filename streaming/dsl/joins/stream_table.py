@@ -30,6 +30,7 @@ def join(
     joined: Joined | None = None,
 ) -> Any:
     """Join ``stream`` with ``table`` (kind "inner" or "left"); returns the joined KStream."""
+    from streaming.dsl.joins.stream_stream import source_nodes
     from streaming.dsl.kstream import KStream
 
     if joiner is None:
@@ -77,6 +78,8 @@ def join(
     )
     topology = b.topology
     topology.add_processor(name, supplier, parent)
+    # Kafka's ensureCopartitionWith: the stream's and the table's sources are co-partitioned
+    topology.copartition(source_nodes(topology, name, table.name))
     if buffer_builder is not None:
         topology.add_state_store(buffer_builder, name)
     store_names = list(getter_supplier.store_names())

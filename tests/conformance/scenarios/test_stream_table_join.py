@@ -310,3 +310,80 @@ def test_left_join_with_grace_fails_on_null_key_like_kafka() -> None:
             rig.stream.pipe_input(None, "A", timestamp=0)
     finally:
         rig.close()
+
+
+def test_stream_table_join_records_its_copartition_group() -> None:
+    """Kafka's ensureCopartitionWith: the runtime checks these topics' partition counts."""
+    b = StreamsBuilder()
+    table = b.table("table-topic", key_serde=serdes.String(), value_serde=serdes.String())
+    stream = b.stream("stream-topic", key_serde=serdes.String(), value_serde=serdes.String())
+    stream.join(table, lambda v, t: v + t).to("out")
+    topology = b.build()
+    groups = [set(g) for g in topology.copartition_groups]
+    assert any(
+        {topology.nodes[n].topics[0] for n in g} == {"table-topic", "stream-topic"} for g in groups
+    ), groups
+
+
+# -- StreamTableJoinIntegrationTest (AbstractJoinIntegrationTest's input script) ------------
+
+# expected (value, timestamp) output after each input of join_scripts.INPUT (None: none)
+_ = None
+STREAM_TABLE_IT_EXPECTED = {
+    ("inner", False): [
+        _, _, _, _, ("B-a", 5), _, _, _, _, _, _, _, _, _, ("D-d", 6), _, _, _,
+        ("E-e", 15), _, _, _, _,
+    ],
+    ("left", False): [
+        _, _, ("A-null", 3), _, ("B-a", 5), _, _, _, ("C-null", 9), _, _, _, _, _,
+        ("D-d", 6), _, _, _, ("E-e", 15), _, _, ("F-null", 4), _,
+    ],
+    ("inner", True): [
+        _, _, _, _, ("B-a", 5), _, _, _, _, _, _, _, _, _, ("D-b", 6), _, _, _,
+        ("E-e", 15), _, _, ("F-a", 4), _,
+    ],
+    ("left", True): [
+        _, _, ("A-null", 3), _, ("B-a", 5), _, _, _, ("C-null", 9), _, _, _, _, _,
+        ("D-b", 6), _, _, _, ("E-e", 15), _, _, ("F-a", 4), _,
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["inner", "left"])
+@pytest.mark.parametrize("versioned", [False, True], ids=["plain", "versioned"])
+@pytest.mark.parametrize("cache_enabled", [False, True])
+def test_integration_script(kind: str, versioned: bool, cache_enabled: bool, tmp_path) -> None:
+    """StreamTableJoinIntegrationTest.testInner / testLeft / test*WithVersionedStore: every
+    step's output (the stream side is never cached, so caching changes nothing)."""
+    from join_scripts import INPUT, LEFT, RIGHT
+
+    long_serde, string_serde = serdes.Long(), serdes.String()
+    b = StreamsBuilder()
+    left = b.stream(LEFT)
+    if versioned:
+        table = b.table(
+            RIGHT,
+            materialized=Materialized.as_(
+                Stores.persistent_versioned_key_value_store("table-store", 5 * 60_000)
+            ),
+        )
+    else:
+        table = b.table(RIGHT)
+    joiner = lambda v, t: f"{v}-{'null' if t is None else t}"  # noqa: E731
+    (left.join if kind == "inner" else left.left_join)(table, joiner).to("outputTopic")
+    config = {
+        "default.key.serde": "long",
+        "default.value.serde": "string",
+        "state.dir": str(tmp_path),
+        "statestore.cache.max.bytes": 10 * 1024 * 1024 if cache_enabled else 0,
+    }
+    base = 1_700_000_000_000
+    expected_steps = STREAM_TABLE_IT_EXPECTED[(kind, versioned)]
+    with TopologyTestDriver(b.build(), config) as driver:
+        inputs = {t: driver.create_input_topic(t, long_serde, string_serde) for t in (LEFT, RIGHT)}
+        out = driver.create_output_topic("outputTopic", long_serde, string_serde)
+        for (topic, value, ts), expected in zip(INPUT, expected_steps, strict=True):
+            inputs[topic].pipe_input(0, value, base + ts)
+            got = [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+            want = [] if expected is None else [(0, expected[0], base + expected[1])]
+            assert got == want, f"after {(topic, value, ts)}"
