@@ -57,10 +57,11 @@ format: setup
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-# The platform (Dagster, local Kafka) arrives with issues 4 and 5; until then `make run`
-# runs the example topology of the README through the TopologyTestDriver.
+# The platform: local Kafka broker (unless KAFKA_BOOTSTRAP_SERVERS is set), topics, the
+# generator, the stream applications and the Dagster UI on http://127.0.0.1:3000.
+# Ctrl-C stops everything.
 run: setup
-	$(PY) -m examples.revenue
+	$(PY) -m assets.run
 
 bench: setup
 	$(PY) -m bench.engine

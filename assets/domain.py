@@ -75,7 +75,13 @@ DERIVED_TOPICS = (
 )
 DEAD_LETTER_SUFFIX = "-dlq"
 # Stream applications (assets/streams); each writes undecodable input to "<app>-dlq".
-STREAM_APPS = ("windowed-revenue", "enriched-orders", "fraud-alerts", "click-sessions", "orders-dedup")
+STREAM_APPS = (
+    "windowed-revenue",
+    "enriched-orders",
+    "fraud-alerts",
+    "click-sessions",
+    "orders-dedup",
+)
 DEAD_LETTER_TOPICS = tuple(app + DEAD_LETTER_SUFFIX for app in STREAM_APPS)
 
 FRAUD_RULES = ("high_value", "rapid_burst", "new_location")

@@ -114,9 +114,7 @@ def iter_events(config: GeneratorConfig) -> Iterator[Event]:
             profile["event_time"],
         )
     interval_ms = 1000.0 / config.orders_per_second
-    end_ms = (
-        None if config.duration_s is None else config.start_ms + int(config.duration_s * 1000)
-    )
+    end_ms = None if config.duration_s is None else config.start_ms + int(config.duration_s * 1000)
     order_no = 0
     burst_left = 0
     burst_customer: dict[str, Any] | None = None
@@ -188,7 +186,11 @@ def iter_events(config: GeneratorConfig) -> Iterator[Event]:
         clicked = now
         for _ in range(rng.randint(0, config.max_clicks_per_order)):
             clicked += rng.randint(5_000, 180_000)
-            click = {"user_id": customer_id, "page": rng.choice(domain.PAGES), "event_time": clicked}
+            click = {
+                "user_id": customer_id,
+                "page": rng.choice(domain.PAGES),
+                "event_time": clicked,
+            }
             schedule(Event(domain.CLICKS, customer_id, _dumps(click), clicked, clicked))
     while pending:
         yield heapq.heappop(pending)[2]

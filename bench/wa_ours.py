@@ -12,13 +12,10 @@ import argparse
 import logging
 import signal
 import threading
-from datetime import timedelta
 
+from bench.wa_common import GRACE, WINDOW
 from streaming import StreamsBuilder, TimeWindows, serdes
 from streaming.runtime.app import KafkaStreams
-
-WINDOW = timedelta(minutes=5)
-GRACE = timedelta(minutes=1)
 
 
 def topology(input_topic: str, output_topic: str):

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-from datetime import timedelta
 
 from quixstreams import Application
+
+from bench.wa_common import GRACE, WINDOW
 
 
 def main() -> None:
@@ -44,9 +45,7 @@ def main() -> None:
     sdf = app.dataframe(orders)
     sdf = sdf.group_by("region")
     sdf = sdf.apply(lambda order: order["amount"])
-    sdf = (
-        sdf.tumbling_window(timedelta(minutes=5), grace_ms=timedelta(minutes=1)).sum().current()
-    )
+    sdf = sdf.tumbling_window(WINDOW, grace_ms=GRACE).sum().current()
     sdf.to_topic(output)
     print("READY", flush=True)
     app.run()

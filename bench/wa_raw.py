@@ -6,7 +6,7 @@ repartition topic, the changelog and the output:
 
 - input record: parse the JSON, produce it keyed by region to ``<group>-repartition``;
 - repartition record: 5-minute window of its timestamp, drop it if the window closed
-  (end + 1 minute grace <= stream time), add the amount to a write-back dict;
+  (end + grace <= stream time), add the amount to a write-back dict;
 - every commit interval: write the dirty windows to RocksDB (rocksdict), the compacted
   changelog and the output (key = region + 8-byte window start, value = JSON sum), then
   commit the offsets (in the transaction under exactly-once).
@@ -26,8 +26,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from rocksdict import Rdict
 
-WINDOW_MS = 300_000
-GRACE_MS = 60_000
+from bench.wa_common import GRACE_MS, WINDOW_MS
+
 _LONG = struct.Struct(">q")
 
 

@@ -62,6 +62,7 @@ __all__ = [
     "KGroupedTable",
     "KStream",
     "KTable",
+    "KafkaStreams",
     "KeyValue",
     "Materialized",
     "Named",
@@ -76,6 +77,7 @@ __all__ = [
     "SlidingWindows",
     "StreamJoined",
     "StreamsBuilder",
+    "StreamsConfig",
     "Suppressed",
     "TableJoined",
     "TestRecord",
@@ -89,3 +91,18 @@ __all__ = [
     "Windowed",
     "serdes",
 ]
+
+# The Kafka runtime imports confluent-kafka: load it on first use only.
+_RUNTIME_EXPORTS = {
+    "KafkaStreams": "streaming.runtime.app",
+    "StreamsConfig": "streaming.runtime.config",
+}
+
+
+def __getattr__(name: str):
+    module = _RUNTIME_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'streaming' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -120,8 +120,7 @@ def fraud_alerts(
     profiles = latest_profiles(customers)
     located = unique.join(profiles.select("customer_id", "known_locations"), "customer_id")
     new_location = located.filter(
-        F.col("location").isNull()
-        | ~F.array_contains(F.col("known_locations"), F.col("location"))
+        F.col("location").isNull() | ~F.array_contains(F.col("known_locations"), F.col("location"))
     ).select(
         F.lit("new_location").alias("rule"),
         "customer_id",

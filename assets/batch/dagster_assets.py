@@ -1,7 +1,5 @@
 """Hourly-partitioned batch assets (``batch/<result>``) recomputed with local PySpark."""
 
-from __future__ import annotations
-
 from dagster import (
     AssetExecutionContext,
     AssetsDefinition,

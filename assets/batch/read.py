@@ -33,9 +33,7 @@ def hours_between(start_ms: int, end_ms: int) -> list[str]:
     return [hour_of(ts) for ts in range(first, end_ms, HOUR_MS)]
 
 
-def read_hours(
-    spark: Any, topic: str, start_ms: int, end_ms: int, lake: Path | None = None
-) -> Any:
+def read_hours(spark: Any, topic: str, start_ms: int, end_ms: int, lake: Path | None = None) -> Any:
     """Valid rows of ``topic`` in the hour folders overlapping ``[start_ms, end_ms)``."""
     base = topic_dir(lake_root(lake), topic)
     folders = [

@@ -16,7 +16,9 @@ def write_result(result: str, hour: str, frame: Any, lake: Path | None = None) -
 
     ``frame`` is a pandas DataFrame or an Arrow table.
     """
-    table = frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)
+    table = (
+        frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)
+    )
     path = hour_dir(batch_dir(lake_root(lake), result), hour) / "part-0.parquet"
     write_table(path, table)
     return path

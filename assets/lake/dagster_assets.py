@@ -1,7 +1,5 @@
 """Lake assets: one per topic (``lake/<topic>``), each landing what is new in Kafka."""
 
-from __future__ import annotations
-
 from dagster import AssetExecutionContext, AssetsDefinition, MaterializeResult, MetadataValue, asset
 
 from assets import domain

@@ -1,7 +1,5 @@
 """Great Expectations suites as Dagster asset checks on the lake's assets."""
 
-from __future__ import annotations
-
 from dagster import AssetCheckResult, AssetChecksDefinition, asset_check
 
 from assets import domain

@@ -45,7 +45,9 @@ def expectations(dataset: str, *, customer_ids: Iterable[str] | None = None) -> 
         return rules
     if dataset == domain.CUSTOMERS:
         return [
-            E.ExpectTableColumnsToMatchSet(column_set=_columns(domain.CUSTOMERS), exact_match=False),
+            E.ExpectTableColumnsToMatchSet(
+                column_set=_columns(domain.CUSTOMERS), exact_match=False
+            ),
             E.ExpectColumnValuesToNotBeNull(column="customer_id"),
             E.ExpectColumnValuesToBeUnique(column="customer_id"),
             E.ExpectColumnValuesToBeInSet(column="tier", value_set=list(domain.TIERS)),

@@ -70,14 +70,18 @@ def run_suite(name: str, frame: pd.DataFrame, rules: list[Any]) -> Validation:
                     "column": config.kwargs.get("column") or config.kwargs.get("column_list"),
                     "unexpected_count": details.get("unexpected_count"),
                     "unexpected_percent": details.get("unexpected_percent"),
-                    "examples": [str(v) for v in (details.get("partial_unexpected_list") or [])[:5]],
+                    "examples": [
+                        str(v) for v in (details.get("partial_unexpected_list") or [])[:5]
+                    ],
                     "observed": str(details.get("observed_value", ""))[:200],
                 }
             )
     return Validation(name, bool(result.success), dict(result.statistics), failures, len(frame))
 
 
-def to_check_result(validation: Validation, *, asset_key: Any = None, check_name: str | None = None) -> Any:
+def to_check_result(
+    validation: Validation, *, asset_key: Any = None, check_name: str | None = None
+) -> Any:
     """A Dagster ``AssetCheckResult`` with the validation statistics as metadata."""
     from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 

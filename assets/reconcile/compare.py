@@ -114,7 +114,9 @@ def compare_keyed(
             & (deficit <= merged["late_count"])
         ).to_numpy()
     else:
-        explained = ((merged["status"] == MISSING_IN_STREAM) & (merged["late_count"] > 0)).to_numpy()
+        explained = (
+            (merged["status"] == MISSING_IN_STREAM) & (merged["late_count"] > 0)
+        ).to_numpy()
     merged["explained_by_late_data"] = explained
     merged["severity"] = np.where(merged["status"] == MATCH, 0.0, np.where(explained, 1.0, 2.0))
     merged["drift"] = np.where(merged["status"] == MATCH, 0.0, worst_diff)

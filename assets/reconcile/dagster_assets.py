@@ -1,7 +1,5 @@
 """The reconciliation asset (hourly): stream vs batch, with blocking asset checks."""
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from typing import Any
 
@@ -72,7 +70,7 @@ def check_result(name: str, report: Reconciliation) -> AssetCheckResult:
         lake_key(domain.ORDERS),
     ],
     partitions_def=HOURLY,
-    group_name="reconcile",
+    group_name="reconciliation",
     kinds={"pandas"},
     check_specs=[
         AssetCheckSpec(CHECK_NAMES[name], asset=RECONCILIATION_KEY, blocking=True)

@@ -27,9 +27,7 @@ def flag_late(
     frame = records.sort_values(["_partition", "_offset"], kind="stable").copy()
     times = frame[time_column].astype("int64")
     frame["window_start"] = times - times % size_ms
-    previous_max = frame.groupby("_partition")[time_column].transform(
-        lambda s: s.cummax().shift(1)
-    )
+    previous_max = frame.groupby("_partition")[time_column].transform(lambda s: s.cummax().shift(1))
     frame["stream_time"] = previous_max
     frame["late"] = (frame["window_start"] + size_ms + grace_ms) <= previous_max.fillna(-1)
     return frame

@@ -27,7 +27,9 @@ def stream_watermark(lake: Path | None = None, hours: list[str] | None = None) -
     """The highest order event time in the lake (the stream's time, approximately)."""
     from assets.lake.duck import read_topic
 
-    orders = read_topic_hours(domain.ORDERS, hours, lake) if hours else read_topic(domain.ORDERS, lake)
+    orders = (
+        read_topic_hours(domain.ORDERS, hours, lake) if hours else read_topic(domain.ORDERS, lake)
+    )
     return None if orders.empty else int(orders["event_time"].max())
 
 
@@ -59,11 +61,14 @@ def reconcile_revenue(
     """
     start = hour_start_ms(hour)
     lake_hour = hour_of(start)
-    result, topic = ("revenue_hopping", domain.REVENUE_HOPPING) if hopping else (
-        "revenue_5m",
-        domain.REVENUE_5M,
+    result, topic = (
+        ("revenue_hopping", domain.REVENUE_HOPPING)
+        if hopping
+        else (
+            "revenue_5m",
+            domain.REVENUE_5M,
+        )
     )
-    size = domain.HOPPING_SIZE_MS if hopping else domain.REVENUE_WINDOW_MS
     batch = _batch(result, lake_hour, lake)
     stream = read_topic_hours(topic, [lake_hour], lake)
     stream = stream[(stream["window_start"] >= start) & (stream["window_start"] < start + HOUR_MS)]
@@ -91,11 +96,15 @@ def reconcile_revenue(
         tolerance=tolerance,
     )
     report.stats["pending_windows"] = int((~closed_batch).sum())
-    report.stats["late_records"] = int(
-        late[(late["window_start"] >= start) & (late["window_start"] < start + HOUR_MS)][
-            "late_count"
-        ].sum()
-    ) if not late.empty else 0
+    report.stats["late_records"] = (
+        int(
+            late[(late["window_start"] >= start) & (late["window_start"] < start + HOUR_MS)][
+                "late_count"
+            ].sum()
+        )
+        if not late.empty
+        else 0
+    )
     return report
 
 
@@ -110,7 +119,9 @@ def reconcile_fraud(
     start = hour_start_ms(hour)
     lake_hour = hour_of(start)
     batch = _batch("fraud_alerts", lake_hour, lake).copy()
-    stream = read_topic_hours(domain.FRAUD_ALERTS, _hours(start - HOUR_MS, start + 2 * HOUR_MS), lake)
+    stream = read_topic_hours(
+        domain.FRAUD_ALERTS, _hours(start - HOUR_MS, start + 2 * HOUR_MS), lake
+    )
     stream = stream[(stream["event_time"] >= start) & (stream["event_time"] < start + HOUR_MS)]
     stream = stream[stream["rule"] != "rapid_burst"]
     batch_point = batch[batch["rule"] != "rapid_burst"]
@@ -127,6 +138,7 @@ def reconcile_fraud(
     wait = domain.BURST_WINDOW_MS + domain.REVENUE_GRACE_MS
     if watermark_ms is not None:
         batch_bursts = batch_bursts[batch_bursts["window_start"] + wait <= watermark_ms]
+        stream_bursts = stream_bursts[stream_bursts["window_start"] + wait <= watermark_ms]
     keys = ["rule", "customer_id", "ref"]
     point = compare_keyed(
         "fraud_alerts",
@@ -161,12 +173,14 @@ def reconcile_sessions(
     lake_hour = hour_of(start)
     batch = _batch("click_sessions", lake_hour, lake)
     stream = read_topic_hours(domain.CLICK_SESSIONS, [lake_hour], lake)
-    stream = stream[(stream["session_start"] >= start) & (stream["session_start"] < start + HOUR_MS)]
+    stream = stream[
+        (stream["session_start"] >= start) & (stream["session_start"] < start + HOUR_MS)
+    ]
     wait = domain.SESSION_GAP_MS + grace_ms
     closed = _closed(batch, "session_end", wait, watermark_ms)
     report = compare_keyed(
         "click_sessions",
-        stream,
+        stream[_closed(stream, "session_end", wait, watermark_ms)],
         batch[closed],
         keys=("user_id", "session_start"),
         values=("session_end", "click_count"),

@@ -70,6 +70,7 @@ class ActiveTask:
         self._idle_deadlines: dict[tuple[str, int], int] = {}
         self.dropped = 0
         self.pending_restore: list[RestoreRequest] = []
+        self.logged_since_checkpoint = 0
         self.stream_task = StreamTask(
             task_id,
             thread.topology,
@@ -112,6 +113,7 @@ class ActiveTask:
         return requests
 
     def _log_change(self, store: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        self.logged_since_checkpoint += 1
         self._collector.send_to_partition(
             self.changelogs[store], self.partition, key, value, timestamp
         )
@@ -130,6 +132,7 @@ class ActiveTask:
             for topic in self.changelogs.values()
         }
         write_checkpoint(self.task_dir, offsets)
+        self.logged_since_checkpoint = 0
 
     def close(self, *, clean: bool) -> None:
         """Close the stores; a dirty close (failure, lost partitions) drops the checkpoint."""

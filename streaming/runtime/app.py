@@ -457,14 +457,8 @@ class KafkaStreams:
         lag: dict[str, int] = {}
         restore: dict[str, dict[str, Any]] = {}
         for thread in threads:
-            consumer = thread.consumer
-            for tp in list(thread.assigned):
-                try:
-                    value = thread._lag(tp) if consumer is not None else None
-                except Exception:
-                    value = None
-                if value is not None:
-                    lag[f"{tp[0]}-{tp[1]}"] = value
+            for (topic, partition), value in list(thread.lag.items()):
+                lag[f"{topic}-{partition}"] = value
             if thread.reader is not None:
                 for (topic, partition), prog in list(thread.reader.progress.items()):
                     restore[f"{topic}-{partition}"] = {

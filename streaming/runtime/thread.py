@@ -58,11 +58,9 @@ PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
 DEAD = "DEAD"
 
 MAX_POLL_RECORDS = 1000
+#: changelog records written before an at-least-once commit also writes the checkpoint
+CHECKPOINT_DELTA = 10_000
 PROCESS_BATCH = 1000
-
-
-class TaskMigrated(RuntimeError):
-    """The thread lost its partitions (fenced / session timeout) while committing."""
 
 
 class StreamThread(threading.Thread):
@@ -99,6 +97,10 @@ class StreamThread(threading.Thread):
         self._committed: dict[tuple[str, int], int] = {}
         self._repartition_offsets: dict[tuple[str, int], int] = {}
         self._closing = False
+        self._busy = False
+        self._last_lag = 0.0
+        #: consumer lag per assigned partition, refreshed about once a second
+        self.lag: dict[tuple[str, int], int] = {}
         self.exception: BaseException | None = None
         self.consumer: Consumer | None = None
         self.producer: Producer | None = None
@@ -129,7 +131,9 @@ class StreamThread(threading.Thread):
         consumer_conf.update(cfg.consumer)
         if consumer_conf.get("group.instance.id"):
             # static membership: one member per stream thread
-            consumer_conf["group.instance.id"] = f"{consumer_conf['group.instance.id']}-{self.index}"
+            consumer_conf["group.instance.id"] = (
+                f"{consumer_conf['group.instance.id']}-{self.index}"
+            )
         producer_conf: dict[str, Any] = {
             "bootstrap.servers": cfg.bootstrap_servers,
             "client.id": f"{self.thread_client_id}-producer",
@@ -212,8 +216,8 @@ class StreamThread(threading.Thread):
 
     def run_once(self) -> None:
         """One iteration: poll, restore, process, punctuate, maybe commit."""
-        busy = any(t.state == RUNNING and t.queues and t.buffered() for t in self.tasks.values())
-        timeout = 0 if busy else self.config.poll_ms / 1000.0
+        # poll without waiting while the last iteration found work to do
+        timeout = 0 if self._busy else self.config.poll_ms / 1000.0
         msgs = self.consumer.consume(num_messages=MAX_POLL_RECORDS, timeout=timeout)  # type: ignore[union-attr]
         with self.lock:
             if msgs:
@@ -229,6 +233,14 @@ class StreamThread(threading.Thread):
             self._maybe_commit()
         self.collector.poll()
         self.metrics.sample()
+        now = time.monotonic()
+        if now - self._last_lag >= 1.0:
+            # confluent-kafka consumers must only be used from their own thread, so the
+            # lag that metrics() reports is refreshed here
+            self._last_lag = now
+            self.lag = {
+                tp: lag for tp in self.assigned if (lag := self._metric_lag(tp)) is not None
+            }
 
     def _add_records(self, msgs: list[Any]) -> None:
         by_task: dict[ActiveTask, list[ConsumerRecord]] = {}
@@ -299,6 +311,22 @@ class StreamThread(threading.Thread):
             return None
         return max(0, high - pos)
 
+    def _metric_lag(self, tp: tuple[str, int]) -> int | None:
+        """Lag for metrics: like ``_lag``, counting a not yet consumed partition from its start."""
+        lag = self._lag(tp)
+        if lag is not None:
+            return lag
+        try:
+            low, high = self.consumer.get_watermark_offsets(  # type: ignore[union-attr]
+                TopicPartition(tp[0], tp[1]), cached=True
+            )
+        except KafkaException:
+            return None
+        if high is None or high < 0:
+            return None
+        start = self._committed.get(tp, low if low is not None and low >= 0 else 0)
+        return max(0, high - start)
+
     def _position(self, tp: tuple[str, int]) -> int | None:
         try:
             pos = self.consumer.position([TopicPartition(tp[0], tp[1])])[0].offset  # type: ignore[union-attr]
@@ -324,6 +352,7 @@ class StreamThread(threading.Thread):
             total += n
         if total:
             self.metrics.processed += total
+        self._busy = total > 0
         self._resume_drained()
 
     def _punctuate(self) -> None:
@@ -367,13 +396,16 @@ class StreamThread(threading.Thread):
             return False
         tps = [TopicPartition(t, p, o) for (t, p), o in changed.items()]
         if self.config.exactly_once:
-            self._commit_transaction(tps)
+            if not self._commit_transaction(tps):
+                return False
         else:
             self.collector.flush()
             if tps:
                 self.consumer.commit(offsets=tps, asynchronous=False)  # type: ignore[union-attr]
             for task in tasks:
-                if task.changelogs:
+                # like Kafka, checkpoint once enough changelog records were written since
+                # the last one (a checkpoint costs a memtable flush and an offsets lookup)
+                if task.changelogs and task.logged_since_checkpoint >= CHECKPOINT_DELTA:
                     task.checkpoint(self._changelog_end)
         self.collector.check()
         self._sent_at_commit = self.collector.sent
@@ -384,28 +416,45 @@ class StreamThread(threading.Thread):
         self.metrics.record_commit((time.monotonic() - started) * 1000)
         return True
 
-    def _commit_transaction(self, tps: list[TopicPartition]) -> None:
+    def _commit_transaction(self, tps: list[TopicPartition]) -> bool:
+        """Send the offsets and commit; on an abortable error roll back (returns False)."""
         producer = self.producer
         try:
             self.collector.check()
             if tps:
-                producer.send_offsets_to_transaction(  # type: ignore[union-attr]
-                    tps,
-                    self.consumer.consumer_group_metadata(),  # type: ignore[union-attr]
-                    30,
+                self._retrying(
+                    lambda: producer.send_offsets_to_transaction(  # type: ignore[union-attr]
+                        tps,
+                        self.consumer.consumer_group_metadata(),  # type: ignore[union-attr]
+                        30,
+                    )
                 )
-            producer.commit_transaction(60)  # type: ignore[union-attr]
+            self._retrying(lambda: producer.commit_transaction(60))  # type: ignore[union-attr]
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
             if isinstance(err, KafkaError) and err.txn_requires_abort():
                 log.warning("Transaction aborted on %s: %s; rolling back tasks", self.name, err)
                 self._abort_and_rollback()
-                raise TaskMigrated(str(err)) from exc
+                return False
             raise
         except Exception:
             self._abort_and_rollback()
             raise
         producer.begin_transaction()  # type: ignore[union-attr]
+        return True
+
+    @staticmethod
+    def _retrying(call: Any, attempts: int = 3) -> None:
+        for attempt in range(attempts):
+            try:
+                call()
+                return
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if attempt + 1 < attempts and isinstance(err, KafkaError) and err.retriable():
+                    log.warning("Retrying after a retriable transaction error: %s", err)
+                    continue
+                raise
 
     def _abort_and_rollback(self) -> None:
         """Abort the open transaction and rebuild every task from its committed state."""
@@ -470,8 +519,6 @@ class StreamThread(threading.Thread):
                 return
             try:
                 self.commit()
-            except TaskMigrated:
-                pass  # tasks were already rebuilt dirty; they are dropped below if not kept
             except Exception as exc:
                 log.warning("Commit before revocation failed on %s: %s", self.name, exc)
                 for task in self.tasks.values():

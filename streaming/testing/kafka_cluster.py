@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streaming.testing.jvm_cds import CdsArchive
+
 _REPO = Path(__file__).resolve().parents[2]
 _PLATFORM = _REPO / "platform" / "kafka"
 DEFAULT_JARS_DIR = _REPO / ".jars" / "kafka"
@@ -124,7 +126,8 @@ class LocalKafkaCluster:
         jvm_options: Sequence[str] | None = None,
         jars_dir: str | os.PathLike[str] | None = None,
         startup_timeout: float = 90.0,
-        shutdown_timeout: float = 15.0,
+        shutdown_timeout: float = 10.0,
+        class_data_sharing: bool = True,
     ) -> None:
         if nodes < 1:
             raise ValueError(f"nodes must be at least 1, got {nodes}")
@@ -136,6 +139,9 @@ class LocalKafkaCluster:
         ).resolve()
         self.startup_timeout = startup_timeout
         self.shutdown_timeout = shutdown_timeout
+        self.class_data_sharing = class_data_sharing
+        self._cds: CdsArchive | None = None
+        self._cds_recorder: KafkaNode | None = None
         self._keep_data = data_dir is not None
         self._root: Path | None = Path(data_dir).resolve() if data_dir is not None else None
         self.nodes: list[KafkaNode] = []
@@ -188,6 +194,8 @@ class LocalKafkaCluster:
                 raise KafkaClusterError("the cluster is already started")
             java = _find_java()
             classpath = self._classpath()
+            if self.class_data_sharing:
+                self._cds = CdsArchive(java, self.jars_dir)
             _sweep_stale_temp_dirs()
             began = time.monotonic()
             if self._root is None:
@@ -217,9 +225,17 @@ class LocalKafkaCluster:
             return self
 
     def stop(self, timeout: float | None = None) -> None:
-        """Stop every node (SIGTERM, wait, SIGKILL) and delete temporary data."""
+        """Stop every node (SIGTERM, wait, SIGKILL) and delete temporary data.
+
+        A multi-node cluster whose data is thrown away gets at most 3 s of grace: its last
+        node always waits out a quorum it cannot reach, and nothing of it is kept anyway.
+        """
         with self._lock:
-            self._terminate_all(kill_after=self.shutdown_timeout if timeout is None else timeout)
+            if timeout is None:
+                timeout = self.shutdown_timeout
+                if self.num_nodes > 1 and not self._keep_data:
+                    timeout = min(timeout, 3.0)
+            self._terminate_all(kill_after=timeout)
             self.nodes = []
             _LIVE.discard(self)
             if self._root is not None and not self._keep_data:
@@ -236,6 +252,7 @@ class LocalKafkaCluster:
             node.process.wait()
         else:
             _stop_processes([node.process], timeout)
+        self._finish_cds()
 
     def restart_node(self, node_id: int, *, timeout: float | None = None) -> None:
         """Start a stopped node again on the same ports and data, and wait until it answers."""
@@ -368,6 +385,7 @@ class LocalKafkaCluster:
             cmd = [
                 java,
                 *self.jvm_options,
+                *(self._cds.options() if self._cds else ()),
                 f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
                 "-cp",
                 classpath,
@@ -392,9 +410,19 @@ class LocalKafkaCluster:
                 )
 
     def _launch(self, java: str, classpath: str, node: KafkaNode) -> None:
+        cds: list[str] = []
+        if self._cds is not None:
+            # Only a single node records the archive: its SIGTERM exit is quick and clean.
+            if self.num_nodes == 1 and self._cds_recorder is None:
+                cds = self._cds.recording_options()
+                if any(opt.startswith("-XX:ArchiveClassesAtExit") for opt in cds):
+                    self._cds_recorder = node
+            else:
+                cds = self._cds.options()
         cmd = [
             java,
             *self.jvm_options,
+            *cds,
             f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
             "-cp",
             classpath,
@@ -462,6 +490,13 @@ class LocalKafkaCluster:
     def _terminate_all(self, *, kill_after: float) -> None:
         procs = [n.process for n in self.nodes if n.process is not None]
         _stop_processes(procs, kill_after)
+        self._finish_cds()
+
+    def _finish_cds(self) -> None:
+        recorder = self._cds_recorder
+        if recorder is not None and self._cds is not None and not recorder.is_running():
+            self._cds.finish()
+            self._cds_recorder = None
 
 
 class _PortTaken(KafkaClusterError):

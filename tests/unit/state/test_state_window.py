@@ -421,7 +421,6 @@ def test_windowed_str():
         TimeWindow(5, 5)
 
 
-
 @pytest.mark.parametrize("kind", ["memory", "rocksdb"])
 def test_null_put_with_duplicates_advances_stream_time_in_memory_only(tmp_path, kind):
     """Kafka's InMemoryWindowStore observes the time of a no-op delete (retainDuplicates);

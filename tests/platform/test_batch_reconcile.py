@@ -1,0 +1,268 @@
+"""Batch assets on local Spark (``dagster.materialize``) and the stream-vs-batch reconciliation."""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pandas as pd
+import pytest
+from dagster import AssetKey, DagsterInstance, materialize
+from data_fixture import HOUR, PARTITION_KEY, START_MS, build_lake, valid_orders
+
+from assets import domain
+from assets.batch.dagster_assets import BATCH_ASSETS
+from assets.batch.session import get_spark
+from assets.batch.store import read_result
+from assets.generator import Event
+from assets.lake.writer import land_events
+from assets.reconcile.compare import MISSING_IN_STREAM, VALUE_DIFF
+from assets.reconcile.dagster_assets import RECONCILE_ASSETS
+from assets.reconcile.reconcile import reconcile_hour, reconcile_revenue
+from assets.reconcile.tolerance import Tolerance
+
+HOUR_END = START_MS + 3_600_000
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list]]:
+    root = tmp_path_factory.mktemp("lake")
+    events = build_lake(root)
+    previous = os.environ.get("LAKE_ROOT")
+    os.environ["LAKE_ROOT"] = str(root)
+    get_spark()  # one session per process, shared by every test
+    result = materialize(
+        BATCH_ASSETS, partition_key=PARTITION_KEY, instance=DagsterInstance.ephemeral()
+    )
+    assert result.success
+    yield root, events
+    if previous is None:
+        os.environ.pop("LAKE_ROOT", None)
+    else:
+        os.environ["LAKE_ROOT"] = previous
+
+
+def _reference_revenue(orders: list[dict]) -> dict[tuple[str, int], tuple[int, int]]:
+    out: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])
+    for order in orders:
+        start = domain.window_start(order["event_time"], domain.REVENUE_WINDOW_MS)
+        if START_MS <= start < HOUR_END:
+            cell = out[(order["region"], start)]
+            cell[0] += round(order["amount"] * 100)
+            cell[1] += 1
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def test_batch_revenue_matches_a_hand_computation(lake: tuple[Path, list]) -> None:
+    root, events = lake
+    batch = read_result("revenue_5m", HOUR, root)
+    got = {
+        (r.region, int(r.window_start)): (int(r.revenue_cents), int(r.order_count))
+        for r in batch.itertuples()
+    }
+    assert got == _reference_revenue(valid_orders(events))
+    assert (batch["window_end"] - batch["window_start"] == domain.REVENUE_WINDOW_MS).all()
+
+
+def test_batch_hopping_fraud_sessions_and_dedup(lake: tuple[Path, list]) -> None:
+    root, events = lake
+    orders = valid_orders(events)
+    hopping = read_result("revenue_hopping", HOUR, root)
+    # every 5-minute slot of the hour starts one 10-minute window per region with orders
+    assert set(hopping["window_start"]) == set(range(START_MS, HOUR_END, domain.HOPPING_ADVANCE_MS))
+    first = hopping[hopping["window_start"] == START_MS].set_index("region")["order_count"]
+    expected = defaultdict(int)
+    for o in orders:
+        if START_MS <= o["event_time"] < START_MS + domain.HOPPING_SIZE_MS:
+            expected[o["region"]] += 1
+    assert first.to_dict() == dict(expected)
+
+    fraud = read_result("fraud_alerts", HOUR, root)
+    in_hour = [o for o in orders if START_MS <= o["event_time"] < HOUR_END]
+    high = {o["order_id"] for o in in_hour if o["amount"] > domain.HIGH_VALUE_THRESHOLD}
+    assert set(fraud[fraud["rule"] == "high_value"]["order_id"]) == high
+    counts: dict[tuple[str, int], int] = defaultdict(int)
+    for o in orders:
+        start = domain.window_start(o["event_time"], domain.BURST_WINDOW_MS)
+        if START_MS <= start < HOUR_END:
+            counts[(o["customer_id"], start)] += 1
+    bursts = {k for k, n in counts.items() if n > domain.BURST_MAX_ORDERS}
+    got = fraud[fraud["rule"] == "rapid_burst"]
+    assert set(zip(got["customer_id"], got["window_start"].astype(int), strict=True)) == bursts
+    assert len(fraud[fraud["rule"] == "new_location"]) > 0
+
+    sessions = read_result("click_sessions", HOUR, root)
+    assert (sessions["session_end"] >= sessions["session_start"]).all()
+    assert sessions["click_count"].min() >= 1
+
+    deduped = read_result("orders_deduped", HOUR, root)
+    assert deduped["order_id"].is_unique
+    assert set(deduped["order_id"]) == {o["order_id"] for o in in_hour}
+
+
+def _land_as_stream(root: Path, topic: str, frame: pd.DataFrame, key: str) -> None:
+    events = [
+        Event(
+            topic,
+            str(row[key]),
+            orjson.dumps(row),
+            int(row.get("window_start") or row.get("event_time") or row.get("session_start")),
+            0,
+        )
+        for row in frame.to_dict("records")
+    ]
+    land_events(root, events, partitions=2)
+
+
+def _fresh_stream_topics(root: Path) -> None:
+    import shutil
+
+    for topic in (
+        domain.REVENUE_5M,
+        domain.REVENUE_HOPPING,
+        domain.FRAUD_ALERTS,
+        domain.CLICK_SESSIONS,
+    ):
+        shutil.rmtree(root / topic, ignore_errors=True)
+        (root / "_manifest" / f"{topic}.json").unlink(missing_ok=True)
+
+
+def _stream_like_batch(root: Path) -> None:
+    _fresh_stream_topics(root)
+    for result, topic, key in (
+        ("revenue_5m", domain.REVENUE_5M, "region"),
+        ("revenue_hopping", domain.REVENUE_HOPPING, "region"),
+        ("fraud_alerts", domain.FRAUD_ALERTS, "customer_id"),
+        ("click_sessions", domain.CLICK_SESSIONS, "user_id"),
+    ):
+        frame = read_result(result, HOUR, root)
+        frame = frame.astype(object).where(frame.notna(), None)
+        _land_as_stream(root, topic, frame, key)
+
+
+def test_reconciliation_passes_when_stream_and_batch_agree(lake: tuple[Path, list]) -> None:
+    root, _ = lake
+    _stream_like_batch(root)
+    reports = reconcile_hour(HOUR, root)
+    for name, report in reports.items():
+        assert report.passed, report.summary()
+        assert report.stats["unexplained"] == 0, name
+        assert report.stats["key_coverage"] == 1.0
+
+    result = materialize(
+        RECONCILE_ASSETS, partition_key=PARTITION_KEY, instance=DagsterInstance.ephemeral()
+    )
+    assert result.success
+    checks = result.get_asset_check_evaluations()
+    assert len(checks) == 4 and all(c.passed for c in checks)
+
+
+def test_reconciliation_detects_an_injected_difference(lake: tuple[Path, list]) -> None:
+    root, _ = lake
+    _fresh_stream_topics(root)
+    frame = read_result("revenue_5m", HOUR, root)
+    tampered = frame.copy()
+    victim = tampered.index[3]
+    tampered.loc[victim, "revenue_cents"] += 12_345
+    tampered.loc[victim, "revenue"] += 123.45
+    dropped = tampered.index[7]
+    region, start = tampered.loc[dropped, "region"], int(tampered.loc[dropped, "window_start"])
+    tampered = tampered.drop(index=dropped)
+    _land_as_stream(root, domain.REVENUE_5M, tampered, "region")
+
+    report = reconcile_revenue(HOUR, root)
+    assert not report.passed
+    assert report.stats["value_diffs"] == 1 and report.stats["missing_in_stream"] == 1
+    worst = report.worst
+    assert set(worst["status"]) == {VALUE_DIFF, MISSING_IN_STREAM}
+    diff_row = worst[worst["status"] == VALUE_DIFF].iloc[0]
+    assert diff_row["revenue_cents_diff"] == -12_345
+    missing = worst[worst["status"] == MISSING_IN_STREAM].iloc[0]
+    assert (missing["region"], int(missing["window_start"])) == (region, start)
+    # a tolerance admitting two unexplained keys passes
+    assert reconcile_revenue(HOUR, root, tolerance=Tolerance(max_unexplained_keys=2)).passed
+
+    _stream_like_batch(root)
+    frame = read_result("revenue_5m", HOUR, root)
+    tampered = frame.copy()
+    tampered.loc[tampered.index[0], "order_count"] -= 1
+    _fresh_stream_topics(root)
+    _land_as_stream(root, domain.REVENUE_5M, tampered, "region")
+    for result, topic, key in (
+        ("revenue_hopping", domain.REVENUE_HOPPING, "region"),
+        ("fraud_alerts", domain.FRAUD_ALERTS, "customer_id"),
+        ("click_sessions", domain.CLICK_SESSIONS, "user_id"),
+    ):
+        f = read_result(result, HOUR, root)
+        _land_as_stream(root, topic, f.astype(object).where(f.notna(), None), key)
+    result = materialize(
+        RECONCILE_ASSETS,
+        partition_key=PARTITION_KEY,
+        instance=DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+    checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
+    failed = checks["revenue_5m_stream_matches_batch"]
+    assert not failed.passed
+    assert "worst_keys" in failed.metadata
+    assert checks["click_sessions_stream_matches_batch"].passed
+    assert not result.success  # the blocking check stops the run
+    materialized = {e.asset_key for e in result.get_asset_materialization_events()}
+    assert AssetKey(["reconcile", "stream_vs_batch"]) in materialized
+
+
+def test_late_data_explains_a_stream_shortfall() -> None:
+    from assets.reconcile.compare import compare_keyed
+    from assets.reconcile.late import late_report
+
+    w = domain.REVENUE_WINDOW_MS
+    # partition 0: on-time orders up to 20 minutes, then one order for the first window
+    orders = pd.DataFrame(
+        {
+            "region": ["EU", "EU", "EU", "EU"],
+            "amount": [10.0, 20.0, 30.0, 5.0],
+            "event_time": [1_000, 2 * w, 4 * w, 2_000],
+            "_partition": [0, 0, 0, 0],
+            "_offset": [0, 1, 2, 3],
+        }
+    )
+    late = late_report(orders)
+    assert late.to_dict("records") == [
+        {
+            "region": "EU",
+            "window_start": 0,
+            "late_count": 1,
+            "late_cents": 500,
+            "max_lateness_ms": 4 * w - 2_000,
+        }
+    ]
+    batch = pd.DataFrame(
+        {"region": ["EU"], "window_start": [0], "revenue_cents": [1500], "order_count": [2]}
+    )
+    stream = pd.DataFrame(
+        {"region": ["EU"], "window_start": [0], "revenue_cents": [1000], "order_count": [1]}
+    )
+    report = compare_keyed(
+        "r",
+        stream,
+        batch,
+        keys=["region", "window_start"],
+        values=["revenue_cents", "order_count"],
+        late=late,
+        count_column="order_count",
+    )
+    assert report.passed and report.stats["explained_by_late_data"] == 1
+    stream_short_by_two = stream.assign(order_count=0)
+    report = compare_keyed(
+        "r",
+        stream_short_by_two,
+        batch,
+        keys=["region", "window_start"],
+        values=["revenue_cents", "order_count"],
+        late=late,
+        count_column="order_count",
+    )
+    assert not report.passed and report.stats["unexplained"] == 1
