@@ -1,8 +1,9 @@
-"""Integration tests against a real local Apache Kafka (``LocalKafkaCluster``).
+"""Fixtures shared by the whole suite: one real local Apache Kafka (``LocalKafkaCluster``).
 
-``kafka_cluster`` is one single-node broker shared by the whole session: tests create their
-own uniquely named topics on it. Tests that need another layout (3 nodes, a broken config)
-start their own ``LocalKafkaCluster``. Every test using the fixture gets the ``kafka`` marker.
+``kafka_cluster`` is one single-node broker shared by the whole session (integration and
+platform tests alike): tests create their own uniquely named topics and application ids.
+Tests that need another layout (3 nodes, a broken config) start their own
+``LocalKafkaCluster``. Every test using the fixture gets the ``kafka`` marker.
 """
 
 from __future__ import annotations
