@@ -14,7 +14,7 @@ setup: $(STAMP) $(JARS)/.copied $(KAFKA_JARS)/.copied $(SPARK_JARS)/.copied
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11+ is required ($(PYTHON) not found)"; exit 1; }
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	test -x $(PIP) || $(PYTHON) -m venv --clear $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e '.[dev,platform]'
 	touch $(STAMP)

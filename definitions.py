@@ -62,7 +62,10 @@ def build_definitions() -> Definitions:
             description="Batch recompute (PySpark) + stream-vs-batch reconciliation of one hour",
         )
         jobs.append(hourly)
-        schedules += [build_hourly_schedule(hourly), build_nightly_backfill(partitions_def=partitions)]
+        schedules += [
+            build_hourly_schedule(hourly),
+            build_nightly_backfill(partitions_def=partitions),
+        ]
     sensors = [build_health_sensor()]
     if data is not None:
         sensors += [

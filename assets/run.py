@@ -18,13 +18,13 @@ terminal's Ctrl-C does not hit them all at once.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,16 +53,12 @@ def _stop(name: str, proc: subprocess.Popen, sig: int, timeout: float) -> None:
         proc.wait(timeout)
     except subprocess.TimeoutExpired:
         _log(f"{name} did not stop in {timeout:.0f}s: killing it")
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait(10)
     # anything the child left in its session (dagster's code servers, run workers)
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def prepare_dagster_home(home: Path = DAGSTER_HOME) -> Path:
@@ -131,7 +127,15 @@ def main(argv: list[str] | None = None) -> int:
                     "generator",
                     _start(
                         "generator",
-                        [py, "-m", "assets.generator", "--bootstrap", bootstrap, "--rate", str(args.rate)],
+                        [
+                            py,
+                            "-m",
+                            "assets.generator",
+                            "--bootstrap",
+                            bootstrap,
+                            "--rate",
+                            str(args.rate),
+                        ],
                         env,
                     ),
                     signal.SIGTERM,
@@ -144,7 +148,16 @@ def main(argv: list[str] | None = None) -> int:
                 "dagster",
                 _start(
                     "dagster",
-                    [dagster, "dev", "-w", "workspace.yaml", "-p", str(args.port), "-h", "127.0.0.1"],
+                    [
+                        dagster,
+                        "dev",
+                        "-w",
+                        "workspace.yaml",
+                        "-p",
+                        str(args.port),
+                        "-h",
+                        "127.0.0.1",
+                    ],
                     env,
                 ),
                 signal.SIGINT,

@@ -10,7 +10,6 @@ lake           ``LakeResource``            LAKE_ROOT (.lake), DUCKDB_PATH
 =============  ==========================  =================================================
 """
 
-
 from typing import Any
 
 from resources.kafka import KafkaResource

@@ -4,7 +4,6 @@
 local broker it starts), else ``localhost:9092``.
 """
 
-
 import os
 from typing import Any
 

@@ -4,7 +4,6 @@
 marts in) to ``$DUCKDB_PATH`` or ``<root>/lake.duckdb``.
 """
 
-
 import os
 from pathlib import Path
 from typing import Any

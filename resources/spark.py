@@ -1,6 +1,5 @@
 """``SparkResource``: the local Spark session of the batch recompute (``local[2]``)."""
 
-
 from typing import Any
 
 from dagster import ConfigurableResource

@@ -4,7 +4,6 @@ Defaults suit the embedded mode: exactly-once, state under ``.state/`` (env
 ``STREAM_STATE_DIR``), the supervisor's status file read from there.
 """
 
-
 import os
 from pathlib import Path
 from typing import Any

@@ -6,7 +6,6 @@ right wherever the applications run; state and throughput come from the supervis
 file when the supervisor runs them.
 """
 
-
 from typing import Any
 
 from dagster import (
@@ -81,7 +80,9 @@ def build_health_sensor(
             except Exception as exc:
                 alerts.append(f"{name}: lag unavailable ({exc})")
                 continue
-            meta, app_alerts = app_health(name, lag, statuses.get(name), stream_apps.max_healthy_lag)
+            meta, app_alerts = app_health(
+                name, lag, statuses.get(name), stream_apps.max_healthy_lag
+            )
             alerts += app_alerts
             for topic in app.output_topics(config)[:-1]:
                 events.append(AssetObservation(asset_key=AssetKey(["kafka", topic]), metadata=meta))

@@ -1,7 +1,6 @@
 """Hour partitions as Dagster names them (``YYYY-MM-DD-HH:MM``, UTC) and the job names the
 sensors and schedules target."""
 
-
 from datetime import UTC, datetime
 
 HOUR_MS = 3_600_000

@@ -8,7 +8,6 @@ hour, and requests a run for an hour when its late count grew since the last req
 hour itself is complete (its end + grace passed).
 """
 
-
 import json
 import uuid
 from collections.abc import Iterable

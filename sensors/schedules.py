@@ -1,7 +1,5 @@
 """Schedules: the hourly batch + reconcile run, and a nightly backfill of the previous day."""
 
-
-
 from typing import Any
 
 from dagster import (

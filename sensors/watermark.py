@@ -2,7 +2,6 @@
 window of the hour is final, i.e. stream time passed hour end + grace), request the
 batch recompute + reconciliation of that hour partition, once per hour."""
 
-
 from collections.abc import Callable
 from typing import Any
 

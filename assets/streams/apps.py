@@ -6,10 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from streaming import Topology
-
 from assets.streams import dedup, enriched, fraud, revenue, sessions
 from assets.streams.config import StreamAppConfig
+from streaming import Topology
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,9 @@ class StreamAppConfig:
         known = {f.name for f in fields(StreamAppConfig)}
         unknown = set(config) - known
         if unknown:
-            raise ValueError(f"unknown stream app settings {sorted(unknown)}; known: {sorted(known)}")
+            raise ValueError(
+                f"unknown stream app settings {sorted(unknown)}; known: {sorted(known)}"
+            )
         return replace(StreamAppConfig(), **dict(config))
 
     def dead_letter_topic(self, app: str) -> str:

@@ -13,7 +13,6 @@
   application id and compares with the live results (``kappa_replay_job``).
 """
 
-
 import time
 import uuid
 from typing import Any
@@ -216,7 +215,10 @@ def build_stream_asset(app: StreamApp) -> Any:
                         context.log_event(
                             AssetMaterialization(
                                 asset_key=topic_key(topic),
-                                metadata={**meta, "end_offsets": sum(kafka.end_offsets(topic).values())},
+                                metadata={
+                                    **meta,
+                                    "end_offsets": sum(kafka.end_offsets(topic).values()),
+                                },
                             )
                         )
                 context.log.info(
@@ -297,9 +299,7 @@ def kappa_replay(
         kappa.read_all(kafka.bootstrap_servers, live_topic),
         kappa.read_all(kafka.bootstrap_servers, replay_topic),
     )
-    worst = "\n".join(
-        f"| {ident} | {live} | {rep} |" for ident, live, rep in result.different[:20]
-    )
+    worst = "\n".join(f"| {ident} | {live} | {rep} |" for ident, live, rep in result.different[:20])
     table = "| identity | live | replay |\n|---|---|---|\n" + worst if worst else "no differences"
     meta = {
         "app": app.name,

@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from streaming import FixedKeyProcessor, Produced, Record, StreamsBuilder, Topology
-from streaming.state.stores import Stores
-
 from assets.streams.common import EVENT_TIME, KEY_SERDE, VALUE_SERDE, valid_order
 from assets.streams.config import StreamAppConfig
+from streaming import FixedKeyProcessor, Produced, Record, StreamsBuilder, Topology
+from streaming.state.stores import Stores
 
 APP = "orders-dedup"
 STORE = "orders-dedup-store"

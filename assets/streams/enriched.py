@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from streaming import Materialized, Produced, Repartitioned, StreamsBuilder, Topology
-
 from assets.streams.common import (
     EVENT_TIME,
     KEY_SERDE,
@@ -29,6 +27,7 @@ from assets.streams.common import (
     valid_order,
 )
 from assets.streams.config import StreamAppConfig
+from streaming import Materialized, Produced, Repartitioned, StreamsBuilder, Topology
 
 APP = "enriched-orders"
 CUSTOMERS_STORE = "customers-store"

@@ -19,11 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from streaming import Materialized, Produced, StreamsBuilder, TimeWindows, Topology
-
 from assets.streams.common import KEY_SERDE, VALUE_SERDE
 from assets.streams.config import StreamAppConfig
 from assets.streams.enriched import customers_table, orders_by_customer
+from streaming import Materialized, Produced, StreamsBuilder, TimeWindows, Topology
 
 APP = "fraud-alerts"
 BURST_STORE = "burst-count-store"

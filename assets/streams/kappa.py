@@ -29,7 +29,10 @@ IDENTITY: dict[str, tuple[Callable[[str, dict], Any], Callable[[dict], Any]]] = 
         lambda k, v: v.get("order_id"),
         lambda v: (v.get("customer_known"), v.get("within_credit_limit")),
     ),
-    "fraud-alerts": (lambda k, v: (v.get("rule"), v.get("order_id")), lambda v: v.get("customer_id")),
+    "fraud-alerts": (
+        lambda k, v: (v.get("rule"), v.get("order_id")),
+        lambda v: v.get("customer_id"),
+    ),
     "click-sessions": (
         lambda k, v: (v.get("user_id"), v.get("session_start")),
         lambda v: (v.get("session_end"), v.get("click_count")),

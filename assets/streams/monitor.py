@@ -70,12 +70,16 @@ def consumer_lag(
         (tp.topic, tp.partition): tp.offset for tp in future.result(timeout).topic_partitions
     }
     wanted = set(topics or {t for t, _ in committed})
-    consumer = Consumer(_client_config(bootstrap, **{"group.id": f"monitor-{uuid.uuid4().hex[:8]}"}))
+    consumer = Consumer(
+        _client_config(bootstrap, **{"group.id": f"monitor-{uuid.uuid4().hex[:8]}"})
+    )
     lag: dict[str, int] = {}
     try:
         for topic in sorted(wanted):
             for p in topic_partitions(bootstrap, topic, timeout):
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, p), timeout=timeout
+                )
                 offset = committed.get((topic, p), -1)
                 lag[f"{topic}-{p}"] = max(0, high - (offset if offset >= 0 else low))
     finally:
@@ -143,9 +147,9 @@ def closed_window_watermark(bootstrap: str, topic: str, per_partition: int = 500
     closed: the minimum over keys of their latest ``window_end`` (None before any closes)."""
     latest: dict[Any, int] = {}
     for key, value, _ in read_tail(bootstrap, topic, per_partition):
-        if isinstance(value, dict) and isinstance(value.get("window_end"), int):
-            if value["window_end"] > latest.get(key, -1):
-                latest[key] = value["window_end"]
+        end = value.get("window_end") if isinstance(value, dict) else None
+        if isinstance(end, int) and end > latest.get(key, -1):
+            latest[key] = end
     return min(latest.values()) if latest else None
 
 
@@ -161,9 +165,12 @@ def ensure_topics(
     if not missing:
         return []
     futures = admin.create_topics(
-        [NewTopic(n, num_partitions=topics[n], replication_factor=replication_factor) for n in missing]
+        [
+            NewTopic(n, num_partitions=topics[n], replication_factor=replication_factor)
+            for n in missing
+        ]
     )
-    for name, future in futures.items():
+    for _name, future in futures.items():
         try:
             future.result(timeout)
         except Exception as exc:  # created concurrently by someone else: fine

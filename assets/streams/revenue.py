@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from assets.streams.common import EVENT_TIME, KEY_SERDE, VALUE_SERDE, cents, valid_order
+from assets.streams.config import StreamAppConfig
 from streaming import (
     EmitStrategy,
     Materialized,
@@ -26,9 +28,6 @@ from streaming import (
     TimeWindows,
     Topology,
 )
-
-from assets.streams.common import EVENT_TIME, KEY_SERDE, VALUE_SERDE, cents, valid_order
-from assets.streams.config import StreamAppConfig
 
 APP = "windowed-revenue"
 STORE_5M = "revenue-5m-store"
@@ -77,7 +76,9 @@ def build_windowed_revenue(config: StreamAppConfig | Mapping[str, Any] | None = 
     by_region = (
         orders.filter(valid_order)
         .select_key(lambda k, v: v["region"])
-        .repartition(Repartitioned(name="orders-by-region", key_serde=KEY_SERDE, value_serde=VALUE_SERDE))
+        .repartition(
+            Repartitioned(name="orders-by-region", key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
+        )
         .group_by_key()
     )
     out = Produced(key_serde=KEY_SERDE, value_serde=VALUE_SERDE)

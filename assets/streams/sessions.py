@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from assets.streams.common import EVENT_TIME, KEY_SERDE, VALUE_SERDE, valid_click
+from assets.streams.config import StreamAppConfig
 from streaming import (
     EmitStrategy,
     Grouped,
@@ -21,9 +23,6 @@ from streaming import (
     StreamsBuilder,
     Topology,
 )
-
-from assets.streams.common import EVENT_TIME, KEY_SERDE, VALUE_SERDE, valid_click
-from assets.streams.config import StreamAppConfig
 
 APP = "click-sessions"
 STORE = "click-sessions-store"

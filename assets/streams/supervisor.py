@@ -255,7 +255,9 @@ def main(argv: list[str] | None = None) -> int:
         "--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "localhost:9092")
     )
     parser.add_argument("--apps", default="all", help="comma-separated names, or 'all'")
-    parser.add_argument("--state-dir", default=os.environ.get("STREAM_STATE_DIR", str(DEFAULT_STATE_ROOT)))
+    parser.add_argument(
+        "--state-dir", default=os.environ.get("STREAM_STATE_DIR", str(DEFAULT_STATE_ROOT))
+    )
     parser.add_argument("--instance", default="supervisor")
     parser.add_argument("--guarantee", default="exactly_once_v2")
     args = parser.parse_args(argv)

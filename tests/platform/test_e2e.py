@@ -64,7 +64,9 @@ def test_stream_and_batch_agree_for_the_hour(broker, tmp_path: Path) -> None:
     bootstrap = broker.bootstrap_servers
     create_topics(bootstrap)
     lake = Path(os.environ.get("E2E_LAKE", tmp_path / "lake"))
-    gen = GeneratorConfig(seed=7, start_ms=T0, duration_s=70 * 60, orders_per_second=1.0, customers=60)
+    gen = GeneratorConfig(
+        seed=7, start_ms=T0, duration_s=70 * 60, orders_per_second=1.0, customers=60
+    )
     events = list(iter_events(gen))
     assert len(events) > 3000
 
@@ -129,5 +131,6 @@ def test_stream_and_batch_agree_for_the_hour(broker, tmp_path: Path) -> None:
         assert row.rule == "rapid_burst" and row.status == "missing_in_stream", row
         start = int(row.ref)
         assert any(
-            start <= t < start + domain.BURST_WINDOW_MS for t in late_orders.get(row.customer_id, [])
+            start <= t < start + domain.BURST_WINDOW_MS
+            for t in late_orders.get(row.customer_id, [])
         ), row
