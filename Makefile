@@ -63,8 +63,20 @@ format: setup
 run: setup
 	$(PY) -m assets.run
 
-bench: setup
+# Quix Streams (the benchmark's peer) pins confluent-kafka < 2.13 and pydantic < 2.14, which
+# clash with this project's pins: it gets its own virtualenv, used only by bench/wa_quix.py.
+QUIX_VENV := .venv-quix
+$(QUIX_VENV)/.installed: bench/requirements-quix.txt
+	test -x $(QUIX_VENV)/bin/python || $(PYTHON) -m venv $(QUIX_VENV)
+	$(QUIX_VENV)/bin/pip install -q --upgrade pip
+	$(QUIX_VENV)/bin/pip install -q -r bench/requirements-quix.txt
+	touch $@
+
+# Engine hot path without a broker, then ours vs Quix Streams vs raw confluent-kafka on one
+# local broker (prints the `windowed-agg eos: ...` / `windowed-agg alos: ...` lines).
+bench: setup $(QUIX_VENV)/.installed
 	$(PY) -m bench.engine
+	$(PY) -m bench.windowed_agg
 
 clean:
-	rm -rf $(VENV) .jars .pytest_cache
+	rm -rf $(VENV) $(QUIX_VENV) .jars .pytest_cache

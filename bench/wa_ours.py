@@ -41,6 +41,7 @@ def main() -> None:
     parser.add_argument("--guarantee", choices=["eos", "alos"], required=True)
     parser.add_argument("--state-dir", required=True)
     parser.add_argument("--commit-interval-ms", type=int, required=True)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -52,6 +53,7 @@ def main() -> None:
         "state.dir": args.state_dir,
         "default.key.serde": "string",
     }
+    config.update(item.split("=", 1) for item in args.set)  # experiments: --ours-set k=v
     app = KafkaStreams(topology(args.input, args.output), config)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

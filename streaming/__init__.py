@@ -69,6 +69,7 @@ __all__ = [
     "Processor",
     "Produced",
     "PunctuationType",
+    "QueryServer",
     "Record",
     "Repartitioned",
     "SessionWindow",
@@ -95,6 +96,7 @@ __all__ = [
 # The Kafka runtime imports confluent-kafka: load it on first use only.
 _RUNTIME_EXPORTS = {
     "KafkaStreams": "streaming.runtime.app",
+    "QueryServer": "streaming.query.server",
     "StreamsConfig": "streaming.runtime.config",
 }
 

@@ -69,15 +69,12 @@ def run(args: argparse.Namespace) -> int:
     for path in args.config or []:
         config.update(load_config_file(path))
     config.update(parse_sets(args.set or []))
-    topology = load_topology(args.topology, config)
-
     from streaming.runtime.app import KafkaStreams, State
+    from streaming.runtime.config import StreamsConfig
 
-    try:
-        app = KafkaStreams(topology, config)
-    except ConfigException as exc:
-        print(f"configuration error: {exc}", file=sys.stderr)
-        return 2
+    streams_config = StreamsConfig.from_mapping(config)  # config errors before any import
+    topology = load_topology(args.topology, config)
+    app = KafkaStreams(topology, streams_config)
     stop = _STOP
     if stop.is_set():
         return 0

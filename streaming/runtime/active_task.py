@@ -87,6 +87,7 @@ class ActiveTask:
             on_skipped=self._on_skipped,
         )
         self.stream_task.context.changelog_writer = self._log_change
+        self.stream_task.context.global_stores = thread.app.global_stores
         self.queues = self.stream_task.queues
 
     # -- state ----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from typing import Any
 from streaming.runtime.assignment import TopologyPlan, task_id
 from streaming.runtime.config import StreamsConfig
 from streaming.runtime.errors import StreamThreadExceptionResponse
+from streaming.runtime.global_thread import GlobalStreamThread
 from streaming.runtime.metadata import (
     NOT_AVAILABLE,
     UNAVAILABLE_HOST,
@@ -35,6 +36,7 @@ from streaming.runtime.metadata import (
 )
 from streaming.runtime.partitioner import default_partition
 from streaming.runtime.queries import InvalidStateStoreException, view_for
+from streaming.runtime.standby import StandbyManager
 from streaming.runtime.state_directory import StateDirectory
 from streaming.runtime.thread import StreamThread
 from streaming.runtime.topics import InternalTopicManager
@@ -111,6 +113,12 @@ class KafkaStreams:
         self._partition_counts: dict[str, int] = {}
         self.host_info = HostInfo.parse(self.config.application_server)
         self._errors: list[BaseException] = []
+        self.global_thread: GlobalStreamThread | None = None
+        self.standby: StandbyManager | None = None
+        #: store name -> global store, visible to every task (empty without global stores)
+        self.global_stores: dict[str, Any] = {}
+        #: the HTTP query server (streaming.query), when application.server is set
+        self.query_server: Any = None
 
     # -- state ----------------------------------------------------------------------------
 
@@ -176,8 +184,8 @@ class KafkaStreams:
             self.state_directory.lock()
             try:
                 self.process_id = self.state_directory.process_id()
-                if not self.config.client_id:
-                    self.client_id = f"{self.config.application_id}-{self.process_id}"
+                # the process id tells instances apart in the group (standby placement)
+                self.client_id = f"{self.client_id}-{self.process_id}"
                 from confluent_kafka.admin import AdminClient
 
                 self.admin = AdminClient(
@@ -204,12 +212,33 @@ class KafkaStreams:
                 self._directory = AssignmentDirectory(
                     self.plan, self.admin, self.config.application_id, self._local_assignment
                 )
+                if self.topology.global_stores:
+                    # like Kafka, the global stores are complete before any task starts
+                    self.global_thread = GlobalStreamThread(self)
+                    self.global_thread.bootstrap()
+                    self.global_stores = self.global_thread.stores
+                if self.config.application_server and self.config.query_server_enabled:
+                    # answers 503 until running; a taken port fails start() before any thread
+                    from streaming.query.server import QueryServer
+
+                    self.query_server = QueryServer(self).start()
             except BaseException:
+                if self.query_server is not None:
+                    self.query_server.stop()
+                    self.query_server = None
+                if self.global_thread is not None:
+                    self.global_thread.close()
+                    self.global_thread = None
                 self.state_directory.unlock()
                 raise
+            if self.global_thread is not None:
+                self.global_thread.start()
             self._set_state(State.REBALANCING)
             for _ in range(self.config.num_stream_threads):
                 self._start_thread()
+            if self.config.num_standby_replicas > 0:
+                self.standby = StandbyManager(self)
+                self.standby.start()
 
     def _start_thread(self) -> StreamThread:
         self._thread_index += 1
@@ -238,6 +267,9 @@ class KafkaStreams:
 
     def _finish_close(self, timeout: float | None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
+        if self.query_server is not None:
+            self.query_server.stop()
+            self.query_server = None
         for thread in list(self.threads):
             thread.shutdown()
         for thread in list(self.threads):
@@ -246,6 +278,19 @@ class KafkaStreams:
         if any(t.is_alive() for t in self.threads):
             return False
         self.threads = []
+        if self.standby is not None:
+            self.standby.shutdown()
+            if self.standby is not threading.current_thread():
+                self.standby.join(
+                    None if deadline is None else max(0.0, deadline - time.monotonic())
+                )
+        if self.global_thread is not None:
+            self.global_thread.shutdown()
+            if self.global_thread is not threading.current_thread():
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                self.global_thread.join(remaining)
+                if self.global_thread.is_alive():
+                    return False
         if self.state_directory is not None:
             self.state_directory.unlock()
         with self._state_lock:
@@ -304,6 +349,8 @@ class KafkaStreams:
     def _assignment_changed(self) -> None:
         if self._directory is not None:
             self._directory.invalidate()
+        if self.standby is not None:
+            self.standby.invalidate()
 
     def _thread_finished(self, thread: Any, exc: BaseException | None) -> None:
         if exc is None:
@@ -335,6 +382,13 @@ class KafkaStreams:
                 "SHUTDOWN_APPLICATION requested: librdkafka cannot signal the other instances "
                 "through the group protocol; shutting down this client"
             )
+        self._set_state(State.PENDING_ERROR)
+        threading.Thread(target=self._finish_close, args=(None,), daemon=True).start()
+
+    def _global_thread_failed(self, exc: BaseException) -> None:
+        self._errors.append(exc)
+        if self._state in (State.PENDING_SHUTDOWN, State.NOT_RUNNING, State.ERROR):
+            return
         self._set_state(State.PENDING_ERROR)
         threading.Thread(target=self._finish_close, args=(None,), daemon=True).start()
 
@@ -380,6 +434,9 @@ class KafkaStreams:
     def store(self, name: str) -> Any:
         """A read-only view (key-value / window / session) of store ``name`` on this instance."""
         builder = self.topology.store_builders.get(name)
+        if name in self.global_stores and self.global_thread is not None:
+            lock, store = self.global_thread.lock, self.global_stores[name]
+            return view_for(builder, name, lambda: [(lock, store)])
         if builder is None or name not in self.plan.store_to_subtopology:
             raise InvalidStateStoreException(
                 f"Cannot get state store {name} because no such store is registered in the "
@@ -420,10 +477,14 @@ class KafkaStreams:
                 raise ValueError("metadata_for_key needs a non-null key")
             partition = default_partition(raw, sub.num_tasks)
         assert self._directory is not None
-        owner = self._directory.owner(task_id(sub.id, partition))
-        if owner is None:
-            return KeyQueryMetadata(UNAVAILABLE_HOST, frozenset(), partition)
-        return KeyQueryMetadata(owner, frozenset(), partition)
+        tid = task_id(sub.id, partition)
+        owner = self._directory.owner(tid)
+        standbys = (
+            self._directory.standby_hosts(tid, self.config.num_standby_replicas)
+            if self.config.num_standby_replicas and sub.changelogs
+            else frozenset()
+        )
+        return KeyQueryMetadata(owner or UNAVAILABLE_HOST, standbys, partition)
 
     query_metadata_for_key = metadata_for_key
 
@@ -475,6 +536,7 @@ class KafkaStreams:
             "state": self._state.name,
             "threads": len([t for t in threads if t.is_alive()]),
             "tasks": sorted(self.local_tasks()),
+            "standby-tasks": self.standby.standby_task_ids() if self.standby is not None else [],
             "process-total": sum(m.processed for m in ms),
             "process-rate": sum(m.process_rate() for m in ms),
             "commit-total": commits,

@@ -71,11 +71,6 @@ class TopologyPlan:
     ) -> None:
         self.topology = topology
         self.application_id = application_id
-        if topology.global_stores:
-            raise TopologyValidationError(
-                "global stores / GlobalKTable are not supported by KafkaStreams yet; "
-                "use a KTable (builder.table) instead"
-            )
         decorate = lambda t: topology.decorate(t, application_id)  # noqa: E731
         self.internal_topics = {decorate(t): dict(p) for t, p in topology.internal_topics.items()}
         self.subtopologies: list[Subtopology] = []

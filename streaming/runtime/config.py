@@ -56,6 +56,8 @@ BUFFERED_RECORDS_PER_PARTITION = "buffered.records.per.partition"
 POLL_MS = "poll.ms"
 WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS = "windowstore.changelog.additional.retention.ms"
 CLIENT_ID = "client.id"
+#: ours (not Kafka's): serve interactive queries over HTTP at application.server
+QUERY_SERVER_ENABLED = "interactive.queries.http.enabled"
 
 KNOWN_KEYS = frozenset(
     {
@@ -85,6 +87,7 @@ KNOWN_KEYS = frozenset(
         POLL_MS,
         WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS,
         CLIENT_ID,
+        QUERY_SERVER_ENABLED,
         "topology.optimization",
         "upgrade.from",
         "metrics.recording.level",
@@ -159,6 +162,7 @@ class StreamsConfig:
     poll_ms: int
     window_changelog_additional_retention_ms: int
     client_id: str | None
+    query_server_enabled: bool = True
     consumer: dict[str, Any] = field(default_factory=dict)
     producer: dict[str, Any] = field(default_factory=dict)
     admin: dict[str, Any] = field(default_factory=dict)
@@ -251,12 +255,6 @@ class StreamsConfig:
                 ) from None
         threads = _int(cfg, NUM_STREAM_THREADS, 1, minimum=1)
         standbys = _int(cfg, NUM_STANDBY_REPLICAS, 0, minimum=0)
-        if standbys:
-            raise ConfigException(
-                f"{NUM_STANDBY_REPLICAS}={standbys} is not supported yet: standby replicas are "
-                "not implemented; state is restored from the changelog on the new owner. Set it "
-                "to 0."
-            )
         unknown = [
             k
             for k in cfg
@@ -285,6 +283,8 @@ class StreamsConfig:
             max_task_idle_ms=_int(cfg, MAX_TASK_IDLE_MS, 0, minimum=-1),
             cache_max_bytes=cache_bytes,
             application_server=None if server is None else str(server),
+            query_server_enabled=str(cfg.get(QUERY_SERVER_ENABLED, "true")).lower()
+            not in ("false", "0", "no"),
             default_key_serde=_serde(cfg, DEFAULT_KEY_SERDE),
             default_value_serde=_serde(cfg, DEFAULT_VALUE_SERDE),
             default_timestamp_extractor=extractor,
@@ -296,8 +296,10 @@ class StreamsConfig:
             repartition_purge_interval_ms=_int(
                 cfg, REPARTITION_PURGE_INTERVAL_MS, 30_000, minimum=0
             ),
+            # Kafka's default is 1000; pausing a librdkafka partition drops what it prefetched
+            # (it fetches again on resume), so a higher bound pauses far less often
             buffered_records_per_partition=_int(
-                cfg, BUFFERED_RECORDS_PER_PARTITION, 1000, minimum=1
+                cfg, BUFFERED_RECORDS_PER_PARTITION, 10_000, minimum=1
             ),
             poll_ms=_int(cfg, POLL_MS, 100, minimum=0),
             window_changelog_additional_retention_ms=_int(

@@ -77,6 +77,12 @@ class StreamsMetadata:
         return self.host_info.port
 
 
+def process_from_client_id(client_id: str | None) -> str:
+    """The instance part of a stream thread's consumer client id (before ``-StreamThread-``)."""
+    text = client_id or ""
+    return text.split("-StreamThread-", 1)[0] if "-StreamThread-" in text else text
+
+
 def server_from_client_id(client_id: str | None) -> str | None:
     """The ``host:port`` a stream thread's consumer client id carries, if any."""
     if not client_id or "@" not in client_id:
@@ -101,6 +107,9 @@ class AssignmentDirectory:
         self._lock = threading.Lock()
         self._instances: list[StreamsMetadata] = []
         self._task_owner: dict[str, HostInfo] = {}
+        self._task_process: dict[str, str] = {}
+        self._processes: list[str] = []
+        self._process_host: dict[str, HostInfo] = {}
         self._fetched_at = 0.0
         self._stale = True
 
@@ -121,6 +130,8 @@ class AssignmentDirectory:
         except Exception as exc:
             log.warning("Could not describe consumer group %s: %s", self.group_id, exc)
             members = []
+        task_process: dict[str, str] = {}
+        process_host: dict[str, HostInfo] = {}
         for member in members:
             host = HostInfo.parse(server_from_client_id(member.client_id))
             tps = {
@@ -129,6 +140,10 @@ class AssignmentDirectory:
             }
             meta = instances.setdefault(host, StreamsMetadata(host))
             meta.topic_partitions |= tps
+            process = process_from_client_id(member.client_id)
+            process_host[process] = host
+            for task in self.plan.tasks_for_partitions(tps):
+                task_process[task] = process
         local_host, _local_tasks, local_tps = self._local()
         if local_host != UNAVAILABLE_HOST:
             meta = instances.setdefault(local_host, StreamsMetadata(local_host))
@@ -142,6 +157,9 @@ class AssignmentDirectory:
                 meta.state_store_names.update(sub.stores)
         self._instances = sorted(instances.values(), key=lambda m: m.host_info)
         self._task_owner = owners
+        self._task_process = task_process
+        self._process_host = process_host
+        self._processes = sorted(process_host)
         self._fetched_at = now
         self._stale = False
 
@@ -160,3 +178,31 @@ class AssignmentDirectory:
                 self._refresh()
                 owner = self._task_owner.get(task)
             return owner
+
+    # -- standby replicas -----------------------------------------------------------------
+
+    def _standby_processes(self, task: str, replicas: int) -> list[str]:
+        """The instances keeping standby copies of ``task``: the next ``replicas`` instances
+        after the active one in sorted order (every instance computes the same answer)."""
+        active = self._task_process.get(task)
+        processes = self._processes
+        if active is None or replicas <= 0 or len(processes) < 2:
+            return []
+        start = processes.index(active) if active in processes else 0
+        ring = [processes[(start + i) % len(processes)] for i in range(1, len(processes))]
+        return ring[:replicas]
+
+    def standby_tasks(self, process: str, replicas: int, stateful: set[str]) -> set[str]:
+        """The stateful tasks instance ``process`` keeps standby copies of."""
+        with self._lock:
+            self._refresh()
+            return {task for task in stateful if process in self._standby_processes(task, replicas)}
+
+    def standby_hosts(self, task: str, replicas: int) -> frozenset[HostInfo]:
+        with self._lock:
+            self._refresh()
+            return frozenset(
+                self._process_host[p]
+                for p in self._standby_processes(task, replicas)
+                if self._process_host.get(p, UNAVAILABLE_HOST) != UNAVAILABLE_HOST
+            )

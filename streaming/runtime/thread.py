@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import (
@@ -98,6 +99,7 @@ class StreamThread(threading.Thread):
         self._repartition_offsets: dict[tuple[str, int], int] = {}
         self._closing = False
         self._busy = False
+        self._group_metadata: Any = None
         self._last_lag = 0.0
         #: consumer lag per assigned partition, refreshed about once a second
         self.lag: dict[tuple[str, int], int] = {}
@@ -422,11 +424,12 @@ class StreamThread(threading.Thread):
         try:
             self.collector.check()
             if tps:
+                if self._group_metadata is None:  # changes only with the group generation
+                    self._group_metadata = self.consumer.consumer_group_metadata()  # type: ignore[union-attr]
+                metadata = self._group_metadata
                 self._retrying(
                     lambda: producer.send_offsets_to_transaction(  # type: ignore[union-attr]
-                        tps,
-                        self.consumer.consumer_group_metadata(),  # type: ignore[union-attr]
-                        30,
+                        tps, metadata, 30
                     )
                 )
             self._retrying(lambda: producer.commit_transaction(60))  # type: ignore[union-attr]
@@ -538,6 +541,7 @@ class StreamThread(threading.Thread):
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         with self.lock:
+            self._group_metadata = None
             log.warning("Stream thread %s lost its partitions; closing tasks dirty", self.name)
             if self.config.exactly_once:
                 self._abort_quietly()
@@ -560,6 +564,7 @@ class StreamThread(threading.Thread):
         with self.lock:
             if self._closing:
                 return
+            self._group_metadata = None
             assigned = [(tp.topic, tp.partition) for tp in partitions]
             self._build_tasks(assigned)
             self._committed = {}
@@ -577,9 +582,11 @@ class StreamThread(threading.Thread):
             if task is None:
                 sub_id, partition = (int(x) for x in tid.split("_"))
                 sub = self.plan.subtopology_by_id[sub_id]
-                task = ActiveTask(tid, sub, partition, parts, self)
-                task.initialize()
-                self.tasks[tid] = task
+                standby = self.app.standby
+                with standby.activating(tid) if standby is not None else nullcontext():
+                    task = ActiveTask(tid, sub, partition, parts, self)
+                    task.initialize()
+                    self.tasks[tid] = task
             elif task.state != RESTORING:
                 task.state = RUNNING
         self.by_partition = {tp: t for t in self.tasks.values() for tp in t.input_partitions}

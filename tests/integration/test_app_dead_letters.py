@@ -8,7 +8,7 @@ import json
 import time
 
 from confluent_kafka import Consumer, TopicPartition
-from test_app_support import produce, read_all, unique
+from test_app_support import T0, produce, read_all, unique
 
 from streaming import StreamsBuilder, serdes
 from streaming.runtime.app import KafkaStreams, State
@@ -34,12 +34,12 @@ def test_poison_pills_go_to_the_dead_letter_topic(kafka_cluster, tmp_path):
     records = []
     for i in range(30):
         if i % 10 == 3:
-            records.append((b"bad", b"{not json", 1_000 + i))  # deserialization error
+            records.append((b"bad", b"{not json", T0 + i))  # deserialization error
         elif i % 10 == 7:
-            records.append((b"zero", json.dumps({"d": 0}).encode(), 1_000 + i))  # processing
+            records.append((b"zero", json.dumps({"d": 0}).encode(), T0 + i))  # processing
         else:
-            records.append((f"k{i}".encode(), json.dumps({"d": 4}).encode(), 1_000 + i))
-    records.append((b"last", b"\xff\xfe", 2_000))  # a poison pill at the end of the partition
+            records.append((f"k{i}".encode(), json.dumps({"d": 4}).encode(), T0 + i))
+    records.append((b"last", b"\xff\xfe", T0 + 100))  # a poison pill at the end of the partition
     produce(bootstrap, src, records)
     app_id = unique("dlq")
     config = {
@@ -106,7 +106,7 @@ def test_log_and_fail_stops_the_client(kafka_cluster, tmp_path):
     src, out = unique("in"), unique("out")
     kafka_cluster.create_topic(src, partitions=1)
     kafka_cluster.create_topic(out, partitions=1)
-    produce(bootstrap, src, [(b"a", b"{not json", 1)])
+    produce(bootstrap, src, [(b"a", b"{not json", T0)])
     seen = []
 
     def handler(exc):

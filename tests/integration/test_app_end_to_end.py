@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from test_app_support import (
+    T0,
     count_and_copy,
     last_value_per_key,
     long_value,
@@ -14,7 +15,7 @@ from test_app_support import (
     wait_for,
 )
 
-from streaming import serdes
+from streaming import Processor, PunctuationType, Record, Topology, serdes
 from streaming.runtime.app import KafkaStreams, State
 from streaming.runtime.state_directory import read_checkpoint
 
@@ -32,7 +33,7 @@ def test_count_and_copy(kafka_cluster, tmp_path, guarantee):
     produce(
         bootstrap,
         names["in"],
-        ((f"k{i % KEYS}".encode(), str(i).encode(), 1_000 + i) for i in range(N)),
+        ((f"k{i % KEYS}".encode(), str(i).encode(), T0 + i) for i in range(N)),
     )
     app_id = unique("e2e")
     config = {
@@ -100,3 +101,87 @@ def test_count_and_copy(kafka_cluster, tmp_path, guarantee):
     for partition in (0, 1):
         checkpoint = read_checkpoint(tmp_path / "state" / app_id / f"0_{partition}")
         assert checkpoint is not None and checkpoint[(changelog, partition)] > 0
+
+
+class _Ticker(Processor):
+    """Counts records; a wall-clock punctuator forwards the count, a stream-time one the
+    stream time it saw."""
+
+    def init(self, context):
+        self.context = context
+        self.seen = 0
+        context.schedule(200, PunctuationType.WALL_CLOCK_TIME, self._wall)
+        context.schedule(1_000, PunctuationType.STREAM_TIME, self._stream)
+
+    def process(self, record):
+        self.seen += 1
+
+    def _wall(self, timestamp):
+        self.context.forward(Record("wall", str(self.seen), timestamp))
+
+    def _stream(self, timestamp):
+        self.context.forward(Record("stream", str(timestamp), timestamp))
+
+
+def test_punctuation_runs_on_wall_clock_and_stream_time(kafka_cluster, tmp_path):
+    bootstrap = kafka_cluster.bootstrap_servers
+    src, out = unique("in"), unique("out")
+    kafka_cluster.create_topic(src, partitions=1)
+    kafka_cluster.create_topic(out, partitions=1)
+    topology = Topology()
+    topology.add_source("src", src, key_serde=serdes.String(), value_serde=serdes.String())
+    topology.add_processor("ticker", _Ticker, "src")
+    topology.add_sink("sink", out, "ticker", key_serde=serdes.String(), value_serde=serdes.String())
+    app = KafkaStreams(
+        topology,
+        {
+            "application.id": unique("punct"),
+            "bootstrap.servers": bootstrap,
+            "state.dir": str(tmp_path),
+            "commit.interval.ms": 100,
+        },
+    )
+    app.start()
+    try:
+        assert app.wait_until(State.RUNNING, 60)
+        produce(bootstrap, src, ((b"k", b"v", T0 + i * 500) for i in range(5)))
+
+        def enough(msgs):
+            values = [(m[3], m[4]) for m in msgs]
+            return (b"wall", b"5") in values and sum(1 for k, _ in values if k == b"stream") >= 3
+
+        msgs = read_all(bootstrap, [out], until=enough, timeout=30)
+        stream_times = [int(m[4]) for m in msgs if m[3] == b"stream"]
+        # stream-time punctuation at multiples of 1 s as stream time passes them
+        assert stream_times[:3] == [T0, T0 + 1_000, T0 + 2_000]
+        assert app.metrics()["punctuate-total"] >= 1
+    finally:
+        assert app.close(60)
+
+
+def test_start_fails_fast_on_missing_or_mispartitioned_topics(kafka_cluster, tmp_path):
+    from streaming import StreamsBuilder
+    from streaming.runtime.assignment import TopologyValidationError
+
+    bootstrap = kafka_cluster.bootstrap_servers
+    left, right = unique("left"), unique("right")
+    kafka_cluster.create_topic(left, partitions=2)
+    config = {
+        "application.id": unique("bad"),
+        "bootstrap.servers": bootstrap,
+        "state.dir": str(tmp_path),
+    }
+
+    def joined():
+        builder = StreamsBuilder()
+        builder.stream(left).join(builder.table(right), lambda a, b: a).to(unique("out"))
+        return builder.build()
+
+    app = KafkaStreams(joined(), config)
+    with pytest.raises(TopologyValidationError, match=rf"\['{right}'\] do not exist"):
+        app.start()
+    assert app.state is State.CREATED
+    kafka_cluster.create_topic(right, partitions=3)
+    app = KafkaStreams(joined(), config)  # the state directory lock was released
+    with pytest.raises(TopologyValidationError, match="not co-partitioned"):
+        app.start()

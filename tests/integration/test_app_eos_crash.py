@@ -6,12 +6,14 @@ exact count."""
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
 from collections import Counter
 
 from test_app_support import (
+    T0,
     long_value,
     produce,
     read_all,
@@ -44,7 +46,8 @@ def test_exactly_once_survives_sigkill(kafka_cluster, tmp_path):
         "test.copy": names["copy"],
         "test.counts": names["counts"],
     }
-    rng = random.Random(20261122)
+    seed = int(os.environ.get("STREAMING_CRASH_SEED", "20261122"))
+    rng = random.Random(seed)
 
     def feed():  # about 15 s of input: the kills land while records keep coming
         for start in range(0, N, 50):
@@ -52,7 +55,7 @@ def test_exactly_once_survives_sigkill(kafka_cluster, tmp_path):
                 bootstrap,
                 names["in"],
                 (
-                    (f"k{i % KEYS}".encode(), str(i).encode(), 1_000 + i)
+                    (f"k{i % KEYS}".encode(), str(i).encode(), T0 + i)
                     for i in range(start, start + 50)
                 ),
             )
@@ -69,7 +72,7 @@ def test_exactly_once_survives_sigkill(kafka_cluster, tmp_path):
     proc = spawn_app("test_app_support:count_and_copy", settings, log_path=log_path)
     code = None
     try:
-        assert feeder.is_alive(), "the input was complete before the last kill"
+        assert feeder.is_alive(), f"the input was complete before the last kill (seed {seed})"
         feeder.join(120)
         assert not feeder.is_alive()
 
@@ -87,7 +90,7 @@ def test_exactly_once_survives_sigkill(kafka_cluster, tmp_path):
     assert code == 0, log_text[-3000:]
     copies = Counter(int(m[4]) for m in msgs if m[0] == names["copy"])
     duplicates = {v: c for v, c in copies.items() if c > 1}
-    assert not duplicates, f"duplicated in the copy: {sorted(duplicates)[:20]}"
+    assert not duplicates, f"duplicated in the copy (seed {seed}): {sorted(duplicates)[:20]}"
     assert sorted(copies) == list(range(N)), f"missing: {sorted(set(range(N)) - set(copies))[:20]}"
     series: dict[str, list[int]] = {}
     for t, _p, _o, k, v, _h in msgs:

@@ -3,7 +3,7 @@ own tasks, and metadata_for_key / all_metadata_for_store agree on who hosts what
 
 from __future__ import annotations
 
-from test_app_support import last_value_per_key, long_value, produce, read_all, unique, wait_for
+from test_app_support import T0, last_value_per_key, long_value, produce, read_all, unique, wait_for
 
 from streaming import StreamsBuilder, TimeWindows, serdes
 from streaming.runtime.app import KafkaStreams, State
@@ -57,7 +57,7 @@ def test_queries_and_metadata_from_two_instances(kafka_cluster, tmp_path):
         produce(
             bootstrap,
             source,
-            ((k.encode(), b"v", 10_000 + j) for j in range(PER_KEY) for k in keys),
+            ((k.encode(), b"v", T0 + j) for j in range(PER_KEY) for k in keys),
         )
 
         def counted(msgs):
@@ -75,10 +75,10 @@ def test_queries_and_metadata_from_two_instances(kafka_cluster, tmp_path):
             other = b if owner is a else a
             assert owner.store("counts").get(key) == PER_KEY
             assert other.store("counts").get(key) is None
-            # window store: all five records fall in the window [10000, 11000)
-            assert owner.store("windows").fetch(key, 10_000) == PER_KEY
-            assert owner.store("windows").fetch(key, 0, 20_000) == [(10_000, PER_KEY)]
-            assert other.store("windows").fetch(key, 10_000) is None
+            # window store: all five records fall in the window [T0, T0 + 1000)
+            assert owner.store("windows").fetch(key, T0) == PER_KEY
+            assert owner.store("windows").fetch(key, T0 - 5_000, T0 + 5_000) == [(T0, PER_KEY)]
+            assert other.store("windows").fetch(key, T0) is None
         total = sum(len(app.store("counts").all()) for app in apps.values())
         assert total == KEYS
         for store in ("counts", "windows"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from test_app_support import (
+    T0,
     count_and_copy,
     last_value_per_key,
     long_value,
@@ -50,7 +51,7 @@ def test_restore_after_state_deleted(kafka_cluster, tmp_path, guarantee):
     names = {k: unique(k) for k in ("in", "copy", "counts")}
     for topic in names.values():
         kafka_cluster.create_topic(topic, partitions=2)
-    produce(bootstrap, names["in"], ((f"k{i % KEYS}".encode(), b"x", 1_000 + i) for i in range(N)))
+    produce(bootstrap, names["in"], ((f"k{i % KEYS}".encode(), b"x", T0 + i) for i in range(N)))
     config = {
         "application.id": unique("restore"),
         "bootstrap.servers": bootstrap,
@@ -101,7 +102,7 @@ def test_restore_after_state_deleted(kafka_cluster, tmp_path, guarantee):
         assert metrics["restore-records-total"] == N
         assert all(p["done"] for p in metrics["restore-progress"].values())
         # new input continues from the restored counts
-        produce(bootstrap, names["in"], ((b"k0", b"y", 5_000),))
+        produce(bootstrap, names["in"], ((b"k0", b"y", T0 + N),))
 
         def k0_done(msgs):
             return (

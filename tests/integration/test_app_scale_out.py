@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 from test_app_support import (
+    T0,
     group_assignment,
     long_value,
     produce,
@@ -22,7 +23,7 @@ PHASE = 800
 
 
 def _records(start, stop):
-    return ((f"k{i % KEYS}".encode(), str(i).encode(), 1_000 + i) for i in range(start, stop))
+    return ((f"k{i % KEYS}".encode(), str(i).encode(), T0 + i) for i in range(start, stop))
 
 
 def test_two_instances_share_and_take_over(kafka_cluster, tmp_path):

@@ -16,6 +16,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
+#: record timestamps of the tests: recent, so broker retention (24 h) never deletes them;
+#: a multiple of 10 s so that small tumbling windows start exactly there
+T0 = int(time.time() * 1000) // 10_000 * 10_000
 
 
 def unique(prefix: str) -> str:

@@ -193,11 +193,19 @@ def test_health_sensor_observes_lag(kafka_cluster, tmp_path) -> None:
         "orders",
         [("o1", {"order_id": "o1"}, T0), ("o2", {"order_id": "o2"}, T0)],
     )
-    # the windowed-revenue group committed one of the two orders
+    # the windowed-revenue group is one record behind: everything else committed (the
+    # session's broker is shared, so "orders" may hold other tests' records)
     consumer = Consumer(
         {"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": "windowed-revenue"}
     )
-    consumer.commit(offsets=[TopicPartition("orders", 0, 1)], asynchronous=False)
+    partitions = consumer.list_topics("orders", timeout=10).topics["orders"].partitions
+    offsets = []
+    for p in sorted(partitions):
+        _low, high = consumer.get_watermark_offsets(TopicPartition("orders", p), timeout=10)
+        offsets.append(TopicPartition("orders", p, high))
+    busiest = max(offsets, key=lambda tp: tp.offset)
+    busiest.offset -= 1
+    consumer.commit(offsets=offsets, asynchronous=False)
     consumer.close()
     status_dir = tmp_path / "supervisor"
     status_dir.mkdir()

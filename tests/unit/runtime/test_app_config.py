@@ -66,7 +66,7 @@ def test_strings_from_properties_files_are_parsed_and_prefixes_split():
         ({"application.server": "nohostport"}, "host:port"),
         ({"default.value.serde": "avro"}, "unknown serde"),
         ({"default.deserialization.exception.handler": "retry"}, "log_and_continue"),
-        ({"num.standby.replicas": 1}, "standby replicas are not implemented"),
+        ({"num.standby.replicas": -1}, "at least 0"),
         ({"consumer.group.id": "other"}, "KafkaStreams manages it"),
         ({"producer.transactional.id": "x"}, "KafkaStreams manages it"),
     ],

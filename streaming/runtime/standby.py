@@ -1,0 +1,261 @@
+"""Standby replicas (``num.standby.replicas``): warm copies of other instances' task state.
+
+librdkafka runs the partition assignment itself, so standby tasks are placed outside of it:
+every instance reads the consumer group (``AssignmentDirectory``), and the standbys of a
+task are the next ``num.standby.replicas`` instances after its active owner in sorted order
+of instance ids (each instance computes the same answer). An instance keeps, for each of
+its standby tasks, the task's logged stores under ``state.dir/<application.id>/<task>/``
+and follows their changelogs (``read_committed``) with its own consumer, writing the
+checkpoint every ``commit.interval.ms``. When the task becomes active here, the standby is
+closed first (checkpoint written) and the active task restores only the changelog records
+written since.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from streaming.runtime.assignment import Subtopology, task_id
+from streaming.runtime.metadata import process_from_client_id
+from streaming.runtime.state_directory import read_checkpoint, wipe_task_dir, write_checkpoint
+from streaming.state.api import InMemoryStateStoreContext
+
+if TYPE_CHECKING:
+    from streaming.runtime.app import KafkaStreams
+
+log = logging.getLogger(__name__)
+
+REFRESH_S = 2.0
+
+
+class StandbyTask:
+    """The logged stores of one task, kept up to date from their changelogs."""
+
+    def __init__(self, tid: str, sub: Subtopology, partition: int, app: KafkaStreams) -> None:
+        self.id = tid
+        self.partition = partition
+        self.app = app
+        self.task_dir = app.state_directory.task_dir(tid)
+        self.changelogs = {store: spec.topic for store, spec in sub.changelogs.items()}
+        self.stores: dict[str, Any] = {}
+        self.callbacks: dict[str, Any] = {}
+        self.offsets: dict[tuple[str, int], int | None] = {}
+        self.applied = 0
+
+    def open(self) -> None:
+        checkpoint = read_checkpoint(self.task_dir)
+        if checkpoint is None:
+            wipe_task_dir(self.task_dir)
+        cfg = self.app.config
+        context = InMemoryStateStoreContext(
+            application_id=cfg.application_id,
+            task_id=self.id,
+            state_dir=self.task_dir,
+            app_configs=self.app.app_configs,
+            default_key_serde=cfg.default_key_serde,
+            default_value_serde=cfg.default_value_serde,
+        )
+        try:
+            for name, topic in self.changelogs.items():
+                store = self.app.topology.store_builders[name].build()
+                store.init(context, store)
+                self.stores[name] = store
+                self.callbacks[topic] = context.registered.get(name)
+                self.offsets[(topic, self.partition)] = (checkpoint or {}).get(
+                    (topic, self.partition)
+                )
+        except BaseException:
+            self._close_stores()
+            raise
+
+    def topic_partitions(self) -> Iterator[TopicPartition]:
+        for (topic, partition), offset in self.offsets.items():
+            yield TopicPartition(topic, partition, OFFSET_BEGINNING if offset is None else offset)
+
+    def apply(
+        self, tp: tuple[str, int], batch: list[tuple[bytes, bytes | None, int]], next_offset: int
+    ) -> None:
+        callback = self.callbacks.get(tp[0])
+        if callback is not None:
+            callback(batch)
+            self.applied += len(batch)
+        self.offsets[tp] = next_offset
+
+    def checkpoint(self) -> None:
+        for store in self.stores.values():
+            store.flush()
+            inner = store.inner() if hasattr(store, "inner") else store
+            force = getattr(inner, "force_flush", None)
+            if force is not None:
+                force()
+        known = {tp: o for tp, o in self.offsets.items() if o is not None}
+        if len(known) == len(self.offsets):
+            write_checkpoint(self.task_dir, known)
+
+    def close(self) -> None:
+        try:
+            self.checkpoint()
+        finally:
+            self._close_stores()
+
+    def _close_stores(self) -> None:
+        for store in self.stores.values():
+            with contextlib.suppress(Exception):
+                store.close()
+        self.stores.clear()
+
+
+class StandbyManager(threading.Thread):
+    """Opens, updates and closes this instance's standby tasks."""
+
+    def __init__(self, app: KafkaStreams) -> None:
+        super().__init__(name=f"{app.config.application_id}-StandbyUpdater", daemon=True)
+        self.app = app
+        self.replicas = app.config.num_standby_replicas
+        self.lock = threading.RLock()
+        self.tasks: dict[str, StandbyTask] = {}
+        self._stop_event = threading.Event()
+        self._consumer: Consumer | None = None
+        self._refresh_needed = True
+        self._reassign_needed = False
+        self.stateful = {
+            task_id(sub.id, p)
+            for sub in app.plan.subtopologies
+            if sub.changelogs
+            for p in range(sub.num_tasks)
+        }
+        self.process = process_from_client_id(f"{app.client_id}-StreamThread-1-consumer")
+
+    def invalidate(self) -> None:
+        self._refresh_needed = True
+
+    def shutdown(self) -> None:
+        self._stop_event.set()
+
+    @contextlib.contextmanager
+    def activating(self, tid: str) -> Iterator[None]:
+        """Held by a stream thread while it turns ``tid`` into an active task here."""
+        with self.lock:
+            standby = self.tasks.pop(tid, None)
+            if standby is not None:
+                log.info("Standby task %s becomes active", tid)
+                standby.close()
+                self._reassign_needed = True  # the consumer is only used by its own thread
+            yield
+
+    # -- loop -----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        cfg = self.app.config
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": cfg.bootstrap_servers,
+                "group.id": f"{cfg.application_id}-standby-unused",
+                "client.id": f"{self.app.client_id}-standby-consumer",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+                "logger": self.app.client_logger,
+            }
+        )
+        last_refresh = 0.0
+        last_checkpoint = time.monotonic()
+        try:
+            while not self._stop_event.is_set():
+                now = time.monotonic()
+                if self._refresh_needed or now - last_refresh >= REFRESH_S:
+                    self._refresh_needed = False
+                    last_refresh = now
+                    self._refresh()
+                if self._reassign_needed:
+                    self._reassign_needed = False
+                    with self.lock:
+                        self._reassign()
+                if not self.tasks:
+                    self._stop_event.wait(0.2)
+                    continue
+                self._poll()
+                if (now - last_checkpoint) * 1000 >= max(cfg.commit_interval_ms, 1000):
+                    last_checkpoint = now
+                    with self.lock:
+                        for task in self.tasks.values():
+                            task.checkpoint()
+        except Exception:
+            log.exception("Standby updater failed; standby replicas stop updating")
+        finally:
+            with self.lock:
+                for task in self.tasks.values():
+                    with contextlib.suppress(Exception):
+                        task.close()
+                self.tasks.clear()
+                consumer, self._consumer = self._consumer, None
+                consumer.close()
+
+    def _refresh(self) -> None:
+        directory = self.app._directory
+        if directory is None:
+            return
+        wanted = directory.standby_tasks(self.process, self.replicas, self.stateful)
+        with self.lock:
+            active = set(self.app.local_tasks())
+            wanted -= active
+            changed = False
+            for tid in list(self.tasks):
+                if tid not in wanted:
+                    self.tasks.pop(tid).close()
+                    changed = True
+            for tid in sorted(wanted - set(self.tasks)):
+                sub_id, partition = (int(x) for x in tid.split("_"))
+                task = StandbyTask(
+                    tid, self.app.plan.subtopology_by_id[sub_id], partition, self.app
+                )
+                try:
+                    task.open()
+                except Exception as exc:  # e.g. the active task is still closing its stores
+                    log.info("Standby task %s not opened yet: %s", tid, exc)
+                    self._refresh_needed = True
+                    continue
+                log.info("Standby task %s opened", tid)
+                self.tasks[tid] = task
+                changed = True
+            if changed:
+                self._reassign()
+
+    def _reassign(self) -> None:
+        if self._consumer is None:
+            return
+        tps = [tp for task in self.tasks.values() for tp in task.topic_partitions()]
+        if tps:
+            self._consumer.assign(tps)
+        else:
+            self._consumer.unassign()
+
+    def _poll(self) -> None:
+        assert self._consumer is not None
+        msgs = self._consumer.consume(num_messages=2000, timeout=0.2)
+        if not msgs:
+            return
+        batches: dict[tuple[str, int], list[tuple[bytes, bytes | None, int]]] = {}
+        ends: dict[tuple[str, int], int] = {}
+        for msg in msgs:
+            if msg.error() is not None:
+                continue
+            tp = (msg.topic(), msg.partition())
+            batches.setdefault(tp, []).append((msg.key(), msg.value(), msg.timestamp()[1]))
+            ends[tp] = msg.offset() + 1
+        with self.lock:
+            by_partition = {tp: task for task in self.tasks.values() for tp in task.offsets}
+            for tp, batch in batches.items():
+                task = by_partition.get(tp)
+                if task is not None:
+                    task.apply(tp, batch, ends[tp])
+
+    def standby_task_ids(self) -> list[str]:
+        return sorted(self.tasks)

@@ -1,0 +1,108 @@
+"""max.task.idle.ms as Kafka's PartitionGroup.readyToProcess, on an ActiveTask built without a
+broker (the record collector only collects)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from streaming import StreamsBuilder, serdes
+from streaming.runtime.active_task import ActiveTask
+from streaming.runtime.assignment import TopologyPlan
+from streaming.runtime.config import StreamsConfig
+from streaming.runtime.metrics import ThreadMetrics
+from streaming.runtime.state_directory import StateDirectory
+from streaming.runtime.task import ConsumerRecord
+
+
+class Collector:
+    dead_letter_topic = None
+
+    def __init__(self):
+        self.sent = []
+
+    def send(self, topic, key, value, timestamp, headers=(), record=None, partitioner=None):
+        self.sent.append((topic, key, value, timestamp))
+
+    def send_to_partition(self, topic, partition, key, value, timestamp, headers=()):
+        self.sent.append((topic, key, value, timestamp))
+
+
+def _task(tmp_path, idle_ms):
+    builder = StreamsBuilder()
+    left = builder.stream("left", key_serde=serdes.String(), value_serde=serdes.String())
+    right = builder.stream("right", key_serde=serdes.String(), value_serde=serdes.String())
+    left.merge(right).to("out")
+    topology = builder.build()
+    config = StreamsConfig.from_mapping(
+        {"application.id": "idle", "bootstrap.servers": "x:1", "max.task.idle.ms": idle_ms}
+    )
+    plan = TopologyPlan(topology, "idle")
+    plan.resolve(lambda topics: dict.fromkeys(topics, 1))
+    collector = Collector()
+    thread = SimpleNamespace(
+        config=config,
+        state_directory=StateDirectory(tmp_path, "idle"),
+        collector=collector,
+        topology=topology,
+        app_configs=config.app_configs(),
+        wall_clock_ms=lambda: 0,
+        cache=None,
+        metrics=ThreadMetrics(),
+        app=SimpleNamespace(global_stores={}),
+    )
+    sub = plan.subtopologies[0]
+    task = ActiveTask("0_0", sub, 0, [("left", 0), ("right", 0)], thread)
+    task.initialize()
+    return task, collector
+
+
+def _rec(topic, offset, ts):
+    return ConsumerRecord(topic, 0, offset, ts, b"k", f"{topic}{offset}".encode())
+
+
+def test_waits_for_the_empty_partition_then_enforces_processing(tmp_path):
+    task, collector = _task(tmp_path, 100)
+    task.add_records([_rec("left", 0, 10)])
+    lag = {("right", 0): 0}
+    assert not task.ready(1_000, lag.get)  # caught up but empty: idle for up to 100 ms
+    assert not task.ready(1_099, lag.get)
+    assert task.ready(1_100, lag.get)  # enforced processing
+    task.process_one()
+    assert [v for _, _, v, _ in collector.sent] == [b'"left0"']
+
+
+def test_lag_means_data_is_coming(tmp_path):
+    task, _ = _task(tmp_path, 0)
+    task.add_records([_rec("left", 0, 10)])
+    assert not task.ready(5_000, {("right", 0): 3}.get)
+    assert task.ready(5_000, {("right", 0): 0}.get)  # max.task.idle.ms=0: process at once
+
+
+def test_both_buffered_is_ready_and_picks_the_smaller_timestamp(tmp_path):
+    task, collector = _task(tmp_path, 100)
+    task.add_records([_rec("left", 0, 20), _rec("right", 0, 10)])
+    assert task.ready(0, {}.get)
+    task.process_one()
+    task.process_one()
+    assert [v for _, _, v, _ in collector.sent] == [b'"right0"', b'"left0"']
+
+
+@pytest.mark.parametrize(("idle", "ready"), [(-1, True), (0, False)])
+def test_unknown_lag(tmp_path, idle, ready):
+    task, _ = _task(tmp_path, idle)
+    task.add_records([_rec("left", 0, 10)])
+    # -1 disables idling; with an unknown lag the task waits a little before enforcing
+    assert task.ready(0, {}.get) is ready
+    assert task.ready(10_000, {}.get)
+
+
+def test_committable_offsets_use_position_when_drained(tmp_path):
+    task, _ = _task(tmp_path, -1)
+    task.add_records([_rec("left", 5, 10), _rec("left", 6, 11)])
+    task.process_one()
+    positions = {("left", 0): 9, ("right", 0): 4}
+    assert task.committable_offsets(positions.get) == {("left", 0): 6, ("right", 0): 4}
+    task.process_one()
+    assert task.committable_offsets(positions.get) == {("left", 0): 9, ("right", 0): 4}
