@@ -209,8 +209,10 @@ def produce(
     *,
     realtime: bool = False,
     producer_config: dict[str, Any] | None = None,
+    topics: dict[str, str] | None = None,
 ) -> int:
-    """Send the events of ``config`` to Kafka; paced by ``emit_ms`` when ``realtime``."""
+    """Send the events of ``config`` to Kafka; paced by ``emit_ms`` when ``realtime``;
+    ``topics`` renames topics (platform name -> topic written)."""
     from confluent_kafka import Producer
 
     producer = Producer(
@@ -218,9 +220,13 @@ def produce(
             "bootstrap.servers": bootstrap_servers,
             "linger.ms": 20,
             "enable.idempotence": True,
+            # Java's default partitioner (what Kafka Streams and the stream apps use), so
+            # keyed topics are co-partitioned with what the applications write
+            "partitioner": "murmur2_random",
             **(producer_config or {}),
         }
     )
+    rename = topics or {}
     began = time.monotonic()
     sent = 0
     try:
@@ -233,7 +239,7 @@ def produce(
             while True:
                 try:
                     producer.produce(
-                        event.topic,
+                        rename.get(event.topic, event.topic),
                         key=None if event.key is None else event.key.encode(),
                         value=event.value,
                         timestamp=event.timestamp,
@@ -251,8 +257,8 @@ def produce(
     return sent
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line entry point: ``python -m assets.generator``."""
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line options of ``python -m assets.generator``."""
     import os
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -269,20 +275,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fast", action="store_true", help="send as fast as possible")
     parser.add_argument("--create-topics", action="store_true", help="create the topics first")
     args = parser.parse_args(argv)
+    if args.duration is None and args.fast:
+        parser.error("--fast needs --duration")
+    return args
+
+
+def config_from_args(args: argparse.Namespace) -> GeneratorConfig:
+    """The generator config of parsed options; events start now unless ``--start-ms``."""
     start_ms = args.start_ms if args.start_ms is not None else int(time.time() * 1000)
-    config = GeneratorConfig(
+    return GeneratorConfig(
         seed=args.seed,
         start_ms=start_ms,
         duration_s=args.duration,
         orders_per_second=args.rate,
         customers=args.customers,
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry point: ``python -m assets.generator``."""
+    args = parse_args(argv)
+    config = config_from_args(args)
     if args.create_topics:
         from assets.topics import create_topics
 
         create_topics(args.bootstrap)
-    if args.duration is None and args.fast:
-        parser.error("--fast needs --duration")
     sent = produce(config, args.bootstrap, realtime=not args.fast)
     print(f"sent {sent} events", file=sys.stderr)
     return 0

@@ -68,6 +68,12 @@ def prepare_dagster_home(home: Path = DAGSTER_HOME) -> Path:
     return home
 
 
+def generator_command(python: str, bootstrap: str, rate: float) -> list[str]:
+    """The generator's command line: real time, events stamped from now on (no
+    ``--start-ms``: records older than the topics' retention would be deleted at once)."""
+    return [python, "-m", "assets.generator", "--bootstrap", bootstrap, "--rate", str(rate)]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the platform until Ctrl-C."""
     parser = argparse.ArgumentParser(description="Run the platform (Kafka, apps, Dagster UI)")
@@ -125,19 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             children.append(
                 (
                     "generator",
-                    _start(
-                        "generator",
-                        [
-                            py,
-                            "-m",
-                            "assets.generator",
-                            "--bootstrap",
-                            bootstrap,
-                            "--rate",
-                            str(args.rate),
-                        ],
-                        env,
-                    ),
+                    _start("generator", generator_command(py, bootstrap, args.rate), env),
                     signal.SIGTERM,
                     15.0,
                 )

@@ -34,13 +34,20 @@ class StreamAppsResource(ConfigurableResource):
         default_factory=lambda: os.environ.get("STREAM_PROCESSING_GUARANTEE", "exactly_once_v2")
     )
     commit_interval_ms: int | None = None
+    app_settings: dict[str, Any] = Field(
+        default_factory=dict,
+        description="StreamAppConfig overrides (topic names, window sizes) of every application",
+    )
+    streams_config: dict[str, Any] = Field(
+        default_factory=dict, description="extra Kafka Streams config of every application"
+    )
     supervisor_instance: str = "supervisor"
     report_interval_s: float = 10.0
     max_healthy_lag: int = 10_000
 
     def app_config(self) -> StreamAppConfig:
         """Topics and business parameters of the applications."""
-        return StreamAppConfig()
+        return StreamAppConfig.of(self.app_settings)
 
     def runner(
         self,
@@ -59,7 +66,7 @@ class StreamAppsResource(ConfigurableResource):
             instance=instance,
             processing_guarantee=self.processing_guarantee,
             commit_interval_ms=self.commit_interval_ms,
-            extra=dict(extra or {}),
+            extra={**self.streams_config, **(extra or {})},
         )
         return StreamAppRunner(
             STREAM_APPS[app],

@@ -41,6 +41,9 @@ from assets.streams.apps import STREAM_APPS, StreamApp
 from assets.streams.config import StreamAppConfig
 from resources.kafka import KafkaResource
 from resources.stream_apps import StreamAppsResource
+from streaming.dsl.processors.window_aggregate import (
+    EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION,
+)
 
 STREAMS_GROUP = "streams"
 RAW_GROUP = "kafka_raw"
@@ -174,7 +177,7 @@ def build_stream_asset(app: StreamApp) -> Any:
         runner = stream_apps.runner(
             app.name,
             kafka.bootstrap_servers,
-            instance=f"run-{context.run_id[:8]}",
+            instance=f"run-{context.run.run_id[:8]}",
             application_id=config.application_id or None,
         )
         runner.start()
@@ -184,6 +187,8 @@ def build_stream_asset(app: StreamApp) -> Any:
             runner.application_id,
             runner.settings.state_dir,
         )
+        # the topics this run writes (the asset keys name the default topics)
+        written = dict(zip(outputs, app.output_topics(runner.config), strict=False))
         began = time.monotonic()
         last_sent = 0
         caught_up_since: float | None = None
@@ -197,7 +202,11 @@ def build_stream_asset(app: StreamApp) -> Any:
                 due = int(elapsed) % max(1, int(config.report_interval_s)) == 0
                 done = config.max_runtime_s and elapsed >= config.max_runtime_s
                 if config.stop_when_caught_up:
-                    lag = kafka.consumer_lag(runner.application_id, app.input_topics(runner.config))
+                    lag = kappa.group_lag(
+                        kafka.bootstrap_servers,
+                        runner.application_id,
+                        app.input_topics(runner.config),
+                    )
                     if lag and sum(lag.values()) == 0 and runner.state == "RUNNING":
                         caught_up_since = caught_up_since or time.monotonic()
                         done = done or time.monotonic() - caught_up_since >= config.settle_s
@@ -217,7 +226,7 @@ def build_stream_asset(app: StreamApp) -> Any:
                                 asset_key=topic_key(topic),
                                 metadata={
                                     **meta,
-                                    "end_offsets": sum(kafka.end_offsets(topic).values()),
+                                    "end_offsets": sum(kafka.end_offsets(written[topic]).values()),
                                 },
                             )
                         )
@@ -238,7 +247,10 @@ def build_stream_asset(app: StreamApp) -> Any:
         for topic in outputs:
             yield MaterializeResult(
                 asset_key=topic_key(topic),
-                metadata={**meta, "end_offsets": sum(kafka.end_offsets(topic).values())},
+                metadata={
+                    **meta,
+                    "end_offsets": sum(kafka.end_offsets(written[topic]).values()),
+                },
             )
 
     return _stream
@@ -280,14 +292,17 @@ def kappa_replay(
     stream_apps: StreamAppsResource,
 ):
     app = STREAM_APPS[config.app]
-    suffix = f"replay-{context.run_id[:8]}-{uuid.uuid4().hex[:4]}"
+    suffix = f"replay-{context.run.run_id[:8]}-{uuid.uuid4().hex[:4]}"
     base = stream_apps.app_config()
     runner = stream_apps.runner(
         app.name,
         kafka.bootstrap_servers,
-        instance=f"replay-{context.run_id[:8]}",
+        instance=f"replay-{context.run.run_id[:8]}",
         application_id=f"{app.name}-{suffix}",
         config=kappa.replay_config(app, base, suffix),
+        # a replay reads a backlog and stops once caught up: emit closed windows at every
+        # record, not once a wall-clock second (the tail would never be emitted)
+        extra={EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION: 0},
     )
     seconds = kappa.run_until_caught_up(
         runner, kafka.bootstrap_servers, timeout_s=config.timeout_s, log=context.log.info

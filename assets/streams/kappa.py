@@ -92,6 +92,12 @@ def replay_config(app: StreamApp, base: StreamAppConfig, suffix: str) -> StreamA
     return replace(base, **changes)
 
 
+def group_lag(bootstrap: str, group: str, inputs: list[str]) -> dict[str, int]:
+    """Lag of ``group`` on its input topics and on every topic it committed (its
+    repartition topics: caught up on the inputs is not done while they still lag)."""
+    return {**consumer_lag(bootstrap, group, inputs), **consumer_lag(bootstrap, group)}
+
+
 def run_until_caught_up(
     runner: Any,
     bootstrap: str,
@@ -112,7 +118,7 @@ def run_until_caught_up(
             if runner.state in ("ERROR", "PENDING_ERROR", "NOT_RUNNING"):
                 raise RuntimeError(f"replay of {runner.app.name} failed: state {runner.state}")
             try:
-                lag = consumer_lag(bootstrap, runner.application_id, inputs)
+                lag = group_lag(bootstrap, runner.application_id, inputs)
             except Exception:
                 continue
             if lag and sum(lag.values()) == 0:

@@ -155,6 +155,10 @@ class ActiveTask:
     def add_records(self, records: list[ConsumerRecord]) -> None:
         self.stream_task.add_records(records)
 
+    def add_messages(self, msgs: list[Any]) -> None:
+        """Queue confluent-kafka messages (see ``StreamTask.add_messages``)."""
+        self.stream_task.add_messages(msgs)
+
     def buffered(self) -> int:
         return sum(len(q) for q in self.queues.values())
 
@@ -211,6 +215,32 @@ class ActiveTask:
         if task.context.stream_time_punctuations:
             task.maybe_punctuate_stream_time()
         return True
+
+    def process_batch(self, limit: int) -> int:
+        """``process_one`` up to ``limit`` times without asking ``ready`` (one input
+        partition: always ready while it has records); returns how many were processed."""
+        task = self.stream_task
+        context = task.context
+        next_queue = task._next_queue
+        process_stamped = task.process_stamped
+        processed_offsets = task.processed_offsets
+        n = 0
+        while n < limit:
+            queue = next_queue()
+            if queue is None:
+                break
+            rec = queue.popleft()
+            if rec.timestamp > task.stream_time:
+                task.stream_time = rec.timestamp
+            processed_offsets[(rec.topic, rec.partition)] = rec.offset
+            try:
+                process_stamped(rec)
+            except Exception as exc:
+                self._on_processing_error(rec, exc)
+            if context.stream_time_punctuations:
+                task.maybe_punctuate_stream_time()
+            n += 1
+        return n
 
     def _context_for(self, rec: StampedRecord | ConsumerRecord, node: str | None) -> Any:
         return errors.ErrorHandlerContext(

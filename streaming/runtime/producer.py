@@ -97,16 +97,21 @@ class RecordCollector:
     ) -> None:
         if self.on_send is not None:
             self.on_send()
-        kwargs: dict[str, Any] = {"key": key, "value": value}
-        if timestamp >= 0:
-            kwargs["timestamp"] = timestamp
-        if headers:
-            kwargs["headers"] = list(headers)
-        if partition >= 0:
-            kwargs["partition"] = partition
+        # positional (value, key, partition): -1 is librdkafka's "unassigned" partition;
+        # timestamp 0 means "now", so a negative one is left out
+        produce = self._produce
+        hdrs = list(headers) if headers else None
         while True:
             try:
-                self._produce(topic, **kwargs)
+                if timestamp >= 0:
+                    if hdrs is None:
+                        produce(topic, value, key, partition, timestamp=timestamp)
+                    else:
+                        produce(topic, value, key, partition, timestamp=timestamp, headers=hdrs)
+                elif hdrs is None:
+                    produce(topic, value, key, partition)
+                else:
+                    produce(topic, value, key, partition, headers=hdrs)
                 break
             except BufferError:
                 self._poll(0.05)  # local queue full: serve delivery reports, then retry

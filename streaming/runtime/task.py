@@ -275,13 +275,74 @@ class StreamTask:
                 continue
             queue.append(stamped)
 
+    def add_messages(self, msgs: Iterable[Any]) -> None:
+        """``add_records`` straight from confluent-kafka ``Message`` objects (the hot path).
+
+        The common case (record-time extractor, key and value deserialise, timestamp >= 0)
+        queues the stamped record directly; anything else goes through ``add_records``.
+        """
+        sources = self.sources
+        queues = self.queues
+        last_topic = None
+        last_tp: tuple[str, int] | None = None
+        queue: deque[StampedRecord] | None = None
+        key_de = value_de = None
+        plain = False
+        for msg in msgs:
+            topic = msg.topic()
+            partition = msg.partition()
+            if topic != last_topic:
+                source = sources.get(topic)
+                if source is None:
+                    raise StreamsException(f"task {self.id} does not consume topic {topic}")
+                key_de = source.key_serde.deserialize
+                value_de = source.value_serde.deserialize
+                extractor = source.timestamp_extractor or self._default_extractor
+                plain = extractor.__class__ is RecordTimestampExtractor
+                last_topic = topic
+                last_tp = None
+            headers = msg.headers()
+            headers = tuple(headers) if headers else NO_HEADERS
+            timestamp = msg.timestamp()[1]
+            raw_key = msg.key()
+            raw_value = msg.value()
+            if plain and timestamp >= 0:
+                try:
+                    key = key_de(topic, raw_key)  # type: ignore[misc]
+                    value = value_de(topic, raw_value)  # type: ignore[misc]
+                except (SerializationError, ValueError, TypeError):
+                    pass  # the handlers run in add_records
+                else:
+                    if last_tp is None or last_tp[1] != partition:
+                        last_tp = (topic, partition)
+                        queue = queues.get(last_tp)
+                        if queue is None:
+                            queue = queues[last_tp] = deque()
+                    queue.append(  # type: ignore[union-attr]
+                        StampedRecord(
+                            topic, partition, msg.offset(), timestamp, key, value, headers
+                        )
+                    )
+                    continue
+            self.add_records(
+                (
+                    ConsumerRecord(
+                        topic, partition, msg.offset(), timestamp, raw_key, raw_value, headers
+                    ),
+                )
+            )
+
     def has_records(self) -> bool:
         return any(self.queues.values())
 
     def _next_queue(self) -> deque[StampedRecord] | None:
+        queues = self.queues
+        if len(queues) == 1:  # one input partition (the common case): nothing to choose
+            for queue in queues.values():
+                return queue if queue else None
         best = None
         best_ts = None
-        for queue in self.queues.values():
+        for queue in queues.values():
             if queue:
                 ts = queue[0].timestamp
                 if best_ts is None or ts < best_ts:

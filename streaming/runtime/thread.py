@@ -41,8 +41,6 @@ from streaming.runtime import metrics as metrics_mod
 from streaming.runtime.active_task import CLOSED, RESTORING, RUNNING, ActiveTask
 from streaming.runtime.producer import RecordCollector
 from streaming.runtime.restore import ChangelogReader
-from streaming.runtime.task import ConsumerRecord
-from streaming.topology.processor import NO_HEADERS
 
 if TYPE_CHECKING:
     from streaming.runtime.app import KafkaStreams
@@ -218,8 +216,13 @@ class StreamThread(threading.Thread):
 
     def run_once(self) -> None:
         """One iteration: poll, restore, process, punctuate, maybe commit."""
-        # poll without waiting while the last iteration found work to do
-        timeout = 0 if self._busy else self.config.poll_ms / 1000.0
+        # poll without waiting while the last iteration found work to do, and wait no longer
+        # than until the next commit is due (records of an open transaction are invisible)
+        if self._busy:
+            timeout = 0.0
+        else:
+            due = self._last_commit + self.config.commit_interval_ms / 1000.0 - time.monotonic()
+            timeout = max(0.0, min(self.config.poll_ms / 1000.0, due))
         msgs = self.consumer.consume(num_messages=MAX_POLL_RECORDS, timeout=timeout)  # type: ignore[union-attr]
         with self.lock:
             if msgs:
@@ -245,36 +248,32 @@ class StreamThread(threading.Thread):
             }
 
     def _add_records(self, msgs: list[Any]) -> None:
-        by_task: dict[ActiveTask, list[ConsumerRecord]] = {}
+        by_task: dict[ActiveTask, list[Any]] = {}
         by_partition = self.by_partition
+        last_topic = None
+        last_partition = -1
+        batch: list[Any] | None = None
         for msg in msgs:
-            err = msg.error()
-            if err is not None:
-                self._consumer_error(err)
+            if msg.error() is not None:
+                self._consumer_error(msg.error())
                 continue
             topic = msg.topic()
             partition = msg.partition()
-            task = by_partition.get((topic, partition))
-            if task is None:
-                continue
-            headers = msg.headers()
-            rec = ConsumerRecord(
-                topic,
-                partition,
-                msg.offset(),
-                msg.timestamp()[1],
-                msg.key(),
-                msg.value(),
-                tuple(headers) if headers else NO_HEADERS,
-            )
-            batch = by_task.get(task)
-            if batch is None:
-                by_task[task] = [rec]
-            else:
-                batch.append(rec)
+            if partition != last_partition or topic != last_topic:
+                last_topic = topic
+                last_partition = partition
+                task = by_partition.get((topic, partition))
+                if task is None:
+                    batch = None
+                else:
+                    batch = by_task.get(task)
+                    if batch is None:
+                        batch = by_task[task] = []
+            if batch is not None:
+                batch.append(msg)
         limit = self.config.buffered_records_per_partition
-        for task, records in by_task.items():
-            task.add_records(records)
+        for task, batch in by_task.items():
+            task.add_messages(batch)
             for tp, queue in task.queues.items():
                 if len(queue) > limit and tp not in self._paused:
                     self.consumer.pause([TopicPartition(tp[0], tp[1])])  # type: ignore[union-attr]
@@ -344,9 +343,7 @@ class StreamThread(threading.Thread):
                 continue
             n = 0
             if len(task.input_partitions) == 1:
-                process_one = task.process_one
-                while n < PROCESS_BATCH and process_one():
-                    n += 1
+                n = task.process_batch(PROCESS_BATCH)
             else:
                 while n < PROCESS_BATCH and task.ready(now, self._lag):
                     task.process_one()

@@ -68,3 +68,80 @@ def test_every_stream_input_and_output_topic_is_declared() -> None:
     for spec in specs.values():
         partitions[spec.name] = spec.partitions
     assert all(p >= 1 for p in partitions.values())
+
+
+def test_make_run_generator_stamps_events_from_now() -> None:
+    # `make run` starts `python -m assets.generator` with generator_command: the events must
+    # be stamped around now, or the topics' 7-day retention deletes them at once
+    import time
+
+    from assets.generator import config_from_args, parse_args
+    from assets.run import generator_command
+
+    cmd = generator_command("python", "localhost:1", 5.0)
+    assert cmd[:3] == ["python", "-m", "assets.generator"]
+    now = int(time.time() * 1000)
+    config = config_from_args(parse_args(cmd[3:]))
+    assert abs(config.start_ms - now) < 60_000
+    assert config.duration_s is None and config.orders_per_second == 5.0
+    events = iter_events(config)
+    first = [next(events) for _ in range(config.customers + 200)]
+    retention_ms = 7 * 24 * 3_600_000
+    assert all(now - retention_ms < e.timestamp <= now + 3_600_000 for e in first)
+    assert config_from_args(parse_args(["--start-ms", "5"])).start_ms == 5
+
+
+def test_keyed_records_land_on_the_java_default_partition(kafka_cluster) -> None:
+    # the stream applications (like Kafka Streams) partition by murmur2: the generator's
+    # records must land where they compute, or customers and rekeyed orders are not
+    # co-partitioned
+    import time
+    import uuid
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    from assets.generator import GeneratorConfig, produce
+    from streaming.runtime.partitioner import default_partition
+
+    suffix = uuid.uuid4().hex[:8]
+    topics = {t: f"{t}-part-{suffix}" for t in domain.RAW_TOPICS}
+    partitions = 5
+    for topic in topics.values():
+        kafka_cluster.create_topic(topic, partitions=partitions)
+    config = GeneratorConfig(
+        seed=11,
+        start_ms=int(time.time() * 1000) - 60_000,
+        duration_s=20,
+        orders_per_second=5,
+        customers=60,
+    )
+    sent = produce(config, kafka_cluster.bootstrap_servers, topics=topics)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka_cluster.bootstrap_servers,
+            "group.id": f"part-{suffix}",
+            "enable.auto.commit": False,
+        }
+    )
+    seen = 0
+    try:
+        for topic in topics.values():
+            for p in range(partitions):
+                _, end = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                if end == 0:
+                    continue
+                consumer.assign([TopicPartition(topic, p, 0)])
+                got = 0
+                while got < end:
+                    for msg in consumer.consume(500, timeout=5):
+                        assert msg.error() is None
+                        got += 1
+                        seen += 1
+                        key = msg.key()
+                        assert key is not None
+                        assert default_partition(key, partitions) == p, (topic, key, p)
+    finally:
+        consumer.close()
+    assert seen == sent
+    # every partition got records: a spread, not a single partition by accident
+    assert seen > 200
