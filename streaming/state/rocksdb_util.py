@@ -9,19 +9,30 @@ from collections.abc import Iterator
 
 from rocksdict import Options, Rdict, WriteOptions
 
+#: How long opening a store waits for another handle of this process to release its lock.
+LOCK_WAIT_S = 30.0
+
 
 def open_db(path: pathlib.Path) -> Rdict:
     """Open (creating if missing) a raw-bytes RocksDB; WAL off as the changelog is the log."""
     path.mkdir(parents=True, exist_ok=True)
     options = Options(raw_mode=True)
     options.create_if_missing(True)
-    try:
-        db = Rdict(str(path), options)
-    except Exception:
-        # A previous handle of this process may still be waiting for garbage collection
-        # (live iterators keep the DB open); collect and retry once.
-        gc.collect()
-        db = Rdict(str(path), options)
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            db = Rdict(str(path), options)
+            break
+        except Exception as exc:
+            # A previous handle of this process may still be open: waiting for garbage
+            # collection (live iterators keep the DB open), or another stream thread of this
+            # process still closing the task a rebalance moved here (Kafka's task-directory
+            # lock makes the new owner retry the same way).
+            gc.collect()
+            if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
+                db = Rdict(str(path), options)  # last try: raises the real error
+                break
+            time.sleep(0.05)
     write_options = WriteOptions()
     write_options.disable_wal = True
     db.set_write_options(write_options)
