@@ -47,6 +47,8 @@ class RunnerSettings:
     processing_guarantee: str = "exactly_once_v2"
     commit_interval_ms: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: first port of the apps' interactive-query servers (one port per app, in order), or None
+    query_base_port: int | None = None
 
     @property
     def state_dir(self) -> Path:
@@ -64,8 +66,10 @@ class StreamAppRunner:
         config: StreamAppConfig | None = None,
         *,
         application_id: str | None = None,
+        query_port: int | None = None,
     ) -> None:
         self.app = app
+        self.query_port = query_port
         self.settings = settings
         self.config = config or StreamAppConfig()
         self.application_id = application_id or app.name
@@ -86,6 +90,9 @@ class StreamAppRunner:
         }
         if s.commit_interval_ms is not None:
             cfg["commit.interval.ms"] = s.commit_interval_ms
+        if self.query_port is not None:
+            # live values over HTTP: GET /stores/<store>/keys/<key> (streaming.query)
+            cfg["application.server"] = f"127.0.0.1:{self.query_port}"
         cfg.update(s.extra)
         return cfg
 
@@ -144,6 +151,9 @@ class StreamAppRunner:
             "app": self.app.name,
             "application_id": self.application_id,
             "state": self.state,
+            "query_url": None
+            if self.query_port is None
+            else f"http://127.0.0.1:{self.query_port}/stores",
             "uptime_s": round(time.time() - self.started_at, 1) if self.started_at else 0.0,
             "records_processed": m.get("process-total", 0),
             "records_per_second": round(float(m.get("process-rate", 0.0)), 2),
@@ -182,7 +192,13 @@ class Supervisor:
         if unknown:
             raise ValueError(f"unknown stream apps {unknown}; known: {sorted(STREAM_APPS)}")
         self.settings = settings
-        self.runners = [StreamAppRunner(STREAM_APPS[n], settings, config) for n in names]
+        base = settings.query_base_port
+        self.runners = [
+            StreamAppRunner(
+                STREAM_APPS[n], settings, config, query_port=None if base is None else base + i
+            )
+            for i, n in enumerate(names)
+        ]
         self.status_interval_s = status_interval_s
         self._stop = threading.Event()
         self._reporter: threading.Thread | None = None
@@ -260,6 +276,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--instance", default="supervisor")
     parser.add_argument("--guarantee", default="exactly_once_v2")
+    parser.add_argument(
+        "--query-base-port",
+        type=int,
+        default=int(os.environ.get("STREAM_QUERY_BASE_PORT", "7070")),
+        help="interactive queries: app i answers on this port + i (0 turns them off)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     names = None if args.apps == "all" else [a.strip() for a in args.apps.split(",") if a.strip()]
@@ -268,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         state_root=Path(args.state_dir),
         instance=args.instance,
         processing_guarantee=args.guarantee,
+        query_base_port=args.query_base_port or None,
     )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
