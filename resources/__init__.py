@@ -5,7 +5,7 @@ key            class                       environment
 =============  ==========================  =================================================
 kafka          ``KafkaResource``           KAFKA_BOOTSTRAP_SERVERS (default localhost:9092)
 stream_apps    ``StreamAppsResource``      STREAM_STATE_DIR (.state), STREAM_PROCESSING_GUARANTEE
-spark          ``SparkResource``           (local[2])
+pyspark        ``PySparkResource``         (dagster-pyspark; local[2])
 lake           ``LakeResource``            LAKE_ROOT (.lake), DUCKDB_PATH
 =============  ==========================  =================================================
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 from resources.kafka import KafkaResource
 from resources.lake import LakeResource
-from resources.spark import SparkResource
+from resources.spark import spark_resource
 from resources.stream_apps import StreamAppsResource
 
 
@@ -23,7 +23,7 @@ def default_resources() -> dict[str, Any]:
     return {
         "kafka": KafkaResource(),
         "stream_apps": StreamAppsResource(),
-        "spark": SparkResource(),
+        "pyspark": spark_resource(),
         "lake": LakeResource(),
     }
 
@@ -31,7 +31,7 @@ def default_resources() -> dict[str, Any]:
 __all__ = [
     "KafkaResource",
     "LakeResource",
-    "SparkResource",
     "StreamAppsResource",
     "default_resources",
+    "spark_resource",
 ]

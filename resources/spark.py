@@ -1,26 +1,14 @@
-"""``SparkResource``: the local Spark session of the batch recompute (``local[2]``)."""
+"""The Spark resource of the batch recompute: dagster-pyspark's ``PySparkResource`` with the
+platform's local settings (``assets.batch.session.DEFAULT_CONF``: ``local[2]``, small
+shuffles, the spark-sql-kafka jars)."""
 
 from typing import Any
 
-from dagster import ConfigurableResource
-from pydantic import Field
+from dagster_pyspark import PySparkResource
 
 
-class SparkResource(ConfigurableResource):
-    """Spark settings on top of ``assets.batch.session.DEFAULT_CONF``."""
+def spark_resource(**overrides: Any) -> PySparkResource:
+    """``PySparkResource`` configured for this machine; ``overrides`` are Spark settings."""
+    from assets.batch.session import spark_config
 
-    master: str = "local[2]"
-    shuffle_partitions: int = 4
-    conf: dict[str, str] = Field(default_factory=dict)
-
-    def get_session(self) -> Any:
-        """The process's shared Spark session (created on first use)."""
-        from assets.batch.session import get_spark
-
-        return get_spark(
-            {
-                "spark.master": self.master,
-                "spark.sql.shuffle.partitions": str(self.shuffle_partitions),
-                **self.conf,
-            }
-        )
+    return PySparkResource(spark_config=spark_config({k: str(v) for k, v in overrides.items()}))

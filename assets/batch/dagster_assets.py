@@ -8,6 +8,7 @@ from dagster import (
     MetadataValue,
     asset,
 )
+from dagster_pyspark import PySparkResource
 
 from assets import domain
 from assets.batch.recompute import RESULTS, recompute
@@ -37,8 +38,8 @@ def batch_asset(result: str) -> AssetsDefinition:
         kinds={"spark", "parquet"},
         description=f"Batch recompute of {RESULTS[result]!r} for one event hour (PySpark).",
     )
-    def _recompute(context: AssetExecutionContext) -> MaterializeResult:
-        out = recompute(result, context.partition_key, lake_root())
+    def _recompute(context: AssetExecutionContext, pyspark: PySparkResource) -> MaterializeResult:
+        out = recompute(result, context.partition_key, lake_root(), pyspark.spark_session)
         context.log.info(f"{result} {out.hour}: {len(out.frame)} rows")
         return MaterializeResult(
             metadata={

@@ -35,6 +35,15 @@ def spark_jars(jars_dir: Path | None = None) -> list[str]:
     return sorted(str(p) for p in folder.glob("*.jar")) if folder.is_dir() else []
 
 
+def spark_config(conf: dict[str, str] | None = None) -> dict[str, str]:
+    """``DEFAULT_CONF`` + ``conf``, with the spark-sql-kafka jars when they were fetched."""
+    settings = {**DEFAULT_CONF, **(conf or {})}
+    jars = spark_jars()
+    if jars and "spark.jars" not in settings:
+        settings["spark.jars"] = ",".join(jars)
+    return settings
+
+
 def get_spark(conf: dict[str, str] | None = None) -> Any:
     """The process's Spark session (created on first use with ``DEFAULT_CONF`` + ``conf``)."""
     global _SESSION
@@ -44,10 +53,7 @@ def get_spark(conf: dict[str, str] | None = None) -> Any:
         from pyspark.sql import SparkSession
 
         builder = SparkSession.builder
-        settings = {**DEFAULT_CONF, **(conf or {})}
-        jars = spark_jars()
-        if jars and "spark.jars" not in settings:
-            settings["spark.jars"] = ",".join(jars)
+        settings = spark_config(conf)
         for key, value in settings.items():
             builder = builder.config(key, value)
         _SESSION = builder.getOrCreate()

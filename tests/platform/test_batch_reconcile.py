@@ -23,6 +23,7 @@ from assets.reconcile.compare import MISSING_IN_STREAM, VALUE_DIFF
 from assets.reconcile.dagster_assets import RECONCILE_ASSETS
 from assets.reconcile.reconcile import reconcile_hour, reconcile_revenue
 from assets.reconcile.tolerance import Tolerance
+from resources.spark import spark_resource
 
 HOUR_END = START_MS + 3_600_000
 
@@ -35,7 +36,10 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list]
     os.environ["LAKE_ROOT"] = str(root)
     get_spark()  # one session per process, shared by every test
     result = materialize(
-        BATCH_ASSETS, partition_key=PARTITION_KEY, instance=DagsterInstance.ephemeral()
+        BATCH_ASSETS,
+        partition_key=PARTITION_KEY,
+        instance=DagsterInstance.ephemeral(),
+        resources={"pyspark": spark_resource()},  # dagster-pyspark
     )
     assert result.success
     yield root, events

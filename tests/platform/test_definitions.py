@@ -64,6 +64,8 @@ def test_resources_come_from_the_environment(monkeypatch) -> None:
     res = default_resources()
     assert res["kafka"].bootstrap_servers == "broker-1:9999"
     assert res["stream_apps"].state_root == "/tmp/somewhere"
+    # the batch recompute runs on dagster-pyspark's resource, configured for local[2]
+    assert res["pyspark"].spark_config["spark.master"] == "local[2]"
     monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS")
     assert default_resources()["kafka"].bootstrap_servers == "localhost:9092"
 
