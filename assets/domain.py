@@ -39,6 +39,9 @@ BURST_MAX_ORDERS = 3
 HIGH_VALUE_THRESHOLD = 10_000.0
 SESSION_GAP_MS = 30 * MINUTE_MS
 DEDUP_WINDOW_MS = 10 * MINUTE_MS
+# Stream apps dead-letter records whose event time is further ahead of the wall clock
+# (brokers refuse timestamps more than message.timestamp.after.max.ms, 1 h, in the future).
+MAX_EVENT_TIME_AHEAD_MS = 15 * MINUTE_MS
 
 REGIONS = ("EU", "NA", "APAC", "LATAM")
 LOCATIONS = {

@@ -30,6 +30,14 @@ class KafkaResource(ConfigurableResource):
         """confluent-kafka settings for this cluster plus ``extra``."""
         return {"bootstrap.servers": self.bootstrap_servers, **extra}
 
+    def reachable(self, timeout: float = 3.0) -> str | None:
+        """None when a broker answers within ``timeout`` seconds, else why not."""
+        probe = monitor.BrokerProbe(self.bootstrap_servers, timeout)
+        try:
+            return probe.check()
+        finally:
+            probe.close()
+
     def end_offsets(self, topic: str) -> dict[int, int]:
         """Partition -> end offset of ``topic``."""
         return monitor.end_offsets(self.bootstrap_servers, topic)

@@ -44,6 +44,18 @@ class StreamAppsResource(ConfigurableResource):
     supervisor_instance: str = "supervisor"
     report_interval_s: float = 10.0
     max_healthy_lag: int = 10_000
+    # supervision of the applications a run starts (see StreamAppRunner.watch)
+    restart_backoff_s: float = Field(default=2.0, description="first restart delay, doubling")
+    restart_backoff_max_s: float = 60.0
+    stall_after_s: float = Field(
+        default=60.0,
+        description="seconds without committed progress (or not RUNNING) before STALLED",
+    )
+    restart_stuck_after_s: float = Field(
+        default=300.0, description="seconds without committed progress before a restart"
+    )
+    #: a supervisor status file older than this is reported as stale by the health sensor
+    status_stale_after_s: float = 120.0
 
     def app_config(self) -> StreamAppConfig:
         """Topics and business parameters of the applications."""
@@ -67,6 +79,10 @@ class StreamAppsResource(ConfigurableResource):
             processing_guarantee=self.processing_guarantee,
             commit_interval_ms=self.commit_interval_ms,
             extra={**self.streams_config, **(extra or {})},
+            restart_backoff_s=self.restart_backoff_s,
+            restart_backoff_max_s=self.restart_backoff_max_s,
+            stall_after_s=self.stall_after_s,
+            restart_stuck_after_s=self.restart_stuck_after_s,
         )
         return StreamAppRunner(
             STREAM_APPS[app],

@@ -1,11 +1,15 @@
-"""Stream health sensor: consumer lag and state of every stream application, and the size of
-the raw topics, recorded as asset observations (so they show in the UI) and alerted on.
+"""Stream health sensor: consumer lag, state and health of every stream application, and the
+size of the raw topics, recorded as asset observations (so they show in the UI) and alerted on.
 
 Lag comes from Kafka (committed offsets of the consumer group ``application.id``), so it is
-right wherever the applications run; state and throughput come from the supervisor's status
-file when the supervisor runs them.
+right wherever the applications run; state, throughput and health come from the supervisor's
+status file when the supervisor runs them: ``health`` RUNNING or STALLED (``stalled_since``,
+``stall_reason``), ``restarts`` and ``last_error``. A broker that does not answer is itself
+reported on every application's observation (``broker_error``) instead of failing the tick,
+and so is a status file the supervisor stopped writing (``status_age_s``).
 """
 
+import time
 from typing import Any
 
 from dagster import (
@@ -25,19 +29,44 @@ from resources.kafka import KafkaResource
 from resources.stream_apps import StreamAppsResource
 
 BAD_STATES = {"ERROR", "PENDING_ERROR", "NOT_RUNNING"}
+# the supervisor's health fields (assets.streams.supervisor.AppHealth), copied when set
+HEALTH_FIELDS = (
+    "health",
+    "stalled_since",
+    "stalled_for_s",
+    "stall_reason",
+    "restarts",
+    "last_error",
+    "last_error_at",
+    "last_restart_at",
+    "last_stall_s",
+)
 
 
 def app_health(
-    app: str, lag: dict[str, int], status: dict[str, Any] | None, max_lag: int
+    app: str,
+    lag: dict[str, int] | None,
+    status: dict[str, Any] | None,
+    max_lag: int,
+    *,
+    lag_error: str | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Metadata of one application's health and its alerts."""
-    total = sum(lag.values())
-    meta: dict[str, Any] = {
-        "consumer_lag_total": total,
-        "consumer_lag_max": max(lag.values(), default=0),
-        "partitions": len(lag),
-    }
+    """Metadata of one application's health and its alerts (``lag`` None: unavailable,
+    ``lag_error`` says why)."""
+    meta: dict[str, Any] = {}
     alerts = []
+    if lag is not None:
+        total = sum(lag.values())
+        meta.update(
+            consumer_lag_total=total,
+            consumer_lag_max=max(lag.values(), default=0),
+            partitions=len(lag),
+        )
+        if total > max_lag:
+            alerts.append(f"{app} lags {total} records (limit {max_lag})")
+    else:
+        meta["lag_error"] = lag_error or "unavailable"
+        alerts.append(f"{app}: lag unavailable ({meta['lag_error']})")
     if status:
         meta["state"] = status.get("state", "UNKNOWN")
         for field in ("records_per_second", "records_processed", "closed_windows"):
@@ -45,10 +74,21 @@ def app_health(
                 meta[field] = status[field]
         if status.get("closed_window_watermark") is not None:
             meta["closed_window_watermark"] = status["closed_window_watermark"]
+        for field in HEALTH_FIELDS:
+            if status.get(field) is not None:
+                meta[field] = status[field]
         if meta["state"] in BAD_STATES:
             alerts.append(f"{app} is {meta['state']}")
-    if total > max_lag:
-        alerts.append(f"{app} lags {total} records (limit {max_lag})")
+        if status.get("health") == "STALLED":
+            alerts.append(
+                f"{app} STALLED since {status.get('stalled_since')}: {status.get('stall_reason')}"
+            )
+        if status.get("status_age_s") is not None:
+            meta["status_age_s"] = status["status_age_s"]
+            alerts.append(
+                f"{app}: the supervisor's status is {status['status_age_s']:.0f} s old "
+                "(is the supervisor running?)"
+            )
     meta["healthy"] = not alerts
     return meta, alerts
 
@@ -71,22 +111,37 @@ def build_health_sensor(
         context: SensorEvaluationContext, kafka: KafkaResource, stream_apps: StreamAppsResource
     ):
         config = StreamAppConfig()
-        statuses = stream_apps.supervisor_status().get("apps", {})
+        report = stream_apps.supervisor_status()
+        statuses = report.get("apps", {})
+        written_at = report.get("written_at")
+        age = None if written_at is None else time.time() - float(written_at)
+        stale = age is not None and age > stream_apps.status_stale_after_s
+        # one quick probe first: with the broker away, every lag query would wait its timeout
+        broker_error = kafka.reachable()
         events: list[AssetObservation] = []
         alerts: list[str] = []
+        if broker_error:
+            alerts.append(f"Kafka does not answer: {broker_error}")
         for name, app in STREAM_APPS.items():
-            try:
-                lag = kafka.consumer_lag(name, app.input_topics(config))
-            except Exception as exc:
-                alerts.append(f"{name}: lag unavailable ({exc})")
-                continue
+            lag: dict[str, int] | None = None
+            lag_error = broker_error
+            if broker_error is None:
+                try:
+                    lag = kafka.consumer_lag(name, app.input_topics(config))
+                except Exception as exc:
+                    lag_error = str(exc)
+            status = statuses.get(name)
+            if status is not None and stale:
+                status = {**status, "status_age_s": round(age, 1)}
             meta, app_alerts = app_health(
-                name, lag, statuses.get(name), stream_apps.max_healthy_lag
+                name, lag, status, stream_apps.max_healthy_lag, lag_error=lag_error
             )
+            if broker_error:
+                meta["broker_error"] = broker_error
             alerts += app_alerts
             for topic in app.output_topics(config)[:-1]:
                 events.append(AssetObservation(asset_key=AssetKey(["kafka", topic]), metadata=meta))
-        for topic in domain.RAW_TOPICS:
+        for topic in domain.RAW_TOPICS if broker_error is None else ():
             try:
                 offsets = kafka.end_offsets(topic)
             except Exception:

@@ -156,6 +156,28 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return run(args)
         except ConfigException as exc:
-            print(f"configuration error: {exc}", file=sys.stderr)
+            print(f"configuration error: {_one_line(exc)}", file=sys.stderr)
+            return 2
+        except _startup_errors() as exc:
+            print(f"error: {_one_line(exc)}", file=sys.stderr)
             return 2
     return 2
+
+
+def _startup_errors() -> tuple[type[BaseException], ...]:
+    """Errors of ``start()`` whose message says what to fix: shown without a traceback."""
+    from streaming.runtime.assignment import TopologyValidationError
+    from streaming.runtime.config import ClusterUnreachableException
+    from streaming.runtime.state_directory import StateDirectoryLocked
+    from streaming.runtime.topics import InternalTopicError
+
+    return (
+        ClusterUnreachableException,
+        StateDirectoryLocked,
+        TopologyValidationError,
+        InternalTopicError,
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())

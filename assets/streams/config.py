@@ -39,6 +39,8 @@ class StreamAppConfig:
     session_gap_ms: int = domain.SESSION_GAP_MS
     session_grace_ms: int = 5 * domain.MINUTE_MS
     dedup_window_ms: int = domain.DEDUP_WINDOW_MS
+    # records with an event time further ahead of the wall clock go to the dead-letter topic
+    max_event_time_ahead_ms: int = domain.MAX_EVENT_TIME_AHEAD_MS
 
     @staticmethod
     def of(config: StreamAppConfig | Mapping[str, Any] | None = None) -> StreamAppConfig:

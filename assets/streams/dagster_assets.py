@@ -6,9 +6,13 @@
 - Each stream application is a long-running streaming asset producing its output topics
   (``kafka/revenue-per-region-5m`` ...): a run starts the application with ``KafkaStreams``
   (same ``application.id`` as the supervisor's instance, so they share the partitions),
-  logs observations with throughput, lag and closed windows every ``report_interval_s``
-  and a materialization whenever new results were written, and stops cleanly when the run
-  is terminated (or after ``max_runtime_s`` / once caught up, when configured).
+  logs observations with throughput, lag, closed windows and health every
+  ``report_interval_s`` and a materialization whenever new results were written, and stops
+  cleanly when the run is terminated (or after ``max_runtime_s`` / once caught up, when
+  configured). A broker outage does not fail the run: the observations report the
+  application ``STALLED`` (since when, why), a dead application is restarted with backoff
+  (``restarts``), and the run carries on once the broker is back
+  (``StreamAppRunner.watch``, as in the supervisor).
 - ``kappa_replay`` reprocesses an application from the earliest offsets under a new
   application id and compares with the live results (``kappa_replay_job``).
 """
@@ -36,7 +40,7 @@ from dagster import (
 from pydantic import Field
 
 from assets import domain
-from assets.streams import kappa
+from assets.streams import kappa, monitor
 from assets.streams.apps import STREAM_APPS, StreamApp
 from assets.streams.config import StreamAppConfig
 from resources.kafka import KafkaResource
@@ -123,6 +127,9 @@ class StreamRunConfig(Config):
     )
     settle_s: float = 5.0
     report_interval_s: float = 10.0
+    watch_interval_s: float = Field(
+        default=2.0, description="how often the broker and the application's health are checked"
+    )
     application_id: str = Field(
         default="", description="default: the application name (shares the supervisor's group)"
     )
@@ -143,7 +150,24 @@ def _status_metadata(status: dict[str, Any]) -> dict[str, Any]:
         meta["closed_windows"] = status["closed_windows"]
     if status.get("closed_window_watermark") is not None:
         meta["closed_window_watermark"] = status["closed_window_watermark"]
+    # health (StreamAppRunner.watch): RUNNING / STALLED since when and why / restarts
+    for field in HEALTH_FIELDS:
+        if status.get(field) is not None:
+            meta[field] = status[field]
     return meta
+
+
+HEALTH_FIELDS = (
+    "health",
+    "stalled_since",
+    "stalled_for_s",
+    "stall_reason",
+    "restarts",
+    "last_error",
+    "last_error_at",
+    "last_restart_at",
+    "last_stall_s",
+)
 
 
 def build_stream_asset(app: StreamApp) -> Any:
@@ -189,24 +213,48 @@ def build_stream_asset(app: StreamApp) -> Any:
         )
         # the topics this run writes (the asset keys name the default topics)
         written = dict(zip(outputs, app.output_topics(runner.config), strict=False))
+        probe = monitor.BrokerProbe(kafka.bootstrap_servers)
+
+        def end_offsets(topic: str) -> int | None:
+            if probe.error is not None:
+                return None
+            try:
+                return sum(kafka.end_offsets(written[topic]).values())
+            except Exception:  # the broker went away meanwhile: the next report has it
+                return None
+
         began = time.monotonic()
         last_sent = 0
+        last_watch = 0.0
+        last_health = runner.health.status
         caught_up_since: float | None = None
         status: dict[str, Any] = runner.status()
         try:
             while True:
                 time.sleep(min(1.0, config.report_interval_s))
                 elapsed = time.monotonic() - began
-                if runner.state in ("ERROR", "PENDING_ERROR", "NOT_RUNNING"):
-                    raise RuntimeError(f"{app.name} stopped: state {runner.state}")
+                if time.monotonic() - last_watch >= config.watch_interval_s:
+                    # a stall or a dead application is reported and restarted, not raised
+                    last_watch = time.monotonic()
+                    probe.check()
+                    health = runner.watch(probe)
+                    if health.status != last_health:
+                        say = (
+                            context.log.info if health.status == "RUNNING" else context.log.warning
+                        )
+                        say("%s: %s", app.name, health.summary())
+                    last_health = health.status
                 due = int(elapsed) % max(1, int(config.report_interval_s)) == 0
                 done = config.max_runtime_s and elapsed >= config.max_runtime_s
                 if config.stop_when_caught_up:
-                    lag = kappa.group_lag(
-                        kafka.bootstrap_servers,
-                        runner.application_id,
-                        app.input_topics(runner.config),
-                    )
+                    try:
+                        lag = kappa.group_lag(
+                            kafka.bootstrap_servers,
+                            runner.application_id,
+                            app.input_topics(runner.config),
+                        )
+                    except Exception:  # the broker is away: not caught up
+                        lag = {}
                     if lag and sum(lag.values()) == 0 and runner.state == "RUNNING":
                         caught_up_since = caught_up_since or time.monotonic()
                         done = done or time.monotonic() - caught_up_since >= config.settle_s
@@ -214,26 +262,24 @@ def build_stream_asset(app: StreamApp) -> Any:
                         caught_up_since = None
                 if not (due or done):
                     continue
-                status = runner.status()
+                status = runner.status(broker_ok=probe.error is None)
                 meta = _status_metadata(status)
                 for topic in outputs:
                     context.log_event(AssetObservation(asset_key=topic_key(topic), metadata=meta))
-                if status["records_sent"] > last_sent:
+                if status["records_sent"] > last_sent and probe.error is None:
                     last_sent = status["records_sent"]
                     for topic in outputs:
+                        offsets = end_offsets(topic)
+                        extra = {} if offsets is None else {"end_offsets": offsets}
                         context.log_event(
                             AssetMaterialization(
-                                asset_key=topic_key(topic),
-                                metadata={
-                                    **meta,
-                                    "end_offsets": sum(kafka.end_offsets(written[topic]).values()),
-                                },
+                                asset_key=topic_key(topic), metadata={**meta, **extra}
                             )
                         )
                 context.log.info(
                     "%s: %s, %.1f records/s, lag %s, closed windows %s",
                     app.name,
-                    status["state"],
+                    runner.health.summary(),
                     status["records_per_second"],
                     status["consumer_lag_max"],
                     status.get("closed_windows", "-"),
@@ -242,15 +288,14 @@ def build_stream_asset(app: StreamApp) -> Any:
                     break
         finally:
             closed = runner.close()
+            probe.close()
             context.log.info("%s closed %s", app.name, "cleanly" if closed else "(timed out)")
-        meta = _status_metadata({**status, "state": runner.state})
+        meta = _status_metadata({**status, **runner.health.as_dict(), "state": runner.state})
         for topic in outputs:
+            offsets = end_offsets(topic)
             yield MaterializeResult(
                 asset_key=topic_key(topic),
-                metadata={
-                    **meta,
-                    "end_offsets": sum(kafka.end_offsets(written[topic]).values()),
-                },
+                metadata={**meta, **({} if offsets is None else {"end_offsets": offsets})},
             )
 
     return _stream

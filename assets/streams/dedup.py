@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from assets.streams.common import EVENT_TIME, KEY_SERDE, VALUE_SERDE, valid_order
+from assets.streams.common import (
+    EVENT_TIME,
+    KEY_SERDE,
+    VALUE_SERDE,
+    dead_letter_gate,
+    order_problem,
+)
 from assets.streams.config import StreamAppConfig
 from streaming import FixedKeyProcessor, Produced, Record, StreamsBuilder, Topology
 from streaming.state.stores import Stores
@@ -60,12 +66,10 @@ def build_orders_dedup(config: StreamAppConfig | Mapping[str, Any] | None = None
         value_serde=VALUE_SERDE,
         timestamp_extractor=EVENT_TIME,
     )
-    orders.filter_not(valid_order).to(
-        cfg.dead_letter_topic(APP), Produced(key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
+    usable = dead_letter_gate(
+        orders, order_problem, cfg.dead_letter_topic(APP), cfg.max_event_time_ahead_ms
     )
-    (
-        orders.filter(valid_order)
-        .process_values(lambda: DedupProcessor(window), STORE)
-        .to(cfg.dedup_topic, Produced(key_serde=KEY_SERDE, value_serde=VALUE_SERDE))
+    usable.process_values(lambda: DedupProcessor(window), STORE).to(
+        cfg.dedup_topic, Produced(key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
     )
     return builder.build()

@@ -24,7 +24,8 @@ from assets.streams.common import (
     KEY_SERDE,
     TABLE_TIME,
     VALUE_SERDE,
-    valid_order,
+    dead_letter_gate,
+    order_problem,
 )
 from assets.streams.config import StreamAppConfig
 from streaming import Materialized, Produced, Repartitioned, StreamsBuilder, Topology
@@ -65,23 +66,19 @@ def customers_table(builder: StreamsBuilder, cfg: StreamAppConfig, store: str) -
 
 
 def orders_by_customer(builder: StreamsBuilder, cfg: StreamAppConfig, app: str) -> Any:
-    """Valid orders rekeyed by customer id through a named repartition topic; invalid ones
-    go to the application's dead-letter topic."""
+    """Usable orders rekeyed by customer id through a named repartition topic; invalid
+    ones and ones too far in the future go to the application's dead-letter topic."""
     orders = builder.stream(
         cfg.orders_topic,
         key_serde=KEY_SERDE,
         value_serde=VALUE_SERDE,
         timestamp_extractor=EVENT_TIME,
     )
-    orders.filter_not(valid_order).to(
-        cfg.dead_letter_topic(app), Produced(key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
+    usable = dead_letter_gate(
+        orders, order_problem, cfg.dead_letter_topic(app), cfg.max_event_time_ahead_ms
     )
-    return (
-        orders.filter(valid_order)
-        .select_key(lambda k, v: v["customer_id"])
-        .repartition(
-            Repartitioned(name="orders-by-customer", key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
-        )
+    return usable.select_key(lambda k, v: v["customer_id"]).repartition(
+        Repartitioned(name="orders-by-customer", key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
     )
 
 

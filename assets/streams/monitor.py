@@ -9,7 +9,8 @@ Works for applications running anywhere (the supervisor, a Dagster run, another 
 - ``closed_window_watermark(bootstrap, topic)``: the window end up to which every key's
   windows are final, from the tail of a final-results topic (``window_end`` field): the
   minimum over keys of the latest closed window end;
-- ``ensure_topics(bootstrap, {name: partitions})``: create the topics that are missing.
+- ``ensure_topics(bootstrap, {name: partitions})``: create the topics that are missing;
+- ``BrokerProbe(bootstrap).check()``: whether the cluster answers (None) or why not.
 """
 
 from __future__ import annotations
@@ -24,6 +25,86 @@ import orjson
 
 def _client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
     return {"bootstrap.servers": bootstrap, **extra}
+
+
+class BrokerProbe:
+    """Asks the cluster for its metadata with a short timeout, and for consumer groups'
+    committed offsets: the supervisor's stall detection. Keeps its clients between calls.
+
+    ``check()`` returns (and keeps in ``error``) None when a broker answered, else why not;
+    ``group_offsets(group)`` gives the group's committed offsets and lag in total, or None
+    when the cluster does not answer."""
+
+    def __init__(self, bootstrap: str, timeout: float = 3.0) -> None:
+        self.bootstrap = bootstrap
+        self.timeout = timeout
+        self.error: str | None = None
+        self._admin: Any = None
+        self._consumer: Any = None
+
+    def _config(self) -> dict[str, Any]:
+        import logging
+
+        quiet = logging.getLogger("assets.streams.monitor.librdkafka")
+        quiet.propagate = False
+        if not quiet.handlers:
+            quiet.addHandler(logging.NullHandler())
+        return _client_config(self.bootstrap, logger=quiet)
+
+    def _admin_client(self) -> Any:
+        from confluent_kafka.admin import AdminClient
+
+        if self._admin is None:
+            self._admin = AdminClient(self._config())
+        return self._admin
+
+    @staticmethod
+    def _describe(exc: BaseException) -> str:
+        err = exc.args[0] if exc.args else None
+        if err is not None and callable(getattr(err, "name", None)):
+            return f"{err.name()}: {err.str()}"
+        return f"{type(exc).__name__}: {exc}"
+
+    def check(self) -> str | None:
+        """None when a broker answered within the timeout, else the error."""
+        try:
+            meta = self._admin_client().list_topics(timeout=self.timeout)
+            self.error = None if meta.brokers else "the cluster answered without any broker"
+        except Exception as exc:  # KafkaException: _TRANSPORT, _TIMED_OUT ...
+            self.error = self._describe(exc)
+        return self.error
+
+    def group_offsets(self, group: str) -> tuple[int, int] | None:
+        """(sum of committed offsets, sum of lag) over every partition ``group`` committed,
+        or None when the cluster did not answer."""
+        from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+
+        try:
+            future = self._admin_client().list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group)], request_timeout=self.timeout
+            )[group]
+            parts = [tp for tp in future.result(self.timeout).topic_partitions if tp.offset >= 0]
+            if self._consumer is None:
+                self._consumer = Consumer(
+                    {**self._config(), "group.id": f"monitor-{uuid.uuid4().hex[:8]}"}
+                )
+            committed = lag = 0
+            for tp in parts:
+                _low, high = self._consumer.get_watermark_offsets(
+                    TopicPartition(tp.topic, tp.partition), timeout=self.timeout
+                )
+                committed += tp.offset
+                lag += max(0, high - tp.offset)
+        except Exception:
+            return None
+        return committed, lag
+
+    def close(self) -> None:
+        """Close the clients."""
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+        self._admin = None
 
 
 def topic_partitions(bootstrap: str, topic: str, timeout: float = 10.0) -> list[int]:

@@ -17,7 +17,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from assets.streams.common import EVENT_TIME, KEY_SERDE, VALUE_SERDE, cents, valid_order
+from assets.streams.common import (
+    EVENT_TIME,
+    KEY_SERDE,
+    VALUE_SERDE,
+    cents,
+    dead_letter_gate,
+    order_problem,
+)
 from assets.streams.config import StreamAppConfig
 from streaming import (
     EmitStrategy,
@@ -70,12 +77,11 @@ def build_windowed_revenue(config: StreamAppConfig | Mapping[str, Any] | None = 
         value_serde=VALUE_SERDE,
         timestamp_extractor=EVENT_TIME,
     )
-    orders.filter_not(valid_order).to(
-        cfg.dead_letter_topic(APP), Produced(key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
+    usable = dead_letter_gate(
+        orders, order_problem, cfg.dead_letter_topic(APP), cfg.max_event_time_ahead_ms
     )
     by_region = (
-        orders.filter(valid_order)
-        .select_key(lambda k, v: v["region"])
+        usable.select_key(lambda k, v: v["region"])
         .repartition(
             Repartitioned(name="orders-by-region", key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
         )

@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from assets.streams.common import EVENT_TIME, KEY_SERDE, VALUE_SERDE, valid_click
+from assets.streams.common import (
+    EVENT_TIME,
+    KEY_SERDE,
+    VALUE_SERDE,
+    click_problem,
+    dead_letter_gate,
+)
 from assets.streams.config import StreamAppConfig
 from streaming import (
     EmitStrategy,
@@ -70,12 +76,11 @@ def build_click_sessions(config: StreamAppConfig | Mapping[str, Any] | None = No
         value_serde=VALUE_SERDE,
         timestamp_extractor=EVENT_TIME,
     )
-    clicks.filter_not(valid_click).to(
-        cfg.dead_letter_topic(APP), Produced(key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
+    usable = dead_letter_gate(
+        clicks, click_problem, cfg.dead_letter_topic(APP), cfg.max_event_time_ahead_ms
     )
     (
-        clicks.filter(valid_click)
-        .group_by(
+        usable.group_by(
             lambda k, v: v["user_id"],
             Grouped(name="clicks-by-user", key_serde=KEY_SERDE, value_serde=VALUE_SERDE),
         )

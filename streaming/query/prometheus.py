@@ -40,8 +40,24 @@ KNOWN: dict[str, tuple[str, str, str]] = {
     "restore-records-total": ("restored_records_total", "counter", "Changelog records restored"),
     "records-sent-total": ("records_sent_total", "counter", "Records produced"),
     "consumer-lag-max": ("consumer_lag_max", "gauge", "Largest consumer lag of any partition"),
+    "producer-replacements-total": (
+        "producer_replacements_total",
+        "counter",
+        "Producers replaced after being fenced or failing fatally",
+    ),
+    "stalled-threads": (
+        "stalled_threads",
+        "gauge",
+        "Stream threads retrying a retriable failure (e.g. a broker down)",
+    ),
+    "stalled-seconds-max": (
+        "stalled_seconds_max",
+        "gauge",
+        "Longest current stall of a stream thread in seconds (fails at task.timeout.ms)",
+    ),
+    "stalls-total": ("stalls_total", "counter", "Stalls the stream threads went through"),
 }
-_STRUCTURED = {"state", "tasks", "consumer-lag", "restore-progress"}
+_STRUCTURED = {"state", "tasks", "consumer-lag", "restore-progress", "stall-reason"}
 _STATES = (
     "CREATED",
     "REBALANCING",

@@ -1,72 +1,154 @@
 """``QueryServer``: the interactive-query HTTP server of one ``KafkaStreams`` instance.
 
     app = KafkaStreams(topology, {..., "application.server": "localhost:7070"})
-    app.start()
-    server = QueryServer(app).start()      # http://localhost:7070/stores/<store>/keys/<key>
-    ...
-    server.stop()
+    app.start()                            # serves http://localhost:7070/stores/<store>/keys/<key>
+    ...                                    # (or QueryServer(app).start() with the setting off)
+    app.close()
 
-It binds to ``application.server`` (or ``bind=(host, port)``, e.g. ``("0.0.0.0", 7070)`` in a
-container whose advertised name differs), serves on a daemon thread with the standard
-library's ``ThreadingHTTPServer`` and answers with ``streaming.query.service.QueryService``
-(routes, forwarding, errors are documented there).
+Routes, forwarding, paging and errors are documented in ``streaming.query.service``.
+
+**Under load.** One asyncio event loop thread owns every connection: it accepts, reads and
+parses requests and writes answers, so an idle keep-alive connection costs a socket and a
+coroutine, not a thread. Each request is then answered on a bounded worker pool
+(``interactive.queries.http.worker.threads``, default 4; requests forwarded by other
+instances have a pool of their own, so two instances forwarding to each other cannot
+exhaust each other's workers). Few workers also bound how much of the interpreter (the GIL)
+queries take from the stream threads, and scans read the stores in short chunks per hold of
+the stream thread's lock (see the service), so queries do not starve processing: requests
+wait for a worker instead. ``interactive.queries.http.max.connections`` (default 1024) caps
+open connections; a connection over the cap is answered ``503`` with ``Retry-After: 1`` and
+closed. An idle connection is closed after ``interactive.queries.http.keepalive.timeout.ms``
+(default 15 s), a request head must arrive within that time too, and must fit 64 KiB.
+asyncio rather than a selector loop of our own because it brings TLS (handshakes included)
+and timeouts on non-blocking sockets from the standard library.
+
+**Where it listens.** ``application.server`` is the *advertised* address (what other
+instances and clients connect to). The server binds ``interactive.queries.http.bind`` when
+set (``0.0.0.0`` for every interface, e.g. in a container whose advertised name is a
+service name); otherwise 127.0.0.1 when the advertised host is loopback-like (``localhost``,
+``127.x.y.z``), else the advertised host itself (one interface: never every interface
+unless asked), ``bind=(host, port)`` overrides both.
+
+**Security.** ``interactive.queries.http.auth.token``: every request needs
+``Authorization: Bearer <token>`` (401 otherwise, ``/health`` and ``/metrics`` included);
+forwarded requests carry it, so all instances share one token.
+``interactive.queries.http.tls.certfile`` / ``.keyfile`` (PEM) serve https; forwarding then
+uses https too and verifies the other instance against ``interactive.queries.http.tls.cafile``
+(default: the certfile itself plus the system CAs, enough when instances share a
+certificate), with its hostname checked against its advertised host.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import hmac
+import http
 import logging
+import socket
+import ssl
 import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from streaming.query.service import FORWARDED_HEADER, QueryService, Response
 
 log = logging.getLogger(__name__)
 
+#: largest request head (request line + headers)
+MAX_HEAD_BYTES = 64 * 1024
+#: largest request body read (and ignored) to keep a connection usable after a 405
+MAX_BODY_BYTES = 1024 * 1024
+#: seconds to write an answer before giving up on the client
+WRITE_TIMEOUT_S = 30.0
+#: seconds an over-the-cap connection gets to send its request before its 503
+REJECT_READ_TIMEOUT_S = 1.0
+RETRY_AFTER_S = 1
+_LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    service: QueryService
+
+def default_bind_host(advertised: str) -> str:
+    """Where to listen for an advertised host: 127.0.0.1 for loopback-like names, else it."""
+    host = advertised.strip().lower()
+    if not host or host in _LOOPBACK_NAMES or host.startswith("127."):
+        return "127.0.0.1"
+    return advertised
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
+class _Request:
+    __slots__ = ("headers", "keep_alive", "method", "target")
 
-    def do_GET(self) -> None:
-        url = urllib.parse.urlsplit(self.path)
-        query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
-        forwarded = self.headers.get(FORWARDED_HEADER) is not None
-        self._send(self.server.service.handle(url.path, query, forwarded=forwarded))
+    def __init__(self, method: str, target: str, headers: dict[str, str], keep_alive: bool):
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.keep_alive = keep_alive
 
-    def do_HEAD(self) -> None:
-        url = urllib.parse.urlsplit(self.path)
-        response = self.server.service.handle(url.path, {}, forwarded=False)
-        self._send(response, body=False)
 
-    def _not_allowed(self) -> None:
-        self._send(Response(405, b'{"error":"only GET is supported"}', headers={"Allow": "GET"}))
+class _BadRequest(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = _not_allowed
 
-    def _send(self, response: Response, body: bool = True) -> None:
-        self.send_response(response.status)
-        self.send_header("Content-Type", response.content_type)
-        self.send_header("Content-Length", str(len(response.body)))
-        for name, value in response.headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        if body:
-            self.wfile.write(response.body)
+def _parse_head(head: bytes) -> _Request:
+    try:
+        text = head.decode("iso-8859-1")
+    except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes every byte
+        raise _BadRequest(400, "undecodable request") from None
+    lines = text.split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise _BadRequest(400, f"malformed request line {lines[0][:100]!r}")
+    method, target, version = parts
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if not line:
+            continue
+        name, sep, value = line.partition(":")
+        if not sep or not name or name != name.strip():
+            raise _BadRequest(400, f"malformed header line {line[:100]!r}")
+        headers[name.lower()] = value.strip()
+    connection = headers.get("connection", "").lower()
+    if version == "HTTP/1.0":
+        keep_alive = "keep-alive" in connection
+    else:
+        keep_alive = "close" not in connection
+    return _Request(method, target, headers, keep_alive)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s %s", self.address_string(), format % args)
+
+def _render(response: Response, *, body: bool, keep_alive: bool, keepalive_s: float) -> bytes:
+    try:
+        reason = http.HTTPStatus(response.status).phrase
+    except ValueError:
+        reason = "Unknown"
+    lines = [
+        f"HTTP/1.1 {response.status} {reason}",
+        f"Content-Type: {response.content_type}",
+        f"Content-Length: {len(response.body)}",
+    ]
+    lines.extend(f"{name}: {value}" for name, value in response.headers.items())
+    if keep_alive:
+        lines.append(f"Keep-Alive: timeout={max(1, int(keepalive_s))}")
+    else:
+        lines.append("Connection: close")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+    return head + response.body if body else head
+
+
+def _error(status: int, message: str, **headers: str) -> Response:
+    from streaming.query import codec
+
+    return Response(status, codec.dumps({"error": message}), headers=dict(headers))
 
 
 class QueryServer:
-    """Serves interactive queries of ``streams`` over HTTP (see the module docstring)."""
+    """Serves interactive queries of ``streams`` over HTTP(S) (see the module docstring).
+
+    Keyword arguments override the ``interactive.queries.http.*`` settings of
+    ``streams.config``; ``keepalive_timeout`` is in seconds.
+    """
 
     def __init__(
         self,
@@ -74,7 +156,21 @@ class QueryServer:
         *,
         bind: tuple[str, int] | None = None,
         forward_timeout: float = 10.0,
+        worker_threads: int | None = None,
+        max_connections: int | None = None,
+        keepalive_timeout: float | None = None,
+        auth_token: str | None = None,
+        certfile: str | None = None,
+        keyfile: str | None = None,
+        cafile: str | None = None,
+        scan_default_limit: int | None = None,
+        scan_max_limit: int | None = None,
     ) -> None:
+        config = getattr(streams, "config", None)
+
+        def setting(value: Any, name: str, default: Any) -> Any:
+            return value if value is not None else getattr(config, name, default)
+
         host_info = streams.host_info
         if bind is None:
             if host_info.port < 0:
@@ -82,50 +178,155 @@ class QueryServer:
                     "QueryServer needs application.server=host:port in the KafkaStreams config "
                     "(the address other instances reach this one at), or bind=(host, port)"
                 )
-            bind = (host_info.host, host_info.port)
+            host = setting(None, "query_server_bind", None) or default_bind_host(host_info.host)
+            bind = (host, host_info.port)
         self.streams = streams
         self.bind = bind
-        self.service = QueryService(streams, forward_timeout=forward_timeout)
-        self._httpd: _Server | None = None
+        self.worker_threads = int(setting(worker_threads, "query_server_worker_threads", 4))
+        self.max_connections = int(setting(max_connections, "query_server_max_connections", 1024))
+        if keepalive_timeout is None:
+            keepalive_ms = setting(None, "query_server_keepalive_timeout_ms", 15_000)
+            keepalive_timeout = keepalive_ms / 1000.0
+        self.keepalive_timeout = float(keepalive_timeout)
+        self.auth_token = setting(auth_token, "query_server_auth_token", None)
+        certfile = setting(certfile, "query_server_tls_certfile", None)
+        keyfile = setting(keyfile, "query_server_tls_keyfile", None)
+        cafile = setting(cafile, "query_server_tls_cafile", None)
+        self._server_ssl: ssl.SSLContext | None = None
+        client_ssl: ssl.SSLContext | None = None
+        if certfile:
+            self._server_ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            self._server_ssl.load_cert_chain(certfile, keyfile)
+            client_ssl = ssl.create_default_context()
+            client_ssl.load_verify_locations(cafile or certfile)
+        elif keyfile:
+            raise ValueError("interactive.queries.http.tls.keyfile needs a certfile too")
+        self.scheme = "https" if self._server_ssl is not None else "http"
+        self.service = QueryService(
+            streams,
+            forward_timeout=forward_timeout,
+            auth_token=self.auth_token,
+            scheme=self.scheme,
+            ssl_context=client_ssl,
+            default_limit=int(setting(scan_default_limit, "query_server_scan_default_limit", 1000)),
+            max_limit=int(setting(scan_max_limit, "query_server_scan_max_limit", 10_000)),
+        )
+        self._expected_auth = (
+            f"Bearer {self.auth_token}".encode() if self.auth_token is not None else None
+        )
+        #: open connections now; connections answered 503 over the cap so far
+        self.connections = 0
+        self.rejected_connections = 0
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._aserver: asyncio.AbstractServer | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._forwarded_pool: ThreadPoolExecutor | None = None
+        self._port = bind[1]
+        self._closing = False
+
+    # -- addresses ------------------------------------------------------------------------
 
     @property
     def port(self) -> int:
         """The port listened on (the real one when bound to port 0)."""
-        return self._httpd.server_address[1] if self._httpd is not None else self.bind[1]
+        return self._port
 
     @property
     def url(self) -> str:
-        """``http://host:port`` of this server."""
-        return f"http://{self.bind[0]}:{self.port}"
+        """``http(s)://host:port`` of this server (the advertised host when there is one)."""
+        host_info = self.streams.host_info
+        if host_info.port == self.port and host_info.host:
+            host = host_info.host
+        else:
+            host = self.bind[0] if self.bind[0] not in ("", "0.0.0.0") else "127.0.0.1"
+        return f"{self.scheme}://{host}:{self.port}"
+
+    # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> QueryServer:
-        """Bind and serve on a daemon thread; returns self."""
-        if self._httpd is not None:
+        """Bind (a taken port raises here) and serve on a daemon thread; returns self."""
+        if self._loop is not None:
             return self
-        httpd = _Server(self.bind, _Handler)
-        httpd.service = self.service
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever,
-            kwargs={"poll_interval": 0.2},
-            name=f"query-server-{self.bind[0]}:{self.port}",
-            daemon=True,
+        try:
+            sock = socket.create_server(self.bind, backlog=min(self.max_connections, 4096))
+        except OSError as exc:
+            raise OSError(
+                exc.errno,
+                f"the query server cannot listen on {self.bind[0]}:{self.bind[1]} ({exc}); "
+                "free the port, or set interactive.queries.http.bind (e.g. 0.0.0.0) when the "
+                "advertised application.server host is not an address of this machine",
+            ) from exc
+        self._port = sock.getsockname()[1]
+        name = f"query-server-{self.bind[0]}:{self._port}"
+        self._pool = ThreadPoolExecutor(self.worker_threads, thread_name_prefix=f"{name}-worker")
+        self._forwarded_pool = ThreadPoolExecutor(
+            self.worker_threads, thread_name_prefix=f"{name}-forwarded"
         )
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        self._closing = False
+        self._thread = threading.Thread(target=self._run_loop, args=(loop,), name=name, daemon=True)
         self._thread.start()
-        log.info("Interactive queries served at %s", self.url)
+        try:
+            self._aserver = asyncio.run_coroutine_threadsafe(self._listen(sock), loop).result(10)
+        except BaseException:
+            sock.close()
+            self.stop()
+            raise
+        log.info("Interactive queries served at %s (listening on %s)", self.url, self.bind[0])
         return self
 
+    @staticmethod
+    def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    async def _listen(self, sock: socket.socket) -> asyncio.AbstractServer:
+        return await asyncio.start_server(
+            self._connection,
+            sock=sock,
+            ssl=self._server_ssl,
+            ssl_handshake_timeout=self.keepalive_timeout if self._server_ssl else None,
+            limit=MAX_HEAD_BYTES,
+        )
+
     def stop(self) -> None:
-        """Stop serving and close the socket."""
-        httpd, self._httpd = self._httpd, None
-        if httpd is None:
+        """Stop serving: close the socket and every connection, stop the workers."""
+        loop, self._loop = self._loop, None
+        if loop is None:
             return
-        httpd.shutdown()
-        httpd.server_close()
+        self._closing = True
+        if loop.is_running():
+            try:
+                asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(5)
+            except Exception as exc:  # pragma: no cover - best effort
+                log.debug("query server shutdown: %s", exc)
+            loop.call_soon_threadsafe(loop.stop)
         if self._thread is not None:
             self._thread.join(5)
             self._thread = None
+        for pool in (self._pool, self._forwarded_pool):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._forwarded_pool = None
+
+    async def _shutdown(self) -> None:
+        if self._aserver is not None:
+            self._aserver.close()
+            self._aserver = None
+        for writer in list(self._writers):
+            writer.close()
+        current = asyncio.current_task()
+        tasks = [t for t in asyncio.all_tasks() if t is not current]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=1.0)
 
     close = stop
 
@@ -135,5 +336,118 @@ class QueryServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    # -- connections ----------------------------------------------------------------------
 
-__all__ = ["QueryServer"]
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        if self.connections >= self.max_connections or self._closing:
+            await self._reject(reader, writer)
+            return
+        self.connections += 1
+        self._writers.add(writer)
+        try:
+            await self._serve_connection(reader, writer)
+        except (ConnectionError, ssl.SSLError, asyncio.IncompleteReadError, TimeoutError):
+            pass
+        except Exception:  # pragma: no cover - a bug: log, drop the connection
+            log.exception("query server connection failed")
+        finally:
+            self.connections -= 1
+            self._writers.discard(writer)
+            writer.close()
+
+    async def _reject(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Over the connection cap: read the request (so that closing does not reset it),
+        answer 503 with Retry-After, close."""
+        self.rejected_connections += 1
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REJECT_READ_TIMEOUT_S)
+        response = _error(
+            503,
+            f"too many connections (at most {self.max_connections}); retry after {RETRY_AFTER_S}s",
+            **{"Retry-After": str(RETRY_AFTER_S)},
+        )
+        try:
+            writer.write(_render(response, body=True, keep_alive=False, keepalive_s=0))
+            await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+        except Exception:
+            pass
+        finally:
+            writer.close()
+
+    async def _serve_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._closing:
+            try:
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.keepalive_timeout)
+            except asyncio.LimitOverrunError:
+                await self._write(writer, _error(431, "request head too large"), True, False)
+                return
+            except (asyncio.IncompleteReadError, TimeoutError):
+                return  # closed by the client, or idle for the keep-alive timeout
+            try:
+                request = _parse_head(head)
+                await self._skip_body(reader, request)
+            except _BadRequest as exc:
+                await self._write(writer, _error(exc.status, str(exc)), True, False)
+                return
+            response = self._precheck(request)
+            if response is None:
+                url = urllib.parse.urlsplit(request.target)
+                query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+                forwarded = FORWARDED_HEADER.lower() in request.headers
+                pool = self._forwarded_pool if forwarded else self._pool
+                try:
+                    response = await loop.run_in_executor(
+                        pool, self._answer, url.path, query, forwarded
+                    )
+                except RuntimeError:  # the pool is shut down: stopping
+                    response = _error(503, "the query server is stopping")
+                    request.keep_alive = False
+            keep = request.keep_alive and not self._closing
+            await self._write(writer, response, request.method != "HEAD", keep)
+            if not keep:
+                return
+
+    async def _skip_body(self, reader: asyncio.StreamReader, request: _Request) -> None:
+        if "transfer-encoding" in request.headers:
+            request.keep_alive = False  # not read: answer, then close
+            return
+        raw = request.headers.get("content-length", "0") or "0"
+        try:
+            length = int(raw)
+        except ValueError:
+            raise _BadRequest(400, f"bad Content-Length {raw!r}") from None
+        if length < 0 or length > MAX_BODY_BYTES:
+            raise _BadRequest(413, "request body too large")
+        if length:
+            await asyncio.wait_for(reader.readexactly(length), self.keepalive_timeout)
+
+    def _precheck(self, request: _Request) -> Response | None:
+        """Answers that need no worker: authentication, methods."""
+        if self._expected_auth is not None:
+            given = request.headers.get("authorization", "").encode("latin-1", "replace")
+            if not hmac.compare_digest(given, self._expected_auth):
+                return _error(
+                    401,
+                    "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
+                    **{"WWW-Authenticate": 'Bearer realm="interactive-queries"'},
+                )
+        if request.method not in ("GET", "HEAD"):
+            return _error(405, "only GET is supported", Allow="GET, HEAD")
+        return None
+
+    def _answer(self, path: str, query: dict[str, str], forwarded: bool) -> Response:
+        return self.service.handle(path, query, forwarded=forwarded)
+
+    async def _write(
+        self, writer: asyncio.StreamWriter, response: Response, body: bool, keep_alive: bool
+    ) -> None:
+        writer.write(
+            _render(response, body=body, keep_alive=keep_alive, keepalive_s=self.keepalive_timeout)
+        )
+        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+
+
+__all__ = ["QueryServer", "default_bind_host"]

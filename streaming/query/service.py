@@ -16,20 +16,38 @@
 Remote keys are FORWARDED: the instance asks the owner (``metadata_for_key``) over HTTP and
 relays its answer, so any instance answers for every key; a forwarded request is never
 forwarded again (the owner answers from local state even if its metadata moved on).
-``range``/``all`` fan out to every instance hosting the store and merge the entries;
-``?local=true`` answers from this instance only. Keys are URL path segments (percent-encode
-``/``) parsed as described in ``streaming.query.codec``. Errors are JSON ``{"error": ...}``:
-404 unknown store/key/path, 400 bad parameters, 503 not running / partition unavailable /
-restoring, 502 the owner could not be reached.
+Forwarding uses https when the server has TLS and passes the bearer token on.
+
+``range`` and ``all`` are PAGED: ``?limit=`` entries per page (default 1000, at most 10000:
+``interactive.queries.http.scan.default.limit`` / ``.max.limit``) and the answer's
+``next_cursor`` (opaque, URL-safe base64 of partition and last store key; null on the last
+page) goes back as ``?cursor=`` for the next page. A page walks the store's partitions in
+order, each in store order (key bytes; windows: segment, then key bytes), reading the owner
+of each partition (locally or forwarded), so the pages of one scan hold every entry once
+while the store does not change (entries written meanwhile may or may not show up).
+``?local=true`` pages this instance's partitions only; ``?partition=<n>`` one partition.
+Store reads never hold the stream thread's lock for long: raw entries are read in chunks of
+a few hundred per lock hold (a fresh range read after the last key each time, so processing
+and retention may change the store in between), and are decoded and encoded to JSON after
+the lock is released.
+
+Keys are URL path segments (percent-encode ``/``) parsed as described in
+``streaming.query.codec``. Errors are JSON ``{"error": ...}``: 404 unknown store/key/path,
+400 bad parameters, 503 not running / partition unavailable / restoring, 502 the owner could
+not be reached.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
+import struct
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +58,12 @@ log = logging.getLogger(__name__)
 FORWARDED_HEADER = "X-Streaming-Forwarded-By"
 JSON_TYPE = "application/json"
 LONG_MAX = (1 << 63) - 1
+#: raw store entries read per hold of the stream thread's lock during a scan
+SCAN_CHUNK = 256
+#: an upper key bound above every real key (window scans resume with a bounded key range)
+_MAX_KEY = b"\xff" * 1024
+_CURSOR_VERSION = 1
+_CURSOR_HEAD = struct.Struct(">BIB")  # version, partition, has-key
 
 
 @dataclass
@@ -72,12 +96,64 @@ class _Abort(Exception):
         self.response = response
 
 
-class QueryService:
-    """Answers interactive-query requests for one ``KafkaStreams`` instance."""
+@dataclass(frozen=True)
+class Cursor:
+    """Where a paged scan goes on: after store key ``after`` (raw bytes; None: from the start)
+    of ``partition``. Travels as opaque URL-safe base64."""
 
-    def __init__(self, streams: Any, *, forward_timeout: float = 10.0) -> None:
+    partition: int
+    after: bytes | None = None
+
+    def encode(self) -> str:
+        head = _CURSOR_HEAD.pack(_CURSOR_VERSION, self.partition, self.after is not None)
+        return base64.urlsafe_b64encode(head + (self.after or b"")).decode().rstrip("=")
+
+    @staticmethod
+    def decode(text: str) -> Cursor:
+        try:
+            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+            version, partition, has_key = _CURSOR_HEAD.unpack_from(raw)
+        except (binascii.Error, ValueError, struct.error):
+            raise ValueError(f"cursor {text!r} is not a cursor this server returned") from None
+        if version != _CURSOR_VERSION or has_key not in (0, 1):
+            raise ValueError(f"cursor {text!r} is not a cursor this server returned")
+        rest = raw[_CURSOR_HEAD.size :]
+        return Cursor(partition, rest if has_key else None)
+
+
+@dataclass
+class _Page:
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    next_cursor: Cursor | None = None
+
+
+class QueryService:
+    """Answers interactive-query requests for one ``KafkaStreams`` instance.
+
+    ``auth_token`` and ``ssl_context`` (a client context, with ``scheme="https"``) are used
+    when forwarding to other instances; ``default_limit`` / ``max_limit`` bound scan pages.
+    """
+
+    def __init__(
+        self,
+        streams: Any,
+        *,
+        forward_timeout: float = 10.0,
+        auth_token: str | None = None,
+        scheme: str = "http",
+        ssl_context: Any = None,
+        default_limit: int = 1000,
+        max_limit: int = 10_000,
+        scan_chunk: int = SCAN_CHUNK,
+    ) -> None:
         self.streams = streams
         self.forward_timeout = forward_timeout
+        self.auth_token = auth_token
+        self.scheme = scheme
+        self.ssl_context = ssl_context
+        self.default_limit = max(1, default_limit)
+        self.max_limit = max(self.default_limit, max_limit)
+        self.scan_chunk = max(1, scan_chunk)
 
     @property
     def self_host(self) -> Any:
@@ -303,6 +379,8 @@ class QueryService:
                 )
             )
 
+    # -- paged scans ----------------------------------------------------------------------
+
     def scan(self, store: str, op: str, params: Mapping[str, str], forwarded: bool) -> Response:
         builder = self._builder(store)
         kind = self._kind(builder)
@@ -310,64 +388,272 @@ class QueryService:
             return _error(
                 400, f"store {store!r} is a session store: query /stores/{store}/keys/<key>"
             )
+        limit = self._limit(params)
+        cursor = self._cursor(params)
+        only = self._partition_param(params)
+        if only is not None and cursor is not None and cursor.partition != only:
+            raise _Abort(_error(400, "the cursor belongs to another partition"))
+        bounds = self._bounds(store, kind, op, params)
         local_only = forwarded or params.get("local", "").lower() in ("1", "true", "yes")
         if local_only:
+            page = self._local_page(store, kind, bounds, cursor, limit, only)
             return _json(
                 200,
                 {
                     "store": store,
                     "host": str(self.self_host),
-                    "entries": self._local_scan(store, kind, builder, op, params),
+                    "entries": page.entries,
+                    "next_cursor": None if page.next_cursor is None else page.next_cursor.encode(),
                 },
             )
-        entries: list[Any] = []
-        hosts = []
+        sub = self.streams.plan.subtopology_for_store(store)
+        owners: dict[int, Any] = {}
+        prefix = f"{sub.id}_"
         for meta in self.streams.all_metadata_for_store(store):
-            hosts.append(str(meta.host_info))
-            if meta.host_info == self.self_host:
-                entries.extend(self._local_scan(store, kind, builder, op, params))
+            for task in meta.tasks:
+                if task.startswith(prefix):
+                    owners[int(task[len(prefix) :])] = meta.host_info
+        first = cursor.partition if cursor is not None else 0
+        if max(first, only or 0) >= sub.num_tasks:
+            raise _Abort(_error(400, f"store {store!r} has partitions 0..{sub.num_tasks - 1} only"))
+        partitions = [only] if only is not None else list(range(first, sub.num_tasks))
+        entries: list[Any] = []
+        hosts: set[str] = set()
+        next_cursor: Cursor | None = None
+        for partition in partitions:
+            remaining = limit - len(entries)
+            if remaining <= 0:
+                next_cursor = Cursor(partition)
+                break
+            after = cursor.after if cursor is not None and cursor.partition == partition else None
+            owner = owners.get(partition)
+            if owner is None or owner.port < 0:
+                return _error(
+                    503,
+                    f"no instance serves partition {partition} of store {store!r} right now "
+                    "(the application is rebalancing, or an instance has no "
+                    "application.server); retry",
+                    store=store,
+                    partition=partition,
+                )
+            hosts.add(str(owner))
+            if owner == self.self_host:
+                self._require_local_task(store, partition)
+                page = self._local_page(
+                    store, kind, bounds, Cursor(partition, after), remaining, partition
+                )
+                entries.extend(page.entries)
+                if page.next_cursor is not None:
+                    next_cursor = page.next_cursor
+                    break
                 continue
-            if meta.host_info.port < 0:
-                return _error(503, f"an instance hosting {store!r} has no application.server")
-            answer = self._forward(meta.host_info, f"/stores/{_q(store)}/{op}", params)
+            sub_params = {k: v for k, v in params.items() if k not in ("cursor", "local")}
+            sub_params["partition"] = str(partition)
+            sub_params["limit"] = str(remaining)
+            if after is not None:
+                sub_params["cursor"] = Cursor(partition, after).encode()
+            answer = self._forward(owner, f"/stores/{_q(store)}/{_q(op)}", sub_params)
             if answer.status != 200:
                 return answer
-            entries.extend(answer.json()["entries"])
-        return _json(200, {"store": store, "hosts": hosts, "entries": entries})
+            body = answer.json()
+            entries.extend(body["entries"])
+            if body.get("next_cursor"):
+                next_cursor = Cursor.decode(body["next_cursor"])
+                break
+        return _json(
+            200,
+            {
+                "store": store,
+                "hosts": sorted(hosts),
+                "entries": entries,
+                "next_cursor": None if next_cursor is None else next_cursor.encode(),
+            },
+        )
 
-    def _local_scan(
-        self, store: str, kind: str, builder: Any, op: str, params: Mapping[str, str]
-    ) -> list[dict[str, Any]]:
-        view = self.streams.store(store)
+    def _limit(self, params: Mapping[str, str]) -> int:
+        raw = params.get("limit")
+        if raw is None or raw == "":
+            return self.default_limit
+        try:
+            limit = int(raw)
+        except ValueError:
+            limit = 0
+        if limit < 1 or limit > self.max_limit:
+            raise _Abort(
+                _error(400, f"parameter limit={raw!r} must be an integer in 1..{self.max_limit}")
+            )
+        return limit
+
+    @staticmethod
+    def _cursor(params: Mapping[str, str]) -> Cursor | None:
+        raw = params.get("cursor")
+        if not raw:
+            return None
+        try:
+            return Cursor.decode(raw)
+        except ValueError as exc:
+            raise _Abort(_error(400, str(exc))) from None
+
+    @staticmethod
+    def _partition_param(params: Mapping[str, str]) -> int | None:
+        raw = params.get("partition")
+        if raw is None or raw == "":
+            return None
+        try:
+            value = int(raw)
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise _Abort(_error(400, f"parameter partition={raw!r} must be an integer >= 0"))
+        return value
+
+    def _bounds(self, store: str, kind: str, op: str, params: Mapping[str, str]) -> tuple:
+        """The typed bounds of a scan: (from key, to key) or (from time, to time)."""
         if kind == "keyvalue":
             if op == "all":
-                rows = view.all()
-            else:
-                if "from" not in params or "to" not in params:
-                    raise _Abort(_error(400, "range needs both ?from=<key>&to=<key>"))
-                lo, _ = self._key(store, params["from"], params)
-                hi, _ = self._key(store, params["to"], params)
-                rows = view.range(lo, hi)
-            return [{"key": k, "value": v} for k, v in rows]
+                return (None, None)
+            if "from" not in params or "to" not in params:
+                raise _Abort(_error(400, "range needs both ?from=<key>&to=<key>"))
+            lo, _ = self._key(store, params["from"], params)
+            hi, _ = self._key(store, params["to"], params)
+            return (lo, hi)
         if op == "all":
-            rows = view.all()
+            return (0, LONG_MAX)
+        return (self._int_param(params, "from", 0), self._int_param(params, "to", LONG_MAX))
+
+    def _local_page(
+        self,
+        store: str,
+        kind: str,
+        bounds: tuple,
+        cursor: Cursor | None,
+        limit: int,
+        only: int | None = None,
+    ) -> _Page:
+        """Up to ``limit`` entries of this instance's partitions of ``store`` from ``cursor``."""
+        page = _Page()
+        local = self.streams._local_partition_stores(store)
+        if only is not None:
+            if not any(p == only for p, _, _ in local):
+                self._require_local_task(store, only)  # 503: moved or restoring
+                raise _Abort(_error(503, f"partition {only} of {store!r} is not served here"))
+            local = [entry for entry in local if entry[0] == only]
+        first = cursor.partition if cursor is not None else 0
+        for partition, lock, typed in local:
+            if partition < first:
+                continue
+            remaining = limit - len(page.entries)
+            if remaining <= 0:
+                page.next_cursor = Cursor(partition)
+                break
+            after = cursor.after if cursor is not None and cursor.partition == partition else None
+            rows, more = self._read_partition(lock, typed, kind, bounds, after, remaining)
+            page.entries.extend(self._decode(typed, kind, rows))
+            if more:
+                page.next_cursor = Cursor(partition, rows[-1][0])
+                break
+        return page
+
+    def _read_partition(
+        self, lock: Any, typed: Any, kind: str, bounds: tuple, after: bytes | None, limit: int
+    ) -> tuple[list[tuple[bytes, bytes]], bool]:
+        """Raw (key, value) entries after ``after``, at most ``limit``, and whether more follow.
+
+        Reads ``scan_chunk`` entries per hold of the stream thread's ``lock``, each chunk a
+        fresh range read after the last key, and yields the interpreter between chunks so that
+        the stream thread gets the lock back: a scan never blocks processing for long."""
+        from streaming.state.key_value_store import KeyValueStore
+        from streaming.state.window_store import WindowStore
+
+        if kind == "keyvalue" and isinstance(typed, KeyValueStore):
+            lo = None if bounds[0] is None else typed.raw_key(bounds[0])
+            hi = None if bounds[1] is None else typed.raw_key(bounds[1])
+            raw = typed.wrapped
+
+            def chunk(last: bytes | None, n: int) -> list[tuple[bytes, bytes]]:
+                start = lo if last is None else last + b"\x00"
+                if lo is not None and start < lo:
+                    start = lo
+                return _take(raw.range(start, hi), n)
+
+        elif kind == "window" and isinstance(typed, WindowStore):
+            chunk = _window_chunker(typed.wrapped, bounds[0], bounds[1])
         else:
-            lo = self._int_param(params, "from", 0)
-            hi = self._int_param(params, "to", LONG_MAX)
-            rows = view.fetch_all(lo, hi)
-        return [
-            {"key": w.key, "start": w.window.start, "end": w.window.end, "value": v}
-            for w, v in rows
-        ]
+            return self._read_whole(lock, typed, kind, bounds, after, limit)
+        rows: list[tuple[bytes, bytes]] = []
+        last = after
+        while len(rows) <= limit:
+            want = min(self.scan_chunk, limit + 1 - len(rows))
+            with lock:
+                got = chunk(last, want)
+            rows.extend(got)
+            if len(got) < want:
+                break
+            last = got[-1][0]
+            time.sleep(0)  # let the stream thread take the lock (and the GIL) first
+        more = len(rows) > limit
+        return rows[:limit], more
+
+    @staticmethod
+    def _read_whole(
+        lock: Any, typed: Any, kind: str, bounds: tuple, after: bytes | None, limit: int
+    ) -> tuple[list[tuple[bytes, Any]], bool]:
+        # a store without raw range reads (none of the built-in kinds): one read, ordered by
+        # the JSON of its keys; rows are (that JSON, (key, value))
+        with lock:
+            if kind == "keyvalue":
+                items = list(typed.all() if bounds == (None, None) else typed.range(*bounds))
+            else:
+                items = list(typed.fetch_all(*bounds))
+        rows = sorted(((codec.dumps(k), (k, v)) for k, v in items), key=lambda row: row[0])
+        if after is not None:
+            rows = [row for row in rows if row[0] > after]
+        return rows[:limit], len(rows) > limit
+
+    @staticmethod
+    def _decode(typed: Any, kind: str, rows: list[tuple[bytes, Any]]) -> list[dict[str, Any]]:
+        from streaming.state.key_value_store import KeyValueStore
+        from streaming.state.window_store import WindowStore
+
+        if kind == "keyvalue":
+            if not isinstance(typed, KeyValueStore):
+                return [{"key": k, "value": _plain(v)} for _, (k, v) in rows]
+            key_from, value_from = typed.key_from, typed.value_from
+            return [{"key": key_from(k), "value": _plain(value_from(v))} for k, v in rows]
+        if not isinstance(typed, WindowStore):
+            return [
+                {"key": w.key, "start": w.window.start, "end": w.window.end, "value": _plain(v)}
+                for _, (w, v) in rows
+            ]
+        split = typed.key_schema.split
+        key_from, value_from = typed.key_from, typed.value_from
+        size = typed.window_size
+        out = []
+        for k, v in rows:
+            key, start = split(k)
+            out.append(
+                {
+                    "key": key_from(key),
+                    "start": start,
+                    "end": min(start + size, LONG_MAX),
+                    "value": _plain(value_from(v)),
+                }
+            )
+        return out
 
     # -- forwarding -----------------------------------------------------------------------
 
     def _forward(self, owner: Any, path: str, params: Mapping[str, str]) -> Response:
         query = urllib.parse.urlencode(dict(params))
-        url = f"http://{owner.host}:{owner.port}{path}" + (f"?{query}" if query else "")
-        request = urllib.request.Request(url, headers={FORWARDED_HEADER: str(self.self_host)})
+        url = f"{self.scheme}://{owner.host}:{owner.port}{path}" + (f"?{query}" if query else "")
+        headers = {FORWARDED_HEADER: str(self.self_host)}
+        if self.auth_token:
+            headers["Authorization"] = f"Bearer {self.auth_token}"
+        request = urllib.request.Request(url, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=self.forward_timeout) as reply:
+            with urllib.request.urlopen(
+                request, timeout=self.forward_timeout, context=self.ssl_context
+            ) as reply:
                 return Response(
                     reply.status,
                     reply.read(),
@@ -375,18 +661,63 @@ class QueryService:
                     {"X-Streaming-Answered-By": str(owner)},
                 )
         except urllib.error.HTTPError as exc:
-            return Response(
-                exc.code,
-                exc.read(),
-                exc.headers.get("Content-Type", JSON_TYPE),
-                {"X-Streaming-Answered-By": str(owner)},
-            )
+            extra = {"X-Streaming-Answered-By": str(owner)}
+            if exc.headers.get("Retry-After"):
+                extra["Retry-After"] = exc.headers["Retry-After"]
+            return Response(exc.code, exc.read(), exc.headers.get("Content-Type", JSON_TYPE), extra)
         except (urllib.error.URLError, OSError) as exc:
             return _error(502, f"the owner {owner} could not be reached: {exc}", owner=str(owner))
+
+
+def _plain(value: Any) -> Any:
+    return value.value if hasattr(value, "timestamp") and hasattr(value, "value") else value
+
+
+def _take(iterator: Any, n: int) -> list[Any]:
+    out = []
+    for item in iterator:
+        out.append(item)
+        if len(out) >= n:
+            break
+    return out
+
+
+def _window_chunker(
+    raw: Any, time_from: int, time_to: int
+) -> Callable[[bytes | None, int], list[tuple[bytes, bytes]]]:
+    """Reads of a window bytes store in its scan order (segment by segment, store-key bytes
+    inside a segment) restarting after a given store key: the rest of that key's segment
+    (a key range from its key for key-first stores, a time range from its start for
+    time-first ones), then the later segments."""
+    from streaming.state.key_schema import WindowKeySchema
+    from streaming.state.segments import java_div
+
+    schema = raw.key_schema
+    interval = raw.segment_interval
+    key_first = isinstance(schema, WindowKeySchema)
+
+    def chunk(last: bytes | None, n: int) -> list[tuple[bytes, bytes]]:
+        if last is None:
+            return _take(raw.fetch_all(time_from, time_to), n)
+        key, start = schema.split(last)
+        segment = java_div(start, interval)
+        seg_from = max(time_from, segment * interval)
+        seg_to = min(time_to, segment * interval + interval - 1)
+        if key_first:
+            # (keys sharing a prefix with trailing NUL bytes may order differently; as Kafka)
+            rest = raw.fetch_key_range(key, _MAX_KEY, seg_from, seg_to)
+        else:
+            rest = raw.fetch_all(max(seg_from, start), seg_to)
+        out = _take((kv for kv in rest if kv[0] > last), n)
+        if len(out) < n and seg_to < time_to:
+            out.extend(_take(raw.fetch_all(seg_to + 1, time_to), n - len(out)))
+        return out
+
+    return chunk
 
 
 def _q(segment: str) -> str:
     return urllib.parse.quote(segment, safe="")
 
 
-__all__ = ["FORWARDED_HEADER", "QueryService", "Response"]
+__all__ = ["FORWARDED_HEADER", "Cursor", "QueryService", "Response"]

@@ -13,8 +13,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streaming.runtime import errors
+from confluent_kafka import KafkaException, TopicPartition
+
+from streaming.runtime import errors, processor_metadata
 from streaming.runtime.assignment import Subtopology
+from streaming.runtime.failures import (
+    RetriableStreamsException,
+    TaskCorruptedException,
+    TaskMigratedException,
+    calling,
+    translate,
+)
 from streaming.runtime.nodes import StreamsException
 from streaming.runtime.restore import RestoreRequest
 from streaming.runtime.state_directory import (
@@ -38,8 +47,14 @@ CREATED, RESTORING, RUNNING, SUSPENDED, CLOSED = (
     "CLOSED",
 )
 
+RUNTIME_FAILURES = (RetriableStreamsException, TaskCorruptedException, TaskMigratedException)
+
 #: how long a task waits for a partition whose lag is unknown before processing without it
 UNKNOWN_LAG_WAIT_MS = 500
+#: how long one attempt to read a task's committed offsets and metadata may take (under
+#: exactly-once the broker answers once a previous owner's open transaction is resolved);
+#: a timeout is retriable: the thread tries again after its backoff, within task.timeout.ms
+COMMITTED_METADATA_TIMEOUT_S = 15.0
 
 
 class ActiveTask:
@@ -71,6 +86,9 @@ class ActiveTask:
         self.dropped = 0
         self.pending_restore: list[RestoreRequest] = []
         self.logged_since_checkpoint = 0
+        #: the offset commit metadata last handed out (see ``commit_metadata``)
+        self._metadata_cache: tuple[int, str] | None = None
+        self._offsets_known = False
         self.stream_task = StreamTask(
             task_id,
             thread.topology,
@@ -100,18 +118,52 @@ class ActiveTask:
         elif self.eos:
             # exactly-once: the checkpoint is only valid until the task writes again
             delete_checkpoint(self.task_dir)
-        self.stream_task.initialize()
-        callbacks = self.stream_task.context.restore_callbacks
+        # the processors are initialized once the task is about to run (``_complete``)
+        self.stream_task.initialize_stores()
+        context = self.stream_task.context
+        callbacks = context.restore_callbacks
         requests = []
         for store, topic in self.changelogs.items():
             callback = callbacks.get(store)
             if callback is None:
                 continue
             start = None if checkpoint is None else checkpoint.get((topic, self.partition))
+            if not getattr(context.stores.get(store), "persistent", True):
+                # an in-memory store (suppression and join buffers, in-memory stores) starts
+                # empty: its whole changelog is replayed whatever the checkpoint says (Kafka
+                # checkpoints persistent stores only)
+                start = None
             requests.append(RestoreRequest(store, topic, self.partition, start, callback))
         self.pending_restore = requests
         self.state = RESTORING if requests else RUNNING
         return requests
+
+    def _complete(self) -> None:
+        """Kafka's ``completeRestoration``: read the task's committed metadata, then
+        ``init`` the processors (which read it). Runs when the task is first used after
+        its restoration, not while it is created: when a thread rebuilds its tasks after
+        a failure, the rolled-back transaction (whose offsets would make the committed
+        offsets unstable) is aborted first."""
+        if self.stream_task.initialized:
+            return
+        self._initialize_metadata()
+        self.stream_task.initialize_topology()
+
+    def _initialize_metadata(self) -> None:
+        """Read the stream time and processor metadata committed with the input offsets
+        (Kafka's ``StreamTask.initializeMetadata``); the largest value per key wins."""
+        consumer = getattr(self.thread, "consumer", None)
+        if consumer is None or not self.input_partitions:
+            return
+        partitions = [TopicPartition(t, p) for t, p in self.input_partitions]
+        what = f"reading the committed offsets and metadata of task {self.id}"
+        with calling(what):
+            committed = consumer.committed(partitions, timeout=COMMITTED_METADATA_TIMEOUT_S)
+        for tp in committed:
+            if tp.error is not None:
+                raise translate(KafkaException(tp.error), what)
+        stream_time, metadata = processor_metadata.merge(tp.metadata for tp in committed)
+        self.stream_task.initialize_metadata(stream_time, metadata)
 
     def _log_change(self, store: str, key: bytes, value: bytes | None, timestamp: int) -> None:
         self.logged_since_checkpoint += 1
@@ -201,6 +253,8 @@ class ActiveTask:
     def process_one(self) -> bool:
         """Process the buffered record with the smallest timestamp (handlers applied)."""
         task = self.stream_task
+        if not task.initialized:
+            self._complete()
         queue = task._next_queue()
         if queue is None:
             return False
@@ -220,6 +274,8 @@ class ActiveTask:
         """``process_one`` up to ``limit`` times without asking ``ready`` (one input
         partition: always ready while it has records); returns how many were processed."""
         task = self.stream_task
+        if not task.initialized:
+            self._complete()
         context = task.context
         next_queue = task._next_queue
         process_stamped = task.process_stamped
@@ -248,6 +304,8 @@ class ActiveTask:
         )
 
     def _on_processing_error(self, rec: StampedRecord, exc: Exception) -> None:
+        if isinstance(exc, RUNTIME_FAILURES):
+            raise exc  # the client failed, not the record: the thread rolls back and retries
         ctx = self._context_for(rec, None)
         cause = exc.__cause__ if isinstance(exc, StreamsException) and exc.__cause__ else exc
         decision = errors.decide(self._proc_handler, ctx, rec, cause)
@@ -279,6 +337,8 @@ class ActiveTask:
         self.thread.metrics.dropped_records += 1
 
     def punctuate_wall_clock(self, now_ms: int) -> bool:
+        if not self.stream_task.initialized:
+            self._complete()
         return self.stream_task.maybe_punctuate_system_time(now_ms)
 
     # -- commit ---------------------------------------------------------------------------
@@ -289,13 +349,17 @@ class ActiveTask:
 
     def flush(self) -> None:
         """Flush stores (caches forward dirty entries; changelog records are sent)."""
+        if not self.stream_task.initialized:
+            self._complete()
         self.stream_task.commit()
 
     def committable_offsets(
         self, position: Callable[[tuple[str, int]], int | None]
     ) -> dict[tuple[str, int], int]:
         """Offsets to commit: the consumer position when a partition's buffer is empty
-        (it covers skipped records and transaction markers), else last processed + 1."""
+        (it covers skipped records and transaction markers), else last processed + 1.
+
+        Every offset is committed with ``commit_metadata()[0][tp]`` as its metadata."""
         out = {}
         processed = self.stream_task.processed_offsets
         for tp in self.input_partitions:
@@ -308,4 +372,30 @@ class ActiveTask:
             last = processed.get(tp)
             if last is not None:
                 out[tp] = last + 1
+        self._offsets_known = bool(out)
         return out
+
+    def commit_metadata(self) -> tuple[dict[tuple[str, int], str], bool]:
+        """The offset commit metadata of each input partition, and whether the processor
+        metadata changed since the last commit (Kafka's ``needsCommit``: the partitions are
+        then committed even if their offsets did not move).
+
+        The string is Kafka's ``TopicPartitionMetadata``: the partition time (here the task's
+        stream time, the maximum of its partition times) and the processor metadata. The
+        changed flag is reset once ``committable_offsets`` found an offset to commit it with:
+        the caller commits, and if that fails the task is closed and rebuilt from what was
+        committed."""
+        task = self.stream_task
+        if not task.initialized:
+            self._complete()  # never commit before the committed metadata is read
+        metadata = task.context.processor_metadata
+        changed = metadata.needs_commit
+        cached = self._metadata_cache
+        if changed or cached is None or cached[0] != task.stream_time:
+            cached = self._metadata_cache = (
+                task.stream_time,
+                processor_metadata.encode(task.stream_time, metadata),
+            )
+        if changed and self._offsets_known:
+            metadata.needs_commit = False
+        return dict.fromkeys(self.input_partitions, cached[1]), changed

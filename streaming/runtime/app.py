@@ -23,7 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from streaming.runtime.assignment import TopologyPlan, task_id
-from streaming.runtime.config import StreamsConfig
+from streaming.runtime.client_log import client_logger
+from streaming.runtime.config import StreamsConfig, check_bootstrap_servers
 from streaming.runtime.errors import StreamThreadExceptionResponse
 from streaming.runtime.global_thread import GlobalStreamThread
 from streaming.runtime.metadata import (
@@ -39,6 +40,7 @@ from streaming.runtime.queries import InvalidStateStoreException, view_for
 from streaming.runtime.standby import StandbyManager
 from streaming.runtime.state_directory import StateDirectory
 from streaming.runtime.thread import StreamThread
+from streaming.runtime.topic_limits import TopicLimitsCache
 from streaming.runtime.topics import InternalTopicManager
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,16 @@ class KafkaStreams:
             topology = topology.build()  # a StreamsBuilder
         self.topology = topology
         self.config = StreamsConfig.from_mapping(config)
+        if self.config.query_server_enabled and self.config.application_server:
+            # bad query-server numbers fail here (ConfigException), not at start()
+            for setting in (
+                "query_server_worker_threads",
+                "query_server_max_connections",
+                "query_server_keepalive_timeout_ms",
+                "query_server_scan_default_limit",
+                "query_server_scan_max_limit",
+            ):
+                getattr(self.config, setting)
         self.plan = TopologyPlan(
             topology,
             self.config.application_id,
@@ -100,11 +112,13 @@ class KafkaStreams:
         self._state_listener: Callable[[State, State], None] | None = None
         self._exception_handler: Callable[[BaseException], Any] | None = None
         self.restore_listener: Any = None
-        self.client_logger = logging.getLogger("streaming.runtime.librdkafka")
+        self.client_logger = client_logger()
         self.state_directory: StateDirectory = None  # type: ignore[assignment]
         self.process_id = ""
         self.client_id = self.config.client_id or self.config.application_id
         self.admin: Any = None
+        #: what each topic accepts (timestamps, record size), checked before every write
+        self.topic_limits: TopicLimitsCache = None  # type: ignore[assignment]
         self.threads: list[StreamThread] = []
         self._dead_threads: list[Any] = []
         self._thread_index = 0
@@ -188,14 +202,16 @@ class KafkaStreams:
                 self.client_id = f"{self.client_id}-{self.process_id}"
                 from confluent_kafka.admin import AdminClient
 
-                self.admin = AdminClient(
-                    {
-                        "bootstrap.servers": self.config.bootstrap_servers,
-                        "client.id": f"{self.client_id}-admin",
-                        "logger": self.client_logger,
-                        **self.config.admin,
-                    }
-                )
+                admin_config = {
+                    "bootstrap.servers": self.config.bootstrap_servers,
+                    "client.id": f"{self.client_id}-admin",
+                    "logger": self.client_logger,
+                    **self.config.admin,
+                }
+                # an unreachable cluster fails here, naming bootstrap.servers (bounded wait)
+                check_bootstrap_servers(admin_config, self.config.bootstrap_timeout_ms / 1000)
+                self.admin = AdminClient(admin_config)
+                self.topic_limits = TopicLimitsCache(self.admin)
                 InternalTopicManager(
                     self.admin, replication_factor=self.config.replication_factor
                 ).setup(self.plan)
@@ -431,6 +447,27 @@ class KafkaStreams:
                     out.append((thread.lock, store))
         return out
 
+    def _local_partition_stores(self, name: str) -> list[tuple[int, Any, Any]]:
+        """(partition, owning stream thread's lock, store) of every running local task of
+        ``name``, by partition: the query server pages scans over these, reading a bounded
+        chunk per lock hold so that a scan never blocks processing for long."""
+        if not self._state.is_running_or_rebalancing():
+            raise InvalidStateStoreException(
+                f"KafkaStreams is not running. State is {self._state.name}."
+            )
+        from streaming.runtime.active_task import RUNNING
+
+        out = []
+        for thread in list(self.threads):
+            for task in list(thread.tasks.values()):
+                if task.state != RUNNING:
+                    continue
+                store = task.stream_task.context.stores.get(name)
+                if store is not None:
+                    out.append((task.partition, thread.lock, store))
+        out.sort(key=lambda entry: entry[0])
+        return out
+
     def store(self, name: str) -> Any:
         """A read-only view (key-value / window / session) of store ``name`` on this instance."""
         builder = self.topology.store_builders.get(name)
@@ -554,4 +591,11 @@ class KafkaStreams:
             "consumer-lag": lag,
             "consumer-lag-max": max(lag.values(), default=0),
             "records-sent-total": sum(t.collector.sent for t in threads if t.collector is not None),
+            "producer-replacements-total": sum(m.producer_replacements for m in ms),
+            # a thread retrying a retriable failure (broker down, leader moving) is stalled
+            # until it makes progress again, and fails after task.timeout.ms
+            "stalled-threads": len([t for t in threads if t.stall.stalled]),
+            "stalled-seconds-max": max((t.stall.seconds() for t in threads), default=0.0),
+            "stall-reason": next((t.stall.reason for t in threads if t.stall.stalled), None),
+            "stalls-total": sum(t.stall.total_stalls for t in threads),
         }

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from streaming.runtime.nodes import FixedKeyNode, ProcessorNode, StreamsException
+from streaming.runtime.processor_metadata import ProcessorMetadata
 from streaming.runtime.punctuation import PunctuationQueue, PunctuationSchedule
 from streaming.time import to_millis
 from streaming.topology.processor import PunctuationType, Record, RecordContext
@@ -56,6 +57,9 @@ class TaskContext:
         self.system_time_punctuations = PunctuationQueue()
         self.changelog_writer: Callable[[str, bytes, bytes | None, int], None] | None = None
         self.restore_callbacks: dict[str, Callable[..., None]] = {}
+        #: Kafka's per-task ``ProcessorMetadata`` (KIP-825): committed with the input offsets
+        #: by the runtime, read back when the task is created
+        self.processor_metadata = ProcessorMetadata()
 
     # -- ProcessorContext -------------------------------------------------------------
 
@@ -150,6 +154,14 @@ class TaskContext:
 
     def set_current_node(self, node: ProcessorNode | None) -> None:
         self.current_node = node
+
+    def processor_metadata_for_key(self, key: str) -> int | None:
+        """Kafka's ``processorMetadataForKey``: a value committed with the input offsets."""
+        return self.processor_metadata.get(key)
+
+    def add_processor_metadata_key_value(self, key: str, value: int) -> None:
+        """Kafka's ``addProcessorMetadataKeyValue``: the next commit carries ``key``."""
+        self.processor_metadata.add(key, value)
 
     # -- StateStoreContext ------------------------------------------------------------
 

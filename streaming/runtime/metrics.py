@@ -31,6 +31,7 @@ class ThreadMetrics:
     rebalances: int = 0
     aborted_transactions: int = 0
     restored_records: int = 0
+    producer_replacements: int = 0
     started: float = field(default_factory=time.monotonic)
     _samples: collections.deque = field(default_factory=lambda: collections.deque(maxlen=32))
 

@@ -1,23 +1,50 @@
 """The record collector: every record a task writes (sinks, changelogs, dead letters) goes
 through one confluent-kafka producer per stream thread (transactional under exactly-once).
 
-Delivery reports are only requested for failures (``delivery.report.only.error``); a failed
-delivery goes to the production exception handler, and a ``FAIL`` decision surfaces as an
-exception at the next ``check()`` (every commit checks, after ``flush``).
+Delivery reports are only requested for failures (``delivery.report.only.error``). A failed
+delivery is handled by its kind, as Kafka's ``RecordCollectorImpl`` does:
+
+- a fenced or fatally failed producer: ``TaskMigratedException`` (a new producer is made);
+- a retriable failure (timed out, not enough replicas): ``TaskCorruptedException`` (the tasks
+  are rolled back to their committed state and process again);
+- a record the topic would refuse (``INVALID_TIMESTAMP``, ``RECORD_TOO_LARGE``, ...): the
+  production exception handler decides before it is sent (``topic_limits``). ``CONTINUE``
+  skips it and writes it to the dead-letter topic, so the transaction commits without it;
+  ``FAIL`` ends the thread with a message naming the record, the topic and the setting. A
+  refusal only the broker saw fails the record's whole batch (librdkafka cannot say which
+  record was bad): under exactly-once the transaction is rolled back and processed again.
+
+The failure surfaces as an exception at the next ``check()`` (every commit checks).
 """
 
 from __future__ import annotations
 
+import datetime
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from streaming.runtime import errors
+from streaming.runtime.failures import (
+    RECORD_HINTS,
+    Kind,
+    RetriableStreamsException,
+    TaskCorruptedException,
+    TaskMigratedException,
+    calling,
+    classify,
+    error_of,
+)
 from streaming.runtime.partitioner import default_partition
+from streaming.runtime.topic_limits import TopicLimits
 
 log = logging.getLogger(__name__)
+
+#: how long a full local producer queue may block a write (Kafka's ``max.block.ms``)
+MAX_BLOCK_S = 60.0
 
 
 class ProductionError(RuntimeError):
@@ -34,6 +61,9 @@ class RecordCollector:
         production_handler: errors.Handler,
         dead_letter_topic: str | None,
         partition_counts: Callable[[str], int],
+        exactly_once: bool = False,
+        source_context: Callable[[], errors.ErrorHandlerContext | None] | None = None,
+        topic_limits: Callable[[str], TopicLimits] | None = None,
     ) -> None:
         self.producer = producer
         self._produce = producer.produce
@@ -41,10 +71,28 @@ class RecordCollector:
         self._handler = production_handler
         self._dlq = dead_letter_topic
         self._partition_counts = partition_counts
+        self._eos = exactly_once
+        self._source_context = source_context
+        self._topic_limits = topic_limits
+        self._limits: dict[str, TopicLimits] = {}
         self._failure: BaseException | None = None
         self.sent = 0
         self.skipped = 0
         self.on_send: Callable[[], None] | None = None
+
+    def _read_limits(self, topic: str) -> TopicLimits:
+        assert self._topic_limits is not None
+        limits = self._topic_limits(topic)
+        if limits is not TopicLimits.defaults():
+            self._limits[topic] = limits
+        return limits
+
+    def replace_producer(self, producer: Producer) -> None:
+        """Write through ``producer`` from now on (the old one was fenced or failed)."""
+        self.producer = producer
+        self._produce = producer.produce
+        self._poll = producer.poll
+        self._failure = None
 
     # -- the task's send function ---------------------------------------------------------
 
@@ -97,10 +145,22 @@ class RecordCollector:
     ) -> None:
         if self.on_send is not None:
             self.on_send()
+        if self._topic_limits is not None and topic != self._dlq:
+            limits = self._limits.get(topic) or self._read_limits(topic)
+            size = (len(key) if key else 0) + (len(value) if value else 0)
+            if headers:
+                size += sum(len(k) + len(v or b"") for k, v in headers)
+            refusal = limits.refusal(timestamp, size, int(time.time() * 1000))
+            if refusal is not None:
+                code, reason = refusal
+                exc = KafkaException(KafkaError(getattr(KafkaError, code), reason))
+                self._refused_locally(topic, key, value, timestamp, exc)
+                return
         # positional (value, key, partition): -1 is librdkafka's "unassigned" partition;
         # timestamp 0 means "now", so a negative one is left out
         produce = self._produce
         hdrs = list(headers) if headers else None
+        blocked_since = 0.0
         while True:
             try:
                 if timestamp >= 0:
@@ -114,9 +174,18 @@ class RecordCollector:
                     produce(topic, value, key, partition, headers=hdrs)
                 break
             except BufferError:
-                self._poll(0.05)  # local queue full: serve delivery reports, then retry
+                # local queue full (brokers slow or away): serve delivery reports, retry
+                now = time.monotonic()
+                if not blocked_since:
+                    blocked_since = now
+                elif now - blocked_since > MAX_BLOCK_S:
+                    raise TaskCorruptedException(
+                        f"the producer's queue stayed full for {MAX_BLOCK_S:.0f} s writing to "
+                        f"{topic}; the brokers are not taking writes"
+                    ) from None
+                self._poll(0.05)
             except KafkaException as exc:
-                self._handle_failure(topic, key, value, timestamp, exc)
+                self._refused_locally(topic, key, value, timestamp, exc)
                 return
         self.sent += 1
         if self.sent & 0x3FF == 0:
@@ -128,32 +197,120 @@ class RecordCollector:
         """librdkafka delivery report (only failures are reported)."""
         if err is None:
             return
-        self._handle_failure(
-            msg.topic(), msg.key(), msg.value(), msg.timestamp()[1], KafkaException(err)
-        )
-
-    def _handle_failure(
-        self, topic: str, key: Any, value: Any, timestamp: int, exc: Exception
-    ) -> None:
-        ctx = errors.ErrorHandlerContext(topic, -1, -1, timestamp, (), None, None)
-        try:
-            decision = errors.decide(self._handler, ctx, (key, value), exc)
-        except Exception as handler_exc:  # a broken handler fails the thread
-            decision = errors.Response.FAIL
-            exc = handler_exc
-        if decision is errors.Response.CONTINUE:
-            self.skipped += 1
-            log.warning("Skipping record to %s that could not be written: %s", topic, exc)
-            if self._dlq and topic != self._dlq:
-                self.send_dead_letter(ctx, key, value, exc)
-            return
-        if self._failure is None:
-            self._failure = ProductionError(
-                f"Error encountered sending record to topic {topic}: {exc}. The production "
-                "exception handler said FAIL; set production.exception.handler to "
-                "log_and_continue to skip such records."
+        exc = KafkaException(err)
+        kind = classify(err)
+        topic = msg.topic()
+        if kind is Kind.TASK_MIGRATED:
+            self._fail(
+                TaskMigratedException(f"writing to {topic} failed: the producer was fenced: {err}")
             )
-            self._failure.__cause__ = exc
+        elif kind is Kind.FATAL:
+            self._fail(self._production_error(topic, msg.timestamp()[1], exc, None))
+        elif err.code() in _RECORD_CODES:
+            self._refused_by_broker(topic, msg.key(), msg.value(), msg.timestamp()[1], exc)
+        else:  # retriable, or the transaction must be aborted: roll back and process again
+            self._fail(
+                TaskCorruptedException(
+                    f"writing to {topic} failed: {err}; the tasks roll back to their "
+                    "committed state. If the brokers are slow, consider raising "
+                    "producer.message.timeout.ms."
+                )
+            )
+
+    def _refused_locally(
+        self, topic: str, key: Any, value: Any, timestamp: int, exc: KafkaException
+    ) -> None:
+        """``produce()`` refused the record (too large, bad arguments): nothing was sent."""
+        context = self._context(topic, timestamp)
+        if self._decide(context, key, value, exc) is errors.Response.CONTINUE:
+            self._skip(context, topic, key, value, exc)
+        else:
+            self._fail(self._production_error(topic, timestamp, exc, context))
+
+    def _refused_by_broker(
+        self, topic: str, key: Any, value: Any, timestamp: int, exc: KafkaException
+    ) -> None:
+        """The broker refused a write that passed the topic's limits (they changed, or the
+        clocks differ). librdkafka fails every record of the batch with the same error, so
+        the bad record cannot be told apart: the handler decides for each of them."""
+        context = self._context(topic, timestamp)
+        if self._decide(context, key, value, exc) is not errors.Response.CONTINUE:
+            self._fail(self._production_error(topic, timestamp, exc, context))
+        elif self._eos:
+            # the transaction cannot commit with a failed write: roll back and retry, with
+            # the topic's limits read again
+            self._limits.pop(topic, None)
+            self._fail(
+                TaskCorruptedException(
+                    f"the broker refused a record for {topic}: {exc}; the transaction is "
+                    "rolled back and processed again"
+                )
+            )
+        else:
+            self._skip(context, topic, key, value, exc)
+
+    def _skip(
+        self,
+        context: errors.ErrorHandlerContext,
+        topic: str,
+        key: Any,
+        value: Any,
+        exc: Exception,
+    ) -> None:
+        self.skipped += 1
+        log.warning("Skipping record to %s that could not be written: %s", topic, exc)
+        if self._dlq and topic != self._dlq:
+            self.send_dead_letter(context, key, value, exc)
+
+    def _decide(
+        self, context: errors.ErrorHandlerContext, key: Any, value: Any, exc: Exception
+    ) -> errors.Response:
+        try:
+            return errors.decide(self._handler, context, (key, value), exc)
+        except Exception:  # a broken handler fails the thread
+            log.exception("The production exception handler failed")
+            return errors.Response.FAIL
+
+    def _context(self, topic: str, timestamp: int) -> errors.ErrorHandlerContext:
+        """The source record being processed when known, else the sink's coordinates."""
+        context = self._source_context() if self._source_context is not None else None
+        if context is not None:
+            return context
+        return errors.ErrorHandlerContext(topic, -1, -1, timestamp, (), None, None)
+
+    @staticmethod
+    def _production_error(
+        topic: str,
+        timestamp: int,
+        exc: Exception,
+        context: errors.ErrorHandlerContext | None,
+    ) -> ProductionError:
+        err = error_of(exc)
+        hint = RECORD_HINTS.get(err.code()) if err is not None else None
+        source = ""
+        if context is not None and context.offset >= 0:
+            source = (
+                f" (produced while processing {context.topic}-{context.partition} "
+                f"offset {context.offset})"
+            )
+        when = ""
+        if timestamp is not None and timestamp >= 0:
+            iso = datetime.datetime.fromtimestamp(timestamp / 1000, tz=datetime.UTC)
+            when = f" with timestamp {timestamp} ({iso.isoformat(timespec='milliseconds')})"
+        error = ProductionError(
+            f"Error encountered sending a record to topic {topic}{when}{source}: {exc}."
+            + (f" Cause: {hint}." if hint else "")
+            + " The production exception handler said FAIL; set production.exception.handler"
+            " to log_and_continue (and errors.dead.letter.queue.topic.name) to skip such records."
+        )
+        error.__cause__ = exc
+        return error
+
+    def _fail(self, failure: BaseException) -> None:
+        # the most severe failure wins: a fenced producer over a rollback over a refusal
+        current = self._failure
+        if current is None or _SEVERITY.get(type(failure), 1) > _SEVERITY.get(type(current), 1):
+            self._failure = failure
 
     def send_dead_letter(
         self,
@@ -166,7 +323,12 @@ class RecordCollector:
         if not self._dlq:
             return
         headers = errors.dead_letter_headers(context, exc)
-        self._send(self._dlq, key, value, context.timestamp, headers, -1)
+        timestamp = context.timestamp
+        if self._topic_limits is not None:
+            now = int(time.time() * 1000)
+            if self._topic_limits(self._dlq).refusal(timestamp, 0, now) is not None:
+                timestamp = now  # the dead-letter topic would refuse the original timestamp
+        self._send(self._dlq, key, value, timestamp, headers, -1)
 
     @property
     def dead_letter_topic(self) -> str | None:
@@ -181,9 +343,32 @@ class RecordCollector:
     def poll(self) -> None:
         self._poll(0)
 
-    def flush(self, timeout: float = 60.0) -> None:
-        """Wait until every record is acknowledged (at-least-once commits)."""
-        remaining = self.producer.flush(timeout)
-        if remaining:
-            raise ProductionError(f"{remaining} records were not delivered within {timeout}s")
+    def flush(self, timeout: float) -> None:
+        """Wait until every record is acknowledged; a failed write raises (``check``), and
+        writes still unacknowledged after ``timeout`` raise ``RetriableStreamsException``."""
+        with calling("flushing the producer"):
+            remaining = self.producer.flush(timeout)
         self.check()
+        if remaining:
+            raise RetriableStreamsException(
+                f"{remaining} records were not acknowledged within {timeout:.0f} s"
+            )
+
+
+_RECORD_CODES = frozenset(
+    code
+    for code in (
+        getattr(KafkaError, name, None)
+        for name in (
+            "INVALID_TIMESTAMP",
+            "MSG_SIZE_TOO_LARGE",
+            "INVALID_RECORD",
+            "CORRUPT_MESSAGE",
+            "INVALID_MSG",
+            "INVALID_MSG_SIZE",
+            "RECORD_LIST_TOO_LARGE",
+        )
+    )
+    if code is not None
+)
+_SEVERITY = {TaskCorruptedException: 2, ProductionError: 3, TaskMigratedException: 4}

@@ -10,13 +10,19 @@ log) hears about the start, each batch and the end, per changelog partition.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from streaming.runtime.failures import Kind, RetriableStreamsException, calling, classify
+
 log = logging.getLogger(__name__)
+
+#: a restore that receives nothing for this long gives control back to the stream thread
+NO_PROGRESS_S = 5.0
 
 
 class StateRestoreListener(Protocol):
@@ -70,9 +76,10 @@ class ChangelogReader:
 
     def end_offset(self, topic: str, partition: int, timeout: float = 10.0) -> int:
         """The changelog partition's end offset (high watermark)."""
-        _low, high = self.consumer.get_watermark_offsets(
-            TopicPartition(topic, partition), timeout=timeout, cached=False
-        )
+        with calling(f"reading the end offset of {topic}-{partition}"):
+            _low, high = self.consumer.get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=timeout, cached=False
+            )
         return high
 
     def restore(self, requests: list[RestoreRequest], should_stop: Callable[[], bool]) -> int:
@@ -80,9 +87,10 @@ class ChangelogReader:
         pending: dict[tuple[str, int], RestoreRequest] = {}
         assign = []
         for req in requests:
-            low, high = self.consumer.get_watermark_offsets(
-                TopicPartition(req.topic, req.partition), timeout=10.0, cached=False
-            )
+            with calling(f"reading the end offset of {req.topic}-{req.partition}"):
+                low, high = self.consumer.get_watermark_offsets(
+                    TopicPartition(req.topic, req.partition), timeout=10.0, cached=False
+                )
             start = low if req.start is None else max(req.start, low)
             tp_key = (req.topic, req.partition)
             prog = RestoreProgress(req.store, req.topic, req.partition, start, high)
@@ -109,11 +117,19 @@ class ChangelogReader:
             return 0
         self.consumer.assign(assign)
         total = 0
+        last_progress = time.monotonic()
         try:
             while pending:
                 if should_stop():
                     return total
                 msgs = self.consumer.consume(num_messages=self.batch_size, timeout=0.2)
+                if msgs:
+                    last_progress = time.monotonic()
+                elif time.monotonic() - last_progress > NO_PROGRESS_S:
+                    # brokers away or leaders moving: give the loop back, resume later
+                    raise RetriableStreamsException(
+                        f"restoring {sorted(pending)} made no progress for {NO_PROGRESS_S:.0f} s"
+                    )
                 batches: dict[tuple[str, int], list[tuple[bytes, bytes | None, int]]] = {}
                 last: dict[tuple[str, int], int] = {}
                 eof: list[tuple[str, int]] = []
@@ -124,9 +140,9 @@ class ChangelogReader:
                         if err.code() == KafkaError._PARTITION_EOF:
                             eof.append(tp_key)
                             continue
-                        if err.fatal() or not err.retriable():
+                        if classify(err) is Kind.FATAL:
                             raise KafkaException(err)
-                        log.warning("Restore consumer error: %s", err)
+                        log.debug("Restore consumer error: %s", err)
                         continue
                     if tp_key not in pending:
                         continue
@@ -137,6 +153,7 @@ class ChangelogReader:
                 for tp_key, batch in batches.items():
                     req = pending[tp_key]
                     req.callback(batch)
+                    req.start = last[tp_key] + 1  # a retried restore resumes here
                     prog = self.progress[tp_key]
                     prog.restored += len(batch)
                     total += len(batch)

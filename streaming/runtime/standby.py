@@ -20,9 +20,10 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from streaming.runtime.assignment import Subtopology, task_id
+from streaming.runtime.failures import Kind, classify, error_of
 from streaming.runtime.metadata import process_from_client_id
 from streaming.runtime.state_directory import read_checkpoint, wipe_task_dir, write_checkpoint
 from streaming.state.api import InMemoryStateStoreContext
@@ -167,26 +168,38 @@ class StandbyManager(threading.Thread):
         )
         last_refresh = 0.0
         last_checkpoint = time.monotonic()
+        next_warning = 0.0
         try:
             while not self._stop_event.is_set():
-                now = time.monotonic()
-                if self._refresh_needed or now - last_refresh >= REFRESH_S:
-                    self._refresh_needed = False
-                    last_refresh = now
-                    self._refresh()
-                if self._reassign_needed:
-                    self._reassign_needed = False
-                    with self.lock:
-                        self._reassign()
-                if not self.tasks:
-                    self._stop_event.wait(0.2)
-                    continue
-                self._poll()
-                if (now - last_checkpoint) * 1000 >= max(cfg.commit_interval_ms, 1000):
-                    last_checkpoint = now
-                    with self.lock:
-                        for task in self.tasks.values():
-                            task.checkpoint()
+                try:
+                    now = time.monotonic()
+                    if self._refresh_needed or now - last_refresh >= REFRESH_S:
+                        self._refresh_needed = False
+                        last_refresh = now
+                        self._refresh()
+                    if self._reassign_needed:
+                        self._reassign_needed = False
+                        with self.lock:
+                            self._reassign()
+                    if not self.tasks:
+                        self._stop_event.wait(0.2)
+                        continue
+                    self._poll()
+                    if (now - last_checkpoint) * 1000 >= max(cfg.commit_interval_ms, 1000):
+                        last_checkpoint = now
+                        with self.lock:
+                            for task in self.tasks.values():
+                                task.checkpoint()
+                except KafkaException as exc:
+                    # brokers away, leaders moving: standbys lag behind until they return
+                    err = error_of(exc)
+                    if err is not None and classify(err) is Kind.FATAL:
+                        raise
+                    if time.monotonic() >= next_warning:
+                        next_warning = time.monotonic() + 30.0
+                        log.warning("Standby updater retrying after: %s", exc)
+                    self._refresh_needed = True
+                    self._stop_event.wait(1.0)
         except Exception:
             log.exception("Standby updater failed; standby replicas stop updating")
         finally:

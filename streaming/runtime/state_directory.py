@@ -13,6 +13,7 @@ and a lock file so that two instances never share one state directory.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
@@ -20,6 +21,8 @@ import os
 import shutil
 import uuid
 from pathlib import Path
+
+from streaming.runtime.config import STATE_DIR, ConfigException
 
 log = logging.getLogger(__name__)
 
@@ -32,17 +35,84 @@ class StateDirectoryLocked(RuntimeError):
     """Another KafkaStreams instance uses this state directory."""
 
 
+class StateDirectoryUnusable(ConfigException):
+    """``state.dir`` cannot be created or written: the message names the path, the reason
+    and what to do."""
+
+
+def _first_non_directory(path: Path) -> Path | None:
+    """The first component of ``path`` that exists and is not a directory, if any."""
+    for part in [*reversed(path.parents), path]:
+        try:
+            if part.exists() and not part.is_dir():
+                return part
+        except OSError:  # e.g. a parent that cannot be searched
+            return None
+    return None
+
+
+def unusable_state_dir(root: Path, path: Path, exc: OSError, doing: str) -> StateDirectoryUnusable:
+    """The ``ConfigException`` for ``exc`` (raised while ``doing``) under ``state.dir``."""
+    blocker = _first_non_directory(path)
+    if blocker is not None or exc.errno in (errno.ENOTDIR, errno.EEXIST):
+        where = f"{blocker} is a file, not a directory" if blocker else str(exc.strerror)
+        fix = f"set {STATE_DIR} to a directory (it is created if missing)"
+    elif exc.errno == errno.EROFS:
+        where = "it is on a read-only file system"
+        fix = f"set {STATE_DIR} to a writable directory"
+    elif exc.errno in (errno.EACCES, errno.EPERM):
+        where = f"permission denied for user {_user()}"
+        fix = f"make it writable by that user, or set {STATE_DIR} to a directory it can write"
+    elif exc.errno == errno.ENOSPC:
+        where = "the disk is full"
+        fix = f"free space, or set {STATE_DIR} to another disk"
+    else:
+        where = exc.strerror or str(exc)
+        fix = f"set {STATE_DIR} to a writable directory"
+    return StateDirectoryUnusable(
+        f"{STATE_DIR} {str(root)!r} cannot be used: {doing} {str(path)!r} failed ({where}); {fix}"
+    )
+
+
+def _user() -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except (ImportError, KeyError):  # pragma: no cover - not on POSIX / no passwd entry
+        return str(os.geteuid())
+
+
 class StateDirectory:
-    """The application's state directory: task dirs, process id, exclusive lock."""
+    """The application's state directory: task dirs, process id, exclusive lock.
+
+    Creating it creates ``state.dir/<application.id>`` and checks that files can be written
+    there: ``StateDirectoryUnusable`` (a ``ConfigException``) says why not and what to do."""
 
     def __init__(self, root: Path, application_id: str) -> None:
-        self.path = Path(root) / application_id
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.root = Path(root)
+        self.path = self.root / application_id
         self._lock_fd: int | None = None
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise unusable_state_dir(self.root, self.path, exc, "creating") from None
+        probe = self.path / f".write-check-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            os.close(fd)
+            probe.unlink()
+        except OSError as exc:
+            raise unusable_state_dir(self.root, self.path, exc, "writing a file in") from None
 
     def lock(self) -> None:
         """Take the exclusive lock of this application's state directory."""
-        fd = os.open(self.path / LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fd = os.open(self.path / LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o644)
+        except OSError as exc:
+            raise unusable_state_dir(
+                self.root, self.path, exc, "creating the lock file in"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

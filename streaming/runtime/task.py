@@ -23,6 +23,7 @@ from streaming.runtime.nodes import (
     SourceNode,
     StreamsException,
 )
+from streaming.runtime.processor_metadata import ProcessorMetadata
 from streaming.runtime.punctuation import PunctuationSchedule
 from streaming.serdes import SerializationError
 from streaming.time import RecordTimestampExtractor, as_extractor
@@ -163,6 +164,7 @@ class StreamTask:
         self.queues: dict[tuple[str, int], deque[StampedRecord]] = {}
         #: offset of the last record taken from each input partition (for offset commits)
         self.processed_offsets: dict[tuple[str, int], int] = {}
+        self._stores_open = False
         self._initialized = False
 
     # -- construction -----------------------------------------------------------------
@@ -205,9 +207,29 @@ class StreamTask:
                         order.append(self.topology.store_builders[store])
         return order
 
+    def initialize_metadata(self, stream_time: int, metadata: ProcessorMetadata) -> None:
+        """Before ``initialize_topology``: the stream time and processor metadata committed
+        with the input offsets (Kafka's ``initializeTaskTimeAndProcessorMetadata``);
+        processors read the metadata in ``init``."""
+        if self._initialized:
+            raise StreamsException(f"task {self.id} is already initialized")
+        if stream_time > self.stream_time:
+            self.stream_time = stream_time
+        self.context.processor_metadata = metadata
+
+    @property
+    def initialized(self) -> bool:
+        """True once the processors are initialized (``initialize_topology``)."""
+        return self._initialized
+
     def initialize(self) -> None:
         """Build and open the stores, then ``init`` every processor (in topology order)."""
-        if self._initialized:
+        self.initialize_stores()
+        self.initialize_topology()
+
+    def initialize_stores(self) -> None:
+        """Build and open the stores (they register their changelog restore callbacks)."""
+        if self._stores_open:
             return
         context = self.context
         for builder in self.store_builders:
@@ -215,6 +237,15 @@ class StreamTask:
             context.current_node = None
             store.init(context, store)
             context.stores[builder.name] = store
+        self._stores_open = True
+
+    def initialize_topology(self) -> None:
+        """``init`` every processor in topology order (Kafka does it once the stores are
+        restored and the task's metadata is read: ``completeRestoration``)."""
+        if self._initialized:
+            return
+        self.initialize_stores()
+        context = self.context
         for node in self.nodes.values():
             context.current_node = node
             node.init(context)
@@ -420,14 +451,16 @@ class StreamTask:
         self.commit_requested = False
 
     def close(self, *, flush: bool = True) -> None:
-        if not self._initialized:
+        if not self._stores_open:
             return
         try:
             if flush:
                 self.flush()
-            for node in self.nodes.values():
-                node.close()
+            if self._initialized:
+                for node in self.nodes.values():
+                    node.close()
         finally:
             for store in self.context.stores.values():
                 store.close()
             self._initialized = False
+            self._stores_open = False

@@ -10,8 +10,15 @@ tasks from their changelogs, process ready tasks, run wall-clock punctuation, an
   flush stores, send the input offsets to the transaction with the consumer group metadata,
   commit the transaction. Nothing is checkpointed while running, so a crash leaves no
   checkpoint and the next owner wipes the state and restores it from the (committed)
-  changelog. Any abortable failure aborts the transaction, closes the tasks dirty (their
-  state is wiped), rewinds the consumer to the committed offsets and restores.
+  changelog.
+
+Failures follow ``streaming.runtime.failures``: a retriable one (brokers away, leaders moving)
+is retried after a backoff while the thread reports a stall, up to ``task.timeout.ms``; a
+corrupted one aborts the transaction, closes the tasks dirty (their state is wiped), rewinds
+the consumer to the committed offsets and restores; a migrated one (fenced or failed
+producer) also replaces the producer. The recovery steps that need the brokers (initializing
+transactions, aborting, finishing a timed-out commit, reading committed offsets) are retried
+by ``_recover`` until they succeed; nothing is processed meanwhile.
 
 Partitions come from the consumer group ``application.id`` with the range assignor, so
 co-partitioned topics' partition ``p`` land on the same thread; rebalance callbacks commit
@@ -21,9 +28,11 @@ keep their state).
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +48,16 @@ from confluent_kafka import (
 
 from streaming.runtime import metrics as metrics_mod
 from streaming.runtime.active_task import CLOSED, RESTORING, RUNNING, ActiveTask
+from streaming.runtime.failures import (
+    Kind,
+    RetriableStreamsException,
+    Stall,
+    TaskCorruptedException,
+    TaskMigratedException,
+    calling,
+    classify,
+    translate,
+)
 from streaming.runtime.producer import RecordCollector
 from streaming.runtime.restore import ChangelogReader
 
@@ -57,6 +76,13 @@ PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
 DEAD = "DEAD"
 
 MAX_POLL_RECORDS = 1000
+#: how much longer than its own timeout a transactional call may block before it is abandoned
+TXN_CALL_GRACE_S = 2.0
+#: a transactional call taking longer than this is reported as a stall while it lasts
+SLOW_CALL_S = 2.0
+#: longest a single blocking client call (flush, transaction calls, offset lookups) may
+#: take before the loop regains control; a timed-out call is retried after the backoff
+CALL_TIMEOUT_S = 5.0
 #: changelog records written before an at-least-once commit also writes the checkpoint
 CHECKPOINT_DELTA = 10_000
 PROCESS_BATCH = 1000
@@ -107,6 +133,23 @@ class StreamThread(threading.Thread):
         self.restore_consumer: Consumer | None = None
         self.collector: RecordCollector = None  # type: ignore[assignment]
         self.reader: ChangelogReader = None  # type: ignore[assignment]
+        #: retriable failures in a row, bounded by task.timeout.ms (see failures.Stall)
+        self.stall = Stall(
+            self.name,
+            getattr(self.config, "task_timeout_ms", 300_000),
+            getattr(self.config, "retry_backoff_ms", 100),
+        )
+        # recovery steps still to do before the thread may process again (see _recover):
+        # initialize the (new) transactional producer, abort the open transaction, finish a
+        # commit_transaction that timed out, seek the partitions to their committed offsets
+        self._needs_init = False
+        self._needs_abort = False
+        self._committing: dict[tuple[str, int], int] | None = None
+        self._needs_rewind: set[tuple[str, int]] = set()
+        self._current_task: ActiveTask | None = None
+        self._next_consumer_warning = 0.0
+        self._txn_calls = _txn_executor(self.name)
+        self._producer_hung = False
 
     # -- clients --------------------------------------------------------------------------
 
@@ -134,20 +177,7 @@ class StreamThread(threading.Thread):
             consumer_conf["group.instance.id"] = (
                 f"{consumer_conf['group.instance.id']}-{self.index}"
             )
-        producer_conf: dict[str, Any] = {
-            "bootstrap.servers": cfg.bootstrap_servers,
-            "client.id": f"{self.thread_client_id}-producer",
-            "partitioner": "murmur2_random",
-            "delivery.report.only.error": True,
-            "logger": self.app.client_logger,
-        }
-        if eos:
-            producer_conf["transactional.id"] = (
-                f"{cfg.application_id}-{self.app.process_id}-{self.index}"
-            )
-            producer_conf["transaction.timeout.ms"] = 10_000
-            producer_conf["enable.idempotence"] = True
-        producer_conf.update(cfg.producer)
+        self._producer_conf = self._producer_config()
         restore_conf: dict[str, Any] = {
             "bootstrap.servers": cfg.bootstrap_servers,
             "group.id": f"{cfg.application_id}-restore-unused",
@@ -165,20 +195,58 @@ class StreamThread(threading.Thread):
                 if k.startswith(("socket", "security", "sasl", "ssl"))
             }
         )
-        self.producer = Producer(producer_conf)
+        self.producer = Producer(self._producer_conf)
         self.collector = RecordCollector(
             self.producer,
             production_handler=cfg.production_handler,
             dead_letter_topic=cfg.dead_letter_queue_topic,
             partition_counts=self.app.partition_count,
+            exactly_once=eos,
+            source_context=self._source_context,
+            topic_limits=self.app.topic_limits,
         )
-        self.producer_on_delivery = self.collector.on_delivery
-        if eos:
-            self.producer.init_transactions(60)
-            self.producer.begin_transaction()
+        # transactions are initialized by the first _recover(), retried while the brokers
+        # are unreachable
+        self._needs_init = eos
         self.restore_consumer = Consumer(restore_conf)
         self.reader = ChangelogReader(self.restore_consumer, self.app.restore_listener)
         self.consumer = Consumer(consumer_conf)
+
+    def _producer_config(self) -> dict[str, Any]:
+        cfg = self.config
+        producer_conf: dict[str, Any] = {
+            "bootstrap.servers": cfg.bootstrap_servers,
+            "client.id": f"{self.thread_client_id}-producer",
+            "partitioner": "murmur2_random",
+            "delivery.report.only.error": True,
+            "on_delivery": self._on_delivery,
+            "logger": self.app.client_logger,
+        }
+        if cfg.exactly_once:
+            producer_conf["transactional.id"] = (
+                f"{cfg.application_id}-{self.app.process_id}-{self.index}"
+            )
+            producer_conf["transaction.timeout.ms"] = 10_000
+            producer_conf["enable.idempotence"] = True
+        producer_conf.update(cfg.producer)
+        return producer_conf
+
+    def _on_delivery(self, err: Any, msg: Any) -> None:
+        self.collector.on_delivery(err, msg)
+
+    def _source_context(self) -> Any:
+        """Where the record being processed came from (for dead letters of its writes)."""
+        task = self._current_task
+        if task is None:
+            return None
+        rc = task.stream_task.context._record_context
+        if rc is None:
+            return None
+        from streaming.runtime.errors import ErrorHandlerContext
+
+        return ErrorHandlerContext(
+            rc.topic, rc.partition, rc.offset, rc.timestamp, rc.headers, None, task.id
+        )
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -199,8 +267,16 @@ class StreamThread(threading.Thread):
                 on_lost=self._on_lost,
             )
             while not self._stop_event.is_set():
-                self.run_once()
-            clean = True
+                try:
+                    self.run_once()
+                except RetriableStreamsException as exc:
+                    self.stall.failed(exc)  # past task.timeout.ms: TaskTimeoutException
+                    self._stop_event.wait(max(0.0, self.stall.next_attempt - time.monotonic()))
+                except TaskCorruptedException as exc:
+                    self._handle_corrupted(exc)
+                except TaskMigratedException as exc:
+                    self._handle_migrated(exc)
+            clean = not self._recovering()
         except BaseException as exc:
             self.exception = exc
             log.error("Stream thread %s failed: %s", self.name, exc, exc_info=exc)
@@ -223,6 +299,18 @@ class StreamThread(threading.Thread):
         else:
             due = self._last_commit + self.config.commit_interval_ms / 1000.0 - time.monotonic()
             timeout = max(0.0, min(self.config.poll_ms / 1000.0, due))
+        if self._recovering():
+            # records fetched meanwhile are dropped, and their partitions rewound to the
+            # committed offsets once recovered (the seek fetches them again)
+            dropped = self.consumer.consume(num_messages=MAX_POLL_RECORDS, timeout=0.0)  # type: ignore[union-attr]
+            with self.lock:
+                for msg in dropped:
+                    if msg.error() is None:
+                        self._needs_rewind.add((msg.topic(), msg.partition()))
+                self._recover()
+            if self._recovering():  # still backing off
+                self._stop_event.wait(0.05)
+            return
         msgs = self.consumer.consume(num_messages=MAX_POLL_RECORDS, timeout=timeout)  # type: ignore[union-attr]
         with self.lock:
             if msgs:
@@ -282,9 +370,13 @@ class StreamThread(threading.Thread):
     def _consumer_error(self, err: KafkaError) -> None:
         if err.code() == KafkaError._PARTITION_EOF:
             return
-        if err.fatal():
-            raise KafkaException(err)
-        log.warning("Consumer error on %s: %s", self.name, err)
+        if err.fatal() or classify(err) is Kind.FATAL:
+            raise translate(KafkaException(err), "consuming")
+        # the consumer retries by itself (brokers down, leaders moving): say so now and then
+        now = time.monotonic()
+        if now >= self._next_consumer_warning:
+            self._next_consumer_warning = now + 10.0
+            log.warning("Consumer error on %s (retrying): %s", self.name, err)
 
     def _resume_drained(self) -> None:
         if not self._paused:
@@ -341,6 +433,7 @@ class StreamThread(threading.Thread):
         for task in self.tasks.values():
             if task.state != RUNNING:
                 continue
+            self._current_task = task
             n = 0
             if len(task.input_partitions) == 1:
                 n = task.process_batch(PROCESS_BATCH)
@@ -349,6 +442,7 @@ class StreamThread(threading.Thread):
                     task.process_one()
                     n += 1
             total += n
+        self._current_task = None
         if total:
             self.metrics.processed += total
         self._busy = total > 0
@@ -378,111 +472,211 @@ class StreamThread(threading.Thread):
     # -- commit ---------------------------------------------------------------------------
 
     def commit(self) -> bool:
-        """Commit every running task (see the module docstring); False if nothing to do."""
+        """Commit every running task (see the module docstring); False if nothing to do.
+
+        Client errors surface as the runtime's exceptions (``failures``): a retriable one
+        leaves everything as it was, to be committed again after the backoff.
+        """
         tasks = [t for t in self.tasks.values() if t.state == RUNNING]
-        if not tasks:
+        if not tasks or self._recovering():
             return False
         started = time.monotonic()
         for task in tasks:
             if task.commit_needed or task.stream_task.commit_requested:
                 task.flush()
         offsets: dict[tuple[str, int], int] = {}
+        metadata: dict[tuple[str, int], str] = {}
+        forced: set[tuple[str, int]] = set()  # processor metadata changed (Kafka's KIP-825)
         for task in tasks:
-            offsets.update(task.committable_offsets(self._position))
-        changed = {tp: o for tp, o in offsets.items() if self._committed.get(tp) != o}
+            task_offsets = task.committable_offsets(self._position)
+            offsets.update(task_offsets)
+            task_metadata, metadata_changed = task.commit_metadata()
+            metadata.update(task_metadata)
+            if metadata_changed:
+                forced.update(task_offsets)
+        changed = {
+            tp: o for tp, o in offsets.items() if tp in forced or self._committed.get(tp) != o
+        }
         produced = self.collector.sent != self._sent_at_commit
         if not changed and not produced:
             return False
-        tps = [TopicPartition(t, p, o) for (t, p), o in changed.items()]
+        tps = [
+            TopicPartition(t, p, o, metadata=metadata.get((t, p))) for (t, p), o in changed.items()
+        ]
         if self.config.exactly_once:
-            if not self._commit_transaction(tps):
-                return False
+            self._commit_transaction(tps, changed)
         else:
-            self.collector.flush()
+            self.collector.flush(CALL_TIMEOUT_S)
             if tps:
-                self.consumer.commit(offsets=tps, asynchronous=False)  # type: ignore[union-attr]
+                with calling("committing offsets"):
+                    self.consumer.commit(offsets=tps, asynchronous=False)  # type: ignore[union-attr]
+            self._committed_offsets(changed)
             for task in tasks:
                 # like Kafka, checkpoint once enough changelog records were written since
                 # the last one (a checkpoint costs a memtable flush and an offsets lookup)
                 if task.changelogs and task.logged_since_checkpoint >= CHECKPOINT_DELTA:
                     task.checkpoint(self._changelog_end)
-        self.collector.check()
+        self.metrics.record_commit((time.monotonic() - started) * 1000)
+        return True
+
+    def _commit_transaction(
+        self, tps: list[TopicPartition], changed: dict[tuple[str, int], int]
+    ) -> None:
+        """Deliver the writes, add the offsets to the transaction and commit it."""
+        self.collector.flush(CALL_TIMEOUT_S)
+        if tps:
+            if self._group_metadata is None:  # changes only with the group generation
+                self._group_metadata = self.consumer.consumer_group_metadata()  # type: ignore[union-attr]
+            self._txn_call(
+                "sending offsets to the transaction",
+                self.producer.send_offsets_to_transaction,  # type: ignore[union-attr]
+                tps,
+                self._group_metadata,
+                CALL_TIMEOUT_S,
+            )
+        # from here on nothing may be written until commit_transaction has succeeded: a
+        # timed-out commit is finished by _recover() before processing goes on
+        self._committing = changed
+        self._finish_commit()
+
+    def _finish_commit(self) -> None:
+        self._txn_call(
+            "committing the transaction",
+            self.producer.commit_transaction,  # type: ignore[union-attr]
+            CALL_TIMEOUT_S,
+        )
+        changed, self._committing = self._committing or {}, None
+        self._committed_offsets(changed)
+        with calling("beginning a transaction"):
+            self.producer.begin_transaction()  # type: ignore[union-attr]
+
+    def _txn_call(self, what: str, call: Callable[..., Any], *args: Any) -> None:
+        """A transactional producer call, watched: librdkafka can block in some of them past
+        their timeout while a coordinator is unreachable (send_offsets_to_transaction does),
+        so the call runs on a helper thread and one that overruns is abandoned together with
+        its producer (``TaskMigratedException``: a new producer takes over)."""
+        future = self._txn_calls.submit(call, *args)
+        try:
+            with calling(what):
+                try:
+                    future.result(timeout=SLOW_CALL_S)
+                except concurrent.futures.TimeoutError:
+                    self.stall.waiting(f"{what} is waiting for the brokers")
+                    future.result(timeout=CALL_TIMEOUT_S + TXN_CALL_GRACE_S - SLOW_CALL_S)
+        except concurrent.futures.TimeoutError:
+            self._txn_calls.shutdown(wait=False)
+            self._txn_calls = _txn_executor(self.name)
+            self._producer_hung = True
+            raise TaskMigratedException(
+                f"{what} did not return within {CALL_TIMEOUT_S + TXN_CALL_GRACE_S:.0f} s; "
+                "replacing the producer"
+            ) from None
+
+    def _committed_offsets(self, changed: dict[tuple[str, int], int]) -> None:
+        """Bookkeeping after a successful commit."""
         self._sent_at_commit = self.collector.sent
         self._committed.update(changed)
         for (topic, partition), offset in changed.items():
             if topic in self.plan.internal_topics:
                 self._repartition_offsets[(topic, partition)] = offset
-        self.metrics.record_commit((time.monotonic() - started) * 1000)
-        return True
+        self.stall.recovered()
 
-    def _commit_transaction(self, tps: list[TopicPartition]) -> bool:
-        """Send the offsets and commit; on an abortable error roll back (returns False)."""
+    # -- failures -------------------------------------------------------------------------
+
+    def _recovering(self) -> bool:
+        return (
+            bool(self._needs_init or self._needs_abort or self._needs_rewind)
+            or self._committing is not None
+        )
+
+    def _recover(self) -> None:
+        """The pending recovery steps, in order; each raises the runtime's exception on failure
+        (a retriable one is tried again after the backoff)."""
+        if not self.stall.ready():
+            return
         producer = self.producer
-        try:
-            self.collector.check()
-            if tps:
-                if self._group_metadata is None:  # changes only with the group generation
-                    self._group_metadata = self.consumer.consumer_group_metadata()  # type: ignore[union-attr]
-                metadata = self._group_metadata
-                self._retrying(
-                    lambda: producer.send_offsets_to_transaction(  # type: ignore[union-attr]
-                        tps, metadata, 30
-                    )
-                )
-            self._retrying(lambda: producer.commit_transaction(60))  # type: ignore[union-attr]
-        except KafkaException as exc:
-            err = exc.args[0] if exc.args else None
-            if isinstance(err, KafkaError) and err.txn_requires_abort():
-                log.warning("Transaction aborted on %s: %s; rolling back tasks", self.name, err)
-                self._abort_and_rollback()
-                return False
-            raise
-        except Exception:
-            self._abort_and_rollback()
-            raise
-        producer.begin_transaction()  # type: ignore[union-attr]
-        return True
+        if self._needs_init:
+            self._txn_call("initializing transactions", producer.init_transactions, CALL_TIMEOUT_S)  # type: ignore[union-attr]
+            with calling("beginning a transaction"):
+                producer.begin_transaction()  # type: ignore[union-attr]
+            self._needs_init = False
+            self._needs_abort = False  # a new producer's init aborted the old transaction
+            self._committing = None
+        if self._committing is not None:
+            self._finish_commit()
+        if self._needs_abort:
+            self._txn_call("aborting the transaction", producer.abort_transaction, CALL_TIMEOUT_S)  # type: ignore[union-attr]
+            with calling("beginning a transaction"):
+                producer.begin_transaction()  # type: ignore[union-attr]
+            self._needs_abort = False
+        if self._needs_rewind:
+            self._rewind_to_committed()
+        self.stall.recovered()
 
-    @staticmethod
-    def _retrying(call: Any, attempts: int = 3) -> None:
-        for attempt in range(attempts):
-            try:
-                call()
-                return
-            except KafkaException as exc:
-                err = exc.args[0] if exc.args else None
-                if attempt + 1 < attempts and isinstance(err, KafkaError) and err.retriable():
-                    log.warning("Retrying after a retriable transaction error: %s", err)
-                    continue
-                raise
+    def _handle_corrupted(self, exc: BaseException) -> None:
+        """Roll back: abort the transaction, rebuild every task from its committed state."""
+        log.warning("Stream thread %s rolls back its tasks: %s", self.name, exc)
+        with self.lock:
+            if self.config.exactly_once:
+                self.metrics.aborted_transactions += 1
+                if not self._needs_init:
+                    self._needs_abort = True
+            self._committing = None
+            self._rebuild_tasks_dirty()
 
-    def _abort_and_rollback(self) -> None:
-        """Abort the open transaction and rebuild every task from its committed state."""
-        self.metrics.aborted_transactions += 1
+    def _handle_migrated(self, exc: BaseException) -> None:
+        """The producer (or the membership) is gone: close the tasks dirty, replace the
+        producer and rebuild the tasks from their committed state."""
+        log.warning(
+            "Stream thread %s: %s; closing its tasks dirty and replacing its producer",
+            self.name,
+            exc,
+        )
+        with self.lock:
+            self.metrics.producer_replacements += 1
+            self._group_metadata = None
+            self._replace_producer()
+            self._rebuild_tasks_dirty()
+
+    def _replace_producer(self) -> None:
+        old = self.producer
         try:
-            self.producer.abort_transaction(30)  # type: ignore[union-attr]
-        except KafkaException as exc:
-            err = exc.args[0] if exc.args else None
-            if isinstance(err, KafkaError) and err.fatal():
-                raise
-            log.warning("abort_transaction failed: %s", exc)
-        self.producer.begin_transaction()  # type: ignore[union-attr]
+            old.purge(in_queue=True, in_flight=True, blocking=False)  # type: ignore[union-attr]
+        except Exception as purge_exc:  # a fatal producer may refuse: it is dropped anyway
+            log.debug("purging the old producer: %s", purge_exc)
+        self.producer = Producer(self._producer_conf)
+        self.collector.replace_producer(self.producer)
         self._sent_at_commit = self.collector.sent
+        self._needs_init = self.config.exactly_once
+        self._needs_abort = False
+        self._committing = None
+        if self._producer_hung:
+            # a call still blocks inside it: closing it under that call is not safe, and
+            # the new producer's init_transactions fences it
+            self._producer_hung = False
+        else:
+            threading.Thread(target=_close_quietly, args=(old,), daemon=True).start()
+
+    def _rebuild_tasks_dirty(self) -> None:
         partitions = list(self.assigned)
         for task in self.tasks.values():
             task.close(clean=False)
         self.tasks.clear()
         self.by_partition.clear()
+        self._paused.clear()
         self._build_tasks(partitions)
-        self._rewind_to_committed(partitions)
+        self._needs_rewind.update(partitions)
 
-    def _rewind_to_committed(self, partitions: list[tuple[str, int]]) -> None:
+    def _rewind_to_committed(self) -> None:
+        partitions = [tp for tp in self._needs_rewind if tp in set(self.assigned)]
         if not partitions:
+            self._needs_rewind.clear()
             return
         consumer = self.consumer
-        committed = consumer.committed(  # type: ignore[union-attr]
-            [TopicPartition(t, p) for t, p in partitions], timeout=30
-        )
+        with calling("reading committed offsets"):
+            committed = consumer.committed(  # type: ignore[union-attr]
+                [TopicPartition(t, p) for t, p in partitions], timeout=CALL_TIMEOUT_S
+            )
         reset = (
             OFFSET_END
             if self.config.consumer.get("auto.offset.reset") == "latest"
@@ -492,9 +686,12 @@ class StreamThread(threading.Thread):
             offset = tp.offset if tp.offset is not None and tp.offset >= 0 else reset
             try:
                 consumer.seek(TopicPartition(tp.topic, tp.partition, offset))  # type: ignore[union-attr]
-            except KafkaException as exc:
-                log.warning("Could not rewind %s-%s: %s", tp.topic, tp.partition, exc)
+            except KafkaException as exc:  # e.g. not fetching yet right after an assignment
+                raise RetriableStreamsException(
+                    f"seeking {tp.topic}-{tp.partition} to {offset} failed: {exc}"
+                ) from exc
             self._committed[(tp.topic, tp.partition)] = offset
+            self._needs_rewind.discard((tp.topic, tp.partition))
 
     def _changelog_end(self, topic: str, partition: int) -> int:
         return self.reader.end_offset(topic, partition)
@@ -517,15 +714,15 @@ class StreamThread(threading.Thread):
             if self._closing or not self.tasks:
                 self._set_state(PARTITIONS_REVOKED)
                 return
-            try:
-                self.commit()
-            except Exception as exc:
-                log.warning("Commit before revocation failed on %s: %s", self.name, exc)
-                for task in self.tasks.values():
-                    task.close(clean=False)
-                self.tasks.clear()
-                if self.config.exactly_once:
-                    self._abort_quietly()
+            if self._recovering():
+                # the tasks hold nothing uncommitted: they are rebuilt from committed state
+                self._drop_tasks_after_failure(None)
+            else:
+                try:
+                    self.commit()
+                except Exception as exc:
+                    log.warning("Commit before revocation failed on %s: %s", self.name, exc)
+                    self._drop_tasks_after_failure(exc)
             for task in self.tasks.values():
                 task.clear_buffers()
                 if task.state == RESTORING:
@@ -534,28 +731,34 @@ class StreamThread(threading.Thread):
             self.by_partition.clear()
             self._paused.clear()
             self.assigned = []
+            self._needs_rewind.clear()
             self._set_state(PARTITIONS_REVOKED)
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         with self.lock:
             self._group_metadata = None
             log.warning("Stream thread %s lost its partitions; closing tasks dirty", self.name)
-            if self.config.exactly_once:
-                self._abort_quietly()
-            for task in self.tasks.values():
-                task.close(clean=False)
-            self.tasks.clear()
+            self._drop_tasks_after_failure(None)
             self.by_partition.clear()
             self._paused.clear()
             self.assigned = []
+            self._needs_rewind.clear()
             self._set_state(PARTITIONS_REVOKED)
 
-    def _abort_quietly(self) -> None:
-        try:
-            self.producer.abort_transaction(30)  # type: ignore[union-attr]
-            self.producer.begin_transaction()  # type: ignore[union-attr]
-        except KafkaException as exc:
-            log.warning("abort_transaction failed: %s", exc)
+    def _drop_tasks_after_failure(self, exc: BaseException | None) -> None:
+        """Close every task dirty; under exactly-once the open transaction is rolled back
+        (aborted by ``_recover``, or by a new producer when the old one is unusable)."""
+        for task in self.tasks.values():
+            task.close(clean=False)
+        self.tasks.clear()
+        if not self.config.exactly_once:
+            return
+        if isinstance(exc, TaskMigratedException):
+            self.metrics.producer_replacements += 1
+            self._replace_producer()
+        elif not self._needs_init:
+            self._committing = None
+            self._needs_abort = True
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         with self.lock:
@@ -565,6 +768,8 @@ class StreamThread(threading.Thread):
             assigned = [(tp.topic, tp.partition) for tp in partitions]
             self._build_tasks(assigned)
             self._committed = {}
+            # newly assigned partitions start from their committed offsets
+            self._needs_rewind.clear()
             self._set_state(PARTITIONS_ASSIGNED)
             self.app._assignment_changed()
 
@@ -601,9 +806,11 @@ class StreamThread(threading.Thread):
     def _restore(self) -> None:
         restoring = [t for t in self.tasks.values() if t.state == RESTORING]
         requests = [r for task in restoring for r in task.pending_restore]
-        self.metrics.restored_records += self.reader.restore(requests, self._stop_event.is_set)
+        with calling("restoring state from changelogs"):
+            self.metrics.restored_records += self.reader.restore(requests, self._stop_event.is_set)
         if self._stop_event.is_set():
             return
+        self.stall.recovered()
         for task in restoring:
             task.pending_restore = []
             task.state = RUNNING
@@ -620,7 +827,13 @@ class StreamThread(threading.Thread):
                     log.exception("Final commit of %s failed", self.name)
                     clean = False
             if not clean and self.config.exactly_once and self.producer is not None:
-                self._abort_quietly()
+                # best effort: otherwise the coordinator aborts it after transaction.timeout.ms
+                try:
+                    self._txn_call(
+                        "aborting the transaction", self.producer.abort_transaction, CALL_TIMEOUT_S
+                    )
+                except Exception as exc:
+                    log.info("Aborting the open transaction of %s failed: %s", self.name, exc)
             for task in self.tasks.values():
                 if clean:
                     self._close_task_clean(task)
@@ -638,9 +851,22 @@ class StreamThread(threading.Thread):
                 self.restore_consumer.close()
             except Exception as exc:
                 log.debug("restore consumer close: %s", exc)
-        if self.producer is not None:
-            self.producer.flush(10)
+        if self.producer is not None and not self._producer_hung:
+            self.producer.flush(CALL_TIMEOUT_S if clean else 0)
+        self._txn_calls.shutdown(wait=False)
 
     def _set_state(self, state: str) -> None:
         self.state = state
         self.app._thread_state_changed(self)
+
+
+def _close_quietly(producer: Producer) -> None:
+    """Close a replaced producer off the stream thread (it may wait for unreachable brokers)."""
+    try:
+        producer.close(0)
+    except Exception as exc:
+        log.debug("closing a replaced producer: %s", exc)
+
+
+def _txn_executor(name: str) -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-txn")

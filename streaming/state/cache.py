@@ -156,6 +156,30 @@ class NamedCache:
         for key in deleted:
             self.delete(key)
 
+    def purge_before(self, bound: bytes) -> int:
+        """Drop the clean entries whose key sorts before ``bound``; returns how many.
+
+        Window and session caches call it with the segment-id prefix of their oldest live
+        segment: entries of segments the store below has dropped are never read or written
+        again (they would otherwise stay until evicted, keeping the cache full)."""
+        keys = self._keys
+        end = keys.bisect_left(bound)
+        if not end:
+            return 0
+        entries = self._entries
+        dirty = self._dirty
+        kept = []
+        freed = 0
+        for key in keys.islice(0, end):
+            if key in dirty:  # not written to the store yet: leave it to the next flush
+                kept.append(key)
+                continue
+            freed += len(key) + _NODE_OVERHEAD + entries.pop(key).size
+        del keys[:end]
+        keys.update(kept)
+        self._resize(-freed)
+        return end - len(kept)
+
     def _iterate(self, keys: list[bytes]) -> Iterator[tuple[bytes, LRUCacheEntry]]:
         get = self.get  # reading through the iterator refreshes LRU order, like Kafka
         for key in keys:

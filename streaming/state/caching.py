@@ -217,6 +217,23 @@ class _SegmentedCacheKeys:
     def _seg_prefix_id(self, segment_id: int) -> bytes:
         return _SEG.pack(segment_id + _OFFSET)
 
+    def _purge_dropped_segments(self) -> None:
+        """Drop the cached entries of segments the wrapped store has dropped.
+
+        The store drops segments older than ``segment_id(stream time - retention)`` (as
+        stream time, we use the largest segment timestamp this cache has seen: never ahead
+        of the store's). Kafka keeps such entries until the LRU evicts them, so with
+        windows moving on, the cache fills up to ``statestore.cache.max.bytes`` with
+        windows nothing reads or writes any more (a Python entry costs several times the
+        bytes the budget counts): memory grew for as long as the budget allowed."""
+        named = self.named
+        if named is None or self.max_observed_timestamp < 0:
+            return
+        min_live = java_div(
+            self.max_observed_timestamp - self.retention_period, self.segment_interval
+        )
+        named.purge_before(self._seg_prefix_id(min_live))
+
     def _cached_range(
         self,
         time_from: int,
@@ -274,6 +291,10 @@ class CachingWindowStore(_CachingMixin, _SegmentedCacheKeys, WrappedWindowBytesS
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._init_cache(context)
         self.wrapped.init(context, root)
+
+    def flush(self) -> None:
+        super().flush()
+        self._purge_dropped_segments()
 
     def _store_cache_key(self, schema_key: bytes) -> bytes:
         return self._seg_prefix(self._segment_ts(schema_key)) + schema_key
@@ -369,6 +390,10 @@ class CachingSessionStore(_CachingMixin, _SegmentedCacheKeys, WrappedSessionByte
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._init_cache(context)
         self.wrapped.init(context, root)
+
+    def flush(self) -> None:
+        super().flush()
+        self._purge_dropped_segments()
 
     def _store_cache_key(self, schema_key: bytes) -> bytes:
         return self._seg_prefix(_session_end(schema_key)) + schema_key

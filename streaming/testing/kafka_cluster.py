@@ -13,6 +13,12 @@ then SIGKILL) and removes its temporary directory::
 ``nodes=3`` gives replication factor 3 and ``min.insync.replicas=2`` (also for the
 transaction state log). A broker that fails to start raises ``KafkaClusterError`` with the
 tail of its log and what to fix.
+
+For fault-injection tests: ``stop_node(node_id, kill=...)`` / ``restart_node(node_id)``, and
+who leads what right now: ``partition_leader(topic, p)``, ``group_coordinator(group)``,
+``transaction_coordinator(transactional_id)`` (Kafka's hash of the id onto
+``__transaction_state``), ``transactional_ids(prefix)``, ``active_controller()`` (the KRaft
+quorum leader), ``under_replicated()`` / ``wait_fully_replicated()``.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import atexit
 import base64
 import contextlib
 import ctypes
+import json
 import logging
 import os
 import shutil
@@ -68,6 +75,21 @@ _QUIET.propagate = False
 
 class KafkaClusterError(RuntimeError):
     """The local Kafka cluster could not be started or used."""
+
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """One partition in the cluster metadata: its leader (-1: none), replicas and ISR."""
+
+    topic: str
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
 
 
 @dataclass
@@ -148,6 +170,7 @@ class LocalKafkaCluster:
         self.cluster_id: str | None = None
         self.start_seconds: float | None = None
         self._lock = threading.RLock()
+        self._admin_for_roles: Any = None
 
     # ------------------------------------------------------------------ properties
 
@@ -237,6 +260,7 @@ class LocalKafkaCluster:
                     timeout = min(timeout, 3.0)
             self._terminate_all(kill_after=timeout)
             self.nodes = []
+            self._admin_for_roles = None
             _LIVE.discard(self)
             if self._root is not None and not self._keep_data:
                 shutil.rmtree(self._root, ignore_errors=True)
@@ -325,6 +349,228 @@ class LocalKafkaCluster:
     def list_topics(self, *, timeout: float = 10.0) -> set[str]:
         """Names of the cluster's topics (internal ones included)."""
         return set(self.admin().list_topics(timeout=timeout).topics)
+
+    # ------------------------------------------------------------------ roles (chaos tests)
+    #
+    # Which node leads what, for tests that bounce a particular broker (the system tests of
+    # Kafka Streams: the partition leader, the transaction or group coordinator, the active
+    # controller). Every answer comes from the cluster itself, never from a cached guess.
+
+    def running_node_ids(self) -> list[int]:
+        """``node.id`` of every node whose JVM is alive."""
+        return [n.node_id for n in self.nodes if n.is_running()]
+
+    def registered_brokers(self, *, timeout: float = 5.0) -> set[int]:
+        """Brokers the cluster metadata lists now (a killed one leaves once it is fenced).
+
+        From a metadata request, which any live broker answers (librdkafka sends
+        ``describe_cluster`` to the "controller" of the metadata, possibly the dead node)."""
+        return set(self._roles_admin().list_topics(timeout=timeout).brokers)
+
+    def partition_state(
+        self, topics: Sequence[str] | None = None, *, timeout: float = 5.0
+    ) -> dict[tuple[str, int], PartitionState]:
+        """Leader, replicas and ISR of every partition of ``topics`` (all topics, internal
+        ones included, when None), from the cluster metadata."""
+        admin = self._roles_admin()
+        out: dict[tuple[str, int], PartitionState] = {}
+        if topics is None:
+            meta = admin.list_topics(timeout=timeout)
+            selected = list(meta.topics.values())
+        else:
+            selected = []
+            for name in topics:
+                topic = admin.list_topics(topic=name, timeout=timeout).topics.get(name)
+                if topic is None or topic.error is not None:
+                    raise KafkaClusterError(
+                        f"no topic {name!r}: {None if topic is None else topic.error}"
+                    )
+                selected.append(topic)
+        for topic in selected:
+            for pid, part in topic.partitions.items():
+                out[(topic.topic, pid)] = PartitionState(
+                    topic.topic, pid, part.leader, tuple(part.replicas), tuple(part.isrs)
+                )
+        return out
+
+    def partition_leader(self, topic: str, partition: int = 0, *, timeout: float = 5.0) -> int:
+        """The node leading ``topic``-``partition`` (-1 while it has no leader)."""
+        admin = self._roles_admin()
+        from confluent_kafka import TopicCollection
+
+        future = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)[topic]
+        desc = future.result(timeout=timeout + 1)
+        for info in desc.partitions:
+            if info.id == partition:
+                return -1 if info.leader is None else info.leader.id
+        raise KafkaClusterError(f"topic {topic!r} has no partition {partition}")
+
+    def under_replicated(
+        self, topics: Sequence[str] | None = None, *, timeout: float = 5.0
+    ) -> list[PartitionState]:
+        """Partitions without a leader or whose ISR lacks one of their replicas."""
+        states = self.partition_state(topics, timeout=timeout)
+        return [s for s in states.values() if s.leader < 0 or set(s.isr) != set(s.replicas)]
+
+    def wait_fully_replicated(
+        self, topics: Sequence[str] | None = None, *, timeout: float = 60.0
+    ) -> float:
+        """Wait until every partition (of ``topics``, else of all topics) has a leader and
+        a full ISR; returns the seconds waited. Raises ``KafkaClusterError`` on timeout."""
+        began = time.monotonic()
+        deadline = began + timeout
+        last: Any = None
+        while True:
+            try:
+                last = self.under_replicated(topics, timeout=min(5.0, max(0.5, timeout)))
+                if not last:
+                    return time.monotonic() - began
+            except Exception as exc:  # a metadata request during a leader change
+                last = exc
+            if time.monotonic() > deadline:
+                raise KafkaClusterError(
+                    f"partitions still under-replicated after {timeout:.0f}s: {last}"
+                )
+            time.sleep(0.2)
+
+    def group_coordinator(self, group_id: str, *, timeout: float = 5.0) -> int:
+        """The broker coordinating consumer group ``group_id`` (FindCoordinator, through
+        ``describe_consumer_groups``; the group need not exist yet)."""
+        admin = self._roles_admin()
+        future = admin.describe_consumer_groups([group_id], request_timeout=timeout)[group_id]
+        desc = future.result(timeout=timeout + 1)
+        if desc.coordinator is None:
+            raise KafkaClusterError(f"no coordinator for group {group_id!r}")
+        return desc.coordinator.id
+
+    def coordinator_partition(self, key: str, internal_topic: str, *, timeout: float = 5.0) -> int:
+        """The partition of ``internal_topic`` (``__consumer_offsets`` or
+        ``__transaction_state``) owning a group or transactional id, computed as Kafka
+        does: ``Utils.abs(key.hashCode()) % partition count``, Java's ``String.hashCode``."""
+        meta = self._roles_admin().list_topics(topic=internal_topic, timeout=timeout)
+        topic = meta.topics.get(internal_topic)
+        if topic is None or topic.error is not None or not topic.partitions:
+            raise KafkaClusterError(
+                f"{internal_topic} does not exist yet (created on first use by the cluster)"
+            )
+        return kafka_abs(java_string_hash(key)) % len(topic.partitions)
+
+    def transaction_coordinator(self, transactional_id: str, *, timeout: float = 5.0) -> int:
+        """The broker coordinating ``transactional_id``: the leader of its partition of
+        ``__transaction_state`` (confluent-kafka has no DescribeTransactions)."""
+        partition = self.coordinator_partition(
+            transactional_id, TRANSACTION_STATE_TOPIC, timeout=timeout
+        )
+        return self.partition_leader(TRANSACTION_STATE_TOPIC, partition, timeout=timeout)
+
+    def transactional_ids(self, prefix: str = "", *, timeout: float = 15.0) -> dict[str, int]:
+        """Transactional ids the cluster knows (starting with ``prefix``) and the partition
+        of ``__transaction_state`` holding each: the keys of that log, read to its end
+        (Kafka's ``ListTransactions``, which confluent-kafka lacks)."""
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+        admin = self._roles_admin()
+        meta = admin.list_topics(topic=TRANSACTION_STATE_TOPIC, timeout=timeout)
+        topic = meta.topics.get(TRANSACTION_STATE_TOPIC)
+        if topic is None or topic.error is not None:
+            return {}
+        consumer = Consumer(
+            self.client_config(
+                **{
+                    "group.id": f"roles-reader-{uuid.uuid4().hex[:8]}",
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": True,
+                    "isolation.level": "read_uncommitted",
+                    "logger": _QUIET,
+                }
+            )
+        )
+        found: dict[str, int] = {}
+        try:
+            parts = []
+            for pid in topic.partitions:
+                _low, high = consumer.get_watermark_offsets(
+                    TopicPartition(TRANSACTION_STATE_TOPIC, pid), timeout=timeout
+                )
+                if high > 0:
+                    parts.append(TopicPartition(TRANSACTION_STATE_TOPIC, pid, OFFSET_BEGINNING))
+            if not parts:
+                return {}
+            consumer.assign(parts)
+            pending = {tp.partition for tp in parts}
+            deadline = time.monotonic() + timeout
+            while pending and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=500, timeout=0.5):
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            pending.discard(msg.partition())
+                        continue
+                    txn_id = _decode_transaction_log_key(msg.key())
+                    if txn_id is not None and txn_id.startswith(prefix):
+                        found[txn_id] = msg.partition()
+            if pending:
+                raise KafkaClusterError(
+                    f"could not read {TRANSACTION_STATE_TOPIC} partitions {sorted(pending)} "
+                    f"to their end within {timeout:.0f}s"
+                )
+        finally:
+            consumer.close()
+        return found
+
+    def active_controller(self, *, timeout: float = 15.0) -> int:
+        """The node leading the KRaft controller quorum (the active controller).
+
+        In KRaft, ``describe_cluster().controller`` names a random live broker (clients
+        cannot reach the controllers), so the answer comes from the ``quorum-state`` file
+        each voter keeps in ``__cluster_metadata-0``: the leader of the highest epoch among
+        running nodes, once that leader is itself running."""
+        deadline = time.monotonic() + timeout
+        while True:
+            leader = self._quorum_leader()
+            if leader is not None and self.node(leader).is_running():
+                return leader
+            if time.monotonic() > deadline:
+                raise KafkaClusterError(
+                    f"no active KRaft controller among running nodes {self.running_node_ids()} "
+                    f"within {timeout:.0f}s"
+                )
+            time.sleep(0.1)
+
+    def metadata_controller(self, *, timeout: float = 5.0) -> int:
+        """The ``controller`` of ``describe_cluster`` (in KRaft: a random live broker, see
+        ``active_controller`` for the real one)."""
+        desc = self._roles_admin().describe_cluster(request_timeout=timeout).result(timeout + 1)
+        return -1 if desc.controller is None else desc.controller.id
+
+    def _quorum_leader(self) -> int | None:
+        best: tuple[int, int] | None = None  # (epoch, leader)
+        for node in self.nodes:
+            if not node.is_running():
+                continue
+            path = node.data_dir / "__cluster_metadata-0" / "quorum-state"
+            try:
+                state = json.loads(path.read_text())
+                epoch, leader = int(state["leaderEpoch"]), int(state["leaderId"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if best is None or epoch > best[0]:
+                best = (epoch, leader)
+        if best is None or best[1] < 0:
+            return None  # an election in progress
+        return best[1]
+
+    def _roles_admin(self) -> Any:
+        with self._lock:
+            if self._admin_for_roles is None:
+                self._admin_for_roles = self.admin(
+                    **{
+                        "socket.connection.setup.timeout.ms": 2000,
+                        "reconnect.backoff.max.ms": 500,
+                        "topic.metadata.refresh.interval.ms": 1000,
+                    }
+                )
+            return self._admin_for_roles
 
     # ------------------------------------------------------------------ internals
 
@@ -581,6 +827,31 @@ def _read_cluster_id(data_dir: Path) -> str | None:
         if line.startswith("cluster.id="):
             return line.split("=", 1)[1].strip()
     return None
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (32-bit signed, over UTF-16 code units)."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def kafka_abs(n: int) -> int:
+    """Kafka's ``Utils.abs``: like ``abs`` but 0 for ``Integer.MIN_VALUE``."""
+    return 0 if n == -(1 << 31) else abs(n)
+
+
+def _decode_transaction_log_key(raw: bytes | None) -> str | None:
+    """The transactional id of a ``__transaction_state`` key (version int16, then a string
+    of int16 length); None for anything else."""
+    if raw is None or len(raw) < 4:
+        return None
+    length = int.from_bytes(raw[2:4], "big", signed=True)
+    if length < 0 or len(raw) < 4 + length:
+        return None
+    return raw[4 : 4 + length].decode("utf-8", "replace")
 
 
 def _prop_value(value: Any) -> str:

@@ -42,9 +42,9 @@ def test_count_and_copy(kafka_cluster, tmp_path, guarantee):
         "processing.guarantee": guarantee,
         "state.dir": str(tmp_path / "state"),
         "commit.interval.ms": 200,
-        "test.input": names["in"],
-        "test.copy": names["copy"],
-        "test.counts": names["counts"],
+        "app.test.input": names["in"],
+        "app.test.copy": names["copy"],
+        "app.test.counts": names["counts"],
     }
     transitions = []
     app = KafkaStreams(count_and_copy(config), config)

@@ -42,9 +42,9 @@ def test_exactly_once_survives_sigkill(kafka_cluster, tmp_path):
         # a restarted instance takes its partitions back at once (no session timeout wait)
         "consumer.group.instance.id": f"{app_id}-instance",
         "consumer.session.timeout.ms": 10000,
-        "test.input": names["in"],
-        "test.copy": names["copy"],
-        "test.counts": names["counts"],
+        "app.test.input": names["in"],
+        "app.test.copy": names["copy"],
+        "app.test.counts": names["counts"],
     }
     seed = int(os.environ.get("STREAMING_CRASH_SEED", "20261122"))
     rng = random.Random(seed)

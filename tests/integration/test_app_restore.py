@@ -59,9 +59,9 @@ def test_restore_after_state_deleted(kafka_cluster, tmp_path, guarantee):
         "state.dir": str(tmp_path / "state"),
         "commit.interval.ms": 100,
         "statestore.cache.max.bytes": 0,  # every update reaches the changelog
-        "test.input": names["in"],
-        "test.copy": names["copy"],
-        "test.counts": names["counts"],
+        "app.test.input": names["in"],
+        "app.test.copy": names["copy"],
+        "app.test.counts": names["counts"],
     }
     expected = {f"k{i}": N // KEYS for i in range(KEYS)}
 

@@ -39,9 +39,9 @@ def test_two_instances_share_and_take_over(kafka_cluster, tmp_path):
         "commit.interval.ms": 100,
         "consumer.session.timeout.ms": 6000,
         "consumer.heartbeat.interval.ms": 500,
-        "test.input": names["in"],
-        "test.copy": names["copy"],
-        "test.counts": names["counts"],
+        "app.test.input": names["in"],
+        "app.test.copy": names["copy"],
+        "app.test.counts": names["counts"],
     }
     admin = kafka_cluster.admin()
     procs = {

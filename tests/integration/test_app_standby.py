@@ -38,9 +38,9 @@ def test_standby_takes_over_warm(kafka_cluster, tmp_path):
             "statestore.cache.max.bytes": 0,
             "state.dir": str(tmp_path / f"i{i}"),
             "application.server": f"localhost:{port}",
-            "test.input": names["in"],
-            "test.copy": names["copy"],
-            "test.counts": names["counts"],
+            "app.test.input": names["in"],
+            "app.test.copy": names["copy"],
+            "app.test.counts": names["counts"],
         }
         app = KafkaStreams(count_and_copy(config), config)
         app.start()

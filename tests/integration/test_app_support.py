@@ -189,15 +189,16 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str, step: flo
 def count_and_copy(config: dict[str, Any]) -> Any:
     """The topology of the end-to-end tests: copy the input, and count per key.
 
-    Topic names come from the ``test.input`` / ``test.copy`` / ``test.counts`` settings."""
+    Topic names come from the ``app.test.input`` / ``app.test.copy`` / ``app.test.counts``
+    settings (``app.``: settings of the application, which KafkaStreams does not check)."""
     from streaming import StreamsBuilder, serdes
 
     builder = StreamsBuilder()
     stream = builder.stream(
-        config["test.input"], key_serde=serdes.String(), value_serde=serdes.String()
+        config["app.test.input"], key_serde=serdes.String(), value_serde=serdes.String()
     )
-    stream.to(config["test.copy"])
+    stream.to(config["app.test.copy"])
     stream.group_by_key().count(materialized="counts").to_stream().to(
-        config["test.counts"], value_serde=serdes.Long()
+        config["app.test.counts"], value_serde=serdes.Long()
     )
     return builder

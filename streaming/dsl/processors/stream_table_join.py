@@ -8,7 +8,10 @@ joins them with a null table value. The result keeps the stream record's key and
 With a grace period (versioned tables only) stream records wait in a time-ordered buffer
 (Kafka's RocksDBTimeOrderedKeyValueBuffer) until the buffer's stream time passes their timestamp
 plus the grace period; they are then joined in (timestamp, serialized key, arrival) order. A
-record already older than that is joined at once.
+record already older than that is joined at once. The buffer is logged (Kafka's changelog
+layout: the time-first store key, and a ``BufferValue`` holding the record context and the
+serialized value) and restored from its changelog, so a buffered record survives a crash or
+a task migration.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from typing import Any
 
 from sortedcontainers import SortedDict
 
+from streaming.dsl.processors.suppress import BufferValue, read_buffer_value
 from streaming.runtime.nodes import StreamsException
 from streaming.state.api import StateStore, StateStoreContext, changelog_topic
-from streaming.topology.processor import Processor, Record
+from streaming.topology.processor import Processor, Record, RecordContext
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +118,8 @@ class TimeOrderedJoinBuffer(StateStore):
     ``put`` refuses a record older than the buffer's stream time (the highest buffered
     timestamp) minus the grace period; ``evict`` hands over, in order, every record at or before
     that bound. Each put and eviction is written to the changelog (key: the time-first store
-    key, value: the serialized stream value).
+    key ``timestamp | serialized key | seqnum``; value: Kafka's ``BufferValue`` with the record
+    context and the serialized stream value; an eviction is a tombstone) and restored from it.
     """
 
     def __init__(
@@ -141,8 +146,15 @@ class TimeOrderedJoinBuffer(StateStore):
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self.context = context
         self.topic = changelog_topic(context.application_id, self.name)
-        self._kser = (self.key_serde or context.default_key_serde).serialize
-        self._vser = (self.value_serde or context.default_value_serde).serialize
+        key_serde = self.key_serde or context.default_key_serde
+        value_serde = self.value_serde or context.default_value_serde
+        self._kser = key_serde.serialize
+        self._vser = value_serde.serialize
+        self._kdes = key_serde.deserialize
+        self._vdes = value_serde.deserialize
+        register = getattr(context, "register", None)
+        if register is not None:
+            register(root if root is not None else self, self._restore_batch)
         self._open = True
 
     def flush(self) -> None:
@@ -151,6 +163,37 @@ class TimeOrderedJoinBuffer(StateStore):
     def close(self) -> None:
         self._entries.clear()
         self._open = False
+
+    def _restore_batch(self, records: Any) -> None:
+        """Replay changelog records ``(key, value, timestamp)``: puts and evictions."""
+        entries = self._entries
+        topic = self.topic
+        for record in records:
+            store_key, value = record[0], record[1]
+            if store_key is None or len(store_key) < 12:
+                continue
+            timestamp = int.from_bytes(store_key[:8], "big", signed=True)
+            raw_key = store_key[8:-4]
+            seqnum = int.from_bytes(store_key[-4:], "big")
+            sort_key = (timestamp, raw_key, seqnum)
+            # the stream time and sequence number go on from where the changelog ends
+            if timestamp > self.observed_stream_time:
+                self.observed_stream_time = timestamp
+            if seqnum > self.seqnum:
+                self.seqnum = seqnum
+            if value is None:
+                entries.pop(sort_key, None)
+                continue
+            buffered, _end = read_buffer_value(value)
+            rc = buffered.context
+            new = buffered.new_value
+            restored = Record(
+                self._kdes(topic, raw_key),
+                None if new is None else self._vdes(topic, new),
+                timestamp,
+                rc.headers,
+            )
+            entries[sort_key] = (restored, rc)
 
     def num_records(self) -> int:
         return len(self._entries)
@@ -168,11 +211,12 @@ class TimeOrderedJoinBuffer(StateStore):
         self._entries[sort_key] = (record, record_context)
         self.observed_stream_time = max(self.observed_stream_time, timestamp)
         if self.logging_enabled:
+            rc = record_context
+            if rc is None:
+                rc = RecordContext(timestamp, headers=record.headers)
+            value = BufferValue(None, None, self._vser(self.topic, record.value), rc)
             self.context.log_change(
-                self.name,
-                self._store_key(sort_key),
-                self._vser(self.topic, record.value),
-                timestamp,
+                self.name, self._store_key(sort_key), value.serialize(), timestamp
             )
         return True
 

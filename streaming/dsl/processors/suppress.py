@@ -272,6 +272,13 @@ class BufferValue:
 
 def _deserialize_buffer_value(data: bytes) -> tuple[BufferValue, int]:
     """Kafka's V3 changelog value: record context, prior, old, new, then the buffer time."""
+    value, pos = read_buffer_value(data)
+    (time,) = _LONG.unpack_from(data, pos)
+    return value, time
+
+
+def read_buffer_value(data: bytes) -> tuple[BufferValue, int]:
+    """Kafka's ``BufferValue.deserialize``: the value and the position after it."""
     pos = 0
     timestamp, offset = struct.unpack_from(">qq", data, pos)
     pos += 16
@@ -314,8 +321,7 @@ def _deserialize_buffer_value(data: bytes) -> tuple[BufferValue, int]:
     else:
         old = take()
     new = take()
-    (time,) = _LONG.unpack_from(data, pos)
-    return BufferValue(prior, old, new, rc), time
+    return BufferValue(prior, old, new, rc), pos
 
 
 def _record_size(key: bytes, value: BufferValue) -> int:

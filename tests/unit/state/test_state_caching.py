@@ -486,3 +486,73 @@ def test_window_caching_disabled_with_retain_duplicates(tmp_path):
     )
     store.init(ctx, store)
     assert store.set_flush_listener(Listener(), False) is False
+
+
+# ------------------------------------------------- dropped segments leave the cache
+
+
+def test_purge_before_keeps_dirty_and_live_entries(named):
+    tc, cache = named
+    cache.listener = lambda entries: None
+    for key in (b"\x01a", b"\x01b", b"\x02a", b"\x03a"):
+        cache.put(key, LRUCacheEntry(b"v"))
+    cache.put(b"\x01c", dirty(b"d"))
+    assert cache.purge_before(b"\x02") == 2  # \x01a, \x01b; the dirty \x01c stays
+    assert [k for k, _ in cache.all()] == [b"\x01c", b"\x02a", b"\x03a"]
+    assert (
+        cache.size_bytes
+        == tc.size_bytes
+        == sum(len(k) + 24 + e.size for k, e in cache._entries.items())
+    )
+    assert cache.purge_before(b"\x00") == 0
+
+
+@pytest.mark.parametrize("kind", ["memory", "rocksdb"])
+def test_window_cache_drops_entries_of_dropped_segments(tmp_path, kind):
+    """Windows moving on must not fill the cache with windows the store has dropped."""
+    ctx = make_context(tmp_path, cache_bytes=10_000_000)
+    retention, size = 10_000, 10_000  # segment interval max(retention / 2, 60 s) = 60 s
+    store = (
+        Stores.window_store_builder(window_supplier(kind, retention, size), StrSerde(), StrSerde())
+        .with_caching_enabled()
+        .build()
+    )
+    store.init(ctx, store)
+    listener = Listener()
+    store.set_flush_listener(listener, False)
+    sizes = []
+    for window in range(200):  # 2000 s of 10 s windows, 20 keys each
+        for k in range(20):
+            store.put(f"k{k}", f"v{window}", window * size)
+        store.flush()
+        sizes.append(ctx.cache.size())
+    # at most the live segments (two 60 s segments of six windows) of 20 keys stay cached
+    assert max(sizes[20:]) <= 2 * 6 * 20
+    assert len(listener.calls) == 200 * 20  # every window was forwarded once
+    last = 199 * size
+    assert store.fetch("k3", last) == "v199"  # live windows still read through the cache
+    assert store.fetch("k3", 0) is None  # dropped with its segment, no stale cached copy
+    store.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "rocksdb"])
+def test_session_cache_drops_entries_of_dropped_segments(tmp_path, kind):
+    ctx = make_context(tmp_path, cache_bytes=10_000_000)
+    store = (
+        Stores.session_store_builder(session_supplier(kind, 10_000), StrSerde(), StrSerde())
+        .with_caching_enabled()
+        .build()
+    )
+    store.init(ctx, store)
+    store.set_flush_listener(Listener(), False)
+    sizes = []
+    for n in range(200):
+        for k in range(20):
+            store.put(Windowed(f"k{k}", SessionWindow(n * 10_000, n * 10_000 + 5)), "x")
+        store.flush()
+        sizes.append(ctx.cache.size())
+    assert max(sizes[20:]) <= 2 * 6 * 20
+    assert list(store.find_sessions("k1", 199 * 10_000, 199 * 10_000 + 5)) == [
+        (Windowed("k1", SessionWindow(199 * 10_000, 199 * 10_000 + 5)), "x")
+    ]
+    store.close()

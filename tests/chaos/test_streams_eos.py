@@ -1,0 +1,192 @@
+"""Kafka's ``streams_eos_test``: three instances of an exactly-once application are started
+and stopped in staggered order (``rebalance``), or killed with SIGKILL one at a time while
+the others run and restarted (``failure_and_recovery``), while input keeps arriving; the
+verifier must see every input record exactly once and exact aggregates.
+
+Topologies (``chaos_app.py``): ``simple`` (copy, count and sum per key) and ``complex``
+(a stream-table left join, a re-key through a repartition topic and a tumbling-window count
+per group). Three brokers, 3 partitions. After each step the test waits, as Kafka's does,
+until every affected instance is RUNNING again and processing ("REBALANCING -> RUNNING",
+"processed N records").
+
+Kafka's sequences (p1..p3 are the instances, each with its own state directory):
+
+- rebalance: start p1, p2, p3; stop p1; start p1; stop p2; stop p3; (p1 stops at the end)
+- failure_and_recovery: start p1, p2, p3; per round kill -9 one instance (p1, p1, p2) and
+  start it again; stop p3; (the others stop at the end).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from chaos_app import GROUPS, WINDOW_MS
+from chaos_harness import (
+    ChaosApp,
+    Feeder,
+    Figures,
+    complex_complete,
+    create_topics,
+    ensure_nodes_up,
+    input_truth,
+    output_timing,
+    pick_keys,
+    read_input,
+    read_output,
+    run_scenario,
+    simple_complete,
+    sizes,
+    stop_all,
+    unique,
+    verify_complex,
+    verify_simple,
+    write_table,
+)
+
+pytestmark = pytest.mark.kafka
+
+PARTITIONS = 3
+INSTANCES = ("p1", "p2", "p3")
+STEP_TIMEOUT_S = 90.0
+
+
+def rebalance_steps() -> list[tuple[str, str]]:
+    return [
+        ("start", "p1"),
+        ("start", "p2"),
+        ("start", "p3"),
+        ("stop", "p1"),
+        ("start", "p1"),
+        ("stop", "p2"),
+        ("stop", "p3"),
+    ]
+
+
+def failure_steps(rounds: int) -> list[tuple[str, str]]:
+    steps = [("start", "p1"), ("start", "p2"), ("start", "p3")]
+    victims = ["p1", "p1", "p2"]
+    for r in range(rounds):
+        victim = victims[r % len(victims)]
+        steps += [("kill", victim), ("start", victim)]
+    return [*steps, ("stop", "p3")]
+
+
+def _params():
+    out = [pytest.param("small", "complex", "failure_and_recovery", id="small-complex-failure")]
+    for topology in ("simple", "complex"):
+        for kind in ("rebalance", "failure_and_recovery"):
+            out.append(
+                pytest.param(
+                    "chaos", topology, kind, id=f"{topology}-{kind}", marks=pytest.mark.chaos
+                )
+            )
+    return out
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize(("variant", "topology", "kind"), _params())
+def test_streams_eos(three_brokers, tmp_path, variant, topology, kind):
+    cluster = three_brokers
+    sz = sizes(variant)
+    steps_list = rebalance_steps() if kind == "rebalance" else failure_steps(sz.kill_rounds)
+    fig = Figures(f"streams_eos {topology} {kind}", sz.scale, workdir=tmp_path)
+    bootstrap = cluster.bootstrap_servers
+    keys = pick_keys(PARTITIONS)
+    if topology == "simple":
+        topics = {k: unique(k) for k in ("input", "copy", "counts", "sums")}
+        sinks = ["copy", "counts", "sums"]
+        sources = ["input"]
+    else:
+        topics = {k: unique(k) for k in ("input", "table", "joined", "windowed")}
+        sinks = ["joined", "windowed"]
+        sources = ["input", "table"]
+    create_topics(
+        cluster,
+        sources=[topics[k] for k in sources],
+        sinks=[topics[k] for k in sinks],
+        partitions=PARTITIONS,
+    )
+    table = {k: f"region{int(k[1:]) % 3}" for k in keys}
+    if topology == "complex":
+        write_table(bootstrap, topics["table"], table, int(time.time() * 1000) - 60_000)
+    app_id = unique(f"eos-{topology}")
+    settings = {
+        "application.id": app_id,
+        "bootstrap.servers": bootstrap,
+        "processing.guarantee": "exactly_once_v2",
+        "replication.factor": 3,
+        # a killed instance leaves the group after 6 s (the broker's minimum) instead of 45 s
+        "consumer.session.timeout.ms": 6000,
+        "consumer.heartbeat.interval.ms": 1000,
+        **{f"app.chaos.{k}": v for k, v in topics.items()},
+    }
+    apps = {name: ChaosApp(name, topology, settings, tmp_path) for name in INSTANCES}
+    feeder = Feeder(bootstrap, topics["input"], keys, rate=sz.rate)
+    step_times: list[str] = []
+
+    def wait_group(changed: str | None, marks: dict[str, int], what: str) -> None:
+        """Every running instance (the changed one included) RUNNING after the step and
+        processing again."""
+        began = time.monotonic()
+        for name, app in apps.items():
+            if not app.running:
+                continue
+            app.wait_running(marks[name], timeout=STEP_TIMEOUT_S)
+            if feeder.is_alive():
+                app.wait_processing(marks[name], timeout=STEP_TIMEOUT_S)
+        step_times.append(f"{what} {time.monotonic() - began:.1f}s")
+
+    def steps() -> None:
+        for n, (action, name) in enumerate(steps_list):
+            marks = {a: apps[a].mark() for a in apps}
+            what = f"{n + 1}.{action} {name}"
+            if action == "start":
+                apps[name].start()
+            elif action == "stop":
+                code = apps[name].stop()
+                if code != 0:
+                    fig.violations.append(f"step {what}: exit code {code}")
+            elif action == "kill":
+                apps[name].kill()
+            wait_group(name, marks, what)
+            if n == 0:
+                feeder.start()  # after the first instance loaded the table (complex)
+                apps[name].wait_processing(marks[name], timeout=STEP_TIMEOUT_S)
+        time.sleep(2)
+
+    def verify(aborted: bool) -> None:
+        feeder.stop()
+        fig.notes.append(f"feeder: {feeder.summary()}")
+        fig.notes.append("steps (time until the group settled): " + ", ".join(step_times))
+        truth = input_truth(read_input(bootstrap, topics["input"]), fig)
+        if topology == "simple":
+            complete = simple_complete(truth, topics)
+        else:
+            complete = complex_complete(truth, topics, GROUPS, WINDOW_MS)
+        out, why = read_output(
+            bootstrap,
+            [topics[k] for k in sinks],
+            complete=complete,
+            timeout=20 if aborted else sz.complete_timeout_s,
+            quiet_s=5 if aborted else 15,
+        )
+        fig.notes.append(f"output read until: {why}")
+        for app in apps.values():
+            if app.running:
+                code = app.stop()
+                if code != 0:
+                    fig.violations.append(f"final stop of {app.name}: exit code {code}")
+        if topology == "simple":
+            verify_simple(fig, truth, out, topics)
+        else:
+            verify_complex(fig, truth, out, topics, table, GROUPS, WINDOW_MS)
+        output_timing(fig, out, topics[sinks[0]], [], feeder.last_wall)
+
+    def cleanup() -> None:
+        feeder.stop(timeout=30)
+        stop_all(apps.values(), kill=True)
+        ensure_nodes_up(cluster)
+        fig.add_apps(list(apps.values()))
+
+    run_scenario(fig, steps, verify, cleanup)
