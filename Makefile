@@ -8,7 +8,7 @@ KAFKA_JARS := .jars/kafka
 SPARK_JARS := .jars/spark
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test test-fast lint format run bench clean
+.PHONY: setup test test-fast test-chaos lint format run bench clean
 
 setup: $(STAMP) $(JARS)/.copied $(KAFKA_JARS)/.copied $(SPARK_JARS)/.copied
 
@@ -43,8 +43,15 @@ $(SPARK_JARS)/.copied: platform/spark/pom.xml
 	mvn -q -B -s platform/spark/settings.xml -f platform/spark/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DexcludeArtifactIds=scala-library,slf4j-api,lz4-java,snappy-java,spark-tags_2.13,jsr305,scala-parallel-collections_2.13 -DoutputDirectory=$(CURDIR)/$(SPARK_JARS)
 	touch $@
 
+# The long fault-injection variants (marker `chaos`) only run under `make test-chaos`;
+# `make test` runs the small variant of each chaos family.
 test: setup
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -m "not chaos"
+
+# Kafka's streams system tests ported to tests/chaos (broker bounces, EOS under rebalances
+# and kill -9, standby replicas, broker outages) at full size, plus the soak test.
+test-chaos: setup
+	CHAOS_SCALE=full $(PY) -m pytest -q -p no:cacheprovider -m chaos tests/chaos
 
 test-fast: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit

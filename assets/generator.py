@@ -12,18 +12,34 @@ events (event time minutes before sending, beyond the grace), duplicates (the sa
 sent again seconds later), malformed records (undecodable JSON), unknown customers, and the
 three fraud patterns: amounts over 10,000, bursts of more than three orders per customer
 within five minutes, and a location the customer's profile does not know.
+
+Order ids are ``o-<run id>-<sequence>`` (payments ``p-<run id>-<sequence>``). The run id
+(:func:`run_id`) is a hash of the whole config, seed and start time included, so a config
+always produces the same ids while two generators never share one: without an explicit
+``seed`` every config draws a fresh random seed (two default generators, or a restarted
+one, get different run ids), and even with the same seed a different start time, rate or
+customer count gives another run id. Only an exact replay (same seed *and* same config)
+repeats ids, and then with the same orders. A duplicate is therefore always the same order
+sent again, never a different order under an existing id.
+
+Customer profiles depend on ``customer_seed`` only (not on ``seed``), so every generator
+agrees on who ``c-00042`` is; each run re-sends the profiles it uses (the compacted
+``customers`` topic then holds updates of the same profiles with a new ``event_time``).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
 import heapq
 import itertools
 import random
+import secrets
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -42,11 +58,22 @@ class Event:
     emit_ms: int
 
 
+def fresh_seed() -> int:
+    """A random seed (the default of :class:`GeneratorConfig`: every config its own data)."""
+    return secrets.randbits(63)
+
+
 @dataclass(frozen=True)
 class GeneratorConfig:
-    """What to generate; every share is a probability per order."""
+    """What to generate; every share is a probability per order.
 
-    seed: int = 42
+    ``seed`` drives the orders, payments and clicks; when not given, each config draws a
+    fresh random one (kept in the config, so ``iter_events`` stays a function of it).
+    ``customer_seed`` drives the customer profiles, shared by every generator.
+    """
+
+    seed: int = field(default_factory=fresh_seed)
+    customer_seed: int = 42
     start_ms: int = 1_735_689_600_000  # 2025-01-01T00:00:00Z
     duration_s: float | None = 600.0
     orders_per_second: float = 5.0
@@ -74,9 +101,20 @@ def _dumps(value: dict[str, Any]) -> bytes:
     return orjson.dumps(value)
 
 
+RUN_ID_HEX_DIGITS = 12
+
+
+def run_id(config: GeneratorConfig) -> str:
+    """The id namespace of ``config``'s orders and payments: 12 hex digits of a hash of
+    every field (a random seed makes it random; equal configs share it)."""
+    fields = repr(dataclasses.astuple(config)).encode()
+    digest = hashlib.blake2b(fields, digest_size=RUN_ID_HEX_DIGITS // 2, person=b"orders")
+    return digest.hexdigest()
+
+
 def build_customers(config: GeneratorConfig) -> list[dict[str, Any]]:
     """The customer profiles of ``config`` (deterministic)."""
-    rng = random.Random(f"{config.seed}-customers")
+    rng = random.Random(f"{config.customer_seed}-customers")
     profiles = []
     for n in range(config.customers):
         region = rng.choice(domain.REGIONS)
@@ -98,6 +136,7 @@ def build_customers(config: GeneratorConfig) -> list[dict[str, Any]]:
 def iter_events(config: GeneratorConfig) -> Iterator[Event]:
     """Every event of ``config`` in send order (infinite when ``duration_s`` is None)."""
     rng = random.Random(config.seed)
+    namespace = run_id(config)
     customers = build_customers(config)
     pending: list[tuple[int, int, Event]] = []
     seq = itertools.count()
@@ -125,7 +164,7 @@ def iter_events(config: GeneratorConfig) -> Iterator[Event]:
         while pending and pending[0][0] <= now:
             yield heapq.heappop(pending)[2]
         order_no += 1
-        order_id = f"o-{config.seed}-{order_no:08d}"
+        order_id = f"o-{namespace}-{order_no:08d}"
         # Malformed records replace an order now and then.
         if rng.random() < config.malformed_share:
             topic = rng.choice((domain.ORDERS, domain.ORDERS, domain.PAYMENTS, domain.CLICKS))
@@ -269,7 +308,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--duration", type=float, default=None, help="seconds of events (default: forever)"
     )
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--seed", type=int, default=None, help="reproduce a run (default: a fresh random seed)"
+    )
     parser.add_argument("--customers", type=int, default=5000)
     parser.add_argument("--start-ms", type=int, default=None, help="first event time (now)")
     parser.add_argument("--fast", action="store_true", help="send as fast as possible")
@@ -283,8 +324,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def config_from_args(args: argparse.Namespace) -> GeneratorConfig:
     """The generator config of parsed options; events start now unless ``--start-ms``."""
     start_ms = args.start_ms if args.start_ms is not None else int(time.time() * 1000)
+    seed = {} if args.seed is None else {"seed": args.seed}
     return GeneratorConfig(
-        seed=args.seed,
+        **seed,
         start_ms=start_ms,
         duration_s=args.duration,
         orders_per_second=args.rate,
@@ -300,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         from assets.topics import create_topics
 
         create_topics(args.bootstrap)
+    print(f"generator run {run_id(config)} (seed {config.seed})", file=sys.stderr)
     sent = produce(config, args.bootstrap, realtime=not args.fast)
     print(f"sent {sent} events", file=sys.stderr)
     return 0

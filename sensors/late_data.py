@@ -6,11 +6,18 @@ Each tick reads the ``orders`` topic from the offsets in the cursor (the first t
 at the beginning), tracks stream time (the largest event time seen), counts late orders per
 hour, and requests a run for an hour when its late count grew since the last request and the
 hour itself is complete (its end + grace passed).
+
+Offsets only mean something on one Kafka cluster: the cursor records the cluster id. When
+the cluster is another one (a new broker), or a partition ends below the cursor (the topic
+was re-created), the tick logs a warning, says so in its result ("cluster changed from X to
+Y: re-reading from the earliest offset") and reads the topic from the start again, instead
+of reading nothing.
 """
 
 import json
+import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +36,8 @@ from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key, hour_start_ms
 
 MAX_RECORDS_PER_TICK = 50_000
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class LateDataState:
@@ -38,6 +47,7 @@ class LateDataState:
     stream_time: int = -1
     late: dict[str, int] = field(default_factory=dict)  # hour key -> late orders seen
     requested: dict[str, int] = field(default_factory=dict)  # hour -> late count at request
+    cluster_id: str | None = None  # the Kafka cluster the offsets refer to
 
     @staticmethod
     def from_cursor(cursor: str | None) -> "LateDataState":
@@ -49,6 +59,7 @@ class LateDataState:
             stream_time=data.get("stream_time", -1),
             late=data.get("late", {}),
             requested=data.get("requested", {}),
+            cluster_id=data.get("cluster_id"),
         )
 
     def to_cursor(self) -> str:
@@ -58,9 +69,47 @@ class LateDataState:
                 "stream_time": self.stream_time,
                 "late": self.late,
                 "requested": self.requested,
+                "cluster_id": self.cluster_id,
             },
             sort_keys=True,
         )
+
+    def follow_cluster(self, cluster_id: str | None, end_offsets: Mapping[int, int]) -> str | None:
+        """Check the offsets refer to cluster ``cluster_id`` whose topic partitions end at
+        ``end_offsets``. On another cluster, or when a partition ends below the cursor (the
+        topic was re-created; or a cursor without a cluster id from a replaced cluster), forget
+        the offsets and the stream time (the new records are read from the earliest offset,
+        in their own order) and return what happened. Late counts and requests are kept: the
+        hours already re-run stay re-run."""
+        went_back = sorted(
+            (int(p), o, end_offsets.get(int(p), 0))
+            for p, o in self.offsets.items()
+            if o > end_offsets.get(int(p), 0)
+        )
+        if self.cluster_id is not None and cluster_id is not None and cluster_id != self.cluster_id:
+            message = (
+                f"cluster changed from {self.cluster_id} to {cluster_id}: re-reading from the "
+                "earliest offset"
+            )
+        elif went_back:
+            p, cursor, end = went_back[0]
+            what = (
+                f"cluster changed from an unrecorded one to {cluster_id}"
+                if self.cluster_id is None
+                else f"the topic was re-created on cluster {cluster_id}"
+            )
+            message = (
+                f"{what} (partition {p} ends at offset {end}, the cursor was at {cursor}): "
+                "re-reading from the earliest offset"
+            )
+        else:
+            if cluster_id is not None:
+                self.cluster_id = cluster_id
+            return None
+        self.offsets = {}
+        self.stream_time = -1
+        self.cluster_id = cluster_id
+        return message
 
     def observe(
         self,
@@ -92,16 +141,44 @@ class LateDataState:
         )
 
 
+def cluster_positions(
+    bootstrap: str, topic: str, timeout: float = 10.0
+) -> tuple[str | None, dict[int, int]]:
+    """The cluster id of ``bootstrap`` and the end offset of each partition of ``topic``."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"late-data-{uuid.uuid4().hex[:8]}"}
+    )
+    try:
+        meta = consumer.list_topics(topic, timeout=timeout)
+        described = meta.topics.get(topic)
+        if described is None or described.error is not None:
+            return meta.cluster_id, {}
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
+            for p in sorted(described.partitions)
+        }
+        return meta.cluster_id, ends
+    finally:
+        consumer.close()
+
+
 def read_orders(
-    bootstrap: str, topic: str, offsets: dict[str, int], max_records: int
+    bootstrap: str,
+    topic: str,
+    offsets: dict[str, int],
+    max_records: int,
+    ends: Mapping[int, int] | None = None,
 ) -> tuple[list[int], dict[str, int]]:
     """Event times of orders after ``offsets`` in partition-interleaved arrival order, and
-    the new offsets."""
+    the new offsets (up to ``ends``, the partitions' end offsets, read when None)."""
     from confluent_kafka import Consumer, TopicPartition
 
     from assets.streams.monitor import end_offsets
 
-    ends = end_offsets(bootstrap, topic)
+    if ends is None:
+        ends = end_offsets(bootstrap, topic)
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -162,8 +239,13 @@ def build_late_data_sensor(
     )
     def late_data_sensor(context: SensorEvaluationContext, kafka: KafkaResource):
         state = LateDataState.from_cursor(context.cursor)
+        cluster_id, ends = cluster_positions(kafka.bootstrap_servers, topic)
+        change = state.follow_cluster(cluster_id, ends)
+        if change:
+            context.log.warning(f"late_data_sensor ({topic}): {change}")
+            log.warning("late_data_sensor (%s): %s", topic, change)
         times, state.offsets = read_orders(
-            kafka.bootstrap_servers, topic, state.offsets, MAX_RECORDS_PER_TICK
+            kafka.bootstrap_servers, topic, state.offsets, MAX_RECORDS_PER_TICK, ends
         )
         state.observe(times)
         hours = state.hours_to_rerun()
@@ -171,19 +253,18 @@ def build_late_data_sensor(
             hours = [h for h in hours if partitions_def.has_partition_key(h)]
         requests = []
         for h in hours:
+            tags = {"trigger": "late-data", "late_orders": str(state.late[h])}
+            if change:
+                tags["cluster_change"] = change[:200]
             requests.append(
-                RunRequest(
-                    run_key=f"late-{h}-{state.late[h]}",
-                    partition_key=h,
-                    tags={"trigger": "late-data", "late_orders": str(state.late[h])},
-                )
+                RunRequest(run_key=f"late-{h}-{state.late[h]}", partition_key=h, tags=tags)
             )
             state.requested[h] = state.late[h]
         if not requests:
-            return SensorResult(
-                skip_reason=SkipReason(f"read {len(times)} orders; no new late data"),
-                cursor=state.to_cursor(),
-            )
+            reason = f"read {len(times)} orders from cluster {state.cluster_id}; no new late data"
+            if change:
+                reason = f"{change}; {reason}"
+            return SensorResult(skip_reason=SkipReason(reason), cursor=state.to_cursor())
         return SensorResult(run_requests=requests, cursor=state.to_cursor())
 
     return late_data_sensor

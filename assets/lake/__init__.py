@@ -2,11 +2,12 @@
 
 Layout under the lake root (``LAKE_ROOT``, default ``.lake/`` in the repository)::
 
-    <lake>/<topic>/event_hour=YYYY-MM-DDTHH/part-<partition>-<from>-<to>.parquet
-    <lake>/_manifest/<topic>.json        offset ranges landed per partition
+    <lake>/<topic>/event_hour=YYYY-MM-DDTHH/part-<partition>-<from>-<to>[-g<n>].parquet
+    <lake>/_manifest/<topic>.json        offset ranges landed per partition, Kafka cluster id
     <lake>/batch/<result>/event_hour=.../part-0.parquet   batch recompute results
 
 Modules: ``paths`` (layout), ``records`` (Kafka record -> typed row, Arrow schemas),
-``manifest`` (offset ranges, locking), ``writer`` (rows -> Parquet files + manifest),
+``manifest`` (offset ranges, the cluster they refer to, locking; ``-g<n>``: files landed
+after the ``n``-th change of Kafka cluster), ``writer`` (rows -> Parquet files + manifest),
 ``sink`` (Kafka consumer -> writer), ``duck`` (DuckDB views), ``dagster_assets``.
 """

@@ -13,7 +13,11 @@ LAKE_TOPICS = (*domain.RAW_TOPICS, *domain.DERIVED_TOPICS)
 
 
 def lake_asset(topic: str) -> AssetsDefinition:
-    """The asset landing ``topic`` in the lake (idempotent: offset ranges in a manifest)."""
+    """The asset landing ``topic`` in the lake (idempotent: offset ranges in a manifest).
+
+    Its metadata names the Kafka cluster read; when that cluster is not the one the lake's
+    offsets came from, a warning and ``cluster_change`` say so and everything is re-landed
+    from the earliest offset."""
 
     @asset(
         key=lake_key(topic),
@@ -26,18 +30,29 @@ def lake_asset(topic: str) -> AssetsDefinition:
         lake = lake_root()
         ensure_layout(lake, [topic])
         result = sink_topic(kafka_bootstrap(), topic, lake)
-        context.log.info(f"landed {result.records} records of {topic} in {len(result.files)} files")
-        return MaterializeResult(
-            metadata={
-                "records_landed": result.records,
-                "files_written": len(result.files),
-                "total_rows": result.total_rows,
-                "offset_ranges": MetadataValue.json(
-                    {str(p): list(r) for p, r in sorted(result.ranges.items())}
-                ),
-                "path": MetadataValue.path(str(lake / topic)),
-            }
-        )
+        if result.cluster_change:
+            # loud: the offsets in the lake referred to another cluster (or topic)
+            context.log.warning(f"{topic}: {result.cluster_change}")
+        context.log.info(result.summary())
+        metadata = {
+            "records_landed": result.records,
+            "files_written": len(result.files),
+            "total_rows": result.total_rows,
+            "offset_ranges": MetadataValue.json(
+                {str(p): list(r) for p, r in sorted(result.ranges.items())}
+            ),
+            "kafka_cluster_id": result.cluster_id or "unknown",
+            "next_offsets": MetadataValue.json({str(p): o for p, o in result.next_offsets.items()}),
+            "path": MetadataValue.path(str(lake / topic)),
+        }
+        if result.cluster_change:
+            metadata["cluster_change"] = result.cluster_change
+        if result.gaps:
+            context.log.warning(f"{topic}: offsets deleted before they were landed: {result.gaps}")
+            metadata["retention_gaps"] = MetadataValue.json(
+                {str(p): list(g) for p, g in sorted(result.gaps.items())}
+            )
+        return MaterializeResult(metadata=metadata)
 
     return _land
 

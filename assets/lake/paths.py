@@ -41,19 +41,31 @@ def hour_dir(base: Path, hour: str) -> Path:
     return base / f"event_hour={hour}"
 
 
-def part_file_name(partition: int, first: int, last: int) -> str:
-    """``part-<partition>-<from>-<to>.parquet`` (offsets inclusive)."""
-    return f"part-{partition}-{first}-{last}.parquet"
+def part_file_name(partition: int, first: int, last: int, generation: int = 0) -> str:
+    """``part-<partition>-<from>-<to>.parquet`` (offsets inclusive); from the manifest's
+    generation 1 on (a Kafka cluster change, see ``manifest``) ``...-<to>-g<n>.parquet``, so
+    the offsets of another cluster never overwrite files landed from an earlier one."""
+    suffix = f"-g{generation}" if generation else ""
+    return f"part-{partition}-{first}-{last}{suffix}.parquet"
 
 
-def parse_part_file_name(name: str) -> tuple[int, int, int] | None:
-    """``(partition, from, to)`` of a part file name, or ``None``."""
+def parse_part_file(name: str) -> tuple[int, int, int, int] | None:
+    """``(partition, from, to, generation)`` of a part file name, or ``None``."""
     if not (name.startswith("part-") and name.endswith(".parquet")):
         return None
     pieces = name[len("part-") : -len(".parquet")].split("-")
+    generation = 0
+    if len(pieces) == 4 and pieces[3].startswith("g") and pieces[3][1:].isdigit():
+        generation = int(pieces.pop()[1:])
     if len(pieces) != 3 or not all(p.isdigit() for p in pieces):
         return None
-    return int(pieces[0]), int(pieces[1]), int(pieces[2])
+    return int(pieces[0]), int(pieces[1]), int(pieces[2]), generation
+
+
+def parse_part_file_name(name: str) -> tuple[int, int, int] | None:
+    """``(partition, from, to)`` of a part file name (of any generation), or ``None``."""
+    parsed = parse_part_file(name)
+    return None if parsed is None else parsed[:3]
 
 
 def batch_dir(lake: Path, result: str) -> Path:

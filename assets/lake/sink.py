@@ -4,10 +4,16 @@
 manifest's ``next_offset`` (no consumer group: the manifest is the only position), reads
 ``read_committed`` until each partition's end as of the start of the run, and lands
 batches of at most ``batch_size`` records per partition. Re-running lands only what is new.
+
+Before reading, the manifest checks it still refers to this cluster (``Manifest.
+follow_cluster``): on another cluster (or a re-created topic) it logs a warning, the result
+carries ``cluster_change`` ("cluster changed from X to Y: re-landing from the earliest
+offset ...") and everything the topic holds is landed again, never a silent "landed 0".
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +23,8 @@ from assets.lake.manifest import locked
 from assets.lake.paths import lake_root
 from assets.lake.records import KafkaRecord
 from assets.lake.writer import land_partition
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -28,6 +36,32 @@ class SinkResult:
     files: list[Path] = field(default_factory=list)
     ranges: dict[int, tuple[int, int]] = field(default_factory=dict)
     total_rows: int = 0
+    #: the Kafka cluster read (``cluster.id`` of the metadata), None if the broker hides it
+    cluster_id: str | None = None
+    #: set when the lake's offsets referred to another cluster (or a re-created topic)
+    cluster_change: str | None = None
+    #: partition -> high watermark at the start of the run, and the lake's next offset after
+    end_offsets: dict[int, int] = field(default_factory=dict)
+    next_offsets: dict[int, int] = field(default_factory=dict)
+    #: partition -> (first, last) offsets deleted by retention before they were landed
+    gaps: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line: what landed, from which cluster, and where the lake stands."""
+        line = (
+            f"landed {self.records} records of {self.topic} in {len(self.files)} files "
+            f"from cluster {self.cluster_id}"
+        )
+        if self.records == 0:
+            line += (
+                f"; nothing new: the lake holds offsets up to {self.next_offsets} and the "
+                f"topic ends at {self.end_offsets}"
+            )
+        if self.cluster_change:
+            line += f" ({self.cluster_change})"
+        if self.gaps:
+            line += f"; never landed, deleted by retention first: {self.gaps}"
+        return line
 
 
 def sink_topic(
@@ -57,21 +91,44 @@ def sink_topic(
     )
     try:
         with locked(lake, topic) as manifest:
-            meta = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+            cluster = consumer.list_topics(topic, timeout=timeout)
+            meta = cluster.topics.get(topic)
             if meta is None or meta.error is not None:
                 raise RuntimeError(f"topic {topic!r} is not available: {meta and meta.error}")
-            targets: dict[int, int] = {}
-            starts: dict[int, int] = {}
-            for partition in sorted(meta.partitions):
-                low, high = consumer.get_watermark_offsets(
+            watermarks = {
+                partition: consumer.get_watermark_offsets(
                     TopicPartition(topic, partition), timeout=timeout
                 )
+                for partition in sorted(meta.partitions)
+            }
+            result.cluster_id = cluster.cluster_id
+            result.end_offsets = {p: high for p, (_, high) in watermarks.items()}
+            check = manifest.follow_cluster(cluster.cluster_id, result.end_offsets)
+            if check.changed:
+                manifest.save(lake)  # a new generation is on disk before any of its files
+            if check.message:
+                result.cluster_change = check.message
+                log.warning("lake sink of %s: %s", topic, check.message)
+            targets: dict[int, int] = {}
+            starts: dict[int, int] = {}
+            for partition, (low, high) in watermarks.items():
+                if manifest.next_offset(partition) < low:
+                    result.gaps[partition] = (manifest.next_offset(partition), low - 1)
+                    log.warning(
+                        "lake sink of %s: partition %d offsets %d..%d were deleted (retention) "
+                        "before they were landed",
+                        topic,
+                        partition,
+                        manifest.next_offset(partition),
+                        low - 1,
+                    )
                 start = max(manifest.next_offset(partition), low)
                 if start < high:
                     targets[partition] = high
                     starts[partition] = start
             if not targets:
                 result.total_rows = manifest.total_rows()
+                result.next_offsets = dict(manifest.next_offsets)
                 return result
             consumer.assign([TopicPartition(topic, p, o) for p, o in starts.items()])
             buffers: dict[int, list[KafkaRecord]] = {p: [] for p in targets}
@@ -113,6 +170,7 @@ def sink_topic(
             for partition in targets:
                 _flush(lake, manifest, partition, buffers, positions, result)
             result.total_rows = manifest.total_rows()
+            result.next_offsets = dict(manifest.next_offsets)
             return result
     finally:
         consumer.close()

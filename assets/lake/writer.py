@@ -49,7 +49,7 @@ def land_partition(
         first = min(r["_offset"] for r in rows)
         last = max(r["_offset"] for r in rows)
         path = hour_dir(topic_dir(lake, manifest.topic), hour) / part_file_name(
-            partition, first, last
+            partition, first, last, manifest.generation
         )
         write_table(path, pa.Table.from_pylist(rows, schema=schema))
         written.append(path)

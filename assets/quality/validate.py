@@ -1,4 +1,9 @@
-"""Run an expectation suite on a pandas DataFrame; turn the result into Dagster terms."""
+"""Run an expectation suite on a pandas DataFrame; turn the result into Dagster terms.
+
+A check's Dagster severity follows the failed expectations' GX severity: ERROR when a
+contract (``critical``) expectation failed, WARN when only advisory (``warning`` / ``info``)
+ones did. Only ERROR stops the assets downstream of a blocking check.
+"""
 
 from __future__ import annotations
 
@@ -26,6 +31,16 @@ class Validation:
     failures: list[dict[str, Any]]
     rows: int
 
+    @property
+    def contract_failures(self) -> list[dict[str, Any]]:
+        """The failed contract (``critical``) expectations."""
+        return [f for f in self.failures if f["severity"] == "critical"]
+
+    @property
+    def advisory_failures(self) -> list[dict[str, Any]]:
+        """The failed advisory (``warning`` / ``info``) expectations."""
+        return [f for f in self.failures if f["severity"] != "critical"]
+
 
 def _context() -> Any:
     global _CONTEXT
@@ -41,6 +56,13 @@ def _context() -> Any:
         except Exception:  # progress bars are cosmetic; keep validating without the setting
             pass
     return _CONTEXT
+
+
+def _columns_of(kwargs: dict[str, Any]) -> Any:
+    """The column (or columns) an expectation is about, None for table-level ones."""
+    if "column_A" in kwargs:
+        return [kwargs["column_A"], kwargs.get("column_B")]
+    return kwargs.get("column") or kwargs.get("column_list")
 
 
 def run_suite(name: str, frame: pd.DataFrame, rules: list[Any]) -> Validation:
@@ -64,10 +86,12 @@ def run_suite(name: str, frame: pd.DataFrame, rules: list[Any]) -> Validation:
         if not item.success:
             config = item.expectation_config
             details = item.result or {}
+            severity = getattr(config, "severity", None)
             failures.append(
                 {
                     "expectation": config.type,
-                    "column": config.kwargs.get("column") or config.kwargs.get("column_list"),
+                    "severity": str(getattr(severity, "value", severity) or "critical"),
+                    "column": _columns_of(config.kwargs),
                     "unexpected_count": details.get("unexpected_count"),
                     "unexpected_percent": details.get("unexpected_percent"),
                     "examples": [
@@ -82,7 +106,8 @@ def run_suite(name: str, frame: pd.DataFrame, rules: list[Any]) -> Validation:
 def to_check_result(
     validation: Validation, *, asset_key: Any = None, check_name: str | None = None
 ) -> Any:
-    """A Dagster ``AssetCheckResult`` with the validation statistics as metadata."""
+    """A Dagster ``AssetCheckResult`` with the validation statistics as metadata; severity
+    ERROR if a contract expectation failed, else WARN."""
     from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
     stats = validation.statistics
@@ -93,6 +118,8 @@ def to_check_result(
         "successful_expectations": int(stats.get("successful_expectations", 0)),
         "unsuccessful_expectations": int(stats.get("unsuccessful_expectations", 0)),
         "success_percent": float(stats.get("success_percent") or 0.0),
+        "contract_failures": len(validation.contract_failures),
+        "advisory_failures": len(validation.advisory_failures),
     }
     if validation.failures:
         metadata["failures"] = MetadataValue.json(validation.failures)
@@ -103,7 +130,11 @@ def to_check_result(
         kwargs["check_name"] = check_name
     return AssetCheckResult(
         passed=validation.success,
-        severity=AssetCheckSeverity.ERROR,
+        severity=(
+            AssetCheckSeverity.WARN
+            if validation.failures and not validation.contract_failures
+            else AssetCheckSeverity.ERROR
+        ),
         metadata=metadata,
         **kwargs,
     )

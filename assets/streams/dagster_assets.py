@@ -19,7 +19,7 @@
 
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagster import (
     AssetCheckResult,
@@ -49,6 +49,9 @@ from streaming.dsl.processors.window_aggregate import (
     EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION,
 )
 
+if TYPE_CHECKING:
+    from assets.generator import GeneratorConfig
+
 STREAMS_GROUP = "streams"
 RAW_GROUP = "kafka_raw"
 
@@ -64,11 +67,32 @@ def topic_key(topic: str) -> AssetKey:
 class GeneratorRunConfig(Config):
     """A burst of synthetic events (``assets.generator``)."""
 
-    seed: int = 42
+    seed: int | None = Field(
+        default=None,
+        description="reproduce a burst (its seed is in the metadata); default: a fresh random "
+        "seed, so no two bursts (nor a burst and `make run`'s generator) share an order id",
+    )
     duration_s: float = Field(default=60.0, description="simulated seconds of events")
     orders_per_second: float = 5.0
     customers: int = 200
     start_ms: int = Field(default=0, description="first event time; 0 = now minus duration")
+
+
+def burst_config(config: GeneratorRunConfig, now_ms: int | None = None) -> "GeneratorConfig":
+    """The ``GeneratorConfig`` of one burst: a fresh random seed unless ``config.seed``, and
+    events ending now (``now_ms``) unless ``config.start_ms``."""
+    from assets.generator import GeneratorConfig
+
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    start = config.start_ms or int(now - config.duration_s * 1000)
+    seed = {} if config.seed is None else {"seed": config.seed}
+    return GeneratorConfig(
+        **seed,
+        start_ms=start,
+        duration_s=config.duration_s,
+        orders_per_second=config.orders_per_second,
+        customers=config.customers,
+    )
 
 
 @multi_asset(
@@ -85,23 +109,17 @@ class GeneratorRunConfig(Config):
     description="Writes a burst of synthetic orders, customers, payments and clicks to Kafka",
 )
 def generator(context: AssetExecutionContext, config: GeneratorRunConfig, kafka: KafkaResource):
-    from assets.generator import GeneratorConfig, iter_events, produce
+    from assets.generator import iter_events, produce, run_id
     from assets.topics import create_topics
 
     create_topics(kafka.bootstrap_servers)
-    start = config.start_ms or int(time.time() * 1000 - config.duration_s * 1000)
-    gen = GeneratorConfig(
-        seed=config.seed,
-        start_ms=start,
-        duration_s=config.duration_s,
-        orders_per_second=config.orders_per_second,
-        customers=config.customers,
-    )
+    gen = burst_config(config)
+    start = gen.start_ms
     counts: dict[str, int] = {}
     for event in iter_events(gen):
         counts[event.topic] = counts.get(event.topic, 0) + 1
     sent = produce(gen, kafka.bootstrap_servers)
-    context.log.info("sent %d events", sent)
+    context.log.info("sent %d events (run %s, seed %d)", sent, run_id(gen), gen.seed)
     for topic in domain.RAW_TOPICS:
         yield MaterializeResult(
             asset_key=topic_key(topic),
@@ -109,6 +127,8 @@ def generator(context: AssetExecutionContext, config: GeneratorRunConfig, kafka:
                 "records_written": counts.get(topic, 0),
                 "records_total": sum(kafka.end_offsets(topic).values()),
                 "first_event_time": start,
+                "generator_run_id": run_id(gen),
+                "seed": str(gen.seed),  # text: a 63-bit seed overflows GraphQL Int
             },
         )
 
@@ -246,7 +266,9 @@ def build_stream_asset(app: StreamApp) -> Any:
                     last_health = health.status
                 due = int(elapsed) % max(1, int(config.report_interval_s)) == 0
                 done = config.max_runtime_s and elapsed >= config.max_runtime_s
-                if config.stop_when_caught_up:
+                if config.stop_when_caught_up and probe.error is not None:
+                    caught_up_since = None  # the broker is away: not caught up
+                elif config.stop_when_caught_up:
                     try:
                         lag = kappa.group_lag(
                             kafka.bootstrap_servers,

@@ -17,7 +17,7 @@ from typing import Any
 
 from assets.streams.apps import StreamApp
 from assets.streams.config import StreamAppConfig
-from assets.streams.monitor import consumer_lag, read_tail
+from assets.streams.monitor import consumer_lag, list_topics, read_tail
 
 # identity and compared value of a result record, per application's first output topic
 IDENTITY: dict[str, tuple[Callable[[str, dict], Any], Callable[[dict], Any]]] = {
@@ -93,9 +93,15 @@ def replay_config(app: StreamApp, base: StreamAppConfig, suffix: str) -> StreamA
 
 
 def group_lag(bootstrap: str, group: str, inputs: list[str]) -> dict[str, int]:
-    """Lag of ``group`` on its input topics and on every topic it committed (its
-    repartition topics: caught up on the inputs is not done while they still lag)."""
-    return {**consumer_lag(bootstrap, group, inputs), **consumer_lag(bootstrap, group)}
+    """Lag of ``group`` on its input topics and on its repartition topics
+    (``<group>-...-repartition``: caught up on the inputs is not done while they still lag).
+    Named topics, so the committed offsets are read the safe way (``monitor._committed``)."""
+    internal = sorted(
+        t
+        for t in list_topics(bootstrap)
+        if t.startswith(f"{group}-") and t.endswith("-repartition")
+    )
+    return consumer_lag(bootstrap, group, [*inputs, *internal])
 
 
 def run_until_caught_up(

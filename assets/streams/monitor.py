@@ -15,6 +15,7 @@ Works for applications running anywhere (the supervisor, a Dagster run, another 
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Mapping
@@ -27,36 +28,69 @@ def _client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
     return {"bootstrap.servers": bootstrap, **extra}
 
 
+def _quiet_logger() -> Any:
+    import logging
+
+    quiet = logging.getLogger("assets.streams.monitor.librdkafka")
+    quiet.propagate = False
+    if not quiet.handlers:
+        quiet.addHandler(logging.NullHandler())
+    return quiet
+
+
+def _committed(consumer: Any, topics: list[str], timeout: float) -> dict[tuple[str, int], int]:
+    """Committed offset (-1: none) per partition of ``topics`` for ``consumer``'s group.id.
+
+    Through ``Consumer.committed`` (an OffsetFetch of a consumer that never joins the group),
+    not the AdminClient's ``list_consumer_group_offsets``: that one can abort the process
+    (librdkafka ``rd_kafka_enq_once_del_source_return`` assertion) when a request times out
+    while a broker restarts."""
+    from confluent_kafka import TopicPartition
+
+    parts = []
+    for topic in topics:
+        meta = consumer.list_topics(topic=topic, timeout=timeout).topics.get(topic)
+        if meta is not None and meta.error is None:
+            parts += [TopicPartition(topic, p) for p in sorted(meta.partitions)]
+    if not parts:
+        return {}
+    return {
+        (tp.topic, tp.partition): tp.offset if tp.offset >= 0 else -1
+        for tp in consumer.committed(parts, timeout=timeout)
+    }
+
+
 class BrokerProbe:
-    """Asks the cluster for its metadata with a short timeout, and for consumer groups'
-    committed offsets: the supervisor's stall detection. Keeps its clients between calls.
+    """Asks the cluster for its metadata with a short timeout, and for an application's
+    committed offsets: the supervisor's stall detection. Keeps its clients between calls
+    (plain consumers that never join a group; no AdminClient, see ``_committed``).
 
     ``check()`` returns (and keeps in ``error``) None when a broker answered, else why not;
-    ``group_offsets(group)`` gives the group's committed offsets and lag in total, or None
-    when the cluster does not answer."""
+    ``group_offsets(group, topics)`` gives the group's committed offsets and lag in total
+    over ``topics``, or None when the cluster does not answer."""
 
     def __init__(self, bootstrap: str, timeout: float = 3.0) -> None:
         self.bootstrap = bootstrap
         self.timeout = timeout
         self.error: str | None = None
-        self._admin: Any = None
-        self._consumer: Any = None
+        self._consumers: dict[str, Any] = {}
 
-    def _config(self) -> dict[str, Any]:
-        import logging
+    def _consumer(self, group: str | None = None) -> Any:
+        from confluent_kafka import Consumer
 
-        quiet = logging.getLogger("assets.streams.monitor.librdkafka")
-        quiet.propagate = False
-        if not quiet.handlers:
-            quiet.addHandler(logging.NullHandler())
-        return _client_config(self.bootstrap, logger=quiet)
-
-    def _admin_client(self) -> Any:
-        from confluent_kafka.admin import AdminClient
-
-        if self._admin is None:
-            self._admin = AdminClient(self._config())
-        return self._admin
+        key = group or ""
+        if key not in self._consumers:
+            self._consumers[key] = Consumer(
+                _client_config(
+                    self.bootstrap,
+                    logger=_quiet_logger(),
+                    **{
+                        "group.id": group or f"monitor-{uuid.uuid4().hex[:8]}",
+                        "enable.auto.commit": False,
+                    },
+                )
+            )
+        return self._consumers[key]
 
     @staticmethod
     def _describe(exc: BaseException) -> str:
@@ -68,43 +102,44 @@ class BrokerProbe:
     def check(self) -> str | None:
         """None when a broker answered within the timeout, else the error."""
         try:
-            meta = self._admin_client().list_topics(timeout=self.timeout)
+            meta = self._consumer().list_topics(timeout=self.timeout)
             self.error = None if meta.brokers else "the cluster answered without any broker"
         except Exception as exc:  # KafkaException: _TRANSPORT, _TIMED_OUT ...
             self.error = self._describe(exc)
         return self.error
 
-    def group_offsets(self, group: str) -> tuple[int, int] | None:
-        """(sum of committed offsets, sum of lag) over every partition ``group`` committed,
-        or None when the cluster did not answer."""
-        from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+    def group_offsets(self, group: str, topics: list[str]) -> tuple[int, int] | None:
+        """(sum of committed offsets, sum of lag) of consumer group ``group`` over
+        ``topics`` (a partition without a commit counts its whole log as lag), or None when
+        the cluster did not answer."""
+        from confluent_kafka import TopicPartition
 
         try:
-            future = self._admin_client().list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group)], request_timeout=self.timeout
-            )[group]
-            parts = [tp for tp in future.result(self.timeout).topic_partitions if tp.offset >= 0]
-            if self._consumer is None:
-                self._consumer = Consumer(
-                    {**self._config(), "group.id": f"monitor-{uuid.uuid4().hex[:8]}"}
-                )
+            consumer = self._consumer(group)
             committed = lag = 0
-            for tp in parts:
-                _low, high = self._consumer.get_watermark_offsets(
-                    TopicPartition(tp.topic, tp.partition), timeout=self.timeout
+            for (topic, partition), offset in _committed(consumer, topics, self.timeout).items():
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=self.timeout
                 )
-                committed += tp.offset
-                lag += max(0, high - tp.offset)
+                committed += max(offset, 0)
+                lag += max(0, high - (offset if offset >= 0 else low))
         except Exception:
             return None
         return committed, lag
 
     def close(self) -> None:
         """Close the clients."""
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
-        self._admin = None
+        for consumer in self._consumers.values():
+            with contextlib.suppress(Exception):  # closing is best effort
+                consumer.close()
+        self._consumers = {}
+
+
+def list_topics(bootstrap: str, timeout: float = 10.0) -> set[str]:
+    """Names of the cluster's topics."""
+    from confluent_kafka.admin import AdminClient
+
+    return set(AdminClient(_client_config(bootstrap)).list_topics(timeout=timeout).topics)
 
 
 def topic_partitions(bootstrap: str, topic: str, timeout: float = 10.0) -> list[int]:
@@ -138,30 +173,50 @@ def end_offsets(bootstrap: str, topic: str, timeout: float = 10.0) -> dict[int, 
 
 
 def consumer_lag(
-    bootstrap: str, group: str, topics: list[str] | None = None, timeout: float = 10.0
+    bootstrap: str,
+    group: str,
+    topics: list[str] | None = None,
+    timeout: float = 10.0,
+    *,
+    committed_only: bool = False,
 ) -> dict[str, int]:
     """``"topic-partition" -> lag`` of consumer group ``group`` (committed offsets only;
-    partitions without a commit count their whole log)."""
+    partitions without a commit count their whole log, or are left out with
+    ``committed_only``). With ``topics`` the committed offsets are read with
+    ``Consumer.committed`` (safe while brokers restart, see ``_committed``); without, the
+    topics are whatever the group committed (AdminClient)."""
     from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(_client_config(bootstrap))
-    future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
-    committed = {
-        (tp.topic, tp.partition): tp.offset for tp in future.result(timeout).topic_partitions
-    }
-    wanted = set(topics or {t for t, _ in committed})
+    if topics is None:
+        admin = AdminClient(_client_config(bootstrap))
+        future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
+        committed = {
+            (tp.topic, tp.partition): tp.offset for tp in future.result(timeout).topic_partitions
+        }
+        wanted = sorted({t for t, _ in committed})
+    else:
+        wanted = sorted(set(topics))
     consumer = Consumer(
-        _client_config(bootstrap, **{"group.id": f"monitor-{uuid.uuid4().hex[:8]}"})
+        _client_config(
+            bootstrap,
+            logger=_quiet_logger(),
+            **{"group.id": group if topics is not None else f"monitor-{uuid.uuid4().hex[:8]}"},
+            **{"enable.auto.commit": False},
+        )
     )
     lag: dict[str, int] = {}
     try:
-        for topic in sorted(wanted):
+        if topics is not None:
+            committed = _committed(consumer, wanted, timeout)
+        for topic in wanted:
             for p in topic_partitions(bootstrap, topic, timeout):
                 low, high = consumer.get_watermark_offsets(
                     TopicPartition(topic, p), timeout=timeout
                 )
                 offset = committed.get((topic, p), -1)
+                if offset < 0 and committed_only:
+                    continue
                 lag[f"{topic}-{p}"] = max(0, high - (offset if offset >= 0 else low))
     finally:
         consumer.close()

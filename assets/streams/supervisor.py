@@ -33,6 +33,7 @@ import json
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -85,6 +86,9 @@ class RunnerSettings:
     restart_stuck_after_s: float = 300.0
     #: how often the consumer group's committed offsets are read
     progress_check_s: float = 5.0
+    #: a stalled application is RUNNING again once no cause was seen for this long and its
+    #: committed offsets moved (or nothing waits)
+    recover_after_s: float = 10.0
 
     @property
     def state_dir(self) -> Path:
@@ -272,15 +276,16 @@ class StreamAppRunner:
 
     def _running(self, now: float, probe: Any) -> None:
         h = self.health
-        if (
-            h.status == STALLED
-            and probe is not None
-            and (self._moved_at is None or self._moved_at < self._clear_since)
-        ):
-            # the cause is gone; running again once the committed offsets move (or nothing
-            # waits), so a stall that continues in another form is not reported as over
-            waiting = f" ({self._lag} records waiting)" if self._lag else ""
-            h.stall_reason = f"recovering: waiting for committed progress{waiting}"
+        clear_for = now - (self._clear_since or now)
+        no_progress = probe is not None and (
+            self._moved_at is None or self._moved_at < (self._clear_since or now)
+        )
+        if h.status == STALLED and (clear_for < self.settings.recover_after_s or no_progress):
+            # the cause is gone; running again once the committed offsets moved (or nothing
+            # waits) and no cause came back for recover_after_s: a stall that continues in
+            # another form (the runtime retrying its transaction) is one stall, not two
+            waiting = f", {self._lag} records waiting" if self._lag else ""
+            h.stall_reason = f"recovering ({clear_for:.0f} s{waiting})"
             return
         if h.status == STALLED and h.stalled_since is not None:
             h.last_stall_s = round(now - h.stalled_since, 1)
@@ -314,7 +319,7 @@ class StreamAppRunner:
             return None
         if now - self._progress_checked_at >= self.settings.progress_check_s:
             self._progress_checked_at = now
-            offsets = probe.group_offsets(self.application_id)
+            offsets = probe.group_offsets(self.application_id, self.app.input_topics(self.config))
             if offsets is not None:
                 committed, lag = offsets
                 moved = lag == 0 or (self._committed >= 0 and committed != self._committed)
@@ -701,9 +706,27 @@ def main(argv: list[str] | None = None) -> int:
                 log.info("%s", supervisor.status_line())
                 last_health, last_line = health, time.monotonic()
     finally:
-        supervisor.close()
-    return 0
+        closed = supervisor.close()
+    return 0 if closed else 1
+
+
+def exit_now(code: int) -> None:
+    """Exit with ``code`` without waiting for non-daemon threads. After ``main`` the
+    applications are closed (committed, checkpointed), but a runtime client thread can still
+    be blocked inside librdkafka (a transaction call abandoned during an outage): the
+    interpreter would wait for it at exit, possibly for ever."""
+    stuck = [
+        t.name
+        for t in threading.enumerate()
+        if t is not threading.main_thread() and t.is_alive() and not t.daemon
+    ]
+    if stuck:
+        log.info("exiting; threads left behind: %s", ", ".join(sorted(stuck)))
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_now(main())

@@ -4,6 +4,11 @@ It wires the task to the record collector (sinks and changelogs), keeps its loca
 ``state.dir/<application.id>/<task>/`` with the checkpoint, knows the changelog partitions to
 restore, applies the exception handlers, and decides when the task may process
 (``max.task.idle.ms``, as Kafka's ``PartitionGroup``).
+
+Its processor metadata (Kafka's KIP-825, ``processor_metadata``) goes with every offset commit
+of its input partitions (``commit_metadata``) and is read back from the committed offsets
+before its processors are initialized, once its stores are restored (``_complete``).
+In-memory stores are restored from the start of their changelogs, whatever the checkpoint.
 """
 
 from __future__ import annotations

@@ -54,6 +54,7 @@ from streaming.runtime.failures import (
     Stall,
     TaskCorruptedException,
     TaskMigratedException,
+    TaskTimeoutException,
     calling,
     classify,
     translate,
@@ -76,6 +77,8 @@ PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
 DEAD = "DEAD"
 
 MAX_POLL_RECORDS = 1000
+#: rollbacks in a row (no commit between) after which task.timeout.ms applies to them
+MAX_ROLLBACKS = 10
 #: how much longer than its own timeout a transactional call may block before it is abandoned
 TXN_CALL_GRACE_S = 2.0
 #: a transactional call taking longer than this is reported as a stall while it lasts
@@ -148,6 +151,8 @@ class StreamThread(threading.Thread):
         self._needs_rewind: set[tuple[str, int]] = set()
         self._current_task: ActiveTask | None = None
         self._next_consumer_warning = 0.0
+        self._rollbacks = 0
+        self._rollbacks_since = 0.0
         self._txn_calls = _txn_executor(self.name)
         self._producer_hung = False
 
@@ -579,6 +584,7 @@ class StreamThread(threading.Thread):
         for (topic, partition), offset in changed.items():
             if topic in self.plan.internal_topics:
                 self._repartition_offsets[(topic, partition)] = offset
+        self._rollbacks = 0
         self.stall.recovered()
 
     # -- failures -------------------------------------------------------------------------
@@ -614,8 +620,21 @@ class StreamThread(threading.Thread):
         self.stall.recovered()
 
     def _handle_corrupted(self, exc: BaseException) -> None:
-        """Roll back: abort the transaction, rebuild every task from its committed state."""
+        """Roll back: abort the transaction, rebuild every task from its committed state.
+
+        Rollbacks that keep coming without a commit in between (the same failure on every
+        retry) end the thread once they have lasted longer than ``task.timeout.ms``."""
         log.warning("Stream thread %s rolls back its tasks: %s", self.name, exc)
+        now = time.monotonic()
+        if not self._rollbacks:
+            self._rollbacks_since = now
+        self._rollbacks += 1
+        if self._rollbacks >= MAX_ROLLBACKS and now - self._rollbacks_since > self.stall.timeout_s:
+            raise TaskTimeoutException(
+                f"{self.name} rolled back {self._rollbacks} times in "
+                f"{now - self._rollbacks_since:.0f} s without a successful commit (longer "
+                f"than task.timeout.ms={int(self.stall.timeout_s * 1000)}); last cause: {exc}"
+            ) from exc
         with self.lock:
             if self.config.exactly_once:
                 self.metrics.aborted_transactions += 1

@@ -14,6 +14,11 @@ then SIGKILL) and removes its temporary directory::
 transaction state log). A broker that fails to start raises ``KafkaClusterError`` with the
 tail of its log and what to fix.
 
+``data_dir=`` keeps the storage (topics, offsets, the cluster id) across starts; ``port=``
+fixes the first broker's client port instead of a free one (its controller listens on
+``port + 1``, node ``n`` on ``port + 2(n-1)`` and the next), so a kept cluster comes back at
+the same address; a taken port raises ``PortInUseError``.
+
 For fault-injection tests: ``stop_node(node_id, kill=...)`` / ``restart_node(node_id)``, and
 who leads what right now: ``partition_leader(topic, p)``, ``group_coordinator(group)``,
 ``transaction_coordinator(transactional_id)`` (Kafka's hash of the id onto
@@ -75,6 +80,16 @@ _QUIET.propagate = False
 
 class KafkaClusterError(RuntimeError):
     """The local Kafka cluster could not be started or used."""
+
+
+class PortInUseError(KafkaClusterError):
+    """A fixed port of ``LocalKafkaCluster(port=...)`` is taken by another process."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(
+            f"port {port} is in use by another process; stop it or choose another port"
+        )
+        self.port = port
 
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
@@ -144,6 +159,7 @@ class LocalKafkaCluster:
         nodes: int = 1,
         *,
         data_dir: str | os.PathLike[str] | None = None,
+        port: int | None = None,
         broker_config: Mapping[str, Any] | None = None,
         jvm_options: Sequence[str] | None = None,
         jars_dir: str | os.PathLike[str] | None = None,
@@ -164,6 +180,9 @@ class LocalKafkaCluster:
         self.class_data_sharing = class_data_sharing
         self._cds: CdsArchive | None = None
         self._cds_recorder: KafkaNode | None = None
+        if port is not None and not 0 < port <= 65536 - 2 * nodes:
+            raise ValueError(f"port must leave room for {2 * nodes} ports, got {port}")
+        self.port = port
         self._keep_data = data_dir is not None
         self._root: Path | None = Path(data_dir).resolve() if data_dir is not None else None
         self.nodes: list[KafkaNode] = []
@@ -220,6 +239,8 @@ class LocalKafkaCluster:
             if self.class_data_sharing:
                 self._cds = CdsArchive(java, self.jars_dir)
             _sweep_stale_temp_dirs()
+            if self.port is not None:
+                _check_ports_free(range(self.port, self.port + 2 * self.num_nodes))
             began = time.monotonic()
             if self._root is None:
                 self._root = Path(tempfile.mkdtemp(prefix=_TEMP_PREFIX))
@@ -236,9 +257,11 @@ class LocalKafkaCluster:
                     try:
                         self._wait_until_ready(began + self.startup_timeout)
                         break
-                    except _PortTaken:
+                    except _PortTaken as exc:
                         self._terminate_all(kill_after=2.0)
                         self.nodes = []
+                        if self.port is not None:  # fixed ports: another try gets the same
+                            raise PortInUseError(self.port) from exc
                         if attempt == 2:
                             raise
             except BaseException:
@@ -486,18 +509,21 @@ class LocalKafkaCluster:
             )
         )
         found: dict[str, int] = {}
+        errors: list[str] = []
         try:
-            parts = []
+            ends: dict[int, int] = {}
             for pid in topic.partitions:
                 _low, high = consumer.get_watermark_offsets(
                     TopicPartition(TRANSACTION_STATE_TOPIC, pid), timeout=timeout
                 )
                 if high > 0:
-                    parts.append(TopicPartition(TRANSACTION_STATE_TOPIC, pid, OFFSET_BEGINNING))
-            if not parts:
+                    ends[pid] = high
+            if not ends:
                 return {}
-            consumer.assign(parts)
-            pending = {tp.partition for tp in parts}
+            consumer.assign(
+                [TopicPartition(TRANSACTION_STATE_TOPIC, p, OFFSET_BEGINNING) for p in ends]
+            )
+            pending = set(ends)
             deadline = time.monotonic() + timeout
             while pending and time.monotonic() < deadline:
                 for msg in consumer.consume(num_messages=500, timeout=0.5):
@@ -505,14 +531,19 @@ class LocalKafkaCluster:
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
                             pending.discard(msg.partition())
+                        else:
+                            errors.append(str(err))
                         continue
+                    if msg.offset() + 1 >= ends[msg.partition()]:
+                        pending.discard(msg.partition())
                     txn_id = _decode_transaction_log_key(msg.key())
                     if txn_id is not None and txn_id.startswith(prefix):
                         found[txn_id] = msg.partition()
             if pending:
                 raise KafkaClusterError(
                     f"could not read {TRANSACTION_STATE_TOPIC} partitions {sorted(pending)} "
-                    f"to their end within {timeout:.0f}s"
+                    f"to their end offsets {[ends[p] for p in sorted(pending)]} within "
+                    f"{timeout:.0f}s (consumer errors: {errors[-3:]})"
                 )
         finally:
             consumer.close()
@@ -585,7 +616,10 @@ class LocalKafkaCluster:
         return str(self.jars_dir / "*")
 
     def _configure_nodes(self) -> None:
-        ports = _free_ports(2 * self.num_nodes)
+        if self.port is not None:  # stable: the stored quorum config names these ports
+            ports = list(range(self.port, self.port + 2 * self.num_nodes))
+        else:
+            ports = _free_ports(2 * self.num_nodes)
         root = self.directory
         self.nodes = [
             KafkaNode(
@@ -809,6 +843,20 @@ def _port_open(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.2)
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _check_ports_free(ports: Sequence[int]) -> None:
+    """Raise ``PortInUseError`` for the first of ``ports`` another process listens on.
+
+    SO_REUSEADDR as the JVM sets it: connections of an earlier run in TIME_WAIT do not
+    count, a listening socket does."""
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError as exc:
+                raise PortInUseError(port) from exc
 
 
 def _random_cluster_id() -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import json
 import logging
 import os
@@ -182,6 +183,8 @@ def _metrics(app: Any) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # a native crash (librdkafka assertion, RocksDB) prints every thread's Python stack
+    faulthandler.enable()
     stop = threading.Event()
 
     def on_signal(_signum: int, _frame: Any) -> None:

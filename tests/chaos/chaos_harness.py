@@ -272,11 +272,6 @@ class Feeder(threading.Thread):
         if self.ident is not None:
             self.join(timeout)
 
-    def wait_produced(self, count: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while self.produced < count and time.monotonic() < deadline and self.is_alive():
-            time.sleep(0.05)
-
     def summary(self) -> str:
         failed = dict(self.failed)
         return (
@@ -418,6 +413,64 @@ def read_output(
         consumer.close()
 
 
+class OutputWatch(threading.Thread):
+    """Tails an output topic ``read_committed`` while a scenario runs and records when each
+    committed record was written (its ``LogAppendTime``), so that a scenario can wait for
+    the application's first committed output after a fault."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__(name=f"watch-{topic}", daemon=True)
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.append_times: list[float] = []
+        self._stop_event = threading.Event()
+        self._lock = threading.Lock()
+
+    def run(self) -> None:
+        consumer = _consumer(self.bootstrap, committed=True)
+        try:
+            meta = consumer.list_topics(self.topic, timeout=10)
+            consumer.assign(
+                [
+                    TopicPartition(self.topic, p, OFFSET_BEGINNING)
+                    for p in meta.topics[self.topic].partitions
+                ]
+            )
+            while not self._stop_event.is_set():
+                for msg in consumer.consume(num_messages=1000, timeout=0.2):
+                    if msg.error() is None:
+                        with self._lock:
+                            self.append_times.append(msg.timestamp()[1] / 1000)
+        finally:
+            consumer.close()
+
+    def first_after(self, t: float) -> float | None:
+        with self._lock:
+            later = [x for x in self.append_times if x >= t]
+        return min(later) if later else None
+
+    def wait_after(self, t: float, timeout: float, app: ChaosApp | None = None) -> float:
+        """Seconds from ``t`` to the first committed output written after it; raises
+        ``AssertionError`` after ``timeout`` (``AppDied`` as soon as ``app`` died)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            first = self.first_after(t)
+            if first is not None:
+                return first - t
+            if app is not None:
+                app.check_alive()
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"no committed output in {self.topic} within {timeout:.0f}s after {_clock(t)}"
+                )
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        if self.ident is not None:
+            self.join(10)
+
+
 def write_table(bootstrap: str, topic: str, rows: dict[str, str], ts_ms: int) -> None:
     producer = Producer(
         {
@@ -500,6 +553,12 @@ class ChaosApp:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    @property
+    def started(self) -> bool:
+        """Started and neither stopped nor killed by the test (it may have died by itself:
+        ``check_alive`` says so)."""
+        return self.proc is not None
+
     def stop(self, timeout: float = 90.0) -> int | None:
         """SIGTERM (a clean close) and wait; SIGKILL after ``timeout``. Returns the exit code."""
         proc = self.proc
@@ -508,6 +567,7 @@ class ChaosApp:
         how = "stop"
         if self._reached_error(proc.pid):
             how = "exit-after-error"  # it closes by itself; ERROR is reported already
+            timeout = min(timeout, 15.0)
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -676,9 +736,9 @@ class ChaosApp:
                 out.append(f"{self.name} (pid {ev['pid']}) failed to start: {ev['error']}")
         for pid, how, code in self.history:
             if how == "exit":
-                out.append(f"{self.name} (pid {pid}) exited by itself with code {code}")
+                out.append(f"{self.name} (pid {pid}) exited by itself with {_exit_text(code)}")
             elif how == "stop" and code != 0:
-                out.append(f"{self.name} (pid {pid}) exited with code {code} on SIGTERM")
+                out.append(f"{self.name} (pid {pid}) exited with {_exit_text(code)} on SIGTERM")
             elif how == "stop-timeout-killed":
                 out.append(f"{self.name} (pid {pid}) did not close within the timeout")
         return out
@@ -723,18 +783,32 @@ class ChaosApp:
         return out
 
     def error_lines(self, limit: int = 8) -> list[str]:
-        """The log's ERROR / WARNING lines of the runtime (distinct messages)."""
+        """Native crashes, then the runtime's ERROR / WARNING log lines (distinct ones)."""
         try:
             text = self.log_path.read_text(errors="replace")
         except OSError:
             return []
+        crashes: dict[str, str] = {}
         seen: dict[str, str] = {}
         for line in text.splitlines():
+            if re.search(r"Assertion .* failed|Fatal Python error|Segmentation fault", line):
+                crashes.setdefault(line, f"native crash: {line[:300]}")
+                continue
             m = re.match(r"\S+ \S+ (ERROR|WARNING) (\S+) (\S+): (.*)", line)
             if m and "librdkafka" not in m.group(3):
                 msg = re.sub(r"\d+", "N", m.group(4))[:160]
                 seen.setdefault(msg, line[:300])
-        return list(seen.values())[:limit]
+        return [*crashes.values(), *seen.values()][:limit]
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"signal {signal.Signals(-code).name}"
+    meaning = {1: " (the application ended in ERROR)", 3: " (close() did not finish in time)"}
+    return f"code {code}{meaning.get(code, '')}"
 
 
 def _log_tracebacks(text: str) -> list[str]:
@@ -766,9 +840,12 @@ def run_scenario(
     steps: Callable[[], None],
     verify: Callable[[bool], None],
     cleanup: Callable[[], None],
+    *,
+    finish: bool = True,
 ) -> None:
     """Run the fault ``steps``; then ``verify(aborted)`` whatever happened (a scenario that
-    aborted still reports what reached the outputs), ``cleanup()``, and ``fig.finish()``."""
+    aborted still reports what reached the outputs), ``cleanup()``, and ``fig.finish()``
+    (unless ``finish`` is False: the caller finishes, e.g. after parallel scenarios)."""
     aborted = False
     try:
         steps()
@@ -781,7 +858,8 @@ def run_scenario(
         fig.violations.append(f"verification failed: {type(exc).__name__}: {exc}")
     finally:
         cleanup()
-    fig.finish()
+    if finish:
+        fig.finish()
 
 
 def stop_all(apps: Iterable[ChaosApp], *, kill: bool = False) -> None:
@@ -1047,7 +1125,11 @@ class Figures:
             out.append("  trace:\n" + "\n".join("    " + line for line in tb.splitlines()))
         return "\n".join(out)
 
-    def finish(self) -> None:
+    @property
+    def failed(self) -> bool:
+        return bool(self.problems or self.violations)
+
+    def finish(self, *, raise_on_failure: bool = True) -> None:
         """Print, record for the terminal summary, and fail on any problem or violation."""
         self.duration_s = time.monotonic() - self.began
         self._keep_logs()
@@ -1058,7 +1140,7 @@ class Figures:
         if report:
             with open(report, "a") as f:
                 f.write(text + "\n")
-        if self.problems or self.violations:
+        if raise_on_failure and self.failed:
             raise AssertionError(text)
 
 
@@ -1173,11 +1255,14 @@ def output_timing(
         return
     end = input_end if input_end is not None else times[-1]
     window = [t for t in times if t <= end + 1.0]
-    if len(window) >= 2:
-        gaps = [(b - a, a) for a, b in pairwise(window)]
-        gap, at = max(gaps)
+    # output that stopped while input still came counts as a gap up to the input's end
+    trailing = bool(window) and end > window[-1]
+    points = [*window, end] if trailing else window
+    if len(points) >= 2:
+        gap, at = max((b - a, a) for a, b in pairwise(points))
         fig.longest_gap_s = gap
-        fig.notes.append(f"longest output gap began at {_clock(at)}")
+        tail = " (the output stopped before the input did)" if trailing and at == window[-1] else ""
+        fig.notes.append(f"longest output gap began at {_clock(at)}{tail}")
     for fault in faults:
         if fault.ready is None:
             fig.recoveries.append((fault.label, None))

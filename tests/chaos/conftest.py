@@ -29,8 +29,10 @@ Running: ``make test`` runs one small variant of each family (not marked); ``mak
 test-chaos`` runs the ``chaos``-marked full variants with ``CHAOS_SCALE=full``. Knobs:
 ``CHAOS_SCALE`` (small | full), ``CHAOS_RATE``, ``CHAOS_BOUNCES``, ``CHAOS_TWO_DOWN_S``,
 ``CHAOS_KILL_ROUNDS``, ``CHAOS_STANDBY_TRANSITIONS``, ``CHAOS_COMPLETE_TIMEOUT_S``,
-``CHAOS_RECOVER_LIMIT_S``, and ``CHAOS_REPORT=<file>`` to append the figures to a file.
-Application logs and event files stay in each test's ``tmp_path``.
+``CHAOS_RECOVER_LIMIT_S``, ``CHAOS_STANDBY_GUARANTEES`` (``exactly_once_v2``; add
+``at_least_once``, Kafka's own choice), ``CHAOS_REPORT=<file>`` to append the figures to a
+file and ``CHAOS_LOG_DIR=<dir>`` to keep each scenario's application logs and event files
+(otherwise in the test's ``tmp_path``, which pytest recycles).
 
 Each module starts its own cluster once (module-scoped fixtures) and restores every node
 after each scenario, so the scenarios of a module share it.

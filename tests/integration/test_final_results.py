@@ -4,9 +4,11 @@ A windowed ``emit_strategy(EmitStrategy.on_window_close())`` count and a windowe
 ``suppress(Suppressed.until_window_closes(...))`` run under exactly_once_v2 in child processes
 (``python -m streaming run``) while input flows: a second instance joins the group and
 leaves it again, a third joins, the first is killed with SIGKILL and restarted. Each window's
-final result must appear exactly once in a read_committed consumer, with the exact count. The
-emit-on-close aggregation only knows which windows it already emitted from the processor
-metadata committed with the input offsets; the suppression buffer lives in its changelog.
+final result must appear exactly once in a read_committed consumer, with the exact count, and
+per key in window order. The emit-on-close aggregation only knows which windows it already
+emitted from the processor metadata committed with the input offsets; the suppression buffer
+lives in its changelog (replayed whole: it is an in-memory store). Both guarantees commit the
+metadata: it is read back from the group's committed offsets.
 
 The stream-table join's grace buffer must survive a SIGKILL as well: a stream record that
 waits in it (its input offset already committed) is joined and emitted after the restart,
@@ -20,6 +22,7 @@ import time
 from collections import Counter
 from typing import Any
 
+import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from test_app_support import (
     T0,
@@ -272,6 +275,63 @@ def test_final_results_exactly_once_across_rebalances_and_sigkill(kafka_cluster,
     logs = {name: (tmp_path / f"{name}.log").read_text() for name in ("a", "b", "c")}
     # the second run of a really restored its state (and was assigned partitions)
     assert logs["a"].count("state CREATED -> REBALANCING") == 2, logs["a"][-3000:]
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+def test_processor_metadata_is_committed_with_the_offsets(kafka_cluster, tmp_path, guarantee):
+    from streaming.runtime import processor_metadata
+
+    bootstrap = kafka_cluster.bootstrap_servers
+    names = {k: unique(k) for k in ("in", "emit", "suppressed")}
+    for topic in names.values():
+        kafka_cluster.create_topic(topic, partitions=1)
+    app_id = unique("metadata")
+    settings = {
+        "application.id": app_id,
+        "bootstrap.servers": bootstrap,
+        "processing.guarantee": guarantee,
+        "state.dir": tmp_path / "state",
+        "commit.interval.ms": 100,
+        "app.test.input": names["in"],
+        "app.test.emit": names["emit"],
+        "app.test.suppressed": names["suppressed"],
+    }
+    log_path = tmp_path / "app.log"
+    proc = spawn_app("test_final_results:windowed_finals", settings, log_path=log_path)
+    code = None
+    try:
+        admin = kafka_cluster.admin()
+        wait_for(lambda: any(group_assignment(admin, app_id).values()), 60, "an assignment")
+        # 12 s of event time in three parts 1.5 s apart (one emit pass per second at most)
+        for part in range(3):
+            produce(
+                bootstrap,
+                names["in"],
+                ((b"k0", b"v", T0 + i * 100) for i in range(part * 40, part * 40 + 40)),
+            )
+            time.sleep(1.5)
+        emitted = read_all(bootstrap, [names["emit"]], until=lambda m: len(m) >= 2, timeout=60)
+        assert len(emitted) >= 2, log_path.read_text()[-3000:]
+        time.sleep(1.0)  # a few more commits
+        code = stop_app(proc)
+    finally:
+        if code is None:
+            stop_app(proc, kill=True)
+    assert code == 0, log_path.read_text()[-3000:]
+    group = Consumer({"bootstrap.servers": bootstrap, "group.id": app_id})
+    try:
+        (committed,) = group.committed([TopicPartition(names["in"], 0)], timeout=30)
+    finally:
+        group.close()
+    assert committed.offset == 120
+    partition_time, metadata = processor_metadata.decode(committed.metadata)
+    assert partition_time == T0 + 119 * 100
+    last_close = metadata.get("emit-final-counts")
+    assert last_close is not None, committed.metadata
+    # the last emit pass emitted every window closed at that time, and only those
+    ends = [int(m[3].decode().split("@")[1]) + WINDOW_MS for m in emitted]
+    assert max(ends) <= last_close <= partition_time - GRACE_MS
+    assert last_close - WINDOW_MS < max(ends)
 
 
 def test_stream_table_join_grace_buffer_survives_sigkill(kafka_cluster, tmp_path):

@@ -145,3 +145,142 @@ def test_keyed_records_land_on_the_java_default_partition(kafka_cluster) -> None
     assert seen == sent
     # every partition got records: a spread, not a single partition by accident
     assert seen > 200
+
+
+def _orders(config, limit: int = 600) -> list:
+    """The first ``limit`` order events of ``config`` (malformed ones included)."""
+    from itertools import islice
+
+    return list(islice((e for e in iter_events(config) if e.topic == domain.ORDERS), limit))
+
+
+def test_order_ids_never_collide_across_generators_bursts_and_restarts() -> None:
+    # The incident: `make run`'s generator and the generator asset's bursts both defaulted
+    # to seed 42 and sent different orders under the same ids. Here every way of starting a
+    # generator, started at the same instant (the worst case), must yield disjoint ids.
+    from assets.generator import config_from_args, parse_args, run_id
+    from assets.run import generator_command
+    from assets.streams.dagster_assets import GeneratorRunConfig, burst_config
+
+    t0 = CONFIG.start_ms
+    cli = generator_command("python", "localhost:1", 5.0)[3:]
+    at_t0 = ["--start-ms", str(t0)]
+    configs = {
+        "make run": config_from_args(parse_args([*cli, *at_t0])),
+        "make run, a second instance": config_from_args(parse_args([*cli, *at_t0])),
+        "make run, restarted": config_from_args(parse_args([*cli, "--start-ms", str(t0 + 1)])),
+        "burst": burst_config(GeneratorRunConfig(), now_ms=t0 + 60_000),
+        "burst again": burst_config(GeneratorRunConfig(), now_ms=t0 + 60_000),
+        # the old defaults, now explicit: another customer count or start, another run id
+        "make run --seed 42": config_from_args(parse_args([*cli, *at_t0, "--seed", "42"])),
+        "burst seed 42": burst_config(GeneratorRunConfig(seed=42), now_ms=t0 + 60_000),
+        "make run --seed 42, restarted": config_from_args(
+            parse_args([*cli, "--seed", "42", "--start-ms", str(t0 + 5_000)])
+        ),
+    }
+    assert configs["burst"].start_ms == t0
+    assert len({run_id(c) for c in configs.values()}) == len(configs)
+    owner: dict[str, str] = {}
+    payloads: dict[str, set[bytes]] = defaultdict(set)
+    for name, config in configs.items():
+        ids = set()
+        for event in _orders(config):
+            assert event.key is not None and event.key.startswith(f"o-{run_id(config)}-")
+            ids.add(event.key)
+            if domain.parse_record(domain.ORDERS, event.value) is not None:
+                payloads[event.key].add(event.value)
+        assert len(ids) > 250, name
+        for order_id in ids:
+            assert owner.setdefault(order_id, name) == name, (order_id, owner[order_id], name)
+    # one payload per id: a repeated id is a re-send of the same order
+    assert all(len(values) == 1 for values in payloads.values())
+
+
+def test_ids_are_deterministic_under_an_explicit_seed() -> None:
+    import dataclasses
+    import os
+    import subprocess
+    import sys
+
+    from assets.generator import GeneratorConfig, run_id
+
+    again = GeneratorConfig(**dataclasses.asdict(CONFIG))
+    assert again is not CONFIG and run_id(again) == run_id(CONFIG)
+    assert [e.key for e in _orders(again)] == [e.key for e in _orders(CONFIG)]
+    # and across processes (the run id is a content hash, not Python's salted hash())
+    code = (
+        "import sys; sys.path.insert(0, 'tests/platform'); from data_fixture import CONFIG; "
+        "from assets.generator import run_id; print(run_id(CONFIG))"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+    )
+    assert other.stdout.strip() == run_id(CONFIG)
+    # any other setting is another run
+    assert run_id(CONFIG.with_(start_ms=CONFIG.start_ms + 1)) != run_id(CONFIG)
+    assert run_id(CONFIG.with_(customers=CONFIG.customers + 1)) != run_id(CONFIG)
+    # without a seed, each config draws its own
+    assert GeneratorConfig().seed != GeneratorConfig().seed
+
+
+def test_duplicates_are_re_sends_of_the_same_order() -> None:
+    events = fixture_events()
+    values: dict[str, set[bytes]] = defaultdict(set)
+    sends: Counter[str] = Counter()
+    for e in events:
+        if e.topic == domain.ORDERS and domain.parse_record(e.topic, e.value) is not None:
+            values[e.key].add(e.value)
+            sends[e.key] += 1
+    assert sum(n > 1 for n in sends.values()) > 20  # the injected duplicates are still there
+    assert all(len(v) == 1 for v in values.values())
+    payments = [e.key for e in events if e.topic == domain.PAYMENTS]
+    assert len(payments) == len(set(payments))
+    # customer profiles are shared by every generator: the same ids, the same people
+    from assets.generator import build_customers
+
+    other = CONFIG.with_(seed=CONFIG.seed + 1, customers=CONFIG.customers * 2)
+    first = {p["customer_id"]: p for p in build_customers(CONFIG)}
+    for profile in build_customers(other)[: CONFIG.customers]:
+        assert profile == first[profile["customer_id"]]
+
+
+def test_dedup_keeps_every_order_of_concurrent_generators() -> None:
+    # `make run`'s generator and a burst write into the same orders topic: the dedup
+    # application must drop the re-sends and nothing else
+    import orjson
+
+    from assets.generator import config_from_args, parse_args
+    from assets.run import generator_command
+    from assets.streams import build_orders_dedup
+    from assets.streams.dagster_assets import GeneratorRunConfig, burst_config
+    from streaming import TopologyTestDriver, serdes
+
+    t0 = CONFIG.start_ms
+    cli = generator_command("python", "localhost:1", 5.0)[3:]
+    always_on = config_from_args(parse_args([*cli, "--start-ms", str(t0)]))
+    burst = burst_config(GeneratorRunConfig(duration_s=120.0), now_ms=t0 + 120_000)
+    merged = sorted(
+        [*_orders(always_on, 600), *_orders(burst, 600)], key=lambda e: (e.emit_ms, e.key)
+    )
+    distinct: dict[str, dict] = {}
+    with TopologyTestDriver(build_orders_dedup(), {"application.id": "dedup-ids"}) as driver:
+        source = driver.create_input_topic(
+            domain.ORDERS, key_serde=serdes.String(), value_serde=serdes.Json()
+        )
+        for e in merged:
+            row = domain.parse_record(domain.ORDERS, e.value)
+            if row is None:
+                continue  # undecodable: the runtime dead-letters those before the app
+            distinct.setdefault(e.key, orjson.loads(e.value))
+            source.pipe_input(e.key, orjson.loads(e.value), timestamp=e.timestamp)
+        out = driver.create_output_topic(
+            domain.ORDERS_DEDUPED, key_serde=serdes.String(), value_serde=serdes.Json()
+        )
+        deduped = out.read_records_to_list()
+    assert len(merged) - len(distinct) > 10  # re-sends and malformed records were there
+    assert [r.key for r in deduped] == list(dict.fromkeys(r.key for r in deduped))
+    assert {r.key: r.value for r in deduped} == distinct

@@ -7,6 +7,7 @@ are evaluated with ``dagster.build_sensor_context`` against a real broker.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from datetime import UTC, datetime
 
@@ -235,3 +236,60 @@ def test_health_sensor_observes_lag(kafka_cluster, tmp_path) -> None:
 def test_previous_day_hours(now: int) -> None:
     hours = previous_day_hours(now)
     assert len(hours) == 24 and hours[0] == "2025-01-02-00:00"
+
+
+def test_health_sensor_reports_a_stall_when_kafka_does_not_answer(tmp_path) -> None:
+    # nothing listens on port 1: the sensor reports instead of failing the tick
+    status_dir = tmp_path / "supervisor"
+    status_dir.mkdir()
+    stalled = {
+        "state": "RUNNING",
+        "health": "STALLED",
+        "stalled_since": "2026-01-01T00:00:00+00:00",
+        "stalled_for_s": 42.0,
+        "stall_reason": "broker unreachable: _TRANSPORT: Failed to get metadata",
+        "last_error": "broker unreachable: _TRANSPORT: Failed to get metadata",
+        "restarts": 2,
+    }
+    running = {"state": "RUNNING", "health": "RUNNING", "restarts": 0}
+    (status_dir / "status.json").write_text(
+        json.dumps(
+            {
+                "written_at": time.time(),
+                "apps": {"windowed-revenue": stalled, "orders-dedup": running},
+            }
+        )
+    )
+    sensor = build_health_sensor()
+    ctx = build_sensor_context(
+        instance=DagsterInstance.ephemeral(),
+        resources={
+            "kafka": KafkaResource(bootstrap_servers="127.0.0.1:1"),
+            "stream_apps": StreamAppsResource(state_root=str(tmp_path)),
+        },
+    )
+    began = time.monotonic()
+    result = sensor(ctx)
+    assert time.monotonic() - began < 30  # one probe, not a lag query per application
+    by_key = {e.asset_key.path[-1]: e.metadata for e in result.asset_events}
+    assert "orders" not in by_key  # raw topic sizes need the broker
+    revenue = {k: v.value for k, v in by_key["revenue-per-region-5m"].items()}
+    assert revenue["health"] == "STALLED"
+    assert revenue["stalled_since"] == "2026-01-01T00:00:00+00:00"
+    assert revenue["stall_reason"].startswith("broker unreachable")
+    assert revenue["restarts"] == 2
+    assert revenue["broker_error"] and revenue["lag_error"]
+    assert revenue["healthy"] is False
+    dedup = {k: v.value for k, v in by_key["orders-deduped"].items()}
+    assert dedup["health"] == "RUNNING" and dedup["healthy"] is False  # Kafka is away
+
+
+def test_health_sensor_flags_a_stale_supervisor_status(tmp_path) -> None:
+    from sensors.health import app_health
+
+    status = {"state": "RUNNING", "health": "RUNNING", "status_age_s": 600.0}
+    meta, alerts = app_health("orders-dedup", {"orders-0": 0}, status, max_lag=10)
+    assert meta["status_age_s"] == 600.0 and not meta["healthy"]
+    assert any("600 s old" in a for a in alerts)
+    meta, alerts = app_health("orders-dedup", {"orders-0": 0}, {"state": "RUNNING"}, 10)
+    assert meta["healthy"] and alerts == []

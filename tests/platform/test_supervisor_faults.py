@@ -1,8 +1,13 @@
-"""The supervisor survives a broker outage: with its own single-node cluster, the supervisor
-(``python -m assets.streams.supervisor``, as ``make run`` starts it) runs ``orders-dedup``;
-the broker is stopped for about 20 s: the process stays alive and its status file and status
-line report the application STALLED since a time with the reason; the broker comes back:
-without anyone acting, new orders come out and the status returns to RUNNING."""
+"""Stream applications survive a broker outage, on a single-node cluster of this module (not
+the session's: it is stopped). Each test stops the broker for about 20 s and restarts it:
+
+- the supervisor (``python -m assets.streams.supervisor``, as ``make run`` starts it) runs
+  ``orders-dedup``: the process stays alive, its status file and status line report the
+  application STALLED since a time with the reason; once the broker is back, without anyone
+  acting, new orders come out and the status returns to RUNNING;
+- a Dagster run of the ``orders_dedup`` streaming asset: the run does not fail, its
+  observations report the stall, and it finishes with every order written.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +30,8 @@ from confluent_kafka import Consumer, Producer
 from assets import domain
 from streaming.testing import LocalKafkaCluster
 
+pytestmark = pytest.mark.kafka
+
 REPO = Path(__file__).resolve().parents[2]
 APP = "orders-dedup"
 # the test's own clients retry quietly while the broker is away
@@ -33,12 +40,15 @@ QUIET.addHandler(logging.NullHandler())
 QUIET.propagate = False
 
 
-def _wait(what: str, check: Callable[[], Any], timeout: float, proc: subprocess.Popen) -> Any:
+def _wait(
+    what: str, check: Callable[[], Any], timeout: float, proc: subprocess.Popen | None = None
+) -> Any:
     """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds or
-    when the supervisor process exits."""
+    when the supervisor process (if any) exits."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        assert proc.poll() is None, f"the supervisor exited ({proc.returncode}) waiting for {what}"
+        if proc is not None:
+            assert proc.poll() is None, f"the supervisor exited ({proc.returncode}): {what}"
         result = check()
         if result:
             return result
@@ -61,19 +71,19 @@ def _orders(prefix: str, n: int) -> list[dict[str, Any]]:
     ]
 
 
-def _send(bootstrap: str, orders: list[dict[str, Any]]) -> None:
+def _send(bootstrap: str, orders: list[dict[str, Any]], topic: str = domain.ORDERS) -> None:
     producer = Producer(
         {"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "logger": QUIET}
     )
     for o in orders:
-        producer.produce(domain.ORDERS, key=o["order_id"].encode(), value=orjson.dumps(o))
+        producer.produce(topic, key=o["order_id"].encode(), value=orjson.dumps(o))
     assert producer.flush(30) == 0
 
 
 class _Output:
     """Reads the committed order ids the application wrote (one consumer for the test)."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, topic: str = domain.ORDERS_DEDUPED) -> None:
         self.ids: set[str] = set()
         self.consumer = Consumer(
             {
@@ -85,7 +95,7 @@ class _Output:
                 "logger": QUIET,
             }
         )
-        self.consumer.subscribe([domain.ORDERS_DEDUPED])
+        self.consumer.subscribe([topic])
 
     def count(self) -> int:
         for msg in self.consumer.consume(num_messages=500, timeout=0.5):
@@ -94,8 +104,27 @@ class _Output:
         return len(self.ids)
 
 
-@pytest.mark.kafka
-def test_supervisor_reports_a_broker_outage_and_recovers(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def broker() -> Iterator[LocalKafkaCluster]:
+    with LocalKafkaCluster(nodes=1) as cluster:
+        yield cluster
+
+
+def _outage(cluster: LocalKafkaCluster, seconds: float, alive: Callable[[], Any]) -> None:
+    """Stop the broker, call ``alive()`` every half second for ``seconds``, restart it."""
+    node = cluster.nodes[0].node_id
+    stopped_at = time.monotonic()
+    cluster.stop_node(node)
+    try:
+        while time.monotonic() - stopped_at < seconds:
+            alive()
+            time.sleep(0.5)
+    finally:
+        cluster.restart_node(node)
+
+
+def test_supervisor_reports_a_broker_outage_and_recovers(broker, tmp_path: Path) -> None:
+    boot = broker.bootstrap_servers
     state = tmp_path / "state"
     status_file = state / "supervisor" / "status.json"
     log_path = tmp_path / "supervisor.log"
@@ -106,100 +135,195 @@ def test_supervisor_reports_a_broker_outage_and_recovers(tmp_path: Path) -> None
         except (OSError, ValueError, KeyError):
             return {}
 
-    with LocalKafkaCluster(nodes=1) as cluster:
-        boot = cluster.bootstrap_servers
-        node = cluster.nodes[0].node_id
-        cluster.create_topic(domain.ORDERS, partitions=2)
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
-        with log_path.open("wb") as log:
-            proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "assets.streams.supervisor",
-                    "--bootstrap",
-                    boot,
-                    "--apps",
-                    APP,
-                    "--state-dir",
-                    str(state),
-                    "--query-base-port",
-                    "0",
-                    "--status-interval",
-                    "1",
-                    "--status-line-interval",
-                    "5",
-                    "--watch-interval",
-                    "1",
-                    "--restart-backoff",
-                    "1",
-                    "--restart-backoff-max",
-                    "5",
-                    "--stall-after",
-                    "20",
-                    "--restart-stuck-after",
-                    "60",
-                    "--commit-interval-ms",
-                    "200",
-                ],
-                cwd=REPO,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        output = _Output(boot)
-        try:
-            first = _orders("a", 100)
-            _send(boot, first)
-            _wait("the first 100 orders", lambda: output.count() >= 100, 90, proc)
-            _wait("health RUNNING", lambda: app_status().get("health") == "RUNNING", 30, proc)
+    broker.create_topic(domain.ORDERS, partitions=2)
+    options = {
+        "--bootstrap": boot,
+        "--apps": APP,
+        "--state-dir": str(state),
+        "--query-base-port": "0",
+        "--status-interval": "1",
+        "--status-line-interval": "5",
+        "--watch-interval": "1",
+        "--restart-backoff": "1",
+        "--restart-backoff-max": "5",
+        "--stall-after": "20",
+        "--restart-stuck-after": "60",
+        "--commit-interval-ms": "200",
+    }
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONFAULTHANDLER": "1"}
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "assets.streams.supervisor", *sum(options.items(), ())],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    output = _Output(boot)
+    stalls: list[dict[str, Any]] = []
 
-            stopped_at = time.time()
-            cluster.stop_node(node)
-            stalled = _wait(
-                "a STALLED report",
-                lambda: (s := app_status()).get("health") == "STALLED" and s,
-                30,
-                proc,
-            )
-            assert stalled["stalled_since"] is not None
-            assert stalled["stall_reason"], stalled
-            assert stalled["last_error"], stalled
-            # keep the broker away for ~20 s: the supervisor stays up, the app stays stalled
-            while time.time() - stopped_at < 20:
-                assert proc.poll() is None, "the supervisor died while the broker was down"
-                time.sleep(0.5)
-            during = app_status()
-            assert during["health"] == "STALLED", during
-            assert during["stalled_for_s"] >= 5, during
-            assert proc.poll() is None
+    def still_stalled() -> None:
+        assert proc.poll() is None, "the supervisor died while the broker was down"
+        if (s := app_status()).get("health") == "STALLED":
+            stalls.append(s)
 
-            cluster.restart_node(node)
-            second = _orders("b", 100)
-            _send(boot, second)
-            _wait("all 200 orders", lambda: output.count() >= 200, 180, proc)
-            assert output.ids == {o["order_id"] for o in first + second}
-            back = _wait(
-                "health RUNNING again",
-                lambda: (s := app_status()).get("health") == "RUNNING" and s,
-                60,
-                proc,
-            )
-            assert back["stalled_since"] is None
-            assert back["last_stall_s"] >= 15, back
-            assert back["last_error"], back  # the outage is still on record
-            print("\nstatus during the outage:", json.dumps(during, indent=1))
-            print("status after it:", json.dumps(back, indent=1))
-        finally:
-            output.consumer.close()
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(90)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(10)
-        assert proc.returncode == 0
+    try:
+        first = _orders("a", 100)
+        _send(boot, first)
+        _wait("the first 100 orders", lambda: output.count() >= 100, 90, proc)
+        _wait("health RUNNING", lambda: app_status().get("health") == "RUNNING", 30, proc)
+        _outage(broker, 20, still_stalled)  # the supervisor stays up, the app stalled
+        assert stalls, "no STALLED report while the broker was down"
+        during = stalls[-1]
+        assert during["stalled_since"] is not None
+        assert during["stall_reason"] and during["last_error"], during
+        assert during["stalled_for_s"] >= 10, during
+        assert {s["stalled_since"] for s in stalls} == {during["stalled_since"]}  # one stall
+
+        second = _orders("b", 100)
+        _send(boot, second)
+        _wait("all 200 orders", lambda: output.count() >= 200, 180, proc)
+        assert output.ids == {o["order_id"] for o in first + second}
+        back = _wait(
+            "health RUNNING again",
+            lambda: (s := app_status()).get("health") == "RUNNING" and s,
+            60,
+            proc,
+        )
+        assert back["stalled_since"] is None
+        assert back["last_stall_s"] > 0, back  # the stall that just ended
+        assert back["last_error"], back  # the outage is still on record
+        print("\nstatus during the outage:", json.dumps(during, indent=1))
+        print("status after it:", json.dumps(back, indent=1))
+    finally:
+        output.consumer.close()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(90)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+    assert proc.returncode == 0
     text = log_path.read_text(errors="replace")
     assert f"stream apps: {APP} STALLED since" in text
     assert f"stream apps: {APP} RUNNING" in text
+
+
+# Runs the streaming asset in a process of its own (like a Dagster run worker) and writes
+# what the run reported to a JSON file. It leaves with os._exit: a runtime thread still
+# blocked inside librdkafka would otherwise keep the interpreter (and so pytest) waiting.
+RUN_ASSET = """
+import json, os, sys, threading
+from dagster import materialize
+from assets.streams.dagster_assets import STREAM_ASSETS, topic_key
+from resources.kafka import KafkaResource
+from resources.stream_apps import StreamAppsResource
+
+args = json.loads(sys.argv[1])
+(asset,) = [a for a in STREAM_ASSETS if a.op.name == "orders_dedup"]
+result = materialize(
+    [asset],
+    resources={
+        "kafka": KafkaResource(bootstrap_servers=args["bootstrap"]),
+        "stream_apps": StreamAppsResource(**args["resource"]),
+    },
+    run_config={"ops": {"orders_dedup": {"config": args["run"]}}},
+    raise_on_error=False,
+)
+key = topic_key(args["asset_topic"])
+report = {
+    "success": result.success,
+    "observations": [
+        {k: v.value for k, v in e.asset_observation_data.asset_observation.metadata.items()}
+        for e in result.all_events
+        if e.event_type_value == "ASSET_OBSERVATION"
+        and e.asset_observation_data.asset_observation.asset_key == key
+    ],
+    "materializations": [
+        {k: v.value for k, v in e.materialization.metadata.items()}
+        for e in result.get_asset_materialization_events()
+        if e.materialization.asset_key == key
+    ],
+    "threads_left": sorted(
+        t.name for t in threading.enumerate()
+        if t.is_alive() and t is not threading.main_thread() and not t.daemon
+    ),
+}
+with open(args["report"], "w") as f:
+    json.dump(report, f, default=str)
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)
+"""
+
+
+def test_streaming_asset_run_reports_a_broker_outage_and_carries_on(broker, tmp_path: Path) -> None:
+    boot = broker.bootstrap_servers
+    suffix = uuid.uuid4().hex[:6]
+    orders_topic, out_topic = f"orders-fa-{suffix}", f"orders-deduped-fa-{suffix}"
+    broker.create_topic(orders_topic, partitions=2)
+    report_path = tmp_path / "report.json"
+    args = {
+        "bootstrap": boot,
+        "asset_topic": domain.ORDERS_DEDUPED,  # the asset key names the default topic
+        "report": str(report_path),
+        "resource": {
+            "state_root": str(tmp_path / "state"),
+            "app_settings": {"orders_topic": orders_topic, "dedup_topic": out_topic},
+            "commit_interval_ms": 200,
+            "stall_after_s": 20,
+            "restart_stuck_after_s": 60,
+            "restart_backoff_max_s": 5,
+        },
+        "run": {
+            "report_interval_s": 2,
+            "watch_interval_s": 1,
+            "application_id": f"orders-dedup-fa-{suffix}",
+            # ends once every order is processed and committed (lag 0 for 15 s: longer than
+            # the first batch takes before the outage starts)
+            "stop_when_caught_up": True,
+            "settle_s": 15,
+            "max_runtime_s": 300,
+        },
+    }
+    log_path = tmp_path / "run.log"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONFAULTHANDLER": "1"}
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", RUN_ASSET, json.dumps(args)],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    output = _Output(boot, out_topic)
+    first, second = _orders("a", 100), _orders("b", 100)
+    try:
+        _send(boot, first, orders_topic)
+        _wait("the first 100 orders", lambda: output.count() >= 100, 120, proc)
+        _outage(broker, 20, lambda: None)
+        _send(boot, second, orders_topic)
+        _wait("all 200 orders", lambda: output.count() >= 200, 180, proc)
+        assert output.ids == {o["order_id"] for o in first + second}
+        proc.wait(240)  # the run stops once caught up (settle_s) or at max_runtime_s
+    finally:
+        output.consumer.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, log_path.read_text(errors="replace")[-3000:]
+    report = json.loads(report_path.read_text())
+    assert report["success"], "the run failed"
+
+    metas = report["observations"]
+    stalled = [m for m in metas if m.get("health") == "STALLED"]
+    assert stalled, [m.get("health") for m in metas]
+    assert all(m.get("stalled_since") and m.get("stall_reason") for m in stalled)
+    assert len({m["stalled_since"] for m in stalled}) == 1, stalled  # one stall
+    assert metas[-1]["health"] == "RUNNING", metas[-1]
+    final = report["materializations"][-1]
+    assert final["state"] == "NOT_RUNNING"
+    assert final["end_offsets"] >= 200  # (plus transaction markers)
+    assert final["last_stall_s"] >= 15
+    print("\nthreads left behind by the run:", report["threads_left"])

@@ -10,7 +10,14 @@ from types import SimpleNamespace
 import pytest
 from confluent_kafka import TopicPartition
 
-from streaming import EmitStrategy, StreamsBuilder, TimeWindows, TopologyTestDriver, serdes
+from streaming import (
+    EmitStrategy,
+    Materialized,
+    StreamsBuilder,
+    TimeWindows,
+    TopologyTestDriver,
+    serdes,
+)
 from streaming.runtime import processor_metadata as pm
 from streaming.runtime.active_task import ActiveTask
 from streaming.runtime.assignment import TopologyPlan
@@ -121,7 +128,8 @@ def _emit_final_builder(output: str = "out") -> StreamsBuilder:
         .group_by_key()
         .windowed_by(TimeWindows.of_size_and_grace(1000, 0))
         .emit_strategy(EmitStrategy.on_window_close())
-        .count(materialized="counts")
+        # retention beyond size + grace: closed windows stay in the store (and fetchable)
+        .count(materialized=Materialized.as_("counts").with_retention(60_000))
         .to_stream()
         .map(lambda wk, n: (f"{wk.key}@{wk.window.start}", n))
         .to(output, key_serde=serdes.String(), value_serde=serdes.Long())
@@ -131,8 +139,12 @@ def _emit_final_builder(output: str = "out") -> StreamsBuilder:
 
 def test_driver_context_keeps_the_last_emitted_window_close_time():
     with TopologyTestDriver(_emit_final_builder().build()) as driver:
-        source = driver.create_input_topic("in", key_serde=serdes.String())
-        out = driver.create_output_topic("out", key_serde=serdes.String())
+        source = driver.create_input_topic(
+            "in", key_serde=serdes.String(), value_serde=serdes.String()
+        )
+        out = driver.create_output_topic(
+            "out", key_serde=serdes.String(), value_serde=serdes.Long()
+        )
         source.pipe_input("k", "a", timestamp=100)
         source.pipe_input("k", "b", timestamp=2500)  # closes [0, 1000) and [1000, 2000)
         context = driver._task.context
@@ -244,6 +256,7 @@ def test_active_task_commits_its_metadata_and_a_new_task_reads_it_back(tmp_path)
 
 def test_metadata_change_waits_for_an_offset_to_commit_it_with(tmp_path):
     task, _collector = _active_task(tmp_path, _CommittedOffsets({0: (-1001, None)}))
+    assert task.commit_metadata()[1] is False  # reads the (empty) committed metadata
     task.stream_task.context.add_processor_metadata_key_value("x", 1)
     assert task.committable_offsets(lambda tp: None) == {}
     assert task.commit_metadata()[1]  # changed, but nothing to commit it with yet
