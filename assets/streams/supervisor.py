@@ -36,7 +36,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -237,8 +237,12 @@ class StreamAppRunner:
             streams.set_uncaught_exception_handler(died)
             self._died_with = None
             self._progress_at = None
+            try:
+                streams.start()
+            except BaseException:
+                streams.close(timeout=10)  # releases what start() took
+                raise
             self.streams = streams
-            streams.start()
             self.started_at = time.time()
             self._not_running_since = self.started_at
             log.info("started %s (application.id %s)", self.app.name, self.application_id)
@@ -314,8 +318,10 @@ class StreamAppRunner:
 
         Committed offsets, not processed records: an application that processes and then
         fails every transaction (a record the broker refuses) makes no progress either."""
-        if probe is None or probe.error is not None:
-            self._progress_at = None  # outage time is the broker's stall, not the app's
+        if probe is None or probe.error is not None or self.state != RUNNING:
+            # outage time is the broker's stall, and a rebalance (waiting out a dead
+            # member's session, restoring) is reported as such: neither counts here
+            self._progress_at = None
             return None
         if now - self._progress_checked_at >= self.settings.progress_check_s:
             self._progress_checked_at = now
@@ -628,6 +634,13 @@ def read_status(state_root: Path = DEFAULT_STATE_ROOT, instance: str = "supervis
         return {}
 
 
+def _setting(item: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise SystemExit(f"--set takes KEY=VALUE, got {item!r}")
+    return key.strip(), value.strip()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point: run applications until SIGINT/SIGTERM."""
     parser = argparse.ArgumentParser(description="Run the platform's stream applications")
@@ -671,6 +684,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--commit-interval-ms", type=int, default=None, help="default: Kafka Streams' own"
     )
+    parser.add_argument(
+        "--app-setting",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="StreamAppConfig override of every app (e.g. orders_topic=orders-2)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Kafka Streams config of every app (e.g. task.timeout.ms=60000)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     names = None if args.apps == "all" else [a.strip() for a in args.apps.split(",") if a.strip()]
@@ -683,15 +710,22 @@ def main(argv: list[str] | None = None) -> int:
         commit_interval_ms=args.commit_interval_ms,
         restart_backoff_s=args.restart_backoff,
         restart_backoff_max_s=args.restart_backoff_max,
+        extra=dict(_setting(item) for item in args.set),
         stall_after_s=args.stall_after,
         restart_stuck_after_s=args.restart_stuck_after,
     )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    app_settings: dict[str, Any] = {}
+    for item in args.app_setting:
+        key, value = _setting(item)
+        kind = {f.name: f.type for f in fields(StreamAppConfig)}.get(key)
+        app_settings[key] = {"int": int, "float": float}.get(str(kind), str)(value)
     supervisor = Supervisor(
         settings,
         names,
+        StreamAppConfig.of(app_settings),
         status_interval_s=args.status_interval,
         watch_interval_s=args.watch_interval,
     )

@@ -185,9 +185,13 @@ class ActiveTask:
             force = getattr(inner, "force_flush", None)
             if force is not None:
                 force()
+        stores = self.stream_task.context.stores
+        # like Kafka, only persistent stores are checkpointed: an in-memory store always
+        # replays its whole changelog
         offsets = {
             (topic, self.partition): end_offset(topic, self.partition)
-            for topic in self.changelogs.values()
+            for store, topic in self.changelogs.items()
+            if getattr(stores.get(store), "persistent", True)
         }
         write_checkpoint(self.task_dir, offsets)
         self.logged_since_checkpoint = 0

@@ -226,7 +226,11 @@ class KafkaStreams:
                             "exist; create it (errors.dead.letter.queue.topic.name)"
                         )
                 self._directory = AssignmentDirectory(
-                    self.plan, self.admin, self.config.application_id, self._local_assignment
+                    self.plan,
+                    self.admin,
+                    self.config.application_id,
+                    self._local_assignment,
+                    new_admin=lambda: AdminClient(admin_config),
                 )
                 if self.topology.global_stores:
                     # like Kafka, the global stores are complete before any task starts

@@ -98,6 +98,7 @@ FATAL_CODES = _codes(
 RETRIABLE_CODES = _codes(
     "_TRANSPORT",
     "_ALL_BROKERS_DOWN",
+    "_DESTROY_BROKER",
     "_TIMED_OUT",
     "_TIMED_OUT_QUEUE",
     "_MSG_TIMED_OUT",
@@ -200,7 +201,9 @@ def classify(err: KafkaError) -> Kind:
         return Kind.TASK_MIGRATED
     if err.txn_requires_abort() or code in RECORD_CODES:
         return Kind.ABORTABLE
-    if err.retriable() or code in RETRIABLE_CODES:
+    if err.retriable() or code in RETRIABLE_CODES or code < 0:
+        # librdkafka's own (negative) codes not named above are local and transient (e.g.
+        # _DESTROY_BROKER when a broker handle is replaced): bounded by task.timeout.ms
         return Kind.RETRIABLE
     return Kind.FATAL
 

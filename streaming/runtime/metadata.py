@@ -99,9 +99,13 @@ class AssignmentDirectory:
         admin: Any,
         group_id: str,
         local: Callable[[], tuple[HostInfo, set[str], set[tuple[str, int]]]],
+        new_admin: Callable[[], Any] | None = None,
     ) -> None:
         self.plan = plan
         self.admin = admin
+        #: makes a fresh admin client: one that lived through a broker restart can keep
+        #: timing out on group requests (and librdkafka has crashed on such a client)
+        self._new_admin = new_admin
         self.group_id = group_id
         self._local = local
         self._lock = threading.Lock()
@@ -130,6 +134,8 @@ class AssignmentDirectory:
         except Exception as exc:
             log.warning("Could not describe consumer group %s: %s", self.group_id, exc)
             members = []
+            if self._new_admin is not None:
+                self.admin = self._new_admin()
         task_process: dict[str, str] = {}
         process_host: dict[str, HostInfo] = {}
         for member in members:

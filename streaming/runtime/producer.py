@@ -195,8 +195,8 @@ class RecordCollector:
 
     def on_delivery(self, err: Any, msg: Any) -> None:
         """librdkafka delivery report (only failures are reported)."""
-        if err is None:
-            return
+        if err is None or err.code() in _PURGED:
+            return  # purged by a producer replacement: the rollback rewrites them
         exc = KafkaException(err)
         kind = classify(err)
         topic = msg.topic()
@@ -372,3 +372,8 @@ _RECORD_CODES = frozenset(
     if code is not None
 )
 _SEVERITY = {TaskCorruptedException: 2, ProductionError: 3, TaskMigratedException: 4}
+_PURGED = frozenset(
+    code
+    for code in (getattr(KafkaError, n, None) for n in ("_PURGE_QUEUE", "_PURGE_INFLIGHT"))
+    if code is not None
+)

@@ -76,21 +76,28 @@ class ChangelogReader:
 
     def end_offset(self, topic: str, partition: int, timeout: float = 10.0) -> int:
         """The changelog partition's end offset (high watermark)."""
-        with calling(f"reading the end offset of {topic}-{partition}"):
-            _low, high = self.consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=timeout, cached=False
-            )
-        return high
+        return self._watermarks(topic, partition, timeout)[1]
+
+    def _watermarks(self, topic: str, partition: int, timeout: float) -> tuple[int, int]:
+        try:
+            with calling(f"reading the end offset of {topic}-{partition}"):
+                return self.consumer.get_watermark_offsets(  # type: ignore[no-any-return]
+                    TopicPartition(topic, partition), timeout=timeout, cached=False
+                )
+        except RetriableStreamsException:
+            # the leader may have moved: refresh the metadata so the next try asks the new one
+            try:
+                self.consumer.list_topics(topic, timeout=2.0)
+            except KafkaException as exc:
+                log.debug("metadata refresh for %s failed: %s", topic, exc)
+            raise
 
     def restore(self, requests: list[RestoreRequest], should_stop: Callable[[], bool]) -> int:
         """Restore every request to the end of its changelog; returns the records restored."""
         pending: dict[tuple[str, int], RestoreRequest] = {}
         assign = []
         for req in requests:
-            with calling(f"reading the end offset of {req.topic}-{req.partition}"):
-                low, high = self.consumer.get_watermark_offsets(
-                    TopicPartition(req.topic, req.partition), timeout=10.0, cached=False
-                )
+            low, high = self._watermarks(req.topic, req.partition, 10.0)
             start = low if req.start is None else max(req.start, low)
             tp_key = (req.topic, req.partition)
             prog = RestoreProgress(req.store, req.topic, req.partition, start, high)

@@ -69,8 +69,11 @@ class StandbyTask:
                 store.init(context, store)
                 self.stores[name] = store
                 self.callbacks[topic] = context.registered.get(name)
-                self.offsets[(topic, self.partition)] = (checkpoint or {}).get(
-                    (topic, self.partition)
+                # an in-memory store starts empty: it follows its changelog from the start
+                self.offsets[(topic, self.partition)] = (
+                    (checkpoint or {}).get((topic, self.partition))
+                    if getattr(store, "persistent", True)
+                    else None
                 )
         except BaseException:
             self._close_stores()
@@ -96,8 +99,15 @@ class StandbyTask:
             force = getattr(inner, "force_flush", None)
             if force is not None:
                 force()
-        known = {tp: o for tp, o in self.offsets.items() if o is not None}
-        if len(known) == len(self.offsets):
+        # like Kafka, only persistent stores are checkpointed
+        persistent = {
+            (topic, self.partition)
+            for name, topic in self.changelogs.items()
+            if getattr(self.stores.get(name), "persistent", True)
+        }
+        offsets = {tp: o for tp, o in self.offsets.items() if tp in persistent}
+        known = {tp: o for tp, o in offsets.items() if o is not None}
+        if len(known) == len(offsets):
             write_checkpoint(self.task_dir, known)
 
     def close(self) -> None:

@@ -237,6 +237,12 @@ class StreamTask:
             context.current_node = None
             store.init(context, store)
             context.stores[builder.name] = store
+        # the sources decode records as soon as they are fetched, before the processors are
+        # initialized: their serdes (defaults filled in) are resolved now
+        for source in {id(s): s for s in self.sources.values()}.values():
+            context.current_node = source
+            source.init(context)
+        context.current_node = None
         self._stores_open = True
 
     def initialize_topology(self) -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import queue as queue_mod
 import threading
 import time
 from collections.abc import Callable
@@ -151,6 +152,7 @@ class StreamThread(threading.Thread):
         self._needs_rewind: set[tuple[str, int]] = set()
         self._current_task: ActiveTask | None = None
         self._next_consumer_warning = 0.0
+        self._producer_generation = 0
         self._rollbacks = 0
         self._rollbacks_since = 0.0
         self._txn_calls = _txn_executor(self.name)
@@ -200,7 +202,7 @@ class StreamThread(threading.Thread):
                 if k.startswith(("socket", "security", "sasl", "ssl"))
             }
         )
-        self.producer = Producer(self._producer_conf)
+        self.producer = self._new_producer()
         self.collector = RecordCollector(
             self.producer,
             production_handler=cfg.production_handler,
@@ -224,7 +226,6 @@ class StreamThread(threading.Thread):
             "client.id": f"{self.thread_client_id}-producer",
             "partitioner": "murmur2_random",
             "delivery.report.only.error": True,
-            "on_delivery": self._on_delivery,
             "logger": self.app.client_logger,
         }
         if cfg.exactly_once:
@@ -236,8 +237,17 @@ class StreamThread(threading.Thread):
         producer_conf.update(cfg.producer)
         return producer_conf
 
-    def _on_delivery(self, err: Any, msg: Any) -> None:
-        self.collector.on_delivery(err, msg)
+    def _new_producer(self) -> Producer:
+        """A producer whose delivery reports reach the collector while it is the current
+        one (a replaced producer's late failures, e.g. purged records, are not ours)."""
+        self._producer_generation += 1
+        generation = self._producer_generation
+
+        def on_delivery(err: Any, msg: Any) -> None:
+            if generation == self._producer_generation:
+                self.collector.on_delivery(err, msg)
+
+        return Producer({**self._producer_conf, "on_delivery": on_delivery})
 
     def _source_context(self) -> Any:
         """Where the record being processed came from (for dead letters of its writes)."""
@@ -663,7 +673,7 @@ class StreamThread(threading.Thread):
             old.purge(in_queue=True, in_flight=True, blocking=False)  # type: ignore[union-attr]
         except Exception as purge_exc:  # a fatal producer may refuse: it is dropped anyway
             log.debug("purging the old producer: %s", purge_exc)
-        self.producer = Producer(self._producer_conf)
+        self.producer = self._new_producer()
         self.collector.replace_producer(self.producer)
         self._sent_at_commit = self.collector.sent
         self._needs_init = self.config.exactly_once
@@ -887,5 +897,34 @@ def _close_quietly(producer: Producer) -> None:
         log.debug("closing a replaced producer: %s", exc)
 
 
-def _txn_executor(name: str) -> concurrent.futures.ThreadPoolExecutor:
-    return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-txn")
+class _CallThread:
+    """One daemon thread running calls in turn, each answered through a ``Future``.
+
+    Unlike a ``ThreadPoolExecutor`` (whose threads the interpreter joins at exit), an
+    abandoned call that never returns cannot keep the process from exiting."""
+
+    def __init__(self, name: str) -> None:
+        self._calls: queue_mod.SimpleQueue[Any] = queue_mod.SimpleQueue()
+        threading.Thread(target=self._run, name=name, daemon=True).start()
+
+    def submit(self, call: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._calls.put((future, call, args))
+        return future
+
+    def shutdown(self, wait: bool = False) -> None:
+        self._calls.put(None)
+
+    def _run(self) -> None:
+        while (item := self._calls.get()) is not None:
+            future, call, args = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(call(*args))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+
+def _txn_executor(name: str) -> _CallThread:
+    return _CallThread(f"{name}-txn")

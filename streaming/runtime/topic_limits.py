@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,16 +75,22 @@ _DEFAULTS = TopicLimits()
 class TopicLimitsCache:
     """Reads and caches ``TopicLimits`` per topic (shared by the stream threads)."""
 
-    def __init__(self, admin: Any, timeout: float = 10.0) -> None:
+    def __init__(self, admin: Any, timeout: float = 5.0, retry_after_s: float = 60.0) -> None:
         self.admin = admin
         self.timeout = timeout
+        self.retry_after_s = retry_after_s
         self._cache: dict[str, TopicLimits] = {}
+        #: topic -> when reading its configs last failed (the defaults apply until a retry)
+        self._failed_at: dict[str, float] = {}
         self._lock = threading.Lock()
 
     def __call__(self, topic: str) -> TopicLimits:
         limits = self._cache.get(topic)
         if limits is not None:
             return limits
+        failed_at = self._failed_at.get(topic)
+        if failed_at is not None and time.monotonic() - failed_at < self.retry_after_s:
+            return _DEFAULTS  # brokers away: do not wait on every write
         with self._lock:
             limits = self._cache.get(topic)
             if limits is None:
@@ -97,8 +104,9 @@ class TopicLimitsCache:
             resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
             futures = self.admin.describe_configs([resource], request_timeout=self.timeout)
             entries = next(iter(futures.values())).result(self.timeout)
-        except Exception as exc:  # brokers away: the defaults, read again next time
+        except Exception as exc:  # brokers away: the defaults, read again later
             log.debug("Could not read the configs of topic %s: %s", topic, exc)
+            self._failed_at[topic] = time.monotonic()
             return _DEFAULTS
 
         def value(name: str, default: int) -> int:

@@ -13,7 +13,9 @@ SIGKILL:
 - ``restore_start`` / ``restore_end``: changelog restoration (``StateRestoreListener``);
 - ``metrics``: about once a second the state, active and standby tasks, records processed,
   commits, rebalances and aborted transactions;
-- ``closed``: after ``close()`` (final state, whether it finished in time).
+- ``closed``: after ``close()``: the final state, whether it finished within
+  ``--close-timeout`` (30 s; if not, every thread's stack goes to the log), how long it
+  took and the threads still alive. The process then exits at once (``os._exit``).
 
 Application settings come as ``--set`` like ``python -m streaming run``; ``app.chaos.*`` keys
 name the topics of the topologies below (settings of your own go under ``app.``).
@@ -196,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topology", required=True, choices=sorted(TOPOLOGIES))
     parser.add_argument("--events", required=True)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--close-timeout", type=float, default=60.0)
+    parser.add_argument("--close-timeout", type=float, default=30.0)
     parser.add_argument("--metrics-interval", type=float, default=1.0)
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -255,10 +257,23 @@ def main(argv: list[str] | None = None) -> int:
                 events.write("metrics_failed", error=repr(exc))
         stop.wait(0.1)
     with_error = app.state in (State.ERROR, State.PENDING_ERROR)
+    began = time.monotonic()
     clean = app.close(timeout=args.close_timeout)
     with contextlib.suppress(Exception):
         events.write("metrics", **_metrics(app))
-    events.write("closed", state=app.state.name, clean=clean)
+    lingering = [
+        t.name for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive()
+    ]
+    events.write(
+        "closed",
+        state=app.state.name,
+        clean=clean,
+        seconds=round(time.monotonic() - began, 2),
+        threads_alive=lingering,
+    )
+    if not clean:
+        # what close() is waiting for, in the log
+        faulthandler.dump_traceback(file=sys.stdout, all_threads=True)
     if with_error or app.state is State.ERROR:
         print("application stopped with an error; see the log", file=sys.stderr)
         return 1
@@ -266,4 +281,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # exit even if a thread of the runtime still runs (the "closed" event lists them)
+    os._exit(code)

@@ -157,3 +157,14 @@ def test_pick_keys_covers_every_partition():
     partitions = [default_partition(k.encode(), 6) for k in keys]
     assert sorted(set(partitions)) == list(range(6))
     assert all(partitions.count(p) == 2 for p in range(6))
+
+
+def test_an_input_record_written_twice_is_expected_twice():
+    inp = _input(12)
+    inp.append(Rec("in", 0, 12, inp[5].key, inp[5].value, inp[5].ts, TIMESTAMP_CREATE_TIME))
+    fig = _verify(inp, _outputs(inp))
+    assert fig.records_in == 13 and not fig.failed, fig.render()
+    assert any("holds 1 values twice" in n and "[5]" in n for n in fig.notes)
+    # the same outputs without the second copy: one record missing, counts one short
+    fig = _verify(inp, _outputs(inp[:12]))
+    assert fig.missing == 1 and fig.failed

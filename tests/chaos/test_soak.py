@@ -3,10 +3,13 @@ stay flat.
 
 The workload a user measured RSS climbing on for 8.5 minutes (50 MB to 104 MB) while the
 state directory stayed under 2 MB: a ``count()`` and a 10-second tumbling windowed
-``count()`` on RocksDB stores (cached), ~400 records/s over a bounded key space. The cause
-was the window store cache keeping every window it ever saw (windows of segments the store
-had already dropped stay cached until the 10 MiB budget is full, and a Python cache entry
-costs ~4x what the budget counts); the caching window/session stores now drop them.
+``count()`` on RocksDB stores (cached), ~400 records/s over a bounded key space. The causes:
+the window store cache kept every window it ever saw (windows of segments the store had
+already dropped stayed cached until the 10 MiB budget was full, and a Python cache entry
+costs ~4x what the budget counts; the caching window/session stores now drop them), and
+every RocksDB instance had its own 32 MiB block cache slowly filling with blocks of the SST
+files flushes and compactions replace (now one bounded cache for the process, and bloom
+filters, so that reading a new window's absent key loads no block).
 
 One feeder writes ``RATE`` records/s (keys ``k0`` .. ``k<KEYS-1>``, wall-clock timestamps)
 to one input topic read by two applications, child processes (``python -m streaming run``):

@@ -34,6 +34,7 @@ from chaos_harness import (
     Figures,
     bounce,
     create_topics,
+    drop_topics,
     ensure_nodes_up,
     input_truth,
     output_timing,
@@ -188,6 +189,7 @@ class _Scenario:
         self.feeder.stop(timeout=30)
         stop_all([self.app], kill=True)
         ensure_nodes_up(self.cluster)
+        drop_topics(self.cluster, self.topics.values(), [self.app_id])
         fig.add_apps([self.app])
         fig.faults.extend(f.describe() for f in faults)
 

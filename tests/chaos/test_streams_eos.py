@@ -28,6 +28,7 @@ from chaos_harness import (
     Figures,
     complex_complete,
     create_topics,
+    drop_topics,
     ensure_nodes_up,
     input_truth,
     output_timing,
@@ -183,6 +184,7 @@ def test_streams_eos(three_brokers, tmp_path, variant, topology, kind):
         feeder.stop(timeout=30)
         stop_all(apps.values(), kill=True)
         ensure_nodes_up(cluster)
+        drop_topics(cluster, topics.values(), [app_id])
         fig.add_apps(list(apps.values()))
 
     run_scenario(fig, steps, verify, cleanup)

@@ -28,6 +28,7 @@ from chaos_harness import (
     Figures,
     check_aggregate,
     create_topics,
+    drop_topics,
     ensure_nodes_up,
     expected_per_key,
     input_truth,
@@ -214,6 +215,7 @@ def test_standby_tasks_rebalance(three_brokers, tmp_path, variant, guarantee):
         watcher.stop()
         stop_all(apps.values(), kill=True)
         ensure_nodes_up(cluster)
+        drop_topics(cluster, topics.values(), [settings["application.id"]])
         fig.add_apps(list(apps.values()))
 
     run_scenario(fig, steps, verify, cleanup)

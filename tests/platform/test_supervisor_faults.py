@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -123,55 +124,79 @@ def _outage(cluster: LocalKafkaCluster, seconds: float, alive: Callable[[], Any]
         cluster.restart_node(node)
 
 
-def test_supervisor_reports_a_broker_outage_and_recovers(broker, tmp_path: Path) -> None:
-    boot = broker.bootstrap_servers
-    state = tmp_path / "state"
-    status_file = state / "supervisor" / "status.json"
-    log_path = tmp_path / "supervisor.log"
+class _Supervisor:
+    """``python -m assets.streams.supervisor`` running ``orders-dedup`` on ``orders_topic``
+    (output ``<orders_topic>-deduped``), fast watch and status intervals, logging to a file."""
 
-    def app_status() -> dict[str, Any]:
+    def __init__(self, boot: str, tmp: Path, orders_topic: str, *extra: str) -> None:
+        self.status_file = tmp / "state" / "supervisor" / "status.json"
+        self.log_path = tmp / "supervisor.log"
+        self.out_topic = f"{orders_topic}-deduped"
+        options = {
+            "--bootstrap": boot,
+            "--apps": APP,
+            "--state-dir": str(tmp / "state"),
+            "--query-base-port": "0",
+            "--status-interval": "1",
+            "--status-line-interval": "5",
+            "--watch-interval": "1",
+            "--restart-backoff": "1",
+            "--restart-backoff-max": "5",
+            "--stall-after": "20",
+            "--restart-stuck-after": "60",
+            "--commit-interval-ms": "200",
+        }
+        settings = [f"orders_topic={orders_topic}", f"dedup_topic={self.out_topic}"]
+        cmd = [sys.executable, "-m", "assets.streams.supervisor", *sum(options.items(), ())]
+        cmd += [arg for s in settings for arg in ("--app-setting", s)] + list(extra)
+        env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONFAULTHANDLER": "1"}
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(
+                cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+
+    def status(self) -> dict[str, Any]:
         try:
-            return json.loads(status_file.read_text())["apps"][APP]
+            return json.loads(self.status_file.read_text())["apps"][APP]
         except (OSError, ValueError, KeyError):
             return {}
 
-    broker.create_topic(domain.ORDERS, partitions=2)
-    options = {
-        "--bootstrap": boot,
-        "--apps": APP,
-        "--state-dir": str(state),
-        "--query-base-port": "0",
-        "--status-interval": "1",
-        "--status-line-interval": "5",
-        "--watch-interval": "1",
-        "--restart-backoff": "1",
-        "--restart-backoff-max": "5",
-        "--stall-after": "20",
-        "--restart-stuck-after": "60",
-        "--commit-interval-ms": "200",
-    }
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONFAULTHANDLER": "1"}
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "assets.streams.supervisor", *sum(options.items(), ())],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    output = _Output(boot)
+    def wait(self, what: str, check: Callable[[], Any], timeout: float) -> Any:
+        return _wait(what, check, timeout, self.proc)
+
+    def stop(self) -> int:
+        """SIGTERM, then the exit code (killed after 90 s)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(90)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        return self.proc.returncode
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def test_supervisor_reports_a_broker_outage_and_recovers(broker, tmp_path: Path) -> None:
+    boot = broker.bootstrap_servers
+    orders_topic = f"orders-sv-{uuid.uuid4().hex[:6]}"
+    broker.create_topic(orders_topic, partitions=2)
+    sup = _Supervisor(boot, tmp_path, orders_topic)
+    output = _Output(boot, sup.out_topic)
     stalls: list[dict[str, Any]] = []
 
     def still_stalled() -> None:
-        assert proc.poll() is None, "the supervisor died while the broker was down"
-        if (s := app_status()).get("health") == "STALLED":
+        assert sup.proc.poll() is None, "the supervisor died while the broker was down"
+        if (s := sup.status()).get("health") == "STALLED":
             stalls.append(s)
 
     try:
         first = _orders("a", 100)
-        _send(boot, first)
-        _wait("the first 100 orders", lambda: output.count() >= 100, 90, proc)
-        _wait("health RUNNING", lambda: app_status().get("health") == "RUNNING", 30, proc)
+        _send(boot, first, orders_topic)
+        sup.wait("the first 100 orders", lambda: output.count() >= 100, 90)
+        sup.wait("health RUNNING", lambda: sup.status().get("health") == "RUNNING", 30)
         _outage(broker, 20, still_stalled)  # the supervisor stays up, the app stalled
         assert stalls, "no STALLED report while the broker was down"
         during = stalls[-1]
@@ -181,14 +206,13 @@ def test_supervisor_reports_a_broker_outage_and_recovers(broker, tmp_path: Path)
         assert {s["stalled_since"] for s in stalls} == {during["stalled_since"]}  # one stall
 
         second = _orders("b", 100)
-        _send(boot, second)
-        _wait("all 200 orders", lambda: output.count() >= 200, 180, proc)
+        _send(boot, second, orders_topic)
+        sup.wait("all 200 orders", lambda: output.count() >= 200, 180)
         assert output.ids == {o["order_id"] for o in first + second}
-        back = _wait(
+        back = sup.wait(
             "health RUNNING again",
-            lambda: (s := app_status()).get("health") == "RUNNING" and s,
+            lambda: (s := sup.status()).get("health") == "RUNNING" and s,
             60,
-            proc,
         )
         assert back["stalled_since"] is None
         assert back["last_stall_s"] > 0, back  # the stall that just ended
@@ -197,17 +221,95 @@ def test_supervisor_reports_a_broker_outage_and_recovers(broker, tmp_path: Path)
         print("status after it:", json.dumps(back, indent=1))
     finally:
         output.consumer.close()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(90)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-    assert proc.returncode == 0
-    text = log_path.read_text(errors="replace")
+        code = sup.stop()
+    assert code == 0
+    text = sup.log()
     assert f"stream apps: {APP} STALLED since" in text
     assert f"stream apps: {APP} RUNNING" in text
+
+
+def test_supervisor_restarts_an_app_that_dies_in_an_outage(broker, tmp_path: Path) -> None:
+    # task.timeout.ms of 3 s: the runtime gives up during the outage (TaskTimeoutException)
+    # and the application stops; the supervisor restarts it once the broker is back.
+    # Orders keep coming throughout (the producer buffers them while the broker is away).
+    boot = broker.bootstrap_servers
+    orders_topic = f"orders-rs-{uuid.uuid4().hex[:6]}"
+    broker.create_topic(orders_topic, partitions=2)
+    sup = _Supervisor(boot, tmp_path, orders_topic, "--set", "task.timeout.ms=3000")
+    output = _Output(boot, sup.out_topic)
+    delivered: set[str] = set()
+    failed: list[Any] = []
+    stop = threading.Event()
+
+    def feed() -> None:
+        producer = Producer(
+            {
+                "bootstrap.servers": boot,
+                "partitioner": "murmur2_random",
+                "message.timeout.ms": 180_000,
+                "logger": QUIET,
+            }
+        )
+
+        def report(err: Any, msg: Any) -> None:
+            if err is not None:
+                failed.append(err)
+            else:
+                delivered.add(msg.key().decode())
+
+        i = 0
+        while not stop.is_set() and i < 20_000:
+            (o,) = _orders(f"f{i}-", 1)
+            producer.produce(
+                orders_topic, key=o["order_id"].encode(), value=orjson.dumps(o), on_delivery=report
+            )
+            producer.poll(0)
+            i += 1
+            time.sleep(0.02)
+        producer.flush(180)
+
+    seen: list[dict[str, Any]] = []
+    done = threading.Event()
+
+    def sample() -> None:  # the status file, every 0.3 s, until the end of the test
+        while not done.wait(0.3):
+            seen.append(sup.status())
+
+    feeder = threading.Thread(target=feed, name="feeder", daemon=True)
+    sampler = threading.Thread(target=sample, name="sampler", daemon=True)
+    try:
+        feeder.start()
+        sampler.start()
+        sup.wait("orders flowing", lambda: output.count() >= 100, 90)
+        _outage(broker, 20, lambda: None)
+        assert sup.proc.poll() is None
+        time.sleep(5)  # orders sent after the outage too
+        stop.set()
+        feeder.join(200)
+        assert not failed, failed[:3]
+        assert len(delivered) > 100
+        sup.wait(f"all {len(delivered)} orders", lambda: output.count() >= len(delivered), 180)
+        assert output.ids == delivered  # every order once: nothing lost over the restart
+        # it died (task.timeout.ms) and said so, then was restarted
+        dead = [s for s in seen if s.get("state") in ("ERROR", "NOT_RUNNING", "PENDING_ERROR")]
+        assert dead, sorted({s.get("state") for s in seen})
+        assert all(s["health"] == "STALLED" for s in dead), dead
+        assert any("TaskTimeoutException" in (s.get("last_error") or "") for s in dead), dead
+        back = sup.wait(
+            "health RUNNING again",
+            lambda: (s := sup.status()).get("health") == "RUNNING" and s,
+            60,
+        )
+        assert back["restarts"] >= 1, back
+        assert back["last_restart_at"], back
+        print("\nstatus after the restart:", json.dumps(back, indent=1))
+    finally:
+        stop.set()
+        done.set()
+        output.consumer.close()
+        code = sup.stop()
+    assert code == 0
+    assert "restarted (restart 1)" in sup.log()
 
 
 # Runs the streaming asset in a process of its own (like a Dagster run worker) and writes

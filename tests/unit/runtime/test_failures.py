@@ -57,7 +57,9 @@ def test_abortable_and_retriable_flags_are_honoured():
         Kind.ABORTABLE
     )
     assert classify(KafkaError(KafkaError._INCONSISTENT, retriable=True)) is Kind.RETRIABLE
-    assert classify(KafkaError(KafkaError._INCONSISTENT)) is Kind.FATAL
+    # an unknown broker error is fatal; an unknown local one is transient
+    assert classify(KafkaError(KafkaError.POLICY_VIOLATION)) is Kind.FATAL
+    assert classify(KafkaError(KafkaError._DESTROY_BROKER)) is Kind.RETRIABLE
 
 
 def test_calling_translates_client_errors():
