@@ -185,6 +185,13 @@ class RecordCollector:
                     ) from None
                 self._poll(0.05)
             except KafkaException as exc:
+                err = error_of(exc)
+                if err is not None and err.code() not in _LOCAL_RECORD_CODES:
+                    # not this record: the producer's state (a transaction that must be
+                    # aborted, a fenced or fatally failed producer) refuses every write
+                    if classify(err) is Kind.TASK_MIGRATED:
+                        raise TaskMigratedException(f"writing to {topic} failed: {err}") from exc
+                    raise TaskCorruptedException(f"writing to {topic} failed: {err}") from exc
                 self._refused_locally(topic, key, value, timestamp, exc)
                 return
         self.sent += 1
@@ -375,5 +382,19 @@ _SEVERITY = {TaskCorruptedException: 2, ProductionError: 3, TaskMigratedExceptio
 _PURGED = frozenset(
     code
     for code in (getattr(KafkaError, n, None) for n in ("_PURGE_QUEUE", "_PURGE_INFLIGHT"))
+    if code is not None
+)
+#: what ``produce()`` refuses because of the record itself (the handler decides)
+_LOCAL_RECORD_CODES = _RECORD_CODES | frozenset(
+    code
+    for code in (
+        getattr(KafkaError, n, None)
+        for n in (
+            "_MSG_SIZE_TOO_LARGE",
+            "_INVALID_ARG",
+            "_KEY_SERIALIZATION",
+            "_VALUE_SERIALIZATION",
+        )
+    )
     if code is not None
 )

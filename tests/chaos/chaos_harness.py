@@ -867,6 +867,7 @@ def run_scenario(
         fig.violations.append(f"verification failed: {type(exc).__name__}: {exc}")
     finally:
         cleanup()
+    fig.duration_s = time.monotonic() - fig.began
     if finish:
         fig.finish()
 
@@ -1155,7 +1156,8 @@ class Figures:
 
     def finish(self, *, raise_on_failure: bool = True) -> None:
         """Print, record for the terminal summary, and fail on any problem or violation."""
-        self.duration_s = time.monotonic() - self.began
+        if not self.duration_s:
+            self.duration_s = time.monotonic() - self.began
         self._keep_logs()
         text = self.render()
         print(text)
