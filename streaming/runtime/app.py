@@ -435,21 +435,8 @@ class KafkaStreams:
         return self.host_info, tasks, tps
 
     def _local_stores(self, name: str) -> list[tuple[Any, Any]]:
-        if not self._state.is_running_or_rebalancing():
-            raise InvalidStateStoreException(
-                f"KafkaStreams is not running. State is {self._state.name}."
-            )
-        from streaming.runtime.active_task import RUNNING
-
-        out = []
-        for thread in list(self.threads):
-            for task in list(thread.tasks.values()):
-                if task.state != RUNNING:
-                    continue
-                store = task.stream_task.context.stores.get(name)
-                if store is not None:
-                    out.append((thread.lock, store))
-        return out
+        """(owning stream thread's lock, store) of every running local task of ``name``."""
+        return [(lock, store) for _partition, lock, store in self._local_partition_stores(name)]
 
     def _local_partition_stores(self, name: str) -> list[tuple[int, Any, Any]]:
         """(partition, owning stream thread's lock, store) of every running local task of
