@@ -25,22 +25,11 @@ from dagster import (
 from assets import domain
 from assets.streams.apps import STREAM_APPS
 from assets.streams.config import StreamAppConfig
+from assets.streams.monitor import HEALTH_FIELDS
 from resources.kafka import KafkaResource
 from resources.stream_apps import StreamAppsResource
 
 BAD_STATES = {"ERROR", "PENDING_ERROR", "NOT_RUNNING"}
-# the supervisor's health fields (assets.streams.supervisor.AppHealth), copied when set
-HEALTH_FIELDS = (
-    "health",
-    "stalled_since",
-    "stalled_for_s",
-    "stall_reason",
-    "restarts",
-    "last_error",
-    "last_error_at",
-    "last_restart_at",
-    "last_stall_s",
-)
 
 
 def app_health(

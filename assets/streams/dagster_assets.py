@@ -43,6 +43,7 @@ from assets import domain
 from assets.streams import kappa, monitor
 from assets.streams.apps import STREAM_APPS, StreamApp
 from assets.streams.config import StreamAppConfig
+from assets.streams.monitor import HEALTH_FIELDS
 from resources.kafka import KafkaResource
 from resources.stream_apps import StreamAppsResource
 from streaming.dsl.processors.window_aggregate import (
@@ -175,19 +176,6 @@ def _status_metadata(status: dict[str, Any]) -> dict[str, Any]:
         if status.get(field) is not None:
             meta[field] = status[field]
     return meta
-
-
-HEALTH_FIELDS = (
-    "health",
-    "stalled_since",
-    "stalled_for_s",
-    "stall_reason",
-    "restarts",
-    "last_error",
-    "last_error_at",
-    "last_restart_at",
-    "last_stall_s",
-)
 
 
 def build_stream_asset(app: StreamApp) -> Any:

@@ -23,6 +23,19 @@ from typing import Any
 
 import orjson
 
+#: the supervisor's health fields (assets.streams.supervisor.AppHealth), copied when set
+HEALTH_FIELDS = (
+    "health",
+    "stalled_since",
+    "stalled_for_s",
+    "stall_reason",
+    "restarts",
+    "last_error",
+    "last_error_at",
+    "last_restart_at",
+    "last_stall_s",
+)
+
 
 def _client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
     return {"bootstrap.servers": bootstrap, **extra}
