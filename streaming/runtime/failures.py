@@ -56,12 +56,13 @@ class TaskTimeoutException(StreamsException):
     """A retriable failure lasted longer than ``task.timeout.ms``."""
 
 
-def _codes(*names: str) -> frozenset[int]:
+def codes(*names: str) -> frozenset[int]:
+    """The codes of the ``KafkaError`` names this librdkafka knows."""
     return frozenset(getattr(KafkaError, name) for name in names if hasattr(KafkaError, name))
 
 
 #: the producer's epoch or identity is no longer valid: a new producer is needed
-MIGRATED_CODES = _codes(
+MIGRATED_CODES = codes(
     "_FENCED",
     "PRODUCER_FENCED",
     "INVALID_PRODUCER_EPOCH",
@@ -76,7 +77,7 @@ MIGRATED_CODES = _codes(
 )
 
 #: nothing the runtime can do about these: a person must change something
-FATAL_CODES = _codes(
+FATAL_CODES = codes(
     "TOPIC_AUTHORIZATION_FAILED",
     "GROUP_AUTHORIZATION_FAILED",
     "CLUSTER_AUTHORIZATION_FAILED",
@@ -95,7 +96,7 @@ FATAL_CODES = _codes(
 )
 
 #: transient: the same call succeeds once the cluster has recovered
-RETRIABLE_CODES = _codes(
+RETRIABLE_CODES = codes(
     "_TRANSPORT",
     "_ALL_BROKERS_DOWN",
     "_DESTROY_BROKER",
@@ -149,7 +150,7 @@ RETRIABLE_CODES = _codes(
 )
 
 #: a write of one record the broker refused: the production exception handler decides
-RECORD_CODES = _codes(
+RECORD_CODES = codes(
     "INVALID_TIMESTAMP",
     "MSG_SIZE_TOO_LARGE",
     "INVALID_RECORD",

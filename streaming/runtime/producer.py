@@ -29,6 +29,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from streaming.runtime import errors
 from streaming.runtime.failures import (
+    RECORD_CODES,
     RECORD_HINTS,
     Kind,
     RetriableStreamsException,
@@ -36,6 +37,7 @@ from streaming.runtime.failures import (
     TaskMigratedException,
     calling,
     classify,
+    codes,
     error_of,
 )
 from streaming.runtime.partitioner import default_partition
@@ -362,39 +364,9 @@ class RecordCollector:
             )
 
 
-_RECORD_CODES = frozenset(
-    code
-    for code in (
-        getattr(KafkaError, name, None)
-        for name in (
-            "INVALID_TIMESTAMP",
-            "MSG_SIZE_TOO_LARGE",
-            "INVALID_RECORD",
-            "CORRUPT_MESSAGE",
-            "INVALID_MSG",
-            "INVALID_MSG_SIZE",
-            "RECORD_LIST_TOO_LARGE",
-        )
-    )
-    if code is not None
-)
+#: a write the broker refused because of the record itself (the handler decides)
+_RECORD_CODES = frozenset(code for code in RECORD_CODES if code >= 0)
 _SEVERITY = {TaskCorruptedException: 2, ProductionError: 3, TaskMigratedException: 4}
-_PURGED = frozenset(
-    code
-    for code in (getattr(KafkaError, n, None) for n in ("_PURGE_QUEUE", "_PURGE_INFLIGHT"))
-    if code is not None
-)
+_PURGED = codes("_PURGE_QUEUE", "_PURGE_INFLIGHT")
 #: what ``produce()`` refuses because of the record itself (the handler decides)
-_LOCAL_RECORD_CODES = _RECORD_CODES | frozenset(
-    code
-    for code in (
-        getattr(KafkaError, n, None)
-        for n in (
-            "_MSG_SIZE_TOO_LARGE",
-            "_INVALID_ARG",
-            "_KEY_SERIALIZATION",
-            "_VALUE_SERIALIZATION",
-        )
-    )
-    if code is not None
-)
+_LOCAL_RECORD_CODES = RECORD_CODES | codes("_INVALID_ARG")
