@@ -697,7 +697,7 @@ class StreamThread(threading.Thread):
         self._needs_rewind.update(partitions)
 
     def _rewind_to_committed(self) -> None:
-        partitions = [tp for tp in self._needs_rewind if tp in set(self.assigned)]
+        partitions = list(self._needs_rewind.intersection(self.assigned))
         if not partitions:
             self._needs_rewind.clear()
             return
