@@ -68,6 +68,12 @@ ENRICHED_ORDERS = "enriched-orders"
 FRAUD_ALERTS = "fraud-alerts"
 CLICK_SESSIONS = "click-sessions"
 ORDERS_DEDUPED = "orders-deduped"
+# The records a windowed application dropped as late, one per (record, window):
+# "<app>-late" (assets/streams/late.py); reconciliation explains differences with them.
+LATE_SUFFIX = "-late"
+REVENUE_LATE = "windowed-revenue" + LATE_SUFFIX
+FRAUD_LATE = "fraud-alerts" + LATE_SUFFIX
+LATE_TOPICS = (REVENUE_LATE, FRAUD_LATE)
 DERIVED_TOPICS = (
     REVENUE_5M,
     REVENUE_HOPPING,
@@ -75,6 +81,7 @@ DERIVED_TOPICS = (
     FRAUD_ALERTS,
     CLICK_SESSIONS,
     ORDERS_DEDUPED,
+    *LATE_TOPICS,
 )
 DEAD_LETTER_SUFFIX = "-dlq"
 # Stream applications (assets/streams); each writes undecodable input to "<app>-dlq".
@@ -174,6 +181,14 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "event_time": "int",
     },
 }
+LATE_SCHEMA = {
+    "result": "str",
+    "window_start": "int",
+    "window_end": "int",
+    "stream_time": "int",
+    **SCHEMAS[ORDERS],
+}
+SCHEMAS.update({topic: LATE_SCHEMA for topic in LATE_TOPICS})
 REQUIRED: dict[str, tuple[str, ...]] = {
     ORDERS: ("order_id", "customer_id", "amount", "region", "event_time"),
     CUSTOMERS: ("customer_id",),
@@ -185,12 +200,14 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     FRAUD_ALERTS: ("rule", "customer_id"),
     CLICK_SESSIONS: ("user_id", "session_start", "session_end"),
     ORDERS_DEDUPED: ("order_id", "event_time"),
+    **{topic: ("result", "window_start", "event_time") for topic in LATE_TOPICS},
 }
 # The column whose hour places a record in the lake (falls back to the record timestamp).
 EVENT_TIME_COLUMN: dict[str, str] = {
     REVENUE_5M: "window_start",
     REVENUE_HOPPING: "window_start",
     CLICK_SESSIONS: "session_start",
+    **{topic: "window_start" for topic in LATE_TOPICS},
 }
 
 

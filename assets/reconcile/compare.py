@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,16 +55,18 @@ def compare_keyed(
     values: Sequence[str] = (),
     late: pd.DataFrame | None = None,
     count_column: str | None = None,
+    late_values: Mapping[str, str] | None = None,
     tolerance: Tolerance | None = None,
     worst_limit: int = 20,
 ) -> Reconciliation:
     """Compare ``stream`` with ``batch`` on ``keys`` (and ``values``, if any).
 
-    ``late`` (columns ``keys`` + ``late_count``) explains differences: a key the stream
-    lacks, or whose ``count_column`` is lower than batch by at most the late records of
-    that key, is *explained by late data* (the stream dropped records beyond the grace).
-    Everything else that differs is *unexplained*; ``tolerance`` decides how much of it
-    passes.
+    ``late`` (columns ``keys`` + ``late_count`` and the columns ``late_values`` names)
+    holds the records the stream dropped as late. A differing key is *explained by late
+    data* when the stream's shortfall is exactly what it dropped: ``count_column`` lower
+    than batch by ``late_count`` and each value ``v`` lower by ``late[late_values[v]]``
+    (without ``count_column``: a key the stream lacks that has late records). Everything else
+    that differs is *unexplained*; ``tolerance`` decides how much of it passes.
     """
     tolerance = tolerance or Tolerance()
     keys = list(keys)
@@ -76,15 +78,19 @@ def compare_keyed(
             if pd.api.types.is_numeric_dtype(frame[key]):
                 frame[key] = frame[key].astype("int64")
     merged = b.merge(s, on=keys, how="outer", suffixes=("_batch", "_stream"), indicator=True)
+    late_values = dict(late_values or {})
+    late_columns = ["late_count", *late_values.values()]
     if late is not None and not late.empty:
-        late_frame = late[[*keys, "late_count"]].copy()
+        late_frame = late[[*keys, *late_columns]].copy()
         for key in keys:
             if pd.api.types.is_numeric_dtype(late_frame[key]):
                 late_frame[key] = late_frame[key].astype("int64")
         merged = merged.merge(late_frame, on=keys, how="left")
     else:
-        merged["late_count"] = 0
-    merged["late_count"] = merged["late_count"].fillna(0).astype("int64")
+        for column in late_columns:
+            merged[column] = 0
+    for column in late_columns:
+        merged[column] = merged[column].fillna(0).astype("int64")
 
     status = np.where(
         merged["_merge"] == "left_only",
@@ -103,16 +109,12 @@ def compare_keyed(
         rel = diff / bv.abs().replace(0, np.nan)
         worst_diff = np.fmax(worst_diff, rel.fillna(diff).fillna(np.inf).to_numpy())
     merged["status"] = status
-    explained = np.zeros(len(merged), dtype=bool)
     if count_column is not None:
-        deficit = merged[f"{count_column}_batch"].fillna(0) - merged[
-            f"{count_column}_stream"
-        ].fillna(0)
-        explained = (
-            merged["status"].isin([VALUE_DIFF, MISSING_IN_STREAM])
-            & (deficit > 0)
-            & (deficit <= merged["late_count"])
-        ).to_numpy()
+        short = merged["status"].isin([VALUE_DIFF, MISSING_IN_STREAM]) & (merged["late_count"] > 0)
+        for column, late_column in {count_column: "late_count", **late_values}.items():
+            deficit = merged[f"{column}_batch"].fillna(0) - merged[f"{column}_stream"].fillna(0)
+            short &= deficit == merged[late_column]
+        explained = short.to_numpy()
     else:
         explained = (
             (merged["status"] == MISSING_IN_STREAM) & (merged["late_count"] > 0)

@@ -1,52 +1,31 @@
-"""Which records the stream saw too late: beyond a window's grace period.
+"""The late records a stream application dropped, per key and window, as reconciliation
+uses them to explain a stream result that is lower than the batch recompute.
 
-Kafka Streams drops a record for a window when its stream time (the highest timestamp the
-task has seen) has reached ``window_end + grace``. The lake keeps each record's source
-partition and offset, so the stream time when a record arrived is approximated by the
-highest event time seen before it in its source partition. (The stream's tasks see a
-repartitioned mix, so this is a close approximation, not the exact drop decision.)
+The stream applications report them themselves (``assets.streams.late``): one record per
+dropped (order, window) on ``<application>-late``, written in the same transaction as the
+windowed results. The lake lands those topics like any other, placed by window start.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
-from assets import domain
-
-
-def flag_late(
-    records: pd.DataFrame,
-    *,
-    size_ms: int = domain.REVENUE_WINDOW_MS,
-    grace_ms: int = domain.REVENUE_GRACE_MS,
-    time_column: str = "event_time",
-) -> pd.DataFrame:
-    """``records`` with ``window_start``, ``stream_time`` and ``late`` columns added."""
-    frame = records.sort_values(["_partition", "_offset"], kind="stable").copy()
-    times = frame[time_column].astype("int64")
-    frame["window_start"] = times - times % size_ms
-    previous_max = frame.groupby("_partition")[time_column].transform(lambda s: s.cummax().shift(1))
-    frame["stream_time"] = previous_max
-    frame["late"] = (frame["window_start"] + size_ms + grace_ms) <= previous_max.fillna(-1)
-    return frame
+LATE_COLUMNS = ["window_start", "late_count", "late_cents", "max_lateness_ms"]
 
 
 def late_report(
-    orders: pd.DataFrame,
+    late_records: pd.DataFrame,
+    result: str,
     *,
     key: str = "region",
-    size_ms: int = domain.REVENUE_WINDOW_MS,
-    grace_ms: int = domain.REVENUE_GRACE_MS,
     value_column: str = "amount",
 ) -> pd.DataFrame:
-    """Late records per ``(key, window_start)``: ``late_count``, ``late_cents``, max lateness."""
-    columns = [key, "window_start", "late_count", "late_cents", "max_lateness_ms"]
-    if orders.empty:
+    """Dropped records of ``result`` per ``(key, window_start)``: ``late_count``,
+    ``late_cents`` and the largest lateness (stream time minus event time)."""
+    columns = [key, *LATE_COLUMNS]
+    if late_records.empty:
         return pd.DataFrame(columns=columns)
-    flagged = flag_late(orders, size_ms=size_ms, grace_ms=grace_ms)
-    late = flagged[flagged["late"]].copy()
+    late = late_records[late_records["result"] == result].copy()
     if late.empty:
         return pd.DataFrame(columns=columns)
     late["cents"] = (late[value_column] * 100).round().astype("int64")
@@ -57,14 +36,3 @@ def late_report(
         max_lateness_ms=("lateness", "max"),
     )
     return grouped[columns]
-
-
-def summarize(report: pd.DataFrame) -> dict[str, Any]:
-    """Totals of a ``late_report``."""
-    if report.empty:
-        return {"late_records": 0, "late_windows": 0, "late_revenue": 0.0}
-    return {
-        "late_records": int(report["late_count"].sum()),
-        "late_windows": len(report),
-        "late_revenue": float(report["late_cents"].sum()) / 100,
-    }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pandas as pd
 
 from assets import domain
@@ -40,6 +41,30 @@ def _batch(result: str, hour: str, lake: Path | None) -> pd.DataFrame:
     return frame
 
 
+def _late_records(topic: str, start: int, lake: Path | None) -> pd.DataFrame:
+    """What the stream reported dropping as late for windows starting in the hour."""
+    late = read_topic_hours(topic, _hours(start - HOUR_MS, start + 2 * HOUR_MS), lake)
+    if late.empty:
+        return late
+    return late[(late["window_start"] >= start) & (late["window_start"] < start + HOUR_MS)]
+
+
+def _explainable_bursts(batch_bursts: pd.DataFrame, late: pd.DataFrame) -> pd.DataFrame:
+    """Batch burst alerts the stream could not raise: without the records it dropped as
+    late, the customer's window held no more than the limit (``rule``, ``customer_id``,
+    ``ref``, ``late_count``)."""
+    columns = ["rule", "customer_id", "ref", "late_count"]
+    per_window = late_report(late, "rapid_burst", key="customer_id")
+    if batch_bursts.empty or per_window.empty:
+        return pd.DataFrame(columns=columns)
+    counts = batch_bursts["evidence"].map(lambda e: orjson.loads(e)["count"])
+    bursts = batch_bursts.assign(count=counts).merge(
+        per_window, on=["customer_id", "window_start"], how="inner"
+    )
+    bursts = bursts[bursts["count"] - bursts["late_count"] <= domain.BURST_MAX_ORDERS]
+    return bursts.assign(ref=bursts["window_start"].astype("int64").astype(str))[columns]
+
+
 def _closed(frame: pd.DataFrame, end_column: str, wait_ms: int, watermark: int | None) -> pd.Series:
     if watermark is None:
         return pd.Series(True, index=frame.index)
@@ -72,16 +97,7 @@ def reconcile_revenue(
     batch = _batch(result, lake_hour, lake)
     stream = read_topic_hours(topic, [lake_hour], lake)
     stream = stream[(stream["window_start"] >= start) & (stream["window_start"] < start + HOUR_MS)]
-    orders = read_topic_hours(domain.ORDERS, _hours(start - HOUR_MS, start + 2 * HOUR_MS), lake)
-    late = late_report(orders, size_ms=domain.REVENUE_WINDOW_MS)
-    if hopping and not late.empty:
-        # A late record of a 5-minute slot is late for the two hopping windows covering it.
-        shifted = late.assign(window_start=late["window_start"] - domain.HOPPING_ADVANCE_MS)
-        late = (
-            pd.concat([late, shifted])
-            .groupby(["region", "window_start"], as_index=False)[["late_count", "late_cents"]]
-            .sum()
-        )
+    late = late_report(_late_records(domain.REVENUE_LATE, start, lake), result)
     grace = domain.REVENUE_GRACE_MS
     closed_batch = _closed(batch, "window_end", grace, watermark_ms)
     closed_stream = _closed(stream, "window_end", grace, watermark_ms)
@@ -93,18 +109,11 @@ def reconcile_revenue(
         values=REVENUE_VALUES,
         late=late,
         count_column="order_count",
+        late_values={"revenue_cents": "late_cents"},
         tolerance=tolerance,
     )
     report.stats["pending_windows"] = int((~closed_batch).sum())
-    report.stats["late_records"] = (
-        int(
-            late[(late["window_start"] >= start) & (late["window_start"] < start + HOUR_MS)][
-                "late_count"
-            ].sum()
-        )
-        if not late.empty
-        else 0
-    )
+    report.stats["late_records"] = int(late["late_count"].sum()) if not late.empty else 0
     return report
 
 
@@ -140,7 +149,8 @@ def reconcile_fraud(
         batch_bursts = batch_bursts[batch_bursts["window_start"] + wait <= watermark_ms]
         stream_bursts = stream_bursts[stream_bursts["window_start"] + wait <= watermark_ms]
     keys = ["rule", "customer_id", "ref"]
-    point = compare_keyed(
+    late = _explainable_bursts(batch_bursts, _late_records(domain.FRAUD_LATE, start, lake))
+    return compare_keyed(
         "fraud_alerts",
         pd.concat(
             [
@@ -155,9 +165,9 @@ def reconcile_fraud(
             ]
         ),
         keys=keys,
+        late=late,
         tolerance=tolerance,
     )
-    return point
 
 
 def reconcile_sessions(

@@ -23,14 +23,22 @@ class StreamApp:
     stores: tuple[str, ...]  # queryable stores
     # window store whose closed windows are reported (name, window size, grace), if any
     windowed_store: tuple[str, str, str] | None = None
+    # writes the records its windowed aggregations drop as late to "<name>-late"
+    reports_late: bool = False
 
     def input_topics(self, config: StreamAppConfig) -> list[str]:
         """The input topic names under ``config``."""
         return [getattr(config, f) for f in self.inputs]
 
     def output_topics(self, config: StreamAppConfig) -> list[str]:
-        """The output topic names under ``config`` (the dead-letter topic last)."""
-        return [getattr(config, f) for f in self.outputs] + [config.dead_letter_topic(self.name)]
+        """The output topic names under ``config`` (the late-record topic, if any, and the
+        dead-letter topic last)."""
+        late = [config.late_topic(self.name)] if self.reports_late else []
+        return (
+            [getattr(config, f) for f in self.outputs]
+            + late
+            + [config.dead_letter_topic(self.name)]
+        )
 
     def window_size_and_grace(self, config: StreamAppConfig) -> tuple[int, int] | None:
         """(size, grace) in ms of the reported window store, if the app has one."""
@@ -52,6 +60,7 @@ STREAM_APPS: dict[str, StreamApp] = {
             ("revenue_topic", "hopping_revenue_topic"),
             (revenue.STORE_5M, revenue.STORE_HOPPING),
             (revenue.STORE_5M, "revenue_window_ms", "revenue_grace_ms"),
+            reports_late=True,
         ),
         StreamApp(
             enriched.APP,
@@ -69,6 +78,7 @@ STREAM_APPS: dict[str, StreamApp] = {
             ("fraud_topic",),
             (fraud.BURST_STORE, fraud.PROFILE_STORE),
             (fraud.BURST_STORE, "burst_window_ms", "burst_grace_ms"),
+            reports_late=True,
         ),
         StreamApp(
             sessions.APP,

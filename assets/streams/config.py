@@ -28,6 +28,8 @@ class StreamAppConfig:
     dedup_topic: str = domain.ORDERS_DEDUPED
     # dead-letter topic of an application: f"{app name}{dead_letter_suffix}"
     dead_letter_suffix: str = domain.DEAD_LETTER_SUFFIX
+    # late-record topic of an application with windows: f"{app name}{late_suffix}"
+    late_suffix: str = domain.LATE_SUFFIX
     revenue_window_ms: int = domain.REVENUE_WINDOW_MS
     revenue_grace_ms: int = domain.REVENUE_GRACE_MS
     hopping_size_ms: int = domain.HOPPING_SIZE_MS
@@ -60,3 +62,7 @@ class StreamAppConfig:
     def dead_letter_topic(self, app: str) -> str:
         """The dead-letter topic of application ``app``."""
         return f"{app}{self.dead_letter_suffix}"
+
+    def late_topic(self, app: str) -> str:
+        """The topic where application ``app`` reports the records it dropped as late."""
+        return f"{app}{self.late_suffix}"

@@ -9,6 +9,8 @@
   (orders joined with the ``customers`` KTable; customers without a profile are skipped:
   they are the enriched-orders application's concern).
 
+Orders the burst count dropped as late go to ``fraud-alerts-late`` (``assets.streams.late``).
+
 Alert value: ``{"rule", "customer_id", "order_id", "amount", "event_time", "window_start",
 "evidence"}`` (``window_start`` null except for bursts) with the rule's evidence as a JSON
 object (amount and threshold; count, window and order ids; location and known locations).
@@ -22,6 +24,7 @@ from typing import Any
 from assets.streams.common import KEY_SERDE, VALUE_SERDE
 from assets.streams.config import StreamAppConfig
 from assets.streams.enriched import customers_table, orders_by_customer
+from assets.streams.late import report_late
 from streaming import Materialized, Produced, StreamsBuilder, TimeWindows, Topology
 
 APP = "fraud-alerts"
@@ -88,9 +91,10 @@ def build_fraud_alerts(config: StreamAppConfig | Mapping[str, Any] | None = None
         }
         return windowed.key, alert("rapid_burst", agg["last"], evidence, window.start)
 
+    burst_windows = TimeWindows.of_size_and_grace(cfg.burst_window_ms, cfg.burst_grace_ms)
     bursts = (
         orders.group_by_key()
-        .windowed_by(TimeWindows.of_size_and_grace(cfg.burst_window_ms, cfg.burst_grace_ms))
+        .windowed_by(burst_windows)
         .aggregate(
             _burst_init,
             _burst_add,
@@ -106,4 +110,5 @@ def build_fraud_alerts(config: StreamAppConfig | Mapping[str, Any] | None = None
     high_value.merge(bursts).merge(new_location).to(
         cfg.fraud_topic, Produced(key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
     )
+    report_late(orders, result="rapid_burst", windows=burst_windows, topic=cfg.late_topic(APP))
     return builder.build()

@@ -3,7 +3,9 @@
 - 5-minute tumbling windows with 1 minute of grace, one final result per window when it
   closes (``EmitStrategy.on_window_close``) -> ``revenue-per-region-5m``;
 - 10-minute windows every 5 minutes, updated eagerly (on every commit) for dashboards
-  -> ``revenue-per-region-hopping``.
+  -> ``revenue-per-region-hopping``;
+- the orders either aggregation dropped as late, one record per dropped window
+  -> ``windowed-revenue-late`` (``assets.streams.late``).
 
 Both read the orders rekeyed by region through one repartition topic. Output key: the
 region; value ``{"region", "window_start", "window_end", "revenue", "order_count",
@@ -26,6 +28,7 @@ from assets.streams.common import (
     order_problem,
 )
 from assets.streams.config import StreamAppConfig
+from assets.streams.late import report_late
 from streaming import (
     EmitStrategy,
     Materialized,
@@ -80,18 +83,17 @@ def build_windowed_revenue(config: StreamAppConfig | Mapping[str, Any] | None = 
     usable = dead_letter_gate(
         orders, order_problem, cfg.dead_letter_topic(APP), cfg.max_event_time_ahead_ms
     )
-    by_region = (
-        usable.select_key(lambda k, v: v["region"])
-        .repartition(
-            Repartitioned(name="orders-by-region", key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
-        )
-        .group_by_key()
+    rekeyed = usable.select_key(lambda k, v: v["region"]).repartition(
+        Repartitioned(name="orders-by-region", key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
+    )
+    by_region = rekeyed.group_by_key()
+    tumbling = TimeWindows.of_size_and_grace(cfg.revenue_window_ms, cfg.revenue_grace_ms)
+    hopping = TimeWindows.of_size_and_grace(cfg.hopping_size_ms, cfg.revenue_grace_ms).advance_by(
+        cfg.hopping_advance_ms
     )
     out = Produced(key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
     (
-        by_region.windowed_by(
-            TimeWindows.of_size_and_grace(cfg.revenue_window_ms, cfg.revenue_grace_ms)
-        )
+        by_region.windowed_by(tumbling)
         .emit_strategy(EmitStrategy.on_window_close())
         .aggregate(_init, _add, Materialized.as_(STORE_5M).with_value_serde(VALUE_SERDE))
         .to_stream()
@@ -99,14 +101,15 @@ def build_windowed_revenue(config: StreamAppConfig | Mapping[str, Any] | None = 
         .to(cfg.revenue_topic, out)
     )
     (
-        by_region.windowed_by(
-            TimeWindows.of_size_and_grace(cfg.hopping_size_ms, cfg.revenue_grace_ms).advance_by(
-                cfg.hopping_advance_ms
-            )
-        )
+        by_region.windowed_by(hopping)
         .aggregate(_init, _add, Materialized.as_(STORE_HOPPING).with_value_serde(VALUE_SERDE))
         .to_stream()
         .map(_publish)
         .to(cfg.hopping_revenue_topic, out)
     )
+    late_topic = cfg.late_topic(APP)
+    report_late(
+        rekeyed, result="revenue_5m", windows=tumbling, topic=late_topic, final_store=STORE_5M
+    )
+    report_late(rekeyed, result="revenue_hopping", windows=hopping, topic=late_topic)
     return builder.build()

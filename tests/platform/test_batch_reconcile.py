@@ -6,6 +6,7 @@ import os
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pandas as pd
@@ -218,22 +219,23 @@ def test_reconciliation_detects_an_injected_difference(lake: tuple[Path, list]) 
     assert AssetKey(["reconcile", "stream_vs_batch"]) in materialized
 
 
-def test_late_data_explains_a_stream_shortfall() -> None:
+def test_late_data_explains_exactly_the_stream_shortfall() -> None:
     from assets.reconcile.compare import compare_keyed
     from assets.reconcile.late import late_report
 
     w = domain.REVENUE_WINDOW_MS
-    # partition 0: on-time orders up to 20 minutes, then one order for the first window
-    orders = pd.DataFrame(
+    # what the stream reported dropping: one EU order of window 0 (and one of another result)
+    dropped = pd.DataFrame(
         {
-            "region": ["EU", "EU", "EU", "EU"],
-            "amount": [10.0, 20.0, 30.0, 5.0],
-            "event_time": [1_000, 2 * w, 4 * w, 2_000],
-            "_partition": [0, 0, 0, 0],
-            "_offset": [0, 1, 2, 3],
+            "result": ["revenue_5m", "revenue_hopping"],
+            "region": ["EU", "EU"],
+            "amount": [5.0, 7.0],
+            "event_time": [2_000, 2_000],
+            "window_start": [0, 0],
+            "stream_time": [4 * w, 4 * w],
         }
     )
-    late = late_report(orders)
+    late = late_report(dropped, "revenue_5m")
     assert late.to_dict("records") == [
         {
             "region": "EU",
@@ -249,27 +251,28 @@ def test_late_data_explains_a_stream_shortfall() -> None:
     stream = pd.DataFrame(
         {"region": ["EU"], "window_start": [0], "revenue_cents": [1000], "order_count": [1]}
     )
-    report = compare_keyed(
-        "r",
-        stream,
-        batch,
-        keys=["region", "window_start"],
-        values=["revenue_cents", "order_count"],
-        late=late,
-        count_column="order_count",
-    )
+
+    def compare(stream: pd.DataFrame) -> Any:
+        return compare_keyed(
+            "r",
+            stream,
+            batch,
+            keys=["region", "window_start"],
+            values=["revenue_cents", "order_count"],
+            late=late,
+            count_column="order_count",
+            late_values={"revenue_cents": "late_cents"},
+        )
+
+    report = compare(stream)
     assert report.passed and report.stats["explained_by_late_data"] == 1
-    stream_short_by_two = stream.assign(order_count=0)
-    report = compare_keyed(
-        "r",
-        stream_short_by_two,
-        batch,
-        keys=["region", "window_start"],
-        values=["revenue_cents", "order_count"],
-        late=late,
-        count_column="order_count",
-    )
-    assert not report.passed and report.stats["unexplained"] == 1
+    # short by two orders, or by the right count but another amount: not the late order
+    for wrong in (stream.assign(order_count=0), stream.assign(revenue_cents=900)):
+        report = compare(wrong)
+        assert not report.passed and report.stats["unexplained"] == 1
+    # the whole window dropped: explained only if everything in it was late
+    report = compare(stream.iloc[0:0])
+    assert report.stats["unexplained"] == 1
 
 
 def test_reconciliation_asset_leaves_open_windows_and_sessions_out(

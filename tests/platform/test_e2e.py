@@ -100,6 +100,7 @@ def test_stream_and_batch_agree_for_the_hour(broker, tmp_path: Path) -> None:
     assert revenue["closed_window_watermark"] >= T0 + 3_600_000
 
     derived = [t for app in STREAM_APPS.values() for t in app.output_topics(StreamAppConfig())[:-1]]
+    assert set(domain.LATE_TOPICS) <= set(derived)
     sink_topics(bootstrap, [*domain.RAW_TOPICS, *derived], lake)
     for result in ("revenue_5m", "revenue_hopping", "fraud_alerts", "click_sessions"):
         recompute(result, HOUR, lake)
@@ -116,21 +117,11 @@ def test_stream_and_batch_agree_for_the_hour(broker, tmp_path: Path) -> None:
     assert reports["click_sessions"].stats["unexplained"] == 0, reports["click_sessions"].worst
     assert reports["click_sessions"].stats["matched"] >= 5
 
-    # fraud: point rules agree exactly; a burst only the batch sees counted a late order
-    # (injected late events arrive minutes after their event time; the stream dropped them)
+    # the stream reported what it dropped as late, and that explains every burst only
+    # the batch raised (the injected late orders arrive minutes after their event time)
+    assert reports["revenue_5m"].stats["late_records"] > 0
     fraud = reports["fraud_alerts"]
-    late_orders = {}
-    for e in events:
-        if e.topic == domain.ORDERS:
-            row = domain.parse_record(domain.ORDERS, e.value)
-            if row is not None and e.emit_ms - row["event_time"] > domain.REVENUE_GRACE_MS:
-                late_orders.setdefault(row["customer_id"], []).append(row["event_time"])
-    differing = fraud.table[fraud.table["status"] != "match"]
     assert fraud.stats["matched"] >= 100
-    for row in differing.itertuples():
-        assert row.rule == "rapid_burst" and row.status == "missing_in_stream", row
-        start = int(row.ref)
-        assert any(
-            start <= t < start + domain.BURST_WINDOW_MS
-            for t in late_orders.get(row.customer_id, [])
-        ), row
+    assert fraud.stats["unexplained"] == 0, fraud.worst
+    differing = fraud.table[fraud.table["status"] != "match"]
+    assert set(differing["rule"]) <= {"rapid_burst"}

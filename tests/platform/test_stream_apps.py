@@ -139,6 +139,18 @@ def test_windowed_revenue(driver_for: Any) -> None:
         ("EU", win("EU", 10 * M, ten, 100, 1), 11 * M),
     ]
     assert rows(dlq) == [("bad", {"region": "EU"}, 5)]
+    # what each aggregation dropped, reported per window with its stream time
+    late = d.create_output_topic("windowed-revenue-late", key_serde=S, value_serde=J)
+
+    def dropped(oid: str, amount: float, t: int, result: str, size: int, now: int) -> Any:
+        extra = {"result": result, "window_start": 0, "window_end": size, "stream_time": now}
+        return ("EU", {**order(oid, "c1", amount, t), **extra}, t)
+
+    assert rows(late) == [
+        dropped("o5", 100, 4 * M + 1, "revenue_5m", five, 7 * M),
+        dropped("o7", 1000, 3 * M, "revenue_5m", five, 11 * M),
+        dropped("o7", 1000, 3 * M, "revenue_hopping", ten, 11 * M),
+    ]
     # the live values are queryable
     store = d.get_window_store("revenue-5m-store")
     assert store.fetch("EU", 10 * M) == {"revenue_cents": 100, "order_count": 1}
