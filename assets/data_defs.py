@@ -7,8 +7,9 @@
 - ``DBT_ASSETS``: ``dbt/<model>`` (staging + marts); dbt tests are asset checks
 - ``GX_CHECKS``: Great Expectations suites on ``lake/orders``, ``lake/customers``,
   ``lake/enriched-orders``, ``lake/revenue-per-region-5m``, ``lake/orders-deduped``
-- ``DATA_ASSETS`` / ``DATA_ASSET_CHECKS``: all of the above; ``BATCH_AND_RECONCILE_JOB``:
-  one hour's batch recompute followed by the reconciliation (for schedules and sensors).
+- ``DATA_ASSETS`` / ``DATA_ASSET_CHECKS``: all of the above; ``HOURLY_JOB_DEF``
+  (``hourly_batch_reconcile``): one hour's run for schedules, sensors and backfills: land
+  what is new in Kafka, recompute the hour in batch, then reconcile it with the stream.
 
 The ``kafka/<topic>`` assets (raw topics and the stream applications' outputs) are defined
 by ``assets/streams``; no resources are needed (settings come from the environment:
@@ -21,38 +22,40 @@ from dagster import AssetSelection, define_asset_job
 
 from assets.batch.dagster_assets import BATCH_ASSETS, HOURLY
 from assets.dbt_assets import DBT_ASSETS
-from assets.keys import RECONCILIATION_KEY
 from assets.lake.dagster_assets import LAKE_ASSETS
 from assets.quality.dagster_checks import GX_CHECKS
 from assets.reconcile.dagster_assets import RECONCILE_ASSETS
+from sensors.hours import HOURLY_JOB
 
 DATA_ASSETS = [*LAKE_ASSETS, *BATCH_ASSETS, *RECONCILE_ASSETS, *DBT_ASSETS]
 DATA_ASSET_CHECKS = [*GX_CHECKS]
 
-BATCH_AND_RECONCILE_JOB = define_asset_job(
-    "batch_and_reconcile",
-    selection=AssetSelection.groups("batch") | AssetSelection.keys(RECONCILIATION_KEY),
-    partitions_def=HOURLY,
-    description="Recompute one hour in batch (PySpark) and reconcile it with the stream.",
+# The lake lands first (upstream of the batch assets), so an hour is never reconciled
+# against whatever was landed by hand; landing is idempotent and locked per topic.
+HOURLY_JOB_DEF = define_asset_job(
+    HOURLY_JOB,
+    selection=AssetSelection.groups("lake", "batch", "reconciliation"),
+    description="Land the lake, recompute one hour in batch (PySpark), reconcile it with the "
+    "stream",
 )
 
 # The names definitions.py reads.
 ASSETS = DATA_ASSETS
 ASSET_CHECKS = DATA_ASSET_CHECKS
-JOBS = [BATCH_AND_RECONCILE_JOB]
+JOBS = [HOURLY_JOB_DEF]
 HOURLY_PARTITIONS = HOURLY
 RESOURCES: dict = {}
 
 __all__ = [
     "ASSETS",
     "ASSET_CHECKS",
-    "BATCH_AND_RECONCILE_JOB",
     "BATCH_ASSETS",
     "DATA_ASSETS",
     "DATA_ASSET_CHECKS",
     "DBT_ASSETS",
     "GX_CHECKS",
     "HOURLY",
+    "HOURLY_JOB_DEF",
     "HOURLY_PARTITIONS",
     "JOBS",
     "LAKE_ASSETS",

@@ -31,12 +31,27 @@ CHECK_NAMES = {name: f"{name}_stream_matches_batch" for name in RECONCILED}
 _WORST_COLUMNS = 8
 
 
+# epoch-millisecond columns, shown as UTC times
+_TIME_COLUMNS = frozenset(
+    {"window_start", "window_end", "session_start", "session_end", "event_time", "stream_time"}
+)
+
+
+def _cell(column: str, value: Any) -> str:
+    if pd.isna(value):
+        return ""
+    if column in _TIME_COLUMNS:
+        return pd.Timestamp(int(value), unit="ms", tz="UTC").strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return str(value)
+
+
 def worst_keys_table(report: Reconciliation) -> Any:
-    """The worst keys of ``report`` as a Dagster table (strings, for any column mix)."""
+    """The worst keys of ``report`` as a Dagster table (strings, for any column mix; times
+    as UTC times)."""
     frame = report.worst
     columns = [c for c in frame.columns if c not in ("severity",)][: _WORST_COLUMNS + 6]
     records = [
-        TableRecord({c: ("" if pd.isna(v) else str(v)) for c, v in row.items()})
+        TableRecord({c: _cell(c, v) for c, v in row.items()})
         for row in frame[columns].to_dict("records")
     ]
     return MetadataValue.table(
@@ -45,8 +60,25 @@ def worst_keys_table(report: Reconciliation) -> Any:
     )
 
 
-def check_result(name: str, report: Reconciliation) -> AssetCheckResult:
-    """The blocking check result of one reconciliation."""
+def is_empty(report: Reconciliation) -> bool:
+    """Neither side has a single key: there was nothing to compare."""
+    return report.stats["batch_rows"] == 0 and report.stats["stream_rows"] == 0
+
+
+def check_result(name: str, report: Reconciliation, hour: str = "") -> AssetCheckResult:
+    """The blocking check result of one reconciliation. An hour without data is reported
+    as such (a failed WARN check, which blocks nothing), never as a pass."""
+    if is_empty(report):
+        return AssetCheckResult(
+            check_name=CHECK_NAMES[name],
+            passed=False,
+            severity=AssetCheckSeverity.WARN,
+            description=(
+                f"{name}: no data for hour {hour}: neither the stream nor the batch has a "
+                "result (no events in the lake for it, or not landed yet)"
+            ),
+            metadata={"no_data": True},
+        )
     return AssetCheckResult(
         check_name=CHECK_NAMES[name],
         passed=report.passed,
@@ -68,6 +100,7 @@ def check_result(name: str, report: Reconciliation) -> AssetCheckResult:
         lake_key(domain.FRAUD_ALERTS),
         lake_key(domain.CLICK_SESSIONS),
         lake_key(domain.ORDERS),
+        *(lake_key(t) for t in domain.LATE_TOPICS),
     ],
     partitions_def=HOURLY,
     group_name="reconciliation",
@@ -77,9 +110,10 @@ def check_result(name: str, report: Reconciliation) -> AssetCheckResult:
         for name in RECONCILED
     ],
     description=(
-        "Lambda reconciliation of one hour: stream results (lake) vs batch recompute. Late "
-        "data beyond the grace is reported and explains differences; the batch result is "
-        "the corrected value."
+        "Lambda reconciliation of one hour: stream results (lake) vs batch recompute. A "
+        "difference is explained only by the records the stream reported dropping as late "
+        "(`<app>-late` topics); the batch result is the corrected value. An hour without "
+        "data is reported as such."
     ),
 )
 def stream_vs_batch(context: AssetExecutionContext) -> Iterator[Any]:
@@ -97,7 +131,7 @@ def stream_vs_batch(context: AssetExecutionContext) -> Iterator[Any]:
                 metadata[f"{name}.{stat}"] = value
     yield MaterializeResult(metadata=metadata)
     for name, report in reports.items():
-        yield check_result(name, report)
+        yield check_result(name, report, context.partition_key)
 
 
 assert set(RECONCILED) <= set(RESULTS)

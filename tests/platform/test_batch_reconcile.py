@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -212,7 +213,12 @@ def test_reconciliation_detects_an_injected_difference(lake: tuple[Path, list]) 
     checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
     failed = checks["revenue_5m_stream_matches_batch"]
     assert not failed.passed
-    assert "worst_keys" in failed.metadata
+    worst = failed.metadata["worst_keys"].value.records
+    # window starts read as UTC times, not epoch milliseconds
+    assert all(
+        re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}", r.data["window_start"])
+        for r in worst
+    )
     assert checks["click_sessions_stream_matches_batch"].passed
     assert not result.success  # the blocking check stops the run
     materialized = {e.asset_key for e in result.get_asset_materialization_events()}
@@ -325,3 +331,25 @@ def test_reconciliation_asset_leaves_open_windows_and_sessions_out(
     meta = {k: v.value for k, v in event.materialization.metadata.items()}
     assert meta["watermark_ms"] == watermark
     assert meta["click_sessions.pending_sessions"] == int((~closed).sum())
+
+
+def test_an_hour_without_data_is_reported_not_passed(lake: tuple[Path, list]) -> None:
+    from assets.lake.paths import hour_of
+
+    empty_hour = hour_of(START_MS + 5 * 3_600_000)
+    partition = f"{empty_hour.replace('T', '-')}:00"
+    instance = DagsterInstance.ephemeral()
+    batch = materialize(
+        BATCH_ASSETS,
+        partition_key=partition,
+        instance=instance,
+        resources={"pyspark": spark_resource()},
+    )
+    assert batch.success
+    result = materialize(RECONCILE_ASSETS, partition_key=partition, instance=instance)
+    checks = result.get_asset_check_evaluations()
+    assert len(checks) == 4
+    for check in checks:
+        assert not check.passed and check.severity.value == "WARN", check
+        assert "no data for hour" in check.description
+    assert result.success  # a WARN check blocks nothing
