@@ -18,7 +18,7 @@ by ``assets/streams``; no resources are needed (settings come from the environme
 
 from __future__ import annotations
 
-from dagster import AssetSelection, define_asset_job
+from dagster import AssetSelection, define_asset_job, in_process_executor
 
 from assets.batch.dagster_assets import BATCH_ASSETS, HOURLY
 from assets.dbt_assets import DBT_ASSETS
@@ -35,6 +35,8 @@ DATA_ASSET_CHECKS = [*GX_CHECKS]
 HOURLY_JOB_DEF = define_asset_job(
     HOURLY_JOB,
     selection=AssetSelection.groups("lake", "batch", "reconciliation"),
+    # one process: every step shares one Spark session (a JVM start costs ~50 s here)
+    executor_def=in_process_executor,
     description="Land the lake, recompute one hour in batch (PySpark), reconcile it with the "
     "stream",
 )

@@ -15,7 +15,16 @@
 3. starts the generator (``python -m assets.generator``, real time) and the stream
    applications (``python -m assets.streams.supervisor``);
 4. serves the Dagster UI: ``dagster dev -w workspace.yaml -p 3000`` with
-   ``DAGSTER_HOME=.dagster`` (instance config from ``platform/dagster.yaml``).
+   ``DAGSTER_HOME=.dagster`` (instance config from ``platform/dagster.yaml``), and prints
+   ``READY`` once the UI answers HTTP (polled) and the code location loaded, with the
+   schedules and sensors and their status. Schedules nobody turned on or off yet are turned
+   on (``--no-schedules`` leaves them as they are; one stopped in the UI stays stopped).
+
+The console stays compact: each child's whole output goes to ``.state/logs/<child>.log``
+(``dagster.log``, ``stream-apps.log``, ``generator.log``); the console gets their warnings
+and errors, and a status line (each stream application's health, rate and lag) every
+``--status-interval`` seconds and whenever an application's health changes. When a child
+exits, the end of its log is printed.
 
 Ctrl-C (or SIGTERM) stops everything in order (UI, generator, stream applications with a
 clean close, broker) and leaves no process behind. Each child runs in its own session so the
@@ -33,6 +42,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -46,6 +56,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 DAGSTER_HOME = REPO / ".dagster"
 STATE_DIR = REPO / ".state"
+#: where the children's output goes, whole (the console gets warnings, errors and a status)
+LOG_DIR = STATE_DIR / "logs"
 #: the local broker's storage (KRaft log dirs and cluster id), kept between runs
 KAFKA_DATA_DIR = STATE_DIR / "kafka"
 #: the Kafka cluster the stream state under ``STATE_DIR`` belongs to
@@ -58,9 +70,29 @@ def _log(message: str) -> None:
     print(f"[run] {message}", flush=True)
 
 
+def log_path(name: str, log_dir: Path | None = None) -> Path:
+    """The log file of child ``name`` (``stream apps`` -> ``stream-apps.log``)."""
+    return (log_dir or LOG_DIR) / f"{name.replace(' ', '-')}.log"
+
+
 def _start(name: str, cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
-    _log(f"starting {name}: {' '.join(cmd)}")
-    return subprocess.Popen(cmd, cwd=REPO, env=env, start_new_session=True)
+    """Start a child in its own session; its output goes to its log file, and its warnings
+    and errors to the console too (``LogPump``)."""
+    path = log_path(name)
+    _log(f"starting {name} (log: {path.relative_to(REPO) if path.is_relative_to(REPO) else path})")
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
+    LogPump(name, proc.stdout, path).start()
+    return proc
 
 
 def _stop(name: str, proc: subprocess.Popen, sig: int, timeout: float) -> None:
@@ -165,12 +197,31 @@ def describe_topics(bootstrap: str, timeout: float = 10.0) -> tuple[str | None, 
         consumer.close()
 
 
+def partitions_start_hour(state_dir: Path = STATE_DIR, now_ms: int | None = None) -> str:
+    """The first hourly partition: the hour of the platform's first data, recorded in
+    ``first-hour.txt`` on the first start (``--fresh`` forgets it) as the hour the
+    generator's latest late events may fall into; the Dagster key ``YYYY-MM-DD-HH:00``."""
+    marker = state_dir / "first-hour.txt"
+    try:
+        return marker.read_text().strip()
+    except OSError:
+        pass
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    from assets.generator import GeneratorConfig
+
+    first = now_ms - GeneratorConfig.late_max_ms
+    key = time.strftime("%Y-%m-%d-%H:00", time.gmtime(first // 1000))
+    state_dir.mkdir(parents=True, exist_ok=True)
+    marker.write_text(key + "\n")
+    return key
+
+
 def follow_cluster(
     cluster_id: str | None, new_broker: bool, state_dir: Path = STATE_DIR
 ) -> list[str]:
     """Keep the stream applications' local state only if it belongs to ``cluster_id``.
 
-    The state (every folder under ``state_dir`` but ``kafka/``: ``supervisor/`` and the
+    The state (every folder under ``state_dir`` but ``kafka/`` and ``logs/``: ``supervisor/`` and the
     Dagster runs' ``run-*/``) refers to changelogs and offsets of the cluster recorded in
     ``kafka-cluster.json``; on another cluster (or a new broker when nothing was recorded)
     it is deleted. Records ``cluster_id``; returns what happened, for the terminal."""
@@ -180,7 +231,11 @@ def follow_cluster(
     except (OSError, ValueError):
         previous = None
     stale = (
-        [p for p in sorted(state_dir.iterdir()) if p.is_dir() and p.name != KAFKA_DATA_DIR.name]
+        [
+            p
+            for p in sorted(state_dir.iterdir())
+            if p.is_dir() and p.name not in (KAFKA_DATA_DIR.name, LOG_DIR.name)
+        ]
         if state_dir.is_dir()
         else []
     )
@@ -253,6 +308,12 @@ def clean_state(
     return True
 
 
+def _some(items: list[str], most: int = 12) -> str:
+    """``items`` joined, at most ``most`` of them (then how many more)."""
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
 def _report_broker(
     bootstrap: str, new: bool | None, data_dir: Path | None
 ) -> tuple[str | None, dict[str, int]]:
@@ -269,12 +330,12 @@ def _report_broker(
     where = f", data in {data_dir}" if data_dir is not None else ""
     _log(f"{kind} at {bootstrap}: cluster id {cluster_id}{where}")
     if topics:
-        filled = ", ".join(f"{name} ({n} records)" for name, n in topics.items() if n)
-        empty = sorted(name for name, n in topics.items() if not n)
+        filled = _some([f"{name} ({n} records)" for name, n in topics.items() if n])
+        empty = _some(sorted(name for name, n in topics.items() if not n))
         _log(
             f"topics found: {len(topics)}"
             + (f"; {filled}" if filled else "")
-            + (f"; empty: {', '.join(empty)}" if empty else "")
+            + (f"; empty: {empty}" if empty else "")
         )
     else:
         _log("topics found: none")
@@ -285,6 +346,275 @@ def generator_command(python: str, bootstrap: str, rate: float) -> list[str]:
     """The generator's command line: real time, events stamped from now on (no
     ``--start-ms``: records older than the topics' retention would be deleted at once)."""
     return [python, "-m", "assets.generator", "--bootstrap", bootstrap, "--rate", str(rate)]
+
+
+# -- the console: log files, a ready line once the UI answers, a compact status --------------
+
+#: the code location and repository of ``workspace.yaml``
+LOCATION = "streamplatform"
+REPOSITORY = "__repository__"
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_LOUD = re.compile(r"\b(WARNING|ERROR|CRITICAL|FATAL|Traceback)\b")
+
+
+def console_worthy(line: str) -> bool:
+    """Whether a child's output line belongs on the console too: a warning or an error (its
+    level within the line's head), or a traceback's first line. The rest is only in the
+    child's log file."""
+    return bool(_LOUD.search(line[:200]))
+
+
+class LogPump(threading.Thread):
+    """Copies a child's output to ``path`` (ANSI colours removed) and the lines ``echo``
+    accepts to the console, prefixed with the child's name."""
+
+    def __init__(
+        self,
+        name: str,
+        stream: Any,
+        path: Path,
+        echo: Callable[[str], bool] = console_worthy,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
+        super().__init__(name=f"log-{name}", daemon=True)
+        self.child, self.stream, self.path, self.echo = name, stream, path, echo
+        self.say = say or _log
+        self.lines = 0
+
+    def run(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as out:
+            for raw in iter(self.stream.readline, b""):
+                line = _ANSI.sub("", raw.decode("utf-8", errors="replace")).rstrip()
+                out.write(line + "\n")
+                out.flush()
+                self.lines += 1
+                if line and self.echo(line):
+                    self.say(f"{self.child}: {line}")
+
+
+def tail(path: Path, lines: int = 15) -> list[str]:
+    """The last ``lines`` lines of ``path`` (none when it does not exist)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+    except OSError:
+        return []
+
+
+def ui_answers(url: str, timeout: float = 2.0) -> bool:
+    """Whether the Dagster webserver at ``url`` answers HTTP (``/server_info`` with 200)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{url}/server_info", timeout=timeout) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def graphql(url: str, query: str, variables: dict | None = None, timeout: float = 30.0) -> dict:
+    """``data`` of a GraphQL request to the webserver at ``url`` (raises on errors)."""
+    import urllib.request
+
+    body = json.dumps({"query": query, "variables": variables or {}}).encode()
+    request = urllib.request.Request(
+        f"{url}/graphql", data=body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        doc = json.loads(response.read())
+    if doc.get("errors"):
+        raise RuntimeError(f"GraphQL error: {doc['errors'][0].get('message')}")
+    return doc["data"]
+
+
+LOCATIONS_QUERY = """
+query PlatformLocations {
+  workspaceOrError {
+    __typename
+    ... on Workspace {
+      locationEntries {
+        name
+        loadStatus
+        locationOrLoadError { __typename ... on PythonError { message } }
+      }
+    }
+  }
+}
+"""
+
+INSTIGATORS_QUERY = """
+query PlatformInstigators($selector: RepositorySelector!) {
+  repositoryOrError(repositorySelector: $selector) {
+    __typename
+    ... on Repository {
+      schedules {
+        name
+        canReset
+        scheduleState { status }
+        futureTicks(limit: 1) { results { timestamp } }
+      }
+      sensors { name sensorState { status } }
+    }
+  }
+}
+"""
+
+START_SCHEDULE_MUTATION = """
+mutation PlatformStartSchedule($selector: ScheduleSelector!) {
+  startSchedule(scheduleSelector: $selector) {
+    __typename
+    ... on ScheduleStateResult { scheduleState { status } }
+    ... on PythonError { message }
+    ... on UnauthorizedError { message }
+  }
+}
+"""
+
+
+def location_status(url: str, location: str = LOCATION) -> tuple[str, str | None]:
+    """(load status, load error) of ``location`` in the webserver's workspace."""
+    data = graphql(url, LOCATIONS_QUERY)["workspaceOrError"]
+    for entry in data.get("locationEntries", []):
+        if entry["name"] == location:
+            error = entry.get("locationOrLoadError") or {}
+            return entry["loadStatus"], error.get("message")
+    return "MISSING", None
+
+
+def instigators(url: str) -> dict[str, Any]:
+    """The repository's schedules and sensors as the webserver reports them."""
+    selector = {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY}
+    data = graphql(url, INSTIGATORS_QUERY, {"selector": selector})["repositoryOrError"]
+    if data["__typename"] != "Repository":
+        raise RuntimeError(f"repository {REPOSITORY}@{LOCATION}: {data['__typename']}")
+    return data
+
+
+def start_default_schedules(url: str) -> tuple[list[str], list[str]]:
+    """Turn on the schedules nobody turned on or off yet (their state is still the one
+    declared in code, STOPPED); a schedule stopped in the UI stays stopped. Returns the
+    names started and the names left stopped by someone."""
+    started, kept = [], []
+    for schedule in instigators(url)["schedules"]:
+        if schedule["scheduleState"]["status"] == "RUNNING":
+            continue
+        if schedule["canReset"]:  # stopped in the UI (or the CLI): that choice stays
+            kept.append(schedule["name"])
+            continue
+        selector = {
+            "repositoryLocationName": LOCATION,
+            "repositoryName": REPOSITORY,
+            "scheduleName": schedule["name"],
+        }
+        result = graphql(url, START_SCHEDULE_MUTATION, {"selector": selector})["startSchedule"]
+        if result["__typename"] != "ScheduleStateResult":
+            raise RuntimeError(f"could not start {schedule['name']}: {result.get('message')}")
+        started.append(schedule["name"])
+    return started, kept
+
+
+def _next_tick(schedule: dict[str, Any]) -> str:
+    ticks = (schedule.get("futureTicks") or {}).get("results") or []
+    if not ticks or ticks[0].get("timestamp") is None:
+        return ""
+    at = time.gmtime(ticks[0]["timestamp"])
+    return f", next {time.strftime('%Y-%m-%d %H:%M', at)} UTC"
+
+
+def ready_lines(
+    url: str,
+    waited_s: float,
+    location: tuple[str, str | None],
+    repo: dict[str, Any] | None,
+    started: list[str],
+    kept: list[str],
+    schedules_on: bool,
+    log_dir: Path,
+) -> list[str]:
+    """The READY line (the UI answers; schedules and sensors) and where the logs are."""
+    load, error = location
+    if load == "LOADED" and not error:
+        where = f"code location {LOCATION} loaded"
+    elif error:
+        where = f"code location {LOCATION} FAILED to load: {error.strip().splitlines()[-1]}"
+    else:
+        where = f"code location {LOCATION} {load} (not loaded yet)"
+    lines = [f"READY: Dagster UI on {url} (answered after {waited_s:.0f} s, {where})"]
+    if repo is not None:
+        parts = []
+        for s in repo["schedules"]:
+            status = s["scheduleState"]["status"]
+            note = " (turned on now)" if s["name"] in started else ""
+            if s["name"] in kept:
+                note = " (stopped in the UI; start it there)"
+            elif status != "RUNNING" and not schedules_on:
+                note = " (make run --no-schedules)"
+            parts.append(
+                f"{s['name']} {status}{note}{_next_tick(s) if status == 'RUNNING' else ''}"
+            )
+        lines.append("schedules: " + ("; ".join(parts) or "none"))
+        sensors = [f"{s['name']} {s['sensorState']['status']}" for s in repo["sensors"]]
+        lines.append("sensors: " + (", ".join(sensors) or "none"))
+    lines.append(
+        f"logs: {log_dir}/<dagster|stream-apps|generator>.log (the console shows warnings, "
+        "errors and a status line); Ctrl-C stops everything"
+    )
+    return lines
+
+
+def status_line(report: dict[str, Any], alive: dict[str, bool]) -> str:
+    """One compact line: each stream application's health, rate and lag (the supervisor's
+    status file), and which children run."""
+    apps = report.get("apps") or {}
+    parts = []
+    for name, s in apps.items():
+        health = s.get("health") or s.get("state") or "?"
+        text = f"{name} {health}"
+        if health == "RUNNING":
+            text += f" {float(s.get('records_per_second') or 0):.1f}/s lag {s.get('consumer_lag_max', 0)}"
+        parts.append(text)
+    line = "stream apps: " + (", ".join(parts) if parts else "no status yet")
+    if report.get("broker_error"):
+        line += f" | Kafka: {report['broker_error']}"
+    line += " | " + ", ".join(f"{n} {'up' if up else 'DOWN'}" for n, up in alive.items())
+    return line
+
+
+def read_stream_status() -> dict[str, Any]:
+    """The supervisor's last status report (empty before its first)."""
+    from assets.streams.supervisor import read_status
+
+    return read_status(STATE_DIR)
+
+
+def announce_ready(url: str, waited_s: float, schedules_on: bool, stop: threading.Event) -> None:
+    """Print the READY line once the UI answers: whether the code location loaded (waiting
+    for it up to 5 minutes), the schedules (turned on first unless ``schedules_on`` is
+    False) and sensors, and where the logs are."""
+    location: tuple[str, str | None] = ("UNKNOWN", None)
+    deadline = time.monotonic() + 300
+    while not stop.is_set():
+        try:
+            location = location_status(url)
+        except Exception as exc:  # the webserver is still starting its GraphQL
+            location = ("UNKNOWN", str(exc))
+        if location[0] == "LOADED" or time.monotonic() > deadline:
+            break
+        stop.wait(2.0)
+    repo = None
+    started: list[str] = []
+    kept: list[str] = []
+    if location[0] == "LOADED" and not location[1]:
+        try:
+            if schedules_on:
+                started, kept = start_default_schedules(url)
+            repo = instigators(url)
+        except Exception as exc:
+            _log(f"WARNING: could not read or start the schedules: {exc}")
+    log_dir = LOG_DIR.relative_to(REPO) if LOG_DIR.is_relative_to(REPO) else LOG_DIR
+    for line in ready_lines(url, waited_s, location, repo, started, kept, schedules_on, log_dir):
+        _log(line)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -309,6 +639,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--yes", action="store_true", help="with --fresh: do not ask")
     parser.add_argument("--keep-lake", action="store_true", help="with --fresh: keep .lake/")
+    parser.add_argument(
+        "--no-schedules",
+        action="store_true",
+        help="leave the schedules as they are (by default make run turns on the ones nobody "
+        "turned on or off in the UI)",
+    )
+    parser.add_argument(
+        "--status-interval",
+        type=float,
+        default=60.0,
+        help="seconds between status lines on the console (also printed when an app's "
+        "health changes)",
+    )
+    parser.add_argument(
+        "--ui-timeout",
+        type=float,
+        default=600.0,
+        help="seconds to wait for the Dagster UI to answer before giving up",
+    )
     args = parser.parse_args(argv)
     kafka_port = args.kafka_port if args.kafka_port is not None else default_kafka_port()
     if args.fresh and not clean_state(fresh_paths(args.keep_lake), assume_yes=args.yes):
@@ -347,8 +696,10 @@ def main(argv: list[str] | None = None) -> int:
         env = {
             **os.environ,
             "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
-            "DAGSTER_HOME": str(prepare_dagster_home()),
+            "DAGSTER_HOME": str(prepare_dagster_home(DAGSTER_HOME)),
             "STREAM_STATE_DIR": str(STATE_DIR),
+            "PLATFORM_PARTITIONS_START": os.environ.get("PLATFORM_PARTITIONS_START")
+            or partitions_start_hour(STATE_DIR),
             "GX_ANALYTICS_ENABLED": "false",
             "PYTHONPATH": os.pathsep.join(
                 p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
@@ -392,6 +743,10 @@ def main(argv: list[str] | None = None) -> int:
                         str(args.port),
                         "-h",
                         "127.0.0.1",
+                        # the services' INFO lines go to the log file only; the run
+                        # workers' console loggers are at INFO (definitions.py), not DEBUG
+                        "--log-level",
+                        "info",
                     ],
                     env,
                 ),
@@ -399,12 +754,48 @@ def main(argv: list[str] | None = None) -> int:
                 60.0,
             )
         )
-        _log(f"Dagster UI on http://127.0.0.1:{args.port}  (Ctrl-C stops everything)")
+        url = f"http://127.0.0.1:{args.port}"
+        _log(f"waiting for the Dagster UI on {url} to answer (it loads the code location first)")
+        began = time.monotonic()
+        ready = False
+        last_note = last_status = began
+        last_health: dict[str, Any] | None = None
         while not stop.wait(1.0):
             for name, proc, _, _ in children:
-                if proc.poll() is not None:
+                if proc.poll() is not None and not stop.is_set():
                     _log(f"{name} exited with {proc.returncode}; stopping the platform")
+                    for line in tail(log_path(name)):
+                        _log(f"  {name}: {line}")
                     stop.set()
+            if stop.is_set():
+                break
+            now = time.monotonic()
+            if not ready:
+                if ui_answers(url):
+                    ready = True
+                    announce_ready(url, now - began, not args.no_schedules, stop)
+                    last_status = time.monotonic()
+                elif now - began > args.ui_timeout:
+                    _log(
+                        f"the Dagster UI did not answer on {url} within {args.ui_timeout:.0f} s; "
+                        f"stopping (see {log_path('dagster')})"
+                    )
+                    for line in tail(log_path("dagster")):
+                        _log(f"  dagster: {line}")
+                    stop.set()
+                elif now - last_note >= 30:
+                    _log(f"still waiting for the Dagster UI ({now - began:.0f} s)")
+                    last_note = now
+                continue
+            report = {} if args.no_stream_apps else read_stream_status()
+            health = {n: a.get("health") for n, a in (report.get("apps") or {}).items()}
+            changed = last_health is not None and health != last_health
+            if changed or now - last_status >= args.status_interval:
+                alive = {name: proc.poll() is None for name, proc, _, _ in children}
+                _log(status_line(report, alive))
+                last_status, last_health = now, health
+            elif last_health is None and health:
+                last_health = health
     finally:
         for name, proc, sig, timeout in reversed(children):
             _stop(name, proc, sig, timeout)

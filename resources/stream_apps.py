@@ -5,6 +5,7 @@ Defaults suit the embedded mode: exactly-once, state under ``.state/`` (env
 """
 
 import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +71,14 @@ class StreamAppsResource(ConfigurableResource):
         application_id: str | None = None,
         config: StreamAppConfig | None = None,
         extra: dict[str, Any] | None = None,
+        query_port: int | None = None,
     ) -> StreamAppRunner:
-        """A runner for application ``app`` with state under ``<state_root>/<instance>``."""
+        """A runner for application ``app`` with state under ``<state_root>/<instance>``.
+
+        Every instance serves interactive queries (on ``query_port``, by default a free
+        port) and registers it as ``application.server``: an instance sharing the
+        supervisor's ``application.id`` answers for its partitions, and each forwards keys
+        it does not host to their owner."""
         settings = RunnerSettings(
             bootstrap_servers=bootstrap_servers,
             state_root=Path(self.state_root),
@@ -89,8 +96,16 @@ class StreamAppsResource(ConfigurableResource):
             settings,
             config or self.app_config(),
             application_id=application_id,
+            query_port=query_port or free_port(),
         )
 
     def supervisor_status(self) -> dict[str, Any]:
         """The supervisor's last status report (empty when it is not running)."""
         return read_status(Path(self.state_root), self.supervisor_instance)
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now (for an instance's query server)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -6,11 +6,16 @@ from dagster import (
     DefaultScheduleStatus,
     RunRequest,
     ScheduleEvaluationContext,
+    SkipReason,
     build_schedule_from_partitioned_job,
     schedule,
 )
 
 from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key
+
+# the run tags Dagster reads a partition range from (a single-run backfill)
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
 
 
 def previous_day_hours(now_ms: int) -> list[str]:
@@ -35,7 +40,8 @@ def build_hourly_schedule(job: Any, minute_of_hour: int = 10) -> Any:
 def build_nightly_backfill(
     job_name: str = HOURLY_JOB, partitions_def: Any = None, cron: str = "0 2 * * *"
 ) -> Any:
-    """At 02:00 UTC, request ``job_name`` for every hour of the previous day."""
+    """At 02:00 UTC, request one ``job_name`` run for the range of every hour of the
+    previous day."""
 
     @schedule(
         cron_schedule=cron,
@@ -49,14 +55,23 @@ def build_nightly_backfill(
     def nightly_backfill_schedule(context: ScheduleEvaluationContext):
         now_ms = int(context.scheduled_execution_time.timestamp() * 1000)
         day = hour_key(now_ms - 24 * HOUR_MS)[:10]
-        for key in previous_day_hours(now_ms):
-            if partitions_def is not None and not partitions_def.has_partition_key(key):
-                continue
-            yield RunRequest(
-                run_key=f"nightly-{day}-{key}",
-                partition_key=key,
-                tags={"trigger": "nightly-backfill", "backfill_day": day},
-            )
+        hours = [
+            key
+            for key in previous_day_hours(now_ms)
+            if partitions_def is None or partitions_def.has_partition_key(key)
+        ]
+        if not hours:
+            return SkipReason(f"no partition of {day} exists (partitions start later)")
+        # one run for the whole day (the assets' backfill policy is a single run)
+        return RunRequest(
+            run_key=f"nightly-{day}",
+            tags={
+                RANGE_START_TAG: hours[0],
+                RANGE_END_TAG: hours[-1],
+                "trigger": "nightly-backfill",
+                "backfill_day": day,
+            },
+        )
 
     return nightly_backfill_schedule
 

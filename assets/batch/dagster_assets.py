@@ -3,6 +3,7 @@
 from dagster import (
     AssetExecutionContext,
     AssetsDefinition,
+    BackfillPolicy,
     HourlyPartitionsDefinition,
     MaterializeResult,
     MetadataValue,
@@ -34,13 +35,28 @@ def batch_asset(result: str) -> AssetsDefinition:
         key=batch_key(result),
         deps=[lake_key(t) for t in _INPUTS[result]],
         partitions_def=HOURLY,
+        backfill_policy=BackfillPolicy.single_run(),
         group_name="batch",
         kinds={"spark", "parquet"},
         description=f"Batch recompute of {RESULTS[result]!r} for one event hour (PySpark).",
     )
     def _recompute(context: AssetExecutionContext, pyspark: PySparkResource) -> MaterializeResult:
-        out = recompute(result, context.partition_key, lake_root(), pyspark.spark_session)
-        context.log.info(f"{result} {out.hour}: {len(out.frame)} rows")
+        # one hour, or a backfilled range in this one run and Spark session
+        outputs = [
+            recompute(result, key, lake_root(), pyspark.spark_session)
+            for key in context.partition_keys
+        ]
+        for out in outputs:
+            context.log.info(f"{result} {out.hour}: {len(out.frame)} rows")
+        if len(outputs) > 1:
+            return MaterializeResult(
+                metadata={
+                    "rows": sum(len(o.frame) for o in outputs),
+                    "hours": len(outputs),
+                    "rows_per_hour": MetadataValue.json({o.hour: len(o.frame) for o in outputs}),
+                }
+            )
+        (out,) = outputs
         return MaterializeResult(
             metadata={
                 "rows": len(out.frame),

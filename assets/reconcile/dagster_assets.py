@@ -9,6 +9,7 @@ from dagster import (
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
+    BackfillPolicy,
     MaterializeResult,
     MetadataValue,
     TableColumn,
@@ -65,28 +66,44 @@ def is_empty(report: Reconciliation) -> bool:
     return report.stats["batch_rows"] == 0 and report.stats["stream_rows"] == 0
 
 
-def check_result(name: str, report: Reconciliation, hour: str = "") -> AssetCheckResult:
-    """The blocking check result of one reconciliation. An hour without data is reported
-    as such (a failed WARN check, which blocks nothing), never as a pass."""
-    if is_empty(report):
+def check_result(name: str, reports: dict[str, Reconciliation]) -> AssetCheckResult:
+    """The blocking check result of one reconciliation over the hours of a run (one, or a
+    backfilled range). Hours without data are reported as such; if no hour had data the
+    check fails with WARN severity (blocking nothing), never passes."""
+    with_data = {hour: r for hour, r in reports.items() if not is_empty(r)}
+    empty = sorted(set(reports) - set(with_data))
+    no_data = f"no data for hour(s) {', '.join(empty)}" if empty else ""
+    if not with_data:
         return AssetCheckResult(
             check_name=CHECK_NAMES[name],
             passed=False,
             severity=AssetCheckSeverity.WARN,
             description=(
-                f"{name}: no data for hour {hour}: neither the stream nor the batch has a "
-                "result (no events in the lake for it, or not landed yet)"
+                f"{name}: {no_data}: neither the stream nor the batch has a result (no events "
+                "in the lake for them, or not landed yet)"
             ),
-            metadata={"no_data": True},
+            metadata={"no_data": True, "hours_without_data": len(empty)},
         )
+    totals: dict[str, Any] = {}
+    for report in with_data.values():
+        for stat, value in report.stats.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                totals[stat] = totals.get(stat, 0) + value
+    lines = [f"{hour}: {r.summary()}" for hour, r in sorted(with_data.items())]
+    if no_data:
+        lines.append(no_data)
+    worst = next((r for _, r in sorted(with_data.items()) if not r.passed), None)
+    worst = worst or next(iter(with_data.values()))
     return AssetCheckResult(
         check_name=CHECK_NAMES[name],
-        passed=report.passed,
+        passed=all(r.passed for r in with_data.values()),
         severity=AssetCheckSeverity.ERROR,
-        description=report.summary(),
+        description="\n".join(lines) if len(reports) > 1 else worst.summary(),
         metadata={
-            **{k: v for k, v in report.stats.items() if isinstance(v, int | float)},
-            "worst_keys": worst_keys_table(report),
+            **totals,
+            "hours": len(reports),
+            "hours_without_data": len(empty),
+            "worst_keys": worst_keys_table(worst),
         },
     )
 
@@ -103,6 +120,7 @@ def check_result(name: str, report: Reconciliation, hour: str = "") -> AssetChec
         *(lake_key(t) for t in domain.LATE_TOPICS),
     ],
     partitions_def=HOURLY,
+    backfill_policy=BackfillPolicy.single_run(),
     group_name="reconciliation",
     kinds={"pandas"},
     check_specs=[
@@ -110,28 +128,34 @@ def check_result(name: str, report: Reconciliation, hour: str = "") -> AssetChec
         for name in RECONCILED
     ],
     description=(
-        "Lambda reconciliation of one hour: stream results (lake) vs batch recompute. A "
+        "Lambda reconciliation of each hour of the run: stream results (lake) vs batch recompute. A "
         "difference is explained only by the records the stream reported dropping as late "
         "(`<app>-late` topics); the batch result is the corrected value. An hour without "
         "data is reported as such."
     ),
 )
 def stream_vs_batch(context: AssetExecutionContext) -> Iterator[Any]:
-    """Compare every stream result of the partition's hour with its batch recompute."""
+    """Compare every stream result of the run's hours with their batch recompute."""
     lake = lake_root()
     watermark = stream_watermark(lake)
-    reports = reconcile_hour(
-        context.partition_key, lake, tolerance=Tolerance.from_env(), watermark_ms=watermark
-    )
+    tolerance = Tolerance.from_env()
+    by_hour = {
+        hour: reconcile_hour(hour, lake, tolerance=tolerance, watermark_ms=watermark)
+        for hour in context.partition_keys
+    }
     metadata: dict[str, Any] = {"watermark_ms": watermark or 0}
-    for name, report in reports.items():
-        context.log.info(report.summary())
-        for stat, value in report.stats.items():
-            if isinstance(value, int | float):
-                metadata[f"{name}.{stat}"] = value
+    if watermark is not None:
+        metadata["watermark"] = _cell("stream_time", watermark)
+    for hour, reports in by_hour.items():
+        for name, report in reports.items():
+            context.log.info(f"{hour} {report.summary()}")
+            if len(by_hour) == 1:
+                for stat, value in report.stats.items():
+                    if isinstance(value, int | float):
+                        metadata[f"{name}.{stat}"] = value
     yield MaterializeResult(metadata=metadata)
-    for name, report in reports.items():
-        yield check_result(name, report, context.partition_key)
+    for name in RECONCILED:
+        yield check_result(name, {hour: reports[name] for hour, reports in by_hour.items()})
 
 
 assert set(RECONCILED) <= set(RESULTS)

@@ -353,3 +353,32 @@ def test_an_hour_without_data_is_reported_not_passed(lake: tuple[Path, list]) ->
         assert not check.passed and check.severity.value == "WARN", check
         assert "no data for hour" in check.description
     assert result.success  # a WARN check blocks nothing
+
+
+def test_a_range_backfill_is_one_run_over_every_hour(lake: tuple[Path, list]) -> None:
+    from assets.lake.paths import hour_of
+    from sensors.schedules import RANGE_END_TAG, RANGE_START_TAG
+
+    root, _ = lake
+    _stream_like_batch(root)
+    keys = [f"{hour_of(START_MS + i * 3_600_000).replace('T', '-')}:00" for i in range(3)]
+    instance = DagsterInstance.ephemeral()
+    result = materialize(
+        [*BATCH_ASSETS, *RECONCILE_ASSETS],
+        instance=instance,
+        resources={"pyspark": spark_resource()},
+        tags={RANGE_START_TAG: keys[0], RANGE_END_TAG: keys[-1]},
+    )
+    assert result.success
+    assert len(instance.get_runs()) == 1
+    materialized = defaultdict(set)
+    for event in result.get_asset_materialization_events():
+        materialized[event.asset_key].add(event.partition)
+    assert len(materialized) == len(BATCH_ASSETS) + 1
+    assert all(partitions == set(keys) for partitions in materialized.values()), materialized
+    # the data's hour agrees; the two hours after it are named as empty, not passed
+    for check in result.get_asset_check_evaluations():
+        assert check.passed, check.description
+        assert check.metadata["hours"].value == 3
+        assert check.metadata["hours_without_data"].value >= 1
+        assert "no data for hour(s)" in check.description

@@ -40,6 +40,7 @@ from assets.run import (
     BrokerStartError,
     clean_state,
     follow_cluster,
+    partitions_start_hour,
     start_local_broker,
     stored_cluster_id,
 )
@@ -456,3 +457,12 @@ def test_fresh_deletes_only_after_a_confirmation(tmp_path: Path) -> None:
     (paths[0] / "x").mkdir(parents=True)
     assert clean_state(paths, assume_yes=True)
     assert not paths[0].exists()
+
+
+def test_partitions_start_at_the_first_data_hour_and_stay(tmp_path: Path) -> None:
+    # 10:05 UTC: late events of the first minutes may belong to 09:xx
+    now = 1_767_261_900_000  # 2026-01-01T10:05:00Z
+    assert partitions_start_hour(tmp_path, now) == "2026-01-01-09:00"
+    # later starts keep the first hour (a restart does not move the partitions)
+    assert partitions_start_hour(tmp_path, now + 5 * 3_600_000) == "2026-01-01-09:00"
+    assert partitions_start_hour(tmp_path / "fresh", now + 3_600_000) == "2026-01-01-10:00"
