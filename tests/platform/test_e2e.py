@@ -4,9 +4,7 @@ topics; PySpark recomputes the hour; the reconciliation finds stream and batch e
 every on-time window (differences only where late data explains them).
 
 Events are produced in 30-second slices of event time, each once the applications have
-caught up with the previous one, so arrival order is close to real time (a backlog replayed
-at full speed reorders records across partitions by minutes and the stream would drop
-on-time records as late, like Kafka Streams does).
+caught up with the previous one (``feeding.feed``).
 """
 
 from __future__ import annotations
@@ -16,10 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from feeding import feed
 
 from assets import domain
-from assets.streams import monitor
 from assets.streams.apps import STREAM_APPS
 from assets.streams.config import StreamAppConfig
 from assets.streams.supervisor import RunnerSettings, Supervisor
@@ -30,7 +27,6 @@ HOUR_MS = 3_600_000
 # a recent hour: topics delete records whose timestamps are older than their retention
 T0 = (int(time.time() * 1000) // HOUR_MS - 3) * HOUR_MS
 HOUR = hour_key(T0)
-SLICE_MS = 30_000
 
 
 @pytest.fixture(scope="module")
@@ -38,19 +34,6 @@ def broker():
     # its own broker: the fixed platform topic names must start empty
     with LocalKafkaCluster(nodes=1) as cluster:
         yield cluster
-
-
-def _wait_caught_up(bootstrap: str, timeout: float = 120.0) -> None:
-    config = StreamAppConfig()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        lag = 0
-        for app in STREAM_APPS.values():
-            lag += sum(monitor.consumer_lag(bootstrap, app.name, app.input_topics(config)).values())
-        if lag == 0:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"stream applications still lag {lag} records after {timeout}s")
 
 
 def test_stream_and_batch_agree_for_the_hour(broker, tmp_path: Path) -> None:
@@ -73,24 +56,7 @@ def test_stream_and_batch_agree_for_the_hour(broker, tmp_path: Path) -> None:
     supervisor = Supervisor(RunnerSettings(bootstrap, state_root=tmp_path / "state"))
     supervisor.start()
     try:
-        producer = Producer(
-            {"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 5}
-        )
-        i = 0
-        slice_end = T0
-        while i < len(events):
-            slice_end += SLICE_MS
-            while i < len(events) and events[i].emit_ms < slice_end:
-                e = events[i]
-                producer.produce(
-                    e.topic,
-                    key=None if e.key is None else e.key.encode(),
-                    value=e.value,
-                    timestamp=e.timestamp,
-                )
-                i += 1
-            assert producer.flush(30) == 0
-            _wait_caught_up(bootstrap)
+        feed(bootstrap, events, T0)
         status = supervisor.status()
     finally:
         assert supervisor.close(90)
