@@ -10,7 +10,7 @@ Assembles:
 - the ``hourly_batch_reconcile`` job (asset groups ``lake`` + ``batch`` +
   ``reconciliation``, hourly partitions), its hourly schedule and the nightly backfill of the previous day;
 - sensors: stream watermark -> reconciliation, stream health / consumer lag, late data ->
-  batch re-runs;
+  batch re-runs, runless materializations of the topics written outside runs;
 - resources from the environment (``resources.default_resources``).
 """
 
@@ -24,6 +24,7 @@ from sensors import (
     build_hourly_schedule,
     build_late_data_sensor,
     build_nightly_backfill,
+    build_topic_materializations_sensor,
     build_watermark_sensor,
 )
 
@@ -43,6 +44,7 @@ def build_definitions() -> Definitions:
             build_health_sensor(),
             build_watermark_sensor(partitions_def=partitions),
             build_late_data_sensor(partitions_def=partitions),
+            build_topic_materializations_sensor(),
         ],
         resources={**data_defs.RESOURCES, **default_resources()},
     )

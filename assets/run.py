@@ -91,7 +91,8 @@ def _start(name: str, cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as out:
         out.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
-    LogPump(name, proc.stdout, path).start()
+    pump = PUMPS[name] = LogPump(name, proc.stdout, path)
+    pump.start()
     return proc
 
 
@@ -355,18 +356,26 @@ LOCATION = "streamplatform"
 REPOSITORY = "__repository__"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _LOUD = re.compile(r"\b(WARNING|ERROR|CRITICAL|FATAL|Traceback)\b")
+#: Python warnings about APIs (Dagster's beta / preview / deprecation notices at start-up)
+_API_NOTICE = re.compile(r"\b\w*(Beta|Preview|Supersession|Deprecation|Experimental)Warning\b")
 
 
 def console_worthy(line: str) -> bool:
     """Whether a child's output line belongs on the console too: a warning or an error (its
-    level within the line's head), or a traceback's first line. The rest is only in the
-    child's log file."""
-    return bool(_LOUD.search(line[:200]))
+    level within the line's head), or a traceback's first line; not the notices about APIs
+    Dagster logs as warnings when it loads the code. The rest is only in the child's log
+    file."""
+    return bool(_LOUD.search(line[:200])) and not _API_NOTICE.search(line)
+
+
+_NUMBERS = re.compile(r"\d+")
 
 
 class LogPump(threading.Thread):
     """Copies a child's output to ``path`` (ANSI colours removed) and the lines ``echo``
-    accepts to the console, prefixed with the child's name."""
+    accepts to the console, prefixed with the child's name. A line of the same shape (equal
+    but for its numbers: the same warning about another record) is shown once per
+    ``repeat_s``; the others are counted (``take_hidden``) and stay in the file."""
 
     def __init__(
         self,
@@ -375,11 +384,20 @@ class LogPump(threading.Thread):
         path: Path,
         echo: Callable[[str], bool] = console_worthy,
         say: Callable[[str], None] | None = None,
+        repeat_s: float = 60.0,
     ) -> None:
         super().__init__(name=f"log-{name}", daemon=True)
         self.child, self.stream, self.path, self.echo = name, stream, path, echo
         self.say = say or _log
+        self.repeat_s = repeat_s
         self.lines = 0
+        self._hidden = 0
+        self._shown: dict[str, float] = {}
+
+    def take_hidden(self) -> int:
+        """Console lines held back as repeats since the last call."""
+        hidden, self._hidden = self._hidden, 0
+        return hidden
 
     def run(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -389,8 +407,18 @@ class LogPump(threading.Thread):
                 out.write(line + "\n")
                 out.flush()
                 self.lines += 1
-                if line and self.echo(line):
+                if not line or not self.echo(line):
+                    continue
+                shape, now = _NUMBERS.sub("#", line), time.monotonic()
+                if now - self._shown.get(shape, -self.repeat_s) >= self.repeat_s:
+                    self._shown[shape] = now
                     self.say(f"{self.child}: {line}")
+                else:
+                    self._hidden += 1
+
+
+#: the log pumps of the children started, by name
+PUMPS: dict[str, LogPump] = {}
 
 
 def tail(path: Path, lines: int = 15) -> list[str]:
@@ -563,9 +591,24 @@ def ready_lines(
     return lines
 
 
-def status_line(report: dict[str, Any], alive: dict[str, bool]) -> str:
+def status_line(
+    report: dict[str, Any] | None, alive: dict[str, bool], hidden: dict[str, int] | None = None
+) -> str:
     """One compact line: each stream application's health, rate and lag (the supervisor's
-    status file), and which children run."""
+    status file; None: not started), which children run, and how many repeated warnings
+    each child's log holds that the console did not show (``hidden``)."""
+    repeats = {n: k for n, k in (hidden or {}).items() if k}
+    tail = ""
+    if repeats:
+        tail = " | repeated warnings in the logs only: " + ", ".join(
+            f"{n} {k}" for n, k in repeats.items()
+        )
+    if report is None:
+        return (
+            "stream apps: not started (--no-stream-apps) | "
+            + ", ".join(f"{n} {'up' if up else 'DOWN'}" for n, up in alive.items())
+            + tail
+        )
     apps = report.get("apps") or {}
     parts = []
     for name, s in apps.items():
@@ -578,7 +621,7 @@ def status_line(report: dict[str, Any], alive: dict[str, bool]) -> str:
     if report.get("broker_error"):
         line += f" | Kafka: {report['broker_error']}"
     line += " | " + ", ".join(f"{n} {'up' if up else 'DOWN'}" for n, up in alive.items())
-    return line
+    return line + tail
 
 
 def read_stream_status() -> dict[str, Any]:
@@ -661,6 +704,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     kafka_port = args.kafka_port if args.kafka_port is not None else default_kafka_port()
     if args.fresh and not clean_state(fresh_paths(args.keep_lake), assume_yes=args.yes):
+        return 1
+    if ui_answers(f"http://127.0.0.1:{args.port}", timeout=1.0):
+        # READY would be about that other server
+        _log(
+            f"port {args.port} already serves a Dagster UI (another make run?); stop it or "
+            "run with --port N (or DAGSTER_PORT=N make run)"
+        )
         return 1
 
     stop = threading.Event()
@@ -787,12 +837,13 @@ def main(argv: list[str] | None = None) -> int:
                     _log(f"still waiting for the Dagster UI ({now - began:.0f} s)")
                     last_note = now
                 continue
-            report = {} if args.no_stream_apps else read_stream_status()
-            health = {n: a.get("health") for n, a in (report.get("apps") or {}).items()}
+            report = None if args.no_stream_apps else read_stream_status()
+            health = {n: a.get("health") for n, a in ((report or {}).get("apps") or {}).items()}
             changed = last_health is not None and health != last_health
             if changed or now - last_status >= args.status_interval:
                 alive = {name: proc.poll() is None for name, proc, _, _ in children}
-                _log(status_line(report, alive))
+                hidden = {name: pump.take_hidden() for name, pump in PUMPS.items()}
+                _log(status_line(report, alive, hidden))
                 last_status, last_health = now, health
             elif last_health is None and health:
                 last_health = health

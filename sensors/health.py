@@ -7,6 +7,10 @@ status file when the supervisor runs them: ``health`` RUNNING or STALLED (``stal
 ``stall_reason``), ``restarts`` and ``last_error``. A broker that does not answer is itself
 reported on every application's observation (``broker_error``) instead of failing the tick,
 and so is a status file the supervisor stopped writing (``status_age_s``).
+
+The sensor requests no runs, so Dagster records its ticks as skipped: each tick's text says
+what it observed (every application's lag and health, the raw topics' sizes, the alerts)
+instead of "empty result".
 """
 
 import time
@@ -82,6 +86,36 @@ def app_health(
     return meta, alerts
 
 
+def tick_message(
+    observed: dict[str, dict[str, Any]],
+    raw_records: dict[str, int],
+    alerts: list[str],
+    observations: int,
+) -> str:
+    """What a tick observed, in one line (the tick's text in the UI): per application its
+    health or state and consumer lag, the raw topics' sizes, then the alerts."""
+    apps = []
+    for name, meta in observed.items():
+        state = meta.get("health") or meta.get("state")
+        lag = meta.get("consumer_lag_total")
+        text = f"{name} " + (f"lag {lag:,}" if lag is not None else "lag unavailable")
+        if state:
+            text += f" {state}"
+        apps.append(text)
+    healthy = sum(1 for meta in observed.values() if meta.get("healthy"))
+    parts = [f"{len(observed)} stream apps ({healthy} healthy): " + ", ".join(apps)]
+    if raw_records:
+        parts.append(
+            "raw topics: " + ", ".join(f"{t} {n:,} records" for t, n in raw_records.items())
+        )
+    parts.append(f"{observations} observations recorded")
+    if alerts:
+        parts.append(f"{len(alerts)} alert{'s' if len(alerts) > 1 else ''}: " + "; ".join(alerts))
+    else:
+        parts.append("no alerts")
+    return "Observed " + ". ".join(parts)
+
+
 def build_health_sensor(
     *,
     minimum_interval_seconds: int = 60,
@@ -109,6 +143,8 @@ def build_health_sensor(
         broker_error = kafka.reachable()
         events: list[AssetObservation] = []
         alerts: list[str] = []
+        observed: dict[str, dict[str, Any]] = {}  # per application, for the tick's message
+        raw_records: dict[str, int] = {}
         if broker_error:
             alerts.append(f"Kafka does not answer: {broker_error}")
         for name, app in STREAM_APPS.items():
@@ -128,6 +164,7 @@ def build_health_sensor(
             if broker_error:
                 meta["broker_error"] = broker_error
             alerts += app_alerts
+            observed[name] = meta
             for topic in app.output_topics(config)[:-1]:
                 events.append(AssetObservation(asset_key=AssetKey(["kafka", topic]), metadata=meta))
         for topic in domain.RAW_TOPICS if broker_error is None else ():
@@ -135,16 +172,20 @@ def build_health_sensor(
                 offsets = kafka.end_offsets(topic)
             except Exception:
                 continue
+            raw_records[topic] = sum(offsets.values())
             events.append(
                 AssetObservation(
                     asset_key=AssetKey(["kafka", topic]),
-                    metadata={"records": sum(offsets.values()), "partitions": len(offsets)},
+                    metadata={"records": raw_records[topic], "partitions": len(offsets)},
                 )
             )
         for alert in alerts:
             context.log.warning("ALERT: %s", alert)
+        message = tick_message(observed, raw_records, alerts, len(events))
+        context.log.info("%s", message)
         if not events:
-            return SkipReason("; ".join(alerts) or "nothing to observe")
-        return SensorResult(asset_events=events)
+            return SkipReason(message)
+        # no run to request: the tick is "skipped", and says what it observed
+        return SensorResult(asset_events=events, skip_reason=SkipReason(message))
 
     return stream_health_sensor

@@ -14,11 +14,16 @@
   (``restarts``), and the run carries on once the broker is back
   (``StreamAppRunner.watch``, as in the supervisor).
 - ``kappa_replay`` reprocesses an application from the earliest offsets under a new
-  application id and compares with the live results (``kappa_replay_job``).
+  application id up to the input end offsets captured at its start (it finishes while the
+  generator keeps producing; progress in the run's log every few seconds, ``timeout_s``
+  fails it saying how far it got) and compares with the live results (``kappa_replay_job``).
 """
 
+import signal
+import threading
 import time
 import uuid
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from dagster import (
@@ -31,6 +36,8 @@ from dagster import (
     AssetObservation,
     AssetSpec,
     Config,
+    Failure,
+    FreshnessPolicy,
     MaterializeResult,
     MetadataValue,
     asset,
@@ -55,6 +62,13 @@ if TYPE_CHECKING:
 
 STREAMS_GROUP = "streams"
 RAW_GROUP = "kafka_raw"
+
+
+# a stream output with nothing new for this long is stale (the 5-minute windows close
+# every 5 minutes of event time; the sensor reports growth every minute)
+OUTPUT_FRESHNESS = FreshnessPolicy.time_window(
+    fail_window=timedelta(minutes=30), warn_window=timedelta(minutes=15)
+)
 
 
 def topic_key(topic: str) -> AssetKey:
@@ -167,6 +181,8 @@ def _status_metadata(status: dict[str, Any]) -> dict[str, Any]:
         "uptime_s": float(status["uptime_s"]),
         "application_id": status["application_id"],
     }
+    if status.get("query_url"):
+        meta["query_url"] = MetadataValue.url(status["query_url"])
     if "closed_windows" in status:
         meta["closed_windows"] = status["closed_windows"]
     if status.get("closed_window_watermark") is not None:
@@ -176,6 +192,51 @@ def _status_metadata(status: dict[str, Any]) -> dict[str, Any]:
         if status.get(field) is not None:
             meta[field] = status[field]
     return meta
+
+
+class RunTermination:
+    """A run's termination as a request the streaming loop polls, not an exception.
+
+    Dagster terminates a run (the UI's Terminate, ``instance.run_launcher.terminate``) by
+    interrupting the process executing the step: SIGINT (SIGTERM maps to it), raised as
+    ``DagsterExecutionInterruptedError`` wherever the step happens to be (inside a Kafka call,
+    or the application's close) and reported as a failed step with a stack trace. Inside this
+    context the first interrupt only sets ``requested``: the loop closes the application
+    cleanly (commit, checkpoint) and the step ends normally; the executor, which forwarded
+    the termination, still ends the run CANCELED. A second interrupt (a forced termination
+    while closing) is raised as usual. Outside the main thread (where Python delivers no
+    signal) it does nothing."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.requested: str | None = None  # the signal's name, once received
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested is not None:
+            from dagster._core.errors import DagsterExecutionInterruptedError
+
+            raise DagsterExecutionInterruptedError()
+        self.requested = signal.Signals(signum).name
+
+    def __enter__(self) -> "RunTermination":
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self._previous[sig] = signal.getsignal(sig)
+                signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less once termination is requested."""
+        end = time.monotonic() + seconds
+        while self.requested is None and (left := end - time.monotonic()) > 0:
+            time.sleep(min(0.2, left))
 
 
 def build_stream_asset(app: StreamApp) -> Any:
@@ -194,6 +255,9 @@ def build_stream_asset(app: StreamApp) -> Any:
                 kinds={"kafka", "python"},
                 description=f"`{t}`, written by the `{app.name}` stream application",
                 metadata={"stream_app": app.name, "stores": ", ".join(app.stores)},
+                # results keep coming while the supervisor runs the application (reported
+                # by topic_materializations_sensor); the late-record topic may stay quiet
+                freshness_policy=None if t.endswith(config.late_suffix) else OUTPUT_FRESHNESS,
             )
             for t in outputs
         ],
@@ -212,94 +276,109 @@ def build_stream_asset(app: StreamApp) -> Any:
             instance=f"run-{context.run.run_id[:8]}",
             application_id=config.application_id or None,
         )
-        runner.start()
-        context.log.info(
-            "started %s (application.id %s, state dir %s)",
-            app.name,
-            runner.application_id,
-            runner.settings.state_dir,
-        )
-        # the topics this run writes (the asset keys name the default topics)
-        written = dict(zip(outputs, app.output_topics(runner.config), strict=False))
-        probe = monitor.BrokerProbe(kafka.bootstrap_servers)
+        with RunTermination() as termination:
+            runner.start()
+            context.log.info(
+                "started %s (application.id %s, state dir %s)",
+                app.name,
+                runner.application_id,
+                runner.settings.state_dir,
+            )
+            # the topics this run writes (the asset keys name the default topics)
+            written = dict(zip(outputs, app.output_topics(runner.config), strict=False))
+            probe = monitor.BrokerProbe(kafka.bootstrap_servers)
 
-        def end_offsets(topic: str) -> int | None:
-            if probe.error is not None:
-                return None
+            def end_offsets(topic: str) -> int | None:
+                if probe.error is not None:
+                    return None
+                try:
+                    return sum(kafka.end_offsets(written[topic]).values())
+                except Exception:  # the broker went away meanwhile: the next report has it
+                    return None
+
+            began = time.monotonic()
+            last_sent = 0
+            last_watch = 0.0
+            last_health = runner.health.status
+            caught_up_since: float | None = None
+            status: dict[str, Any] = runner.status()
             try:
-                return sum(kafka.end_offsets(written[topic]).values())
-            except Exception:  # the broker went away meanwhile: the next report has it
-                return None
-
-        began = time.monotonic()
-        last_sent = 0
-        last_watch = 0.0
-        last_health = runner.health.status
-        caught_up_since: float | None = None
-        status: dict[str, Any] = runner.status()
-        try:
-            while True:
-                time.sleep(min(1.0, config.report_interval_s))
-                elapsed = time.monotonic() - began
-                if time.monotonic() - last_watch >= config.watch_interval_s:
-                    # a stall or a dead application is reported and restarted, not raised
-                    last_watch = time.monotonic()
-                    probe.check()
-                    health = runner.watch(probe)
-                    if health.status != last_health:
-                        say = (
-                            context.log.info if health.status == "RUNNING" else context.log.warning
+                while True:
+                    termination.sleep(min(1.0, config.report_interval_s))
+                    elapsed = time.monotonic() - began
+                    if termination.requested:
+                        # the run was terminated: report once more, then close cleanly
+                        context.log.info(
+                            "%s: run terminated (%s): stopping the application cleanly",
+                            app.name,
+                            termination.requested,
                         )
-                        say("%s: %s", app.name, health.summary())
-                    last_health = health.status
-                due = int(elapsed) % max(1, int(config.report_interval_s)) == 0
-                done = config.max_runtime_s and elapsed >= config.max_runtime_s
-                if config.stop_when_caught_up and probe.error is not None:
-                    caught_up_since = None  # the broker is away: not caught up
-                elif config.stop_when_caught_up:
-                    try:
-                        lag = kappa.group_lag(
-                            kafka.bootstrap_servers,
-                            runner.application_id,
-                            app.input_topics(runner.config),
-                        )
-                    except Exception:  # the broker is away: not caught up
-                        lag = {}
-                    if lag and sum(lag.values()) == 0 and runner.state == "RUNNING":
-                        caught_up_since = caught_up_since or time.monotonic()
-                        done = done or time.monotonic() - caught_up_since >= config.settle_s
-                    else:
-                        caught_up_since = None
-                if not (due or done):
-                    continue
-                status = runner.status(broker_ok=probe.error is None)
-                meta = _status_metadata(status)
-                for topic in outputs:
-                    context.log_event(AssetObservation(asset_key=topic_key(topic), metadata=meta))
-                if status["records_sent"] > last_sent and probe.error is None:
-                    last_sent = status["records_sent"]
-                    for topic in outputs:
-                        offsets = end_offsets(topic)
-                        extra = {} if offsets is None else {"end_offsets": offsets}
-                        context.log_event(
-                            AssetMaterialization(
-                                asset_key=topic_key(topic), metadata={**meta, **extra}
+                    if time.monotonic() - last_watch >= config.watch_interval_s:
+                        # a stall or a dead application is reported and restarted, not raised
+                        last_watch = time.monotonic()
+                        probe.check()
+                        health = runner.watch(probe)
+                        if health.status != last_health:
+                            say = (
+                                context.log.info
+                                if health.status == "RUNNING"
+                                else context.log.warning
                             )
+                            say("%s: %s", app.name, health.summary())
+                        last_health = health.status
+                    due = int(elapsed) % max(1, int(config.report_interval_s)) == 0
+                    done = bool(
+                        termination.requested
+                        or (config.max_runtime_s and elapsed >= config.max_runtime_s)
+                    )
+                    if config.stop_when_caught_up and probe.error is not None:
+                        caught_up_since = None  # the broker is away: not caught up
+                    elif config.stop_when_caught_up:
+                        try:
+                            lag = kappa.group_lag(
+                                kafka.bootstrap_servers,
+                                runner.application_id,
+                                app.input_topics(runner.config),
+                            )
+                        except Exception:  # the broker is away: not caught up
+                            lag = {}
+                        if lag and sum(lag.values()) == 0 and runner.state == "RUNNING":
+                            caught_up_since = caught_up_since or time.monotonic()
+                            done = done or time.monotonic() - caught_up_since >= config.settle_s
+                        else:
+                            caught_up_since = None
+                    if not (due or done):
+                        continue
+                    status = runner.status(broker_ok=probe.error is None)
+                    meta = _status_metadata(status)
+                    for topic in outputs:
+                        context.log_event(
+                            AssetObservation(asset_key=topic_key(topic), metadata=meta)
                         )
-                context.log.info(
-                    "%s: %s, %.1f records/s, lag %s, closed windows %s",
-                    app.name,
-                    runner.health.summary(),
-                    status["records_per_second"],
-                    status["consumer_lag_max"],
-                    status.get("closed_windows", "-"),
-                )
-                if done:
-                    break
-        finally:
-            closed = runner.close()
-            probe.close()
-            context.log.info("%s closed %s", app.name, "cleanly" if closed else "(timed out)")
+                    if status["records_sent"] > last_sent and probe.error is None:
+                        last_sent = status["records_sent"]
+                        for topic in outputs:
+                            offsets = end_offsets(topic)
+                            extra = {} if offsets is None else {"end_offsets": offsets}
+                            context.log_event(
+                                AssetMaterialization(
+                                    asset_key=topic_key(topic), metadata={**meta, **extra}
+                                )
+                            )
+                    context.log.info(
+                        "%s: %s, %.1f records/s, lag %s, closed windows %s",
+                        app.name,
+                        runner.health.summary(),
+                        status["records_per_second"],
+                        status["consumer_lag_max"],
+                        status.get("closed_windows", "-"),
+                    )
+                    if done:
+                        break
+            finally:
+                closed = runner.close()
+                probe.close()
+                context.log.info("%s closed %s", app.name, "cleanly" if closed else "(timed out)")
         meta = _status_metadata({**status, **runner.health.as_dict(), "state": runner.state})
         for topic in outputs:
             offsets = end_offsets(topic)
@@ -318,10 +397,17 @@ STREAM_ASSETS = [build_stream_asset(app) for app in STREAM_APPS.values()]
 
 
 class KappaReplayConfig(Config):
-    """Which application to replay, and the drift that fails the check."""
+    """Which application to replay, how long it may take, and the drift that fails the check."""
 
     app: str = "windowed-revenue"
-    timeout_s: float = 600.0
+    timeout_s: float = Field(
+        default=600.0,
+        description="fail (saying how far the replay got) if it has not reached the input "
+        "end offsets captured at its start after this many seconds",
+    )
+    progress_interval_s: float = Field(
+        default=5.0, description="seconds between progress lines (records done / total, rate)"
+    )
     min_agreement: float = 0.99
 
 
@@ -359,9 +445,26 @@ def kappa_replay(
         # record, not once a wall-clock second (the tail would never be emitted)
         extra={EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION: 0},
     )
-    seconds = kappa.run_until_caught_up(
-        runner, kafka.bootstrap_servers, timeout_s=config.timeout_s, log=context.log.info
-    )
+    try:
+        replay = kappa.replay_to_end_offsets(
+            runner,
+            kafka.bootstrap_servers,
+            timeout_s=config.timeout_s,
+            progress_interval_s=config.progress_interval_s,
+            log=context.log.info,
+        )
+    except kappa.ReplayError as exc:
+        progress = exc.progress
+        raise Failure(
+            description=str(exc),
+            metadata={
+                "app": app.name,
+                "replay_application_id": runner.application_id,
+                "records_done": progress.done if progress else 0,
+                "records_total": progress.total if progress else 0,
+                "phase": progress.phase if progress else "starting",
+            },
+        ) from exc
     live_topic = app.output_topics(base)[0]
     replay_topic = app.output_topics(runner.config)[0]
     result = kappa.compare(
@@ -375,7 +478,12 @@ def kappa_replay(
         "app": app.name,
         "replay_application_id": runner.application_id,
         "replay_topic": replay_topic,
-        "replay_seconds": round(seconds, 1),
+        "replay_seconds": round(replay.seconds, 1),
+        # the range replayed: every input partition up to its end offset at the start
+        "input_records": replay.input_records,
+        "input_end_offsets": MetadataValue.json(replay.end_offsets()),
+        "replay_records_per_second": round(replay.rate, 1),
+        "replay_closed_cleanly": replay.closed_cleanly,
         "live_results": result.live,
         "replayed_results": result.replayed,
         "compared": result.compared,
@@ -386,6 +494,20 @@ def kappa_replay(
         "agreement": result.agreement,
         "differences": MetadataValue.md(table),
     }
+    late = {
+        "live_late_records": kappa.late_records(kafka.bootstrap_servers, app, base),
+        "replay_late_records": kappa.late_records(kafka.bootstrap_servers, app, runner.config),
+    }
+    if late["replay_late_records"] is not None:
+        meta.update(late)
+        if result.different and late["replay_late_records"] > (late["live_late_records"] or 0):
+            context.log.warning(
+                "the replay dropped %d records as late (the live application %s): a backlog "
+                "read from several input partitions reaches the windows out of event-time "
+                "order through the repartition topic, so windows can differ",
+                late["replay_late_records"],
+                late["live_late_records"],
+            )
     yield MaterializeResult(metadata=meta)
     yield AssetCheckResult(
         check_name="replay_agrees",

@@ -91,6 +91,7 @@ def test_data_side_is_wired(repo) -> None:
         "stream_health_sensor",
         "stream_watermark_sensor",
         "late_data_sensor",
+        "topic_materializations_sensor",
     }
     # lineage runs from the raw topics down to the marts
     graph = repo.asset_graph
@@ -104,3 +105,12 @@ def test_data_side_is_wired(repo) -> None:
                 frontier.append(child)
     groups_below = {graph.get(k).group_name for k in downstream}
     assert {"batch", "reconciliation"} <= groups_below
+
+
+def test_stream_outputs_are_judged_fresh_or_stale(repo) -> None:
+    graph = repo.asset_graph
+    for topic in STREAM_TOPICS:
+        policy = graph.get(AssetKey(["kafka", topic])).freshness_policy
+        assert policy is not None and policy.fail_window.to_timedelta().total_seconds() > 0, topic
+    for topic in domain.LATE_TOPICS:  # quiet when nothing is late: never stale
+        assert graph.get(AssetKey(["kafka", topic])).freshness_policy is None

@@ -1,9 +1,12 @@
 """The kappa replay asset against the session broker: a live ``windowed-revenue`` run, then
 ``streams/kappa_replay`` reprocesses the same input under a new application id; its
-``replay_agrees`` check passes, and fails once the live results differ."""
+``replay_agrees`` check passes, and fails once the live results differ. The replay finishes
+while a producer keeps writing (it stops at the input end offsets captured at its start),
+and a replay that does not get there in time fails saying how far it got."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -11,12 +14,13 @@ from typing import Any
 
 import orjson
 import pytest
-from confluent_kafka import Producer
-from dagster import materialize
+from confluent_kafka import Consumer, Producer, TopicPartition
+from dagster import DagsterInstance, materialize
 
 from assets import domain
-from assets.generator import GeneratorConfig, produce
+from assets.generator import GeneratorConfig, iter_events, produce
 from assets.streams import kappa
+from assets.streams.common import order_problem
 from assets.streams.dagster_assets import kappa_replay
 from resources.kafka import KafkaResource
 from resources.stream_apps import StreamAppsResource
@@ -63,12 +67,20 @@ def live_revenue(kafka_cluster, tmp_path: Path) -> dict[str, Any]:
     kappa.run_until_caught_up(live, boot, timeout_s=180, settle_s=2)
     results = kappa.read_all(boot, settings["revenue_topic"])
     assert len(results) >= 4  # closed 5-minute windows per region
-    return {"boot": boot, "resource": resource, "settings": settings, "results": results}
+    return {
+        "boot": boot,
+        "resource": resource,
+        "settings": settings,
+        "results": results,
+        "raw": raw,
+        "generator": config,
+    }
 
 
-def _replay(live: dict[str, Any], **config: Any) -> Any:
+def _replay(live: dict[str, Any], instance: DagsterInstance | None = None, **config: Any) -> Any:
     return materialize(
         [kappa_replay],
+        instance=instance,
         resources={
             "kafka": KafkaResource(bootstrap_servers=live["boot"]),
             "stream_apps": live["resource"],
@@ -122,3 +134,215 @@ def test_replay_agrees_then_detects_an_injected_difference(live_revenue) -> None
     evaluation = _check(second)
     assert not evaluation.passed
     assert evaluation.metadata["different"].value == 1
+
+
+class KeepProducing(threading.Thread):
+    """Writes generator events to the raw topics, ``per_second`` of them, until stopped."""
+
+    def __init__(self, boot: str, topics: dict[str, str], config: GeneratorConfig, per_second: int):
+        super().__init__(name="keep-producing", daemon=True)
+        self.boot, self.topics, self.config, self.per_second = boot, topics, config, per_second
+        self.stop = threading.Event()
+        self.orders = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        producer = Producer({"bootstrap.servers": self.boot, "linger.ms": 5})
+        try:
+            for event in iter_events(self.config):
+                if self.stop.wait(1.0 / self.per_second):
+                    break
+                producer.produce(
+                    self.topics[event.topic],
+                    key=None if event.key is None else event.key.encode(),
+                    value=event.value,
+                    timestamp=event.timestamp,
+                )
+                producer.poll(0)
+                if event.topic == domain.ORDERS:
+                    self.orders += 1
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            producer.flush(30)
+
+
+def _orders_end(boot: str, topic: str) -> int:
+    return sum(kappa.capture_offsets(boot, [topic])[(topic, 0)][1:])
+
+
+def test_replay_finishes_while_the_producer_keeps_producing(live_revenue) -> None:
+    boot, raw = live_revenue["boot"], live_revenue["raw"]
+    batch = live_revenue["generator"]
+    batch_end = batch.start_ms + int(batch.duration_s * 1000)
+    # events from 7 minutes after the batch on: their stream time closes every batch window
+    later = GeneratorConfig(
+        seed=6,
+        start_ms=batch_end + 7 * domain.MINUTE_MS,
+        duration_s=None,
+        orders_per_second=20.0,
+        customers=100,
+    )
+    producer = KeepProducing(boot, raw, later, per_second=40)
+    instance = DagsterInstance.ephemeral()
+    producer.start()
+    try:
+        deadline = time.monotonic() + 60
+        while producer.orders < 50 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert producer.orders >= 50, producer.error
+        before = _orders_end(boot, raw[domain.ORDERS])
+        result = _replay(live_revenue, instance, progress_interval_s=1)
+        during = producer.orders
+        time.sleep(1.0)
+        assert producer.is_alive() and producer.orders > during  # still producing
+    finally:
+        producer.stop.set()
+        producer.join(30)
+    assert producer.error is None
+    assert result.success
+    meta = _metadata(result)
+    captured = meta["input_end_offsets"]
+    captured_end = captured[f"{raw[domain.ORDERS]}-0"]
+    # the range was captured at the replay's start: after what was there before it, and
+    # before what the producer wrote while it ran
+    assert before <= captured_end < _orders_end(boot, raw[domain.ORDERS])
+    assert meta["input_records"] == captured_end  # one partition, nothing deleted
+    assert meta["replay_closed_cleanly"] is True
+    # the comparison covers the range: every live result was replayed, with the same value,
+    # and every window of the batch's orders has a replayed result (the producer's events
+    # in the range closed the windows the live run had left open)
+    live_ids = {(v["region"], v["window_start"]) for _, v, _ in live_revenue["results"]}
+    assert meta["compared"] == meta["live_results"] == len(live_ids)
+    assert meta["different"] == 0 and meta["agreement"] == 1.0
+    replayed = {
+        (v["region"], v["window_start"])
+        for _, v, _ in kappa.read_all(boot, meta["replay_topic"])
+        if isinstance(v, dict)
+    }
+    # the batch's windows with an order the application uses and does not drop as late
+    window, grace = domain.REVENUE_WINDOW_MS, domain.REVENUE_GRACE_MS
+    batch_windows, stream_time = set(), -1
+    for event in iter_events(batch):
+        if event.topic != domain.ORDERS:
+            continue
+        try:
+            order = orjson.loads(event.value)
+        except orjson.JSONDecodeError:
+            continue
+        if order_problem(event.key, order) is not None:
+            continue
+        stream_time = max(stream_time, order["event_time"])
+        start = order["event_time"] // window * window
+        if start + window + grace > stream_time:
+            batch_windows.add((order["region"], start))
+    missing = batch_windows - replayed
+    assert not missing, sorted(missing)[:5]
+    assert len(replayed) > len(live_ids)  # ... which the live run had not closed
+    # what it did is in the run's log: the range, then records and rate at the end (the
+    # progress lines while it runs: test_a_replay_that_does_not_finish_says_how_far_it_got)
+    messages = [e.user_message for e in instance.all_logs(result.run_id)]
+    start = f"up to the end offsets {raw[domain.ORDERS]}-0={captured_end:,}"
+    assert any(start in m for m in messages), messages
+    done = f"reached the captured end offsets: {captured_end:,} input records in "
+    assert any(done in m and "records/s), closed cleanly" in m for m in messages), messages
+
+
+def test_a_replay_that_does_not_finish_says_how_far_it_got(kafka_cluster) -> None:
+    """A replay whose application never commits fails after ``timeout_s`` with the records
+    done / total and the partitions behind; the application is closed."""
+    from assets.streams.apps import STREAM_APPS
+    from assets.streams.config import StreamAppConfig
+
+    boot = kafka_cluster.bootstrap_servers
+    topic = f"orders-kappa-stuck-{uuid.uuid4().hex[:8]}"
+    kafka_cluster.create_topic(topic, partitions=2)
+    producer = Producer({"bootstrap.servers": boot})
+    for i in range(10):
+        producer.produce(topic, key=f"o{i}".encode(), value=b"{}", partition=i % 2)
+    assert producer.flush(30) == 0
+    group = f"stuck-{uuid.uuid4().hex[:8]}"
+    consumer = Consumer({"bootstrap.servers": boot, "group.id": group})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 4)], asynchronous=False)
+    consumer.close()
+
+    class Stuck:  # a runner whose application runs but never gets further
+        app = STREAM_APPS[APP]
+        config = StreamAppConfig(orders_topic=topic)
+        application_id = group
+        state = "RUNNING"
+        closed = False
+
+        def start(self) -> None:
+            pass
+
+        def close(self, timeout: float = 60.0) -> bool:
+            self.closed = True
+            return True
+
+    runner = Stuck()
+    lines: list[str] = []
+    with pytest.raises(kappa.ReplayTimeout) as raised:
+        kappa.replay_to_end_offsets(
+            runner, boot, timeout_s=2, poll_s=0.2, progress_interval_s=0.5, log=lines.append
+        )
+    message = str(raised.value)
+    assert "did not reach the captured end offsets within 2 s" in message
+    assert "4 / 10 input records (40.0%)" in message
+    assert f"{topic}-1 at 0 of 5" in message and f"{topic}-0 at 4 of 5" in message
+    assert raised.value.progress.done == 4 and raised.value.progress.total == 10
+    assert runner.closed
+    assert any("10 input records in 2 partitions" in line for line in lines)
+    assert any("4 / 10 input records" in line for line in lines)  # progress while waiting
+
+
+def test_the_replay_asset_fails_after_its_timeout_saying_how_far_it_got(
+    kafka_cluster, tmp_path: Path
+) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    boot = kafka_cluster.bootstrap_servers
+    raw = {t: f"{t}-kappa-timeout-{suffix}" for t in domain.RAW_TOPICS}
+    for topic in raw.values():
+        kafka_cluster.create_topic(topic, partitions=1)
+    orders = raw[domain.ORDERS]
+    config = GeneratorConfig(
+        seed=8,
+        start_ms=int(time.time() * 1000) - 30 * domain.MINUTE_MS,
+        duration_s=20 * 60,
+        orders_per_second=2.0,
+        customers=50,
+    )
+    produce(config, boot, topics=raw)
+    resource = StreamAppsResource(
+        state_root=str(tmp_path / "state"),
+        app_settings={
+            "orders_topic": orders,
+            "revenue_topic": f"{domain.REVENUE_5M}-kappa-timeout-{suffix}",
+            "hopping_revenue_topic": f"{domain.REVENUE_HOPPING}-kappa-timeout-{suffix}",
+        },
+        commit_interval_ms=200,
+    )
+    live = {"boot": boot, "resource": resource}
+    result = _replay(live, timeout_s=1)  # far too short for a backlog of 2,400 orders
+    assert not result.success
+    (failure,) = result.get_step_failure_events()
+    user = failure.step_failure_data.user_failure_data
+    assert "did not reach the captured end offsets within 1 s" in user.description
+    assert "input records (" in user.description and f"behind: {orders}-0 at" in user.description
+    total = user.metadata["records_total"].value
+    assert total == kappa.capture_offsets(boot, [orders])[(orders, 0)][1] > 2000
+
+
+def test_a_replay_writes_none_of_the_live_topics() -> None:
+    """Outputs, dead letters and late records of a replay go to topics of its own."""
+    from assets.streams.apps import STREAM_APPS
+    from assets.streams.config import StreamAppConfig
+
+    for app in STREAM_APPS.values():
+        base = StreamAppConfig()
+        replay = kappa.replay_config(app, base, "replay-1234abcd-ef01")
+        live_topics = set(app.output_topics(base))
+        replay_topics = set(app.output_topics(replay))
+        assert not live_topics & replay_topics, app.name
+        assert base.dead_letter_topic(app.name) in live_topics
+        assert all(t.endswith("-replay-1234abcd-ef01") for t in replay_topics)

@@ -83,14 +83,21 @@ def test_late_data_state() -> None:
     assert again == state
 
 
-def test_nightly_backfill_requests_previous_day() -> None:
+def test_nightly_backfill_requests_previous_day_as_one_run() -> None:
+    from sensors.schedules import RANGE_END_TAG, RANGE_START_TAG
+
     schedule = build_nightly_backfill(partitions_def=PARTITIONS)
     ctx = build_schedule_context(scheduled_execution_time=datetime(2025, 1, 3, 2, 0, tzinfo=UTC))
-    requests = list(schedule(ctx))
-    assert [r.partition_key for r in requests] == previous_day_hours(T0 + 2 * 24 * H + 2 * H)
-    assert requests[0].partition_key == "2025-01-02-00:00"
-    assert requests[-1].partition_key == "2025-01-02-23:00"
-    assert len({r.run_key for r in requests}) == 24
+    request = schedule(ctx)
+    hours = previous_day_hours(T0 + 2 * 24 * H + 2 * H)
+    assert (hours[0], hours[-1]) == ("2025-01-02-00:00", "2025-01-02-23:00")
+    assert request.tags[RANGE_START_TAG] == hours[0]
+    assert request.tags[RANGE_END_TAG] == hours[-1]
+    assert request.run_key == "nightly-2025-01-02"
+    # a day before the first partition: nothing to run, and the tick says why
+    early = build_schedule_context(scheduled_execution_time=datetime(2024, 6, 2, 2, 0, tzinfo=UTC))
+    skipped = schedule(early)
+    assert "no partition of 2024-06-01" in skipped.skip_message
 
 
 def _produce(bootstrap: str, topic: str, records: list[tuple[str, dict, int]]) -> None:
@@ -230,6 +237,16 @@ def test_health_sensor_observes_lag(kafka_cluster, tmp_path) -> None:
     assert revenue["state"].value == "ERROR"
     assert revenue["healthy"].value is False
     assert by_key["orders"]["records"].value >= 2
+    # the tick says what it observed (Dagster shows it as the skipped tick's text)
+    message = result.skip_reason.skip_message
+    assert message.startswith("Observed 5 stream apps (")
+    assert "windowed-revenue lag 1 ERROR" in message
+    assert f"orders {by_key['orders']['records'].value:,} records" in message
+    assert "alerts: windowed-revenue lags 1 records (limit 0)" in message
+    tick = sensor.evaluate_tick(ctx)
+    assert tick.skip_message.startswith("Observed 5 stream apps (")
+    assert "empty result" not in tick.skip_message
+    assert len(tick.asset_events) == len(result.asset_events)
 
 
 @pytest.mark.parametrize("now", [T0 + 2 * 24 * H + 2 * H])
@@ -282,6 +299,27 @@ def test_health_sensor_reports_a_stall_when_kafka_does_not_answer(tmp_path) -> N
     assert revenue["healthy"] is False
     dedup = {k: v.value for k, v in by_key["orders-deduped"].items()}
     assert dedup["health"] == "RUNNING" and dedup["healthy"] is False  # Kafka is away
+    message = result.skip_reason.skip_message
+    assert "Observed 5 stream apps (0 healthy)" in message
+    assert "windowed-revenue lag unavailable STALLED" in message
+    assert "orders-dedup lag unavailable RUNNING" in message
+    assert "Kafka does not answer" in message
+
+
+def test_health_tick_message() -> None:
+    from sensors.health import tick_message
+
+    observed = {
+        "windowed-revenue": {"consumer_lag_total": 12345, "health": "RUNNING", "healthy": True},
+        "orders-dedup": {"lag_error": "timed out", "state": "ERROR", "healthy": False},
+    }
+    message = tick_message(observed, {"orders": 1200}, ["orders-dedup is ERROR"], 7)
+    assert message == (
+        "Observed 2 stream apps (1 healthy): windowed-revenue lag 12,345 RUNNING, "
+        "orders-dedup lag unavailable ERROR. raw topics: orders 1,200 records. "
+        "7 observations recorded. 1 alert: orders-dedup is ERROR"
+    )
+    assert tick_message({}, {}, [], 0).endswith("no alerts")
 
 
 def test_health_sensor_flags_a_stale_supervisor_status(tmp_path) -> None:

@@ -1,0 +1,292 @@
+"""``make run``'s console (``assets.run``): each child's output goes whole to its log file and
+only its warnings and errors to the console; the run workers log at INFO, not DEBUG; the
+READY line comes once the Dagster UI answers HTTP, with the schedules (turned on) and
+sensors; a compact status line follows. The last test runs ``python -m assets.run`` with a
+real ``dagster dev`` against the session broker."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from dagster import DagsterInstance, asset, materialize
+
+from assets import run
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_console_shows_warnings_and_errors_and_the_file_everything(tmp_path: Path) -> None:
+    lines = [
+        "2026-11-24 09:02:01 +0000 - dagster - DEBUG - job - 1234 - STEP_START - Started",
+        "\x1b[32m2026-11-24 09:02:01 +0000 - dagster - INFO - Serving dagster-webserver\x1b[0m",
+        "\x1b[33m2026-11-24 09:02:02 +0000 - dagster - WARNING - the daemon is slow\x1b[0m",
+        "2026-11-24 09:02:03,001 assets.streams.supervisor INFO stream apps: windowed-revenue "
+        "RUNNING (PENDING_ERROR never)",
+        "2026-11-24 09:02:03,002 assets.streams.supervisor ERROR windowed-revenue died",
+        "2026-11-24 09:11:23 +0000 - dagster - WARNING - /x/decorator_utils.py:232: "
+        "BetaWarning: Parameter `backfill_policy` of function `asset` is currently in beta",
+        "Traceback (most recent call last):",
+        '  File "x.py", line 1, in <module>',
+    ]
+    stream = io.BytesIO("".join(line + "\n" for line in lines).encode())
+    said: list[str] = []
+    pump = run.LogPump("dagster", stream, tmp_path / "logs" / "dagster.log", say=said.append)
+    pump.start()
+    pump.join(10)
+    written = (tmp_path / "logs" / "dagster.log").read_text().splitlines()
+    assert written == [run._ANSI.sub("", line) for line in lines]  # whole, without colours
+    assert said == [
+        "dagster: 2026-11-24 09:02:02 +0000 - dagster - WARNING - the daemon is slow",
+        "dagster: 2026-11-24 09:02:03,002 assets.streams.supervisor ERROR windowed-revenue died",
+        "dagster: Traceback (most recent call last):",
+    ]
+    assert run.log_path("stream apps", tmp_path) == tmp_path / "stream-apps.log"
+
+
+def test_a_repeated_warning_shows_once_per_interval(tmp_path: Path) -> None:
+    """The same warning about record after record (a malformed order every few seconds)
+    shows once a minute; the others are counted for the status line and kept in the file."""
+    lines = [
+        f"2026-11-24 09:13:{s:02d},470 streaming.runtime.task WARNING Skipping record "
+        f"orders-0@{s * 7}: deserialization failed"
+        for s in range(10)
+    ] + ["2026-11-24 09:14:00,001 assets.streams.supervisor WARNING windowed-revenue STALLED"]
+    stream = io.BytesIO("".join(line + "\n" for line in lines).encode())
+    said: list[str] = []
+    pump = run.LogPump("stream apps", stream, tmp_path / "s.log", say=said.append)
+    pump.start()
+    pump.join(10)
+    assert said == [f"stream apps: {lines[0]}", f"stream apps: {lines[-1]}"]
+    assert pump.take_hidden() == 9 and pump.take_hidden() == 0
+    assert len((tmp_path / "s.log").read_text().splitlines()) == 11
+    assert run.status_line(None, {"stream apps": True}, {"stream apps": 9, "dagster": 0}) == (
+        "stream apps: not started (--no-stream-apps) | stream apps up | repeated warnings "
+        "in the logs only: stream apps 9"
+    )
+
+
+def test_run_workers_log_info_not_debug_to_the_console(tmp_path: Path, capfd) -> None:
+    """``platform/dagster.yaml`` (``make run``'s instance): the console of a run shows INFO
+    and up; the event log still has every event."""
+    shutil.copyfile(REPO / "platform" / "dagster.yaml", tmp_path / "dagster.yaml")
+
+    @asset
+    def chatty(context) -> None:
+        context.log.info("an info line")
+        context.log.debug("a debug line")
+
+    with DagsterInstance.from_config(str(tmp_path)) as instance:
+        result = materialize([chatty], instance=instance)
+        stored = instance.all_logs(result.run_id)
+    err = capfd.readouterr().err
+    assert "an info line" in err
+    assert " - DEBUG - " not in err and "STEP_START" not in err
+    types = {e.dagster_event.event_type_value for e in stored if e.dagster_event}
+    assert {"STEP_START", "STEP_SUCCESS", "ASSET_MATERIALIZATION"} <= types
+
+
+def test_the_graphql_documents_fit_the_webserver_schema() -> None:
+    from dagster_graphql.schema import create_schema
+    from graphql import parse, validate
+
+    schema = create_schema().graphql_schema
+    for document in (run.LOCATIONS_QUERY, run.INSTIGATORS_QUERY, run.START_SCHEDULE_MUTATION):
+        assert validate(schema, parse(document)) == []
+
+
+def test_ready_and_status_lines() -> None:
+    repo = {
+        "schedules": [
+            {
+                "name": "hourly_batch_reconcile_schedule",
+                "canReset": True,
+                "scheduleState": {"status": "RUNNING"},
+                "futureTicks": {"results": [{"timestamp": 1_767_229_800.0}]},
+            },
+            {
+                "name": "nightly_backfill_schedule",
+                "canReset": True,
+                "scheduleState": {"status": "STOPPED"},
+                "futureTicks": {"results": []},
+            },
+        ],
+        "sensors": [{"name": "stream_health_sensor", "sensorState": {"status": "RUNNING"}}],
+    }
+    lines = run.ready_lines(
+        "http://127.0.0.1:3000",
+        41.6,
+        ("LOADED", None),
+        repo,
+        ["hourly_batch_reconcile_schedule"],
+        ["nightly_backfill_schedule"],
+        True,
+        Path(".state/logs"),
+    )
+    assert lines[0] == (
+        "READY: Dagster UI on http://127.0.0.1:3000 (answered after 42 s, code location "
+        "streamplatform loaded)"
+    )
+    assert lines[1] == (
+        "schedules: hourly_batch_reconcile_schedule RUNNING (turned on now), next "
+        "2026-01-01 01:10 UTC; nightly_backfill_schedule STOPPED (stopped in the UI; start "
+        "it there)"
+    )
+    assert lines[2] == "sensors: stream_health_sensor RUNNING"
+    assert ".state/logs/<dagster|stream-apps|generator>.log" in lines[3]
+    failed = run.ready_lines(
+        "http://x", 1, ("LOADED", "Traceback ...\nImportError: no"), None, [], [], True, Path("l")
+    )
+    assert "code location streamplatform FAILED to load: ImportError: no" in failed[0]
+
+    report = {
+        "apps": {
+            "windowed-revenue": {
+                "health": "RUNNING",
+                "records_per_second": 4.94,
+                "consumer_lag_max": 3,
+            },
+            "orders-dedup": {"health": "STALLED", "records_per_second": 0.0},
+        }
+    }
+    assert run.status_line(report, {"stream apps": True, "dagster": True}) == (
+        "stream apps: windowed-revenue RUNNING 4.9/s lag 3, orders-dedup STALLED | "
+        "stream apps up, dagster up"
+    )
+    assert run.status_line({}, {"dagster": False}) == "stream apps: no status yet | dagster DOWN"
+    assert run.status_line(None, {"dagster": True}) == (
+        "stream apps: not started (--no-stream-apps) | dagster up"
+    )
+
+
+def test_make_run_stops_when_another_ui_holds_its_port(capsys) -> None:
+    """READY must be about this run's UI: a port already answering /server_info stops it."""
+    import http.server
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200 if self.path == "/server_info" else 404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        assert run.ui_answers(f"http://127.0.0.1:{port}")
+        assert run.main(["--port", str(port)]) == 1
+    finally:
+        server.shutdown()
+    out = capsys.readouterr().out
+    assert f"port {port} already serves a Dagster UI" in out
+    assert not run.ui_answers(f"http://127.0.0.1:{_free_port()}", timeout=0.5)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+LAUNCH = """
+import sys
+from pathlib import Path
+
+import assets.run as run
+
+root = Path(sys.argv[1])
+run.DAGSTER_HOME = root / ".dagster"
+run.STATE_DIR = root / ".state"
+run.KAFKA_DATA_DIR = run.STATE_DIR / "kafka"
+run.CLUSTER_FILE = run.STATE_DIR / "kafka-cluster.json"
+run.LOG_DIR = run.STATE_DIR / "logs"
+raise SystemExit(run.main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.timeout(900)
+def test_make_run_says_ready_once_the_ui_answers(kafka_cluster, tmp_path: Path) -> None:
+    """``python -m assets.run`` (the broker: the session's; no generator nor stream apps):
+    READY comes once the UI answers, the schedules are on, the console is compact and the
+    child's output is in its log file; Ctrl-C stops everything."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {
+        **os.environ,
+        "KAFKA_BOOTSTRAP_SERVERS": kafka_cluster.bootstrap_servers,
+        "LAKE_ROOT": str(tmp_path / "lake"),
+        "PYTHONPATH": str(REPO),
+    }
+    cmd = [sys.executable, "-c", LAUNCH, str(tmp_path)]
+    cmd += ["--port", str(port), "--no-generator", "--no-stream-apps", "--status-interval", "3"]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    console: list[str] = []
+    answered_at_ready: list[bool] = []
+
+    def read() -> None:
+        for line in proc.stdout:
+            console.append(line.rstrip("\n"))
+            if "READY:" in line:
+                answered_at_ready.append(run.ui_answers(url))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and proc.poll() is None:
+            if any(line.startswith("[run] stream apps:") for line in console):
+                break  # READY, then a status line
+            time.sleep(0.5)
+        assert proc.poll() is None, "\n".join(console)
+        text = "\n".join(console)
+        assert answered_at_ready == [True], text
+        ready = next(line for line in console if "READY:" in line)
+        assert f"READY: Dagster UI on {url}" in ready
+        assert "code location streamplatform loaded" in ready
+        schedules = next(line for line in console if line.startswith("[run] schedules:"))
+        assert "hourly_batch_reconcile_schedule RUNNING (turned on now)" in schedules
+        assert "nightly_backfill_schedule RUNNING (turned on now)" in schedules
+        sensors = next(line for line in console if line.startswith("[run] sensors:"))
+        assert "stream_health_sensor RUNNING" in sensors
+        # the UI agrees: the schedules are on
+        repo = run.instigators(url)
+        assert {s["scheduleState"]["status"] for s in repo["schedules"]} == {"RUNNING"}
+        with urllib.request.urlopen(f"{url}/server_info", timeout=10) as response:
+            assert response.status == 200
+        # compact: no DEBUG flood, nothing of dagster dev's own INFO start-up lines
+        assert " - DEBUG - " not in text and "Serving dagster-webserver" not in text
+        assert "BetaWarning" not in text
+        log = (tmp_path / ".state" / "logs" / "dagster.log").read_text()
+        assert "Serving dagster-webserver" in log
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(120)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        reader.join(10)
+    assert proc.returncode == 0, "\n".join(console)
+    assert console[-1] == "[run] stopped"
+    assert len(console) < 40, "\n".join(console)
