@@ -4,6 +4,12 @@
 - ``BATCH_ASSETS``: ``batch/<result>``, hourly partitions ``HOURLY`` (deps ``lake/...``)
 - ``RECONCILE_ASSETS``: ``reconcile/stream_vs_batch`` (hourly, group ``reconciliation``) with blocking checks
   ``<result>_stream_matches_batch`` (worst keys as a metadata table)
+- ``KAFKA_BATCH_ASSETS`` + ``KAFKA_RECONCILE_ASSETS`` (group ``kappa_batch``): the same
+  recompute read straight from the Kafka topics (``kappa_batch/<result>``, deps
+  ``kafka/...``; resource ``pyspark_kafka``) and ``reconcile/stream_vs_kafka_batch`` with
+  checks ``<result>_stream_matches_kafka_batch``; job ``KAFKA_BATCH_JOB_DEF``
+  (``kafka_batch_reconcile``: land the lake's stream results, recompute from Kafka,
+  reconcile)
 - ``DBT_ASSETS``: ``dbt/<model>`` (staging + marts); dbt tests are asset checks
 - ``GX_CHECKS``: Great Expectations suites on ``lake/orders``, ``lake/customers``,
   ``lake/enriched-orders``, ``lake/revenue-per-region-5m``, ``lake/orders-deduped``
@@ -20,14 +26,21 @@ from __future__ import annotations
 
 from dagster import AssetSelection, define_asset_job, in_process_executor
 
-from assets.batch.dagster_assets import BATCH_ASSETS, HOURLY
+from assets.batch.dagster_assets import BATCH_ASSETS, HOURLY, KAFKA_BATCH_ASSETS
 from assets.dbt_assets import DBT_ASSETS
 from assets.lake.dagster_assets import LAKE_ASSETS
 from assets.quality.dagster_checks import GX_CHECKS
-from assets.reconcile.dagster_assets import RECONCILE_ASSETS
+from assets.reconcile.dagster_assets import KAFKA_RECONCILE_ASSETS, RECONCILE_ASSETS
 from sensors.hours import HOURLY_JOB
 
-DATA_ASSETS = [*LAKE_ASSETS, *BATCH_ASSETS, *RECONCILE_ASSETS, *DBT_ASSETS]
+DATA_ASSETS = [
+    *LAKE_ASSETS,
+    *BATCH_ASSETS,
+    *RECONCILE_ASSETS,
+    *KAFKA_BATCH_ASSETS,
+    *KAFKA_RECONCILE_ASSETS,
+    *DBT_ASSETS,
+]
 DATA_ASSET_CHECKS = [*GX_CHECKS]
 
 # The lake lands first (upstream of the batch assets), so an hour is never reconciled
@@ -41,10 +54,21 @@ HOURLY_JOB_DEF = define_asset_job(
     "stream",
 )
 
+# The kappa path's batch: the hour recomputed straight from Kafka (its own Spark session,
+# with the Kafka source jars), reconciled with the stream results the lake landed.
+KAFKA_BATCH_JOB = "kafka_batch_reconcile"
+KAFKA_BATCH_JOB_DEF = define_asset_job(
+    KAFKA_BATCH_JOB,
+    selection=AssetSelection.groups("lake", "kappa_batch"),
+    executor_def=in_process_executor,
+    description="Land the lake, recompute one hour in batch straight from Kafka (PySpark's "
+    "Kafka source), reconcile it with the stream",
+)
+
 # The names definitions.py reads.
 ASSETS = DATA_ASSETS
 ASSET_CHECKS = DATA_ASSET_CHECKS
-JOBS = [HOURLY_JOB_DEF]
+JOBS = [HOURLY_JOB_DEF, KAFKA_BATCH_JOB_DEF]
 HOURLY_PARTITIONS = HOURLY
 RESOURCES: dict = {}
 
@@ -60,6 +84,9 @@ __all__ = [
     "HOURLY_JOB_DEF",
     "HOURLY_PARTITIONS",
     "JOBS",
+    "KAFKA_BATCH_ASSETS",
+    "KAFKA_BATCH_JOB_DEF",
+    "KAFKA_RECONCILE_ASSETS",
     "LAKE_ASSETS",
     "RECONCILE_ASSETS",
     "RESOURCES",

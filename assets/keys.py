@@ -20,7 +20,14 @@ def batch_key(result: str) -> AssetKey:
     return AssetKey(["batch", result])
 
 
+def kafka_batch_key(result: str) -> AssetKey:
+    """A batch recompute result read straight from Kafka (the kappa path):
+    ``kappa_batch/<result>``."""
+    return AssetKey(["kappa_batch", result])
+
+
 RECONCILIATION_KEY = AssetKey(["reconcile", "stream_vs_batch"])
+KAFKA_RECONCILIATION_KEY = AssetKey(["reconcile", "stream_vs_kafka_batch"])
 
 
 def dbt_key(model: str) -> AssetKey:

@@ -86,7 +86,11 @@ def create_topics(
                 if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
                     raise
                 result[name] = "exists"
-    _wait_for_leaders(admin, [spec for spec in specs], time.monotonic() + timeout)
+    deadline = time.monotonic() + timeout
+    _wait_for_leaders(admin, [spec for spec in specs], deadline)
+    created = [name for name, outcome in result.items() if outcome == "created"]
+    if created:
+        _wait_until_served(bootstrap_servers, created, deadline, admin_config or {})
     return result
 
 
@@ -106,3 +110,36 @@ def _wait_for_leaders(admin: Any, specs: list[TopicSpec], deadline: float) -> No
         if time.monotonic() > deadline:
             raise TimeoutError(f"topics without a leader: {sorted(names)}")
         time.sleep(0.1)
+
+
+# what a partition answers while its new leader is still taking over
+_NOT_YET_SERVED = frozenset(
+    {"NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART"}
+)
+
+
+def _wait_until_served(
+    bootstrap_servers: str, topics: list[str], deadline: float, config: dict[str, Any]
+) -> None:
+    """Block until every partition of the new ``topics`` answers an offsets request: the
+    metadata names a leader a moment before that broker serves the partition, and a client
+    asking in between gets ``NOT_LEADER_FOR_PARTITION``."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer(
+        {**config, "bootstrap.servers": bootstrap_servers, "group.id": "platform-create-topics"}
+    )
+    try:
+        meta = consumer.list_topics(timeout=max(0.5, deadline - time.monotonic()))
+        pending = [TopicPartition(name, p) for name in topics for p in meta.topics[name].partitions]
+        while pending:
+            tp = pending[-1]
+            try:
+                consumer.get_watermark_offsets(tp, timeout=max(0.5, deadline - time.monotonic()))
+                pending.pop()
+            except KafkaException as exc:
+                if exc.args[0].name() not in _NOT_YET_SERVED or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+    finally:
+        consumer.close()

@@ -1,10 +1,15 @@
 """Batch recompute with PySpark: the stream applications' results, per event hour.
 
-``session`` (one local Spark session per process), ``read`` (lake hours -> DataFrames),
-``kafka_source`` (Spark's Kafka source over an offset range), ``compute`` (the pure
-DataFrame transformations: revenue tumbling/hopping, fraud rules, click sessions, dedup),
-``store`` (results -> ``<lake>/batch/<result>/event_hour=.../part-0.parquet``),
-``dagster_assets`` (hourly-partitioned Dagster assets).
+``session`` (one local Spark session per process; Spark's Kafka source jars only for the
+Kafka path), ``read`` (lake hours -> DataFrames), ``kafka_source`` (the kappa path: the
+same hours read straight from the Kafka topics with Spark's Kafka source, offsets resolved
+by timestamp per partition, read_committed, JSON decoded with the topic schema),
+``compute`` (the pure DataFrame transformations: revenue tumbling/hopping, fraud rules,
+click sessions, dedup), ``recompute`` (one result and hour from either source),
+``store`` (results -> ``<lake>/batch/<result>/event_hour=.../part-0.parquet``, those
+read from Kafka in ``<lake>/batch/<result>_from_kafka/``), ``dagster_assets``
+(hourly-partitioned Dagster assets: ``batch/<result>`` from the lake,
+``kappa_batch/<result>`` from Kafka).
 
 Semantics follow the stream applications (``assets/streams``, constants in
 ``assets.domain``): windows are ``[start, end)`` and epoch aligned; a window belongs to the

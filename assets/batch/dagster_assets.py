@@ -1,19 +1,29 @@
-"""Hourly-partitioned batch assets (``batch/<result>``) recomputed with local PySpark."""
+"""Hourly-partitioned batch assets recomputed with local PySpark.
+
+``batch/<result>`` reads the hour from the Parquet lake (group ``batch``);
+``kappa_batch/<result>`` reads it straight from the Kafka topics with Spark's Kafka source
+(group ``kappa_batch``, ``assets.batch.kafka_source``), stored apart
+(``<lake>/batch/<result>_from_kafka``).
+"""
+
+from collections.abc import Sequence
 
 from dagster import (
     AssetExecutionContext,
     AssetsDefinition,
     BackfillPolicy,
+    Config,
     HourlyPartitionsDefinition,
     MaterializeResult,
     MetadataValue,
     asset,
 )
 from dagster_pyspark import PySparkResource
+from pydantic import Field
 
 from assets import domain
-from assets.batch.recompute import RESULTS, recompute
-from assets.keys import batch_key, lake_key
+from assets.batch.recompute import RESULTS, BatchOutput, recompute
+from assets.keys import batch_key, kafka_batch_key, kafka_key, lake_key
 from assets.lake.paths import lake_root
 from assets.settings import partitions_start
 
@@ -26,6 +36,32 @@ _INPUTS = {
     "click_sessions": (domain.CLICKS,),
     "orders_deduped": (domain.ORDERS,),
 }
+
+
+def _materialized(
+    context: AssetExecutionContext, result: str, outputs: Sequence[BatchOutput], **extra: object
+) -> MaterializeResult:
+    for out in outputs:
+        context.log.info(f"{result} {out.hour}: {len(out.frame)} rows")
+    if len(outputs) > 1:
+        return MaterializeResult(
+            metadata={
+                "rows": sum(len(o.frame) for o in outputs),
+                "hours": len(outputs),
+                "rows_per_hour": MetadataValue.json({o.hour: len(o.frame) for o in outputs}),
+                **extra,
+            }
+        )
+    (out,) = outputs
+    return MaterializeResult(
+        metadata={
+            "rows": len(out.frame),
+            "event_hour": out.hour,
+            "path": MetadataValue.path(str(out.path)),
+            "preview": MetadataValue.md(out.frame.head(10).to_markdown(index=False)),
+            **extra,
+        }
+    )
 
 
 def batch_asset(result: str) -> AssetsDefinition:
@@ -46,27 +82,56 @@ def batch_asset(result: str) -> AssetsDefinition:
             recompute(result, key, lake_root(), pyspark.spark_session)
             for key in context.partition_keys
         ]
-        for out in outputs:
-            context.log.info(f"{result} {out.hour}: {len(out.frame)} rows")
-        if len(outputs) > 1:
-            return MaterializeResult(
-                metadata={
-                    "rows": sum(len(o.frame) for o in outputs),
-                    "hours": len(outputs),
-                    "rows_per_hour": MetadataValue.json({o.hour: len(o.frame) for o in outputs}),
-                }
-            )
-        (out,) = outputs
-        return MaterializeResult(
-            metadata={
-                "rows": len(out.frame),
-                "event_hour": out.hour,
-                "path": MetadataValue.path(str(out.path)),
-                "preview": MetadataValue.md(out.frame.head(10).to_markdown(index=False)),
-            }
-        )
+        return _materialized(context, result, outputs)
+
+    return _recompute
+
+
+class KafkaBatchConfig(Config):
+    """Run config of a ``kappa_batch`` asset."""
+
+    topics: dict[str, str] = Field(
+        default_factory=dict,
+        description="platform topic -> the Kafka topic to read it from (default: the same "
+        "name), e.g. a renamed copy",
+    )
+
+
+def kafka_batch_asset(result: str) -> AssetsDefinition:
+    """The hourly asset recomputing ``result`` from the Kafka topics (the kappa path)."""
+
+    @asset(
+        key=kafka_batch_key(result),
+        deps=[kafka_key(t) for t in _INPUTS[result]],
+        partitions_def=HOURLY,
+        backfill_policy=BackfillPolicy.single_run(),
+        group_name="kappa_batch",
+        kinds={"spark", "kafka", "parquet"},
+        description=(
+            f"Batch recompute of {RESULTS[result]!r} for one event hour, read straight from "
+            "Kafka (Spark's Kafka source over the offsets of the hour, read_committed)."
+        ),
+    )
+    def _recompute(
+        context: AssetExecutionContext, config: KafkaBatchConfig, pyspark_kafka: PySparkResource
+    ) -> MaterializeResult:
+        from assets.batch.kafka_source import KafkaSource
+        from assets.batch.session import ensure_kafka_source
+        from assets.settings import kafka_bootstrap
+
+        spark = ensure_kafka_source(pyspark_kafka.spark_session)
+        source = KafkaSource(kafka_bootstrap(), dict(config.topics))
+        outputs = [
+            recompute(result, key, lake_root(), spark, source=source)
+            for key in context.partition_keys
+        ]
+        for offsets in source.ranges:
+            context.log.info(f"read {offsets.topic} offsets {offsets.summary()['offsets']}")
+        offsets = MetadataValue.json([r.summary() for r in source.ranges])
+        return _materialized(context, result, outputs, kafka_offsets=offsets)
 
     return _recompute
 
 
 BATCH_ASSETS = [batch_asset(result) for result in RESULTS]
+KAFKA_BATCH_ASSETS = [kafka_batch_asset(result) for result in RESULTS]

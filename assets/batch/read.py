@@ -21,10 +21,14 @@ _META_DDL = (
 )
 
 
+def value_ddl(topic: str) -> str:
+    """The Spark DDL schema of ``topic``'s record values (its columns in ``domain.SCHEMAS``)."""
+    return ", ".join(f"`{n}` {_SPARK_TYPES[k]}" for n, k in domain.SCHEMAS[topic].items())
+
+
 def spark_ddl(topic: str) -> str:
     """The Spark DDL schema of ``topic``'s lake table."""
-    columns = ", ".join(f"`{n}` {_SPARK_TYPES[k]}" for n, k in domain.SCHEMAS[topic].items())
-    return f"{columns}, {_META_DDL}"
+    return f"{value_ddl(topic)}, {_META_DDL}"
 
 
 def hours_between(start_ms: int, end_ms: int) -> list[str]:

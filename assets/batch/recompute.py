@@ -1,16 +1,23 @@
-"""Recompute one result for one hour partition: read the lake, transform, store."""
+"""Recompute one result for one hour partition: read its input, transform, store.
+
+The input comes from the Parquet lake (``source="lake"``, ``assets.batch.read``) or
+straight from the Kafka topics (``source="kafka"``, ``assets.batch.kafka_source``: the kappa
+path); the same ``compute`` functions run on either, and each source's results are stored
+apart (``store.result_name``).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from assets import domain
 from assets.batch import compute
 from assets.batch.read import read_all, read_hours
-from assets.batch.session import get_spark
-from assets.batch.store import write_result
+from assets.batch.session import ensure_kafka_source, get_spark
+from assets.batch.store import KAFKA, LAKE, write_result
 from assets.lake.paths import HOUR_MS, hour_of, hour_start_ms
 
 # Batch result name -> the stream topic it recomputes.
@@ -25,34 +32,101 @@ RESULTS = {
 
 @dataclass
 class BatchOutput:
-    """One recomputed result: its rows (pandas) and where they were stored."""
+    """One recomputed result: its rows (pandas), where they were stored and its source."""
 
     result: str
     hour: str
     frame: Any
     path: Path | None
+    source: str = LAKE
 
 
-def compute_result(result: str, hour: str, lake: Path | None = None, spark: Any = None) -> Any:
-    """The Spark DataFrame of batch ``result`` for ``hour`` (lake hour or Dagster key)."""
-    spark = spark or get_spark()
+class Reader(Protocol):
+    """Where a batch result's input rows come from: ``name`` (the source results are
+    stored under) and the two reads ``compute_result`` makes."""
+
+    name: str
+
+    def read_hours(self, spark: Any, topic: str, start_ms: int, end_ms: int) -> Any: ...
+
+    def read_all(self, spark: Any, topic: str) -> Any: ...
+
+
+@dataclass
+class LakeReader:
+    """The lake's topics (``assets.batch.read``)."""
+
+    lake: Path | None = None
+    name: ClassVar[str] = LAKE
+
+    def read_hours(self, spark: Any, topic: str, start_ms: int, end_ms: int) -> Any:
+        """Valid rows of ``topic`` in the lake's hour folders overlapping the range."""
+        return read_hours(spark, topic, start_ms, end_ms, self.lake)
+
+    def read_all(self, spark: Any, topic: str) -> Any:
+        """Every valid row of ``topic`` in the lake."""
+        return read_all(spark, topic, self.lake)
+
+
+def reader_for(
+    source: str | Reader = LAKE,
+    lake: Path | None = None,
+    *,
+    bootstrap: str | None = None,
+    topics: Mapping[str, str] | None = None,
+) -> Reader:
+    """The reader of ``source``: ``"lake"``, ``"kafka"`` (a ``kafka_source.KafkaSource`` on
+    ``bootstrap``, default ``$KAFKA_BOOTSTRAP_SERVERS``, reading ``topics``: platform topic ->
+    Kafka topic), or a reader itself (e.g. a configured ``KafkaSource``)."""
+    if not isinstance(source, str):
+        return source
+    if source == LAKE:
+        return LakeReader(lake)
+    if source == KAFKA:
+        from assets.batch.kafka_source import KafkaSource
+        from assets.settings import kafka_bootstrap
+
+        return KafkaSource(bootstrap or kafka_bootstrap(), dict(topics or {}))
+    raise ValueError(f"unknown batch source {source!r}; known: {LAKE!r}, {KAFKA!r}")
+
+
+def compute_result(
+    result: str,
+    hour: str,
+    lake: Path | None = None,
+    spark: Any = None,
+    *,
+    source: str | Reader = LAKE,
+    bootstrap: str | None = None,
+    topics: Mapping[str, str] | None = None,
+) -> Any:
+    """The Spark DataFrame of batch ``result`` for ``hour`` (lake hour or Dagster key).
+
+    The input hours come from ``source`` (see ``reader_for``): the lake, or the Kafka topics
+    (then the session gets Spark's Kafka source, ``session.ensure_kafka_source``).
+    """
+    reader = reader_for(source, lake, bootstrap=bootstrap, topics=topics)
+    if reader.name == KAFKA:
+        spark = ensure_kafka_source(spark) if spark is not None else get_spark(kafka=True)
+    else:
+        spark = spark or get_spark()
     start = hour_start_ms(hour)
     end = start + HOUR_MS
     if result == "revenue_5m":
-        orders = read_hours(spark, domain.ORDERS, start, end, lake)
+        orders = reader.read_hours(spark, domain.ORDERS, start, end)
         return compute.revenue_tumbling(orders, start, end)
     if result == "revenue_hopping":
-        orders = read_hours(spark, domain.ORDERS, start, end + domain.HOPPING_SIZE_MS, lake)
+        orders = reader.read_hours(spark, domain.ORDERS, start, end + domain.HOPPING_SIZE_MS)
         return compute.revenue_hopping(orders, start, end)
     if result == "fraud_alerts":
-        orders = read_hours(spark, domain.ORDERS, start, end, lake)
-        customers = read_all(spark, domain.CUSTOMERS, lake)
+        orders = reader.read_hours(spark, domain.ORDERS, start, end)
+        customers = reader.read_all(spark, domain.CUSTOMERS)
         return compute.fraud_alerts(orders, customers, start, end)
     if result == "click_sessions":
-        clicks = read_hours(spark, domain.CLICKS, start - HOUR_MS, end + HOUR_MS, lake)
+        clicks = reader.read_hours(spark, domain.CLICKS, start - HOUR_MS, end + HOUR_MS)
         return compute.click_sessions(clicks, start, end)
     if result == "orders_deduped":
-        orders = read_hours(spark, domain.ORDERS, start, end, lake)
+        orders = reader.read_hours(spark, domain.ORDERS, start, end)
         return compute.dedup_orders(orders, start, end)
     raise KeyError(f"unknown batch result {result!r}; known: {sorted(RESULTS)}")
 
@@ -67,11 +141,21 @@ _SORT = {
 
 
 def recompute(
-    result: str, hour: str, lake: Path | None = None, spark: Any = None, *, store: bool = True
+    result: str,
+    hour: str,
+    lake: Path | None = None,
+    spark: Any = None,
+    *,
+    store: bool = True,
+    source: str | Reader = LAKE,
+    bootstrap: str | None = None,
+    topics: Mapping[str, str] | None = None,
 ) -> BatchOutput:
-    """Compute ``result`` for ``hour`` and (by default) store it in the lake."""
-    frame = compute_result(result, hour, lake, spark).toPandas()
+    """Compute ``result`` for ``hour`` from ``source`` (``"lake"`` or ``"kafka"``, see
+    ``compute_result``) and (by default) store it in the lake under that source."""
+    reader = reader_for(source, lake, bootstrap=bootstrap, topics=topics)
+    frame = compute_result(result, hour, lake, spark, source=reader).toPandas()
     frame = frame.sort_values(_SORT[result], kind="stable").reset_index(drop=True)
     lake_hour = hour_of(hour_start_ms(hour))
-    path = write_result(result, lake_hour, frame, lake) if store else None
-    return BatchOutput(result, lake_hour, frame, path)
+    path = write_result(result, lake_hour, frame, lake, source=reader.name) if store else None
+    return BatchOutput(result, lake_hour, frame, path, reader.name)

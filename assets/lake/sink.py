@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,8 +73,14 @@ def sink_topic(
     batch_size: int = 50_000,
     timeout: float = 60.0,
     consumer_config: dict[str, Any] | None = None,
+    lake_topic: str | None = None,
 ) -> SinkResult:
-    """Land everything of ``topic`` not yet in the lake; returns what was landed."""
+    """Land everything of ``topic`` not yet in the lake; returns what was landed.
+
+    ``lake_topic``: the lake topic to land it as (default ``topic``), e.g. a renamed copy of
+    a platform topic (``orders`` written to ``run-7-orders``) landed as the platform topic,
+    typed by its schema.
+    """
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     lake = lake_root(lake)
@@ -90,7 +97,7 @@ def sink_topic(
         }
     )
     try:
-        with locked(lake, topic) as manifest:
+        with locked(lake, lake_topic or topic) as manifest:
             cluster = consumer.list_topics(topic, timeout=timeout)
             meta = cluster.topics.get(topic)
             if meta is None or meta.error is not None:
@@ -197,7 +204,15 @@ def _flush(
 
 
 def sink_topics(
-    bootstrap_servers: str, topics: list[str], lake: Path | None = None, **kwargs: Any
+    bootstrap_servers: str,
+    topics: list[str] | Mapping[str, str],
+    lake: Path | None = None,
+    **kwargs: Any,
 ) -> dict[str, SinkResult]:
-    """``sink_topic`` for each of ``topics``."""
-    return {topic: sink_topic(bootstrap_servers, topic, lake, **kwargs) for topic in topics}
+    """``sink_topic`` for each of ``topics``: topic names, or a mapping Kafka topic -> lake
+    topic (``lake_topic``)."""
+    targets = dict(topics) if isinstance(topics, Mapping) else {t: t for t in topics}
+    return {
+        topic: sink_topic(bootstrap_servers, topic, lake, lake_topic=lake_topic, **kwargs)
+        for topic, lake_topic in targets.items()
+    }

@@ -1,6 +1,11 @@
-"""The reconciliation asset (hourly): stream vs batch, with blocking asset checks."""
+"""The reconciliation assets (hourly): stream vs batch, with blocking asset checks.
 
-from collections.abc import Iterator
+``reconcile/stream_vs_batch`` compares the stream with the batch recompute from the lake
+(group ``reconciliation``); ``reconcile/stream_vs_kafka_batch`` with the one read straight
+from Kafka (group ``kappa_batch``, checks ``<result>_stream_matches_kafka_batch``).
+"""
+
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pandas as pd
@@ -21,7 +26,14 @@ from dagster import (
 from assets import domain
 from assets.batch.dagster_assets import HOURLY
 from assets.batch.recompute import RESULTS
-from assets.keys import RECONCILIATION_KEY, batch_key, lake_key
+from assets.batch.store import KAFKA, LAKE
+from assets.keys import (
+    KAFKA_RECONCILIATION_KEY,
+    RECONCILIATION_KEY,
+    batch_key,
+    kafka_batch_key,
+    lake_key,
+)
 from assets.lake.paths import lake_root
 from assets.reconcile.compare import Reconciliation
 from assets.reconcile.reconcile import reconcile_hour, stream_watermark
@@ -29,6 +41,7 @@ from assets.reconcile.tolerance import Tolerance
 
 RECONCILED = ("revenue_5m", "revenue_hopping", "fraud_alerts", "click_sessions")
 CHECK_NAMES = {name: f"{name}_stream_matches_batch" for name in RECONCILED}
+KAFKA_CHECK_NAMES = {name: f"{name}_stream_matches_kafka_batch" for name in RECONCILED}
 _WORST_COLUMNS = 8
 
 
@@ -66,16 +79,21 @@ def is_empty(report: Reconciliation) -> bool:
     return report.stats["batch_rows"] == 0 and report.stats["stream_rows"] == 0
 
 
-def check_result(name: str, reports: dict[str, Reconciliation]) -> AssetCheckResult:
+def check_result(
+    name: str,
+    reports: dict[str, Reconciliation],
+    check_names: Mapping[str, str] = CHECK_NAMES,
+) -> AssetCheckResult:
     """The blocking check result of one reconciliation over the hours of a run (one, or a
     backfilled range). Hours without data are reported as such; if no hour had data the
-    check fails with WARN severity (blocking nothing), never passes."""
+    check fails with WARN severity (blocking nothing), never passes. ``check_names``: the
+    check of each reconciliation (``KAFKA_CHECK_NAMES`` for the kappa batch's)."""
     with_data = {hour: r for hour, r in reports.items() if not is_empty(r)}
     empty = sorted(set(reports) - set(with_data))
     no_data = f"no data for hour(s) {', '.join(empty)}" if empty else ""
     if not with_data:
         return AssetCheckResult(
-            check_name=CHECK_NAMES[name],
+            check_name=check_names[name],
             passed=False,
             severity=AssetCheckSeverity.WARN,
             description=(
@@ -95,7 +113,7 @@ def check_result(name: str, reports: dict[str, Reconciliation]) -> AssetCheckRes
     worst = next((r for _, r in sorted(with_data.items()) if not r.passed), None)
     worst = worst or next(iter(with_data.values()))
     return AssetCheckResult(
-        check_name=CHECK_NAMES[name],
+        check_name=check_names[name],
         passed=all(r.passed for r in with_data.values()),
         severity=AssetCheckSeverity.ERROR,
         description="\n".join(lines) if len(reports) > 1 else worst.summary(),
@@ -108,17 +126,48 @@ def check_result(name: str, reports: dict[str, Reconciliation]) -> AssetCheckRes
     )
 
 
+_STREAM_DEPS = [
+    lake_key(domain.REVENUE_5M),
+    lake_key(domain.REVENUE_HOPPING),
+    lake_key(domain.FRAUD_ALERTS),
+    lake_key(domain.CLICK_SESSIONS),
+    lake_key(domain.ORDERS),
+    *(lake_key(t) for t in domain.LATE_TOPICS),
+]
+
+
+def _reconcile(
+    context: AssetExecutionContext, source: str, check_names: Mapping[str, str]
+) -> Iterator[Any]:
+    """Compare every stream result of the run's hours with their batch recompute from
+    ``source``; the materialization, then one check result per reconciliation."""
+    lake = lake_root()
+    watermark = stream_watermark(lake)
+    tolerance = Tolerance.from_env()
+    by_hour = {
+        hour: reconcile_hour(hour, lake, tolerance=tolerance, watermark_ms=watermark, source=source)
+        for hour in context.partition_keys
+    }
+    metadata: dict[str, Any] = {"watermark_ms": watermark or 0}
+    if watermark is not None:
+        metadata["watermark"] = _cell("stream_time", watermark)
+    for hour, reports in by_hour.items():
+        for name, report in reports.items():
+            context.log.info(f"{hour} {report.summary()}")
+            if len(by_hour) == 1:
+                for stat, value in report.stats.items():
+                    if isinstance(value, int | float):
+                        metadata[f"{name}.{stat}"] = value
+    yield MaterializeResult(metadata=metadata)
+    for name in RECONCILED:
+        yield check_result(
+            name, {hour: reports[name] for hour, reports in by_hour.items()}, check_names
+        )
+
+
 @asset(
     key=RECONCILIATION_KEY,
-    deps=[
-        *(batch_key(r) for r in RECONCILED),
-        lake_key(domain.REVENUE_5M),
-        lake_key(domain.REVENUE_HOPPING),
-        lake_key(domain.FRAUD_ALERTS),
-        lake_key(domain.CLICK_SESSIONS),
-        lake_key(domain.ORDERS),
-        *(lake_key(t) for t in domain.LATE_TOPICS),
-    ],
+    deps=[*(batch_key(r) for r in RECONCILED), *_STREAM_DEPS],
     partitions_def=HOURLY,
     backfill_policy=BackfillPolicy.single_run(),
     group_name="reconciliation",
@@ -136,27 +185,31 @@ def check_result(name: str, reports: dict[str, Reconciliation]) -> AssetCheckRes
 )
 def stream_vs_batch(context: AssetExecutionContext) -> Iterator[Any]:
     """Compare every stream result of the run's hours with their batch recompute."""
-    lake = lake_root()
-    watermark = stream_watermark(lake)
-    tolerance = Tolerance.from_env()
-    by_hour = {
-        hour: reconcile_hour(hour, lake, tolerance=tolerance, watermark_ms=watermark)
-        for hour in context.partition_keys
-    }
-    metadata: dict[str, Any] = {"watermark_ms": watermark or 0}
-    if watermark is not None:
-        metadata["watermark"] = _cell("stream_time", watermark)
-    for hour, reports in by_hour.items():
-        for name, report in reports.items():
-            context.log.info(f"{hour} {report.summary()}")
-            if len(by_hour) == 1:
-                for stat, value in report.stats.items():
-                    if isinstance(value, int | float):
-                        metadata[f"{name}.{stat}"] = value
-    yield MaterializeResult(metadata=metadata)
-    for name in RECONCILED:
-        yield check_result(name, {hour: reports[name] for hour, reports in by_hour.items()})
+    yield from _reconcile(context, LAKE, CHECK_NAMES)
+
+
+@asset(
+    key=KAFKA_RECONCILIATION_KEY,
+    deps=[*(kafka_batch_key(r) for r in RECONCILED), *_STREAM_DEPS],
+    partitions_def=HOURLY,
+    backfill_policy=BackfillPolicy.single_run(),
+    group_name="kappa_batch",
+    kinds={"pandas"},
+    check_specs=[
+        AssetCheckSpec(KAFKA_CHECK_NAMES[name], asset=KAFKA_RECONCILIATION_KEY, blocking=True)
+        for name in RECONCILED
+    ],
+    description=(
+        "Reconciliation of each hour of the run: stream results (lake) vs the batch recompute "
+        "read straight from Kafka (`kappa_batch/<result>`), with the same rules as "
+        "`reconcile/stream_vs_batch`."
+    ),
+)
+def stream_vs_kafka_batch(context: AssetExecutionContext) -> Iterator[Any]:
+    """Compare every stream result of the run's hours with their recompute from Kafka."""
+    yield from _reconcile(context, KAFKA, KAFKA_CHECK_NAMES)
 
 
 assert set(RECONCILED) <= set(RESULTS)
 RECONCILE_ASSETS = [stream_vs_batch]
+KAFKA_RECONCILE_ASSETS = [stream_vs_kafka_batch]

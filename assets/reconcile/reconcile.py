@@ -1,4 +1,8 @@
-"""Reconcile one hour partition: stream results in the lake vs the batch results."""
+"""Reconcile one hour partition: stream results in the lake vs the batch results.
+
+The batch side is the recompute from the lake by default; ``source="kafka"`` takes the one
+computed straight from the Kafka topics (``assets.batch.kafka_source``, the kappa path).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import orjson
 import pandas as pd
 
 from assets import domain
-from assets.batch.store import read_result
+from assets.batch.store import LAKE, read_result
 from assets.lake.duck import read_topic_hours
 from assets.lake.paths import HOUR_MS, hour_of, hour_start_ms
 from assets.reconcile.compare import Reconciliation, compare_keyed
@@ -34,10 +38,13 @@ def stream_watermark(lake: Path | None = None, hours: list[str] | None = None) -
     return None if orders.empty else int(orders["event_time"].max())
 
 
-def _batch(result: str, hour: str, lake: Path | None) -> pd.DataFrame:
-    frame = read_result(result, hour, lake)
+def _batch(result: str, hour: str, lake: Path | None, source: str = LAKE) -> pd.DataFrame:
+    frame = read_result(result, hour, lake, source=source)
     if frame is None:
-        raise FileNotFoundError(f"batch result {result!r} for {hour} was not computed")
+        raise FileNotFoundError(
+            f"batch result {result!r} for {hour} was not computed"
+            + ("" if source == LAKE else f" from {source}")
+        )
     return frame
 
 
@@ -78,11 +85,12 @@ def reconcile_revenue(
     hopping: bool = False,
     tolerance: Tolerance | None = None,
     watermark_ms: int | None = None,
+    source: str = LAKE,
 ) -> Reconciliation:
     """Revenue per region and window (tumbling or hopping) for ``hour``.
 
     Windows that are not closed at ``watermark_ms`` (end + grace beyond it) are left out
-    of both sides and counted as ``pending``.
+    of both sides and counted as ``pending``. ``source``: the batch results' source.
     """
     start = hour_start_ms(hour)
     lake_hour = hour_of(start)
@@ -94,7 +102,7 @@ def reconcile_revenue(
             domain.REVENUE_5M,
         )
     )
-    batch = _batch(result, lake_hour, lake)
+    batch = _batch(result, lake_hour, lake, source)
     stream = read_topic_hours(topic, [lake_hour], lake)
     stream = stream[(stream["window_start"] >= start) & (stream["window_start"] < start + HOUR_MS)]
     late = late_report(_late_records(domain.REVENUE_LATE, start, lake), result)
@@ -123,11 +131,12 @@ def reconcile_fraud(
     *,
     tolerance: Tolerance | None = None,
     watermark_ms: int | None = None,
+    source: str = LAKE,
 ) -> Reconciliation:
     """Fraud alerts of ``hour``: the same (rule, customer, order | window) alerts?"""
     start = hour_start_ms(hour)
     lake_hour = hour_of(start)
-    batch = _batch("fraud_alerts", lake_hour, lake).copy()
+    batch = _batch("fraud_alerts", lake_hour, lake, source).copy()
     stream = read_topic_hours(
         domain.FRAUD_ALERTS, _hours(start - HOUR_MS, start + 2 * HOUR_MS), lake
     )
@@ -177,11 +186,12 @@ def reconcile_sessions(
     tolerance: Tolerance | None = None,
     watermark_ms: int | None = None,
     grace_ms: int = 5 * domain.MINUTE_MS,
+    source: str = LAKE,
 ) -> Reconciliation:
     """Click sessions starting in ``hour``: same bounds and click counts?"""
     start = hour_start_ms(hour)
     lake_hour = hour_of(start)
-    batch = _batch("click_sessions", lake_hour, lake)
+    batch = _batch("click_sessions", lake_hour, lake, source)
     stream = read_topic_hours(domain.CLICK_SESSIONS, [lake_hour], lake)
     stream = stream[
         (stream["session_start"] >= start) & (stream["session_start"] < start + HOUR_MS)
@@ -206,15 +216,14 @@ def reconcile_hour(
     *,
     tolerance: Tolerance | None = None,
     watermark_ms: int | None = None,
+    source: str = LAKE,
 ) -> dict[str, Reconciliation]:
-    """Every reconciliation of ``hour`` (batch results must be computed)."""
+    """Every reconciliation of ``hour`` (batch results of ``source`` must be computed:
+    ``"lake"``, or ``"kafka"`` for the kappa path's)."""
+    common = {"tolerance": tolerance, "watermark_ms": watermark_ms, "source": source}
     return {
-        "revenue_5m": reconcile_revenue(hour, lake, tolerance=tolerance, watermark_ms=watermark_ms),
-        "revenue_hopping": reconcile_revenue(
-            hour, lake, hopping=True, tolerance=tolerance, watermark_ms=watermark_ms
-        ),
-        "fraud_alerts": reconcile_fraud(hour, lake, tolerance=tolerance, watermark_ms=watermark_ms),
-        "click_sessions": reconcile_sessions(
-            hour, lake, tolerance=tolerance, watermark_ms=watermark_ms
-        ),
+        "revenue_5m": reconcile_revenue(hour, lake, **common),
+        "revenue_hopping": reconcile_revenue(hour, lake, hopping=True, **common),
+        "fraud_alerts": reconcile_fraud(hour, lake, **common),
+        "click_sessions": reconcile_sessions(hour, lake, **common),
     }
