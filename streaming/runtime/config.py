@@ -566,6 +566,33 @@ _MANAGED = {
 #: the consumers' settings that only the stream threads' consumer gets
 _MAIN_CONSUMER_ONLY = frozenset({"group.instance.id"})
 
+
+def main_consumer_membership(
+    settings: Mapping[str, Any], process_id: str, index: int
+) -> tuple[str | None, bool]:
+    """The ``group.instance.id`` of stream thread ``index``'s consumer, and whether the
+    thread leaves the group when it closes.
+
+    - ``group.instance.id`` set by the user: ``<it>-<index>``, and no leave on close (KIP-345
+      as in Kafka Streams: an instance restarted within ``session.timeout.ms`` gets its
+      partitions back without a rebalance);
+    - set to ``""``: none, dynamic membership;
+    - unset: ``<process id>-<index>`` (the process id is kept in ``state.dir``, so a restart
+      has the same ids), leaving the group on close like a dynamic member. librdkafka ends
+      its session by itself after ``session.timeout.ms`` without an answer from the
+      coordinator (a broker outage) and joins again; a dynamic member gets a new member id
+      and the coordinator holds the rebalance until the old member's session expires too
+      (45 s after the broker is back), a static member takes its old place at once. The
+      same goes for an instance killed and restarted."""
+    given = settings.get("group.instance.id")
+    if given is not None:
+        given = str(given).strip()
+        return (f"{given}-{index}", False) if given else (None, False)
+    if not process_id:
+        return None, False
+    return f"{process_id}-{index}", True
+
+
 # librdkafka's configuration properties (``rd_kafka_conf_properties_show()`` of librdkafka
 # 2.16.0) by the clients they apply to: "*" all, "C" consumers, "P" producers. The installed
 # librdkafka decides what is valid (a throwaway client is configured with the setting, see

@@ -217,6 +217,17 @@ class RecordCollector:
             self._fail(self._production_error(topic, msg.timestamp()[1], exc, None))
         elif err.code() in _RECORD_CODES:
             self._refused_by_broker(topic, msg.key(), msg.value(), msg.timestamp()[1], exc)
+        elif self._eos and err.code() == KafkaError._MSG_TIMED_OUT:
+            # records that timed out (brokers away) leave the idempotent producer needing a
+            # new epoch: its abort_transaction may not come back once they are, or succeed
+            # and the next transaction fail with OUT_OF_ORDER_SEQUENCE_NUMBER. A new
+            # producer's init_transactions aborts the transaction (fencing this one).
+            self._fail(
+                TaskMigratedException(
+                    f"writing to {topic} failed: {err}; the transaction is rolled back with a "
+                    "new producer"
+                )
+            )
         else:  # retriable, or the transaction must be aborted: roll back and process again
             self._fail(
                 TaskCorruptedException(

@@ -466,7 +466,15 @@ class StreamTask:
                 for node in self.nodes.values():
                     node.close()
         finally:
+            # every store is closed, whatever one of them raises (like Kafka's closeDirty):
+            # a store left open keeps its RocksDB lock and the rebuilt task cannot open it
+            failure: BaseException | None = None
             for store in self.context.stores.values():
-                store.close()
+                try:
+                    store.close()
+                except Exception as exc:
+                    failure = failure or exc
             self._initialized = False
             self._stores_open = False
+            if failure is not None:
+                raise failure

@@ -23,7 +23,9 @@ by ``_recover`` until they succeed; nothing is processed meanwhile.
 Partitions come from the consumer group ``application.id`` with the range assignor, so
 co-partitioned topics' partition ``p`` land on the same thread; rebalance callbacks commit
 before revocation and build or close tasks on assignment (tasks kept across a rebalance
-keep their state).
+keep their state). Each thread's consumer is a static member named after the process id
+(``config.main_consumer_membership``): after a broker outage longer than its session, or a
+restart, it takes its old place at once; it leaves the group explicitly when it closes.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from confluent_kafka import (
 
 from streaming.runtime import metrics as metrics_mod
 from streaming.runtime.active_task import CLOSED, RESTORING, RUNNING, ActiveTask
+from streaming.runtime.config import main_consumer_membership
 from streaming.runtime.failures import (
     Kind,
     RetriableStreamsException,
@@ -60,6 +63,7 @@ from streaming.runtime.failures import (
     classify,
     translate,
 )
+from streaming.runtime.nodes import StreamsException
 from streaming.runtime.producer import RecordCollector
 from streaming.runtime.restore import ChangelogReader
 
@@ -157,6 +161,10 @@ class StreamThread(threading.Thread):
         self._rollbacks_since = 0.0
         self._txn_calls = _txn_executor(self.name)
         self._producer_hung = False
+        #: the consumer's group.instance.id (static membership), and whether it leaves the
+        #: group explicitly on close (see main_consumer_membership)
+        self.group_instance_id: str | None = None
+        self._leave_on_close = False
 
     # -- clients --------------------------------------------------------------------------
 
@@ -179,11 +187,14 @@ class StreamThread(threading.Thread):
             "logger": self.app.client_logger,
         }
         consumer_conf.update(cfg.consumer)
-        if consumer_conf.get("group.instance.id"):
-            # static membership: one member per stream thread
-            consumer_conf["group.instance.id"] = (
-                f"{consumer_conf['group.instance.id']}-{self.index}"
-            )
+        # static membership, one member per stream thread (see main_consumer_membership)
+        instance_id, self._leave_on_close = main_consumer_membership(
+            cfg.consumer, self.app.process_id, self.index
+        )
+        consumer_conf.pop("group.instance.id", None)
+        if instance_id:
+            consumer_conf["group.instance.id"] = instance_id
+        self.group_instance_id = instance_id
         self._producer_conf = self._producer_config()
         restore_conf: dict[str, Any] = {
             "bootstrap.servers": cfg.bootstrap_servers,
@@ -385,7 +396,17 @@ class StreamThread(threading.Thread):
     def _consumer_error(self, err: KafkaError) -> None:
         if err.code() == KafkaError._PARTITION_EOF:
             return
-        if err.fatal() or classify(err) is Kind.FATAL:
+        if err.fatal():
+            # the consumer is unusable for good: no retry or new producer helps
+            hint = ""
+            if err.code() == KafkaError.FENCED_INSTANCE_ID:
+                hint = (
+                    f"; another consumer joined the group as {self.group_instance_id!r}: "
+                    "each instance needs its own state.dir (its process id names the "
+                    "members), or its own main.consumer.group.instance.id"
+                )
+            raise StreamsException(f"consuming failed: {err.name()}: {err.str()}{hint}")
+        if classify(err) is Kind.FATAL:
             raise translate(KafkaException(err), "consuming")
         # the consumer retries by itself (brokers down, leaders moving): say so now and then
         now = time.monotonic()
@@ -621,7 +642,20 @@ class StreamThread(threading.Thread):
         if self._committing is not None:
             self._finish_commit()
         if self._needs_abort:
-            self._txn_call("aborting the transaction", producer.abort_transaction, CALL_TIMEOUT_S)  # type: ignore[union-attr]
+            try:
+                self._txn_call(
+                    "aborting the transaction",
+                    producer.abort_transaction,  # type: ignore[union-attr]
+                    CALL_TIMEOUT_S,
+                )
+            except RetriableStreamsException as exc:
+                # the brokers are away, or were: librdkafka's abort can stay stuck after they
+                # are back (a request waits forever on its transaction coordinator
+                # connection), and a producer whose records timed out can keep a broken
+                # sequence state (OUT_OF_ORDER_SEQUENCE_NUMBER once writing again). A new
+                # producer's init_transactions aborts the transaction as well, and fences
+                # this one.
+                raise TaskMigratedException(f"{exc}; replacing the producer") from exc
             with calling("beginning a transaction"):
                 producer.begin_transaction()  # type: ignore[union-attr]
             self._needs_abort = False
@@ -785,9 +819,13 @@ class StreamThread(threading.Thread):
         if isinstance(exc, TaskMigratedException):
             self.metrics.producer_replacements += 1
             self._replace_producer()
-        elif not self._needs_init:
-            self._committing = None
+        elif not self._needs_init and self._committing is None:
             self._needs_abort = True
+        # else a commit_transaction that timed out is still pending: librdkafka accepts no
+        # other transactional call until it is resumed (abort_transaction would fail with
+        # _CONFLICT for good), and the transaction holds nothing written after it, so
+        # _recover finishes it (an abortable outcome aborts it then, a fenced one replaces
+        # the producer)
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         with self.lock:
@@ -857,12 +895,16 @@ class StreamThread(threading.Thread):
                     clean = False
             if not clean and self.config.exactly_once and self.producer is not None:
                 # best effort: otherwise the coordinator aborts it after transaction.timeout.ms
+                # (a pending commit_transaction can only be resumed: librdkafka refuses to abort)
+                pending = self._committing is not None
+                what = "committing the transaction" if pending else "aborting the transaction"
+                call = (
+                    self.producer.commit_transaction if pending else self.producer.abort_transaction
+                )
                 try:
-                    self._txn_call(
-                        "aborting the transaction", self.producer.abort_transaction, CALL_TIMEOUT_S
-                    )
+                    self._txn_call(what, call, CALL_TIMEOUT_S)
                 except Exception as exc:
-                    log.info("Aborting the open transaction of %s failed: %s", self.name, exc)
+                    log.info("Finishing the open transaction of %s failed: %s", self.name, exc)
             for task in self.tasks.values():
                 if clean:
                     self._close_task_clean(task)
@@ -871,6 +913,8 @@ class StreamThread(threading.Thread):
             self.tasks.clear()
             self.by_partition.clear()
         if self.consumer is not None:
+            if self._leave_on_close:
+                self._leave_group()
             try:
                 self.consumer.close()
             except Exception as exc:
@@ -883,6 +927,23 @@ class StreamThread(threading.Thread):
         if self.producer is not None and not self._producer_hung:
             self.producer.flush(CALL_TIMEOUT_S if clean else 0)
         self._txn_calls.shutdown(wait=False)
+
+    def _leave_group(self) -> None:
+        """Leave the group before closing: librdkafka's close() does not for a static member
+        (KIP-345), whose partitions would then wait ``session.timeout.ms`` for another
+        member, but unsubscribe() does (a LeaveGroup, or nothing when the coordinator is
+        away); librdkafka clears the member id once it has left."""
+        consumer = self.consumer
+        try:
+            if not consumer.memberid():  # type: ignore[union-attr]
+                return
+            consumer.unsubscribe()  # type: ignore[union-attr]
+            deadline = time.monotonic() + CALL_TIMEOUT_S
+            while consumer.memberid() and time.monotonic() < deadline:  # type: ignore[union-attr]
+                # serves the revocation (nothing left to commit) and the leave
+                consumer.consume(num_messages=MAX_POLL_RECORDS, timeout=0.05)  # type: ignore[union-attr]
+        except Exception as exc:  # a fatal consumer, say: close() is all there is left
+            log.debug("leaving the group: %s", exc)
 
     def _set_state(self, state: str) -> None:
         self.state = state

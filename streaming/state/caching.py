@@ -102,13 +102,19 @@ class _CachingMixin:
             self.named.flush()
 
     def close(self) -> None:
+        # the cache goes and the store closes even when the flush fails (a dirty close of a
+        # task whose producer refuses writes): a rebuilt task must not find the old dirty
+        # entries, nor the store still open (RocksDB's lock)
         try:
             if self.named is not None:
                 self.named.flush()
-                self.cache.close(self.cache_name)
-                self.named = None
         finally:
-            self.wrapped.close()
+            try:
+                if self.named is not None:
+                    self.cache.close(self.cache_name)
+                    self.named = None
+            finally:
+                self.wrapped.close()
 
 
 class CachingKeyValueStore(_CachingMixin, WrappedStateStore, KeyValueBytesStore):

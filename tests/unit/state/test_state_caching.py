@@ -556,3 +556,35 @@ def test_session_cache_drops_entries_of_dropped_segments(tmp_path, kind):
         (Windowed("k1", SessionWindow(199 * 10_000, 199 * 10_000 + 5)), "x")
     ]
     store.close()
+
+
+def test_kv_close_whose_flush_fails_drops_the_cache_and_closes_the_store(tmp_path):
+    # a dirty close of a task whose producer refuses writes: the flush of the cache fails,
+    # yet the store must close (RocksDB's lock) and its dirty entries must not reach the
+    # task rebuilt in its place (the thread's cache outlives its tasks)
+    ctx = make_context(tmp_path, cache_bytes=10_000_000)
+
+    def build():
+        store = (
+            Stores.key_value_store_builder(
+                Stores.persistent_key_value_store("kv"), StrSerde(), StrSerde()
+            )
+            .with_caching_enabled()
+            .build()
+        )
+        store.init(ctx, store)
+        return store
+
+    store = build()
+
+    def refuse(*_args):
+        raise RuntimeError("the producer refuses writes")
+
+    store.set_flush_listener(refuse, False)
+    store.put("a", "uncommitted")
+    store.put("b", "uncommitted")  # flushed after "a": never reaches the store
+    with pytest.raises(RuntimeError):
+        store.close()
+    again = build()  # opens the same RocksDB directory
+    assert again.get("b") is None
+    again.close()

@@ -1,0 +1,160 @@
+"""The stream threads' group membership (``main_consumer_membership``), and how a thread
+recovers from what a broker outage leaves behind: a pending commit, an abort that does not
+come back, records that timed out, a store that fails to close (no broker needed)."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from streaming.runtime.config import StreamsConfig, main_consumer_membership
+from streaming.runtime.failures import Stall, TaskCorruptedException, TaskMigratedException
+from streaming.runtime.producer import RecordCollector
+from streaming.runtime.task import StreamTask
+from streaming.runtime.thread import StreamThread, _txn_executor
+
+BASE = {"application.id": "app", "bootstrap.servers": "localhost:9092"}
+PID = "3f1c2b9e-0d4a-4c8e-9a53-7b2f1e6d5c40"
+
+
+def membership(index=1, process_id=PID, **settings):
+    consumer = StreamsConfig.from_mapping({**BASE, **settings}).consumer
+    return main_consumer_membership(consumer, process_id, index)
+
+
+def test_static_member_named_after_the_process_id_that_leaves_on_close():
+    assert membership() == (f"{PID}-1", True)
+    assert membership(index=3) == (f"{PID}-3", True)
+
+
+def test_group_instance_id_of_the_user_is_kept_without_leaving_on_close():
+    # KIP-345 as in Kafka Streams: a restart within session.timeout.ms needs no rebalance
+    assert membership(**{"main.consumer.group.instance.id": "node-a"}) == ("node-a-1", False)
+    assert membership(index=2, **{"consumer.group.instance.id": "node-a"}) == ("node-a-2", False)
+
+
+def test_an_empty_group_instance_id_means_dynamic_membership():
+    assert membership(**{"main.consumer.group.instance.id": ""}) == (None, False)
+
+
+def test_no_process_id_no_static_membership():
+    assert membership(process_id="") == (None, False)
+
+
+def test_the_other_consumers_settings_do_not_matter():
+    # group.instance.id only ever reaches the stream threads' consumer
+    cfg = StreamsConfig.from_mapping({**BASE, "consumer.group.instance.id": "node-a"})
+    assert "group.instance.id" not in cfg.restore_consumer
+    assert "group.instance.id" not in cfg.global_consumer
+
+
+# -- a lost assignment while a commit_transaction is pending --------------------------------
+
+
+def thread_with(committing):
+    thread = object.__new__(StreamThread)
+    threading.Thread.__init__(thread, name="t")
+    thread.tasks = {}
+    thread.config = SimpleNamespace(exactly_once=True)
+    thread._needs_init = False
+    thread._needs_abort = False
+    thread._needs_rewind = set()
+    thread._committing = committing
+    return thread
+
+
+def test_a_pending_commit_is_finished_not_aborted_when_the_tasks_are_dropped():
+    # librdkafka refuses abort_transaction (_CONFLICT) until a timed-out commit_transaction
+    # has been resumed: the recovery must finish the commit instead
+    thread = thread_with({("in", 0): 42})
+    thread._drop_tasks_after_failure(None)
+    assert thread._committing == {("in", 0): 42}
+    assert not thread._needs_abort
+    assert thread._recovering()
+
+
+def test_an_open_transaction_is_aborted_when_the_tasks_are_dropped():
+    thread = thread_with(None)
+    thread._drop_tasks_after_failure(None)
+    assert thread._needs_abort
+
+
+class TimingOutProducer:
+    def abort_transaction(self, timeout):
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "retry call to resume"))
+
+
+def test_an_abort_that_times_out_replaces_the_producer():
+    # librdkafka's abort can stay stuck once the brokers are back, and a producer whose
+    # records timed out can keep a broken sequence state: a new producer aborts instead
+    thread = thread_with(None)
+    thread._needs_abort = True
+    thread.stall = Stall("t", 300_000, 100)
+    thread._txn_calls = _txn_executor("t")
+    thread.producer = TimingOutProducer()
+    try:
+        with pytest.raises(TaskMigratedException, match="replacing the producer"):
+            thread._recover()
+    finally:
+        thread._txn_calls.shutdown()
+
+
+class Msg:
+    def topic(self):
+        return "out"
+
+
+class NoProducer:
+    def produce(self, *args, **kwargs):
+        raise AssertionError("not expected")
+
+    def poll(self, timeout):
+        return 0
+
+
+@pytest.mark.parametrize(
+    ("exactly_once", "expected"),
+    [(True, TaskMigratedException), (False, TaskCorruptedException)],
+)
+def test_records_that_timed_out_replace_a_transactional_producer(exactly_once, expected):
+    # its idempotence state needs a new epoch, which its own abort does not reliably give
+    collector = RecordCollector(
+        NoProducer(),
+        production_handler=None,
+        dead_letter_topic=None,
+        partition_counts=lambda topic: 1,
+        exactly_once=exactly_once,
+    )
+    collector.on_delivery(KafkaError(KafkaError._MSG_TIMED_OUT), Msg())
+    with pytest.raises(expected):
+        collector.check()
+
+
+# -- closing a task whose store fails to close ----------------------------------------------
+
+
+class Store:
+    def __init__(self, fail=False):
+        self.fail = fail
+        self.closed = False
+
+    def close(self):
+        self.closed = True
+        if self.fail:
+            raise RuntimeError("flushing the cache failed")
+
+
+def test_every_store_closes_when_one_fails():
+    # a store left open keeps its RocksDB lock: the task rebuilt in its place cannot open it
+    task = object.__new__(StreamTask)
+    stores = {"counts": Store(fail=True), "sums": Store()}
+    task.context = SimpleNamespace(stores=stores)
+    task._stores_open = True
+    task._initialized = False
+    with pytest.raises(RuntimeError):
+        task.close(flush=False)
+    assert all(store.closed for store in stores.values())
+    assert not task._stores_open
