@@ -429,6 +429,19 @@ class StreamThread(threading.Thread):
         if resume:
             self.consumer.resume(resume)  # type: ignore[union-attr]
 
+    def _resume_paused(self) -> None:
+        """Resume every partition paused for a full buffer: the buffers are dropped (tasks
+        rebuilt or partitions revoked), and a pause would otherwise outlive them (librdkafka
+        keeps an application's pause across a seek and a reassignment)."""
+        if not self._paused:
+            return
+        paused = [TopicPartition(t, p) for t, p in self._paused]
+        self._paused.clear()
+        try:
+            self.consumer.resume(paused)  # type: ignore[union-attr]
+        except KafkaException as exc:  # not assigned any more: nothing left to resume
+            log.debug("resuming %s: %s", paused, exc)
+
     def _lag(self, tp: tuple[str, int]) -> int | None:
         consumer = self.consumer
         try:
@@ -530,9 +543,19 @@ class StreamThread(threading.Thread):
             metadata.update(task_metadata)
             if metadata_changed:
                 forced.update(task_offsets)
-        changed = {
-            tp: o for tp, o in offsets.items() if tp in forced or self._committed.get(tp) != o
-        }
+        committed = self._committed
+        changed = {}
+        for tp, o in offsets.items():
+            known = committed.get(tp)
+            if known is not None and o < known:
+                # a kept task's consumer position is unknown after a reassignment until it
+                # fetches again, and its last processed offset can lie before the committed
+                # one (a transaction marker follows it): committed offsets never go back,
+                # or a purge of the repartition topic up to them would leave the next owner
+                # fetching below the log start
+                o = known
+            if tp in forced or known != o:
+                changed[tp] = o
         produced = self.collector.sent != self._sent_at_commit
         if not changed and not produced:
             return False
@@ -726,7 +749,7 @@ class StreamThread(threading.Thread):
             task.close(clean=False)
         self.tasks.clear()
         self.by_partition.clear()
-        self._paused.clear()
+        self._resume_paused()
         self._build_tasks(partitions)
         self._needs_rewind.update(partitions)
 
@@ -792,7 +815,7 @@ class StreamThread(threading.Thread):
                     task.close(clean=False)
             self.tasks = {tid: t for tid, t in self.tasks.items() if t.state != CLOSED}
             self.by_partition.clear()
-            self._paused.clear()
+            self._resume_paused()
             self.assigned = []
             self._needs_rewind.clear()
             self._set_state(PARTITIONS_REVOKED)
@@ -803,7 +826,7 @@ class StreamThread(threading.Thread):
             log.warning("Stream thread %s lost its partitions; closing tasks dirty", self.name)
             self._drop_tasks_after_failure(None)
             self.by_partition.clear()
-            self._paused.clear()
+            self._resume_paused()
             self.assigned = []
             self._needs_rewind.clear()
             self._set_state(PARTITIONS_REVOKED)
@@ -833,8 +856,14 @@ class StreamThread(threading.Thread):
                 return
             self._group_metadata = None
             assigned = [(tp.topic, tp.partition) for tp in partitions]
+            before = set(self.tasks.values())
             self._build_tasks(assigned)
-            self._committed = {}
+            # what is known to be committed stays known for the partitions of kept tasks
+            # (ours until the revocation, which committed them); others may have moved
+            kept = {
+                tp for task in self.tasks.values() if task in before for tp in task.input_partitions
+            }
+            self._committed = {tp: o for tp, o in self._committed.items() if tp in kept}
             # newly assigned partitions start from their committed offsets
             self._needs_rewind.clear()
             self._set_state(PARTITIONS_ASSIGNED)

@@ -3,6 +3,8 @@ partition count, read back exactly once, and purged up to the committed offsets.
 
 from __future__ import annotations
 
+import time
+
 from confluent_kafka import Consumer, TopicPartition
 from test_app_support import T0, last_value_per_key, long_value, produce, read_all, unique, wait_for
 
@@ -79,5 +81,114 @@ def test_rekey_count_with_two_threads(kafka_cluster, tmp_path):
             wait_for(purged, 60, "the repartition topic to be purged")
         finally:
             probe.close()
+    finally:
+        assert app.close(60)
+
+
+def test_committed_offsets_never_go_back_across_a_rebalance(kafka_cluster, tmp_path):
+    """A rebalance that leaves a thread its tasks must not commit them further back.
+
+    Under exactly-once the committed offset of an idle repartition partition lies past the
+    last transaction marker, one beyond the last record processed, and the purge deletes up
+    to it. After the rebalance the thread's consumer position is unknown until it fetches
+    again; committing the last processed offset + 1 then would move the committed offset
+    below the log start, and the partition's next owner would fetch out of range."""
+    bootstrap = kafka_cluster.bootstrap_servers
+    orders, totals, other = unique("orders"), unique("totals"), unique("other")
+    kafka_cluster.create_topic(orders, partitions=2)
+    kafka_cluster.create_topic(totals, partitions=1)
+    kafka_cluster.create_topic(other, partitions=1)
+    builder = StreamsBuilder()
+    (
+        builder.stream(orders, key_serde=serdes.String(), value_serde=serdes.String())
+        .select_key(lambda k, v: v)
+        .group_by_key(Grouped.as_("by-region").with_key_serde(serdes.String()))
+        .count(materialized="per-region")
+        .to_stream()
+        .to(totals, key_serde=serdes.String(), value_serde=serdes.Long())
+    )
+    app_id = unique("rekey-kept")
+    config = {
+        "application.id": app_id,
+        "bootstrap.servers": bootstrap,
+        "processing.guarantee": "exactly_once_v2",
+        "state.dir": str(tmp_path),
+        "commit.interval.ms": 100,
+        "repartition.purge.interval.ms": 0,
+    }
+    repartition = f"{app_id}-by-region-repartition"
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": app_id})
+
+    def committed() -> dict[int, int]:
+        tps = [TopicPartition(repartition, p) for p in range(2)]
+        return {tp.partition: tp.offset for tp in probe.committed(tps, timeout=10)}
+
+    def watermarks() -> list[tuple[int, int]]:
+        return [
+            probe.get_watermark_offsets(TopicPartition(repartition, p), timeout=5) for p in range(2)
+        ]
+
+    def totals_reach(n: int):
+        def done(msgs):
+            last = last_value_per_key(msgs, totals)
+            return sum(long_value(v) for v in last.values()) == n
+
+        return done
+
+    produce(
+        bootstrap, orders, ((f"o{i}".encode(), REGIONS[i % 4].encode(), T0 + i) for i in range(N))
+    )
+    app = KafkaStreams(builder.build(), config)
+    app.start()
+    try:
+        assert app.wait_until(State.RUNNING, 60)
+        read_all(bootstrap, [totals], until=totals_reach(N), timeout=60)
+        # consumed, committed past the last marker, and purged up to there
+        wait_for(
+            lambda: all(
+                high == 0 or low == high == committed()[p]
+                for p, (low, high) in enumerate(watermarks())
+            ),
+            60,
+            "the repartition topic to be committed and purged to its end",
+        )
+        before = committed()
+
+        # a member of another subscription joins the group and leaves it, three times: the
+        # application's thread goes through each rebalance keeping every one of its tasks
+        for _ in range(3):
+            foreign = Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": app_id,
+                    "partition.assignment.strategy": "range",
+                }
+            )
+            foreign.subscribe([other])
+            try:
+                deadline = time.monotonic() + 60
+                while not foreign.assignment() and time.monotonic() < deadline:
+                    foreign.poll(0.2)
+                assert foreign.assignment(), "the foreign member never got its partition"
+                time.sleep(1)  # ten commit intervals
+                assert committed() == before
+            finally:
+                foreign.close()
+            time.sleep(1)
+            assert committed() == before
+    finally:
+        assert app.close(60)
+    probe.close()
+
+    # the next owner of the partitions starts from the committed offsets, inside the log
+    produce(
+        bootstrap,
+        orders,
+        ((f"p{i}".encode(), REGIONS[i % 4].encode(), T0 + N + i) for i in range(N)),
+    )
+    app = KafkaStreams(builder.build(), {**config, "state.dir": str(tmp_path / "second")})
+    app.start()
+    try:
+        read_all(bootstrap, [totals], until=totals_reach(2 * N), timeout=90)
     finally:
         assert app.close(60)
