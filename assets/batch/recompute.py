@@ -123,12 +123,40 @@ def compute_result(
         customers = reader.read_all(spark, domain.CUSTOMERS)
         return compute.fraud_alerts(orders, customers, start, end)
     if result == "click_sessions":
-        clicks = reader.read_hours(spark, domain.CLICKS, start - HOUR_MS, end + HOUR_MS)
-        return compute.click_sessions(clicks, start, end)
+        return _click_sessions(reader, spark, start, end)
     if result == "orders_deduped":
         orders = reader.read_hours(spark, domain.ORDERS, start, end)
         return compute.dedup_orders(orders, start, end)
     raise KeyError(f"unknown batch result {result!r}; known: {sorted(RESULTS)}")
+
+
+#: how far past its hour a session's clicks are read at most (a user active without a
+#: 30-minute pause for longer has its session cut there, as the batch's answer)
+MAX_SESSION_LOOKAHEAD_MS = 32 * HOUR_MS
+
+
+def _click_sessions(reader: Reader, spark: Any, start: int, end: int) -> Any:
+    """Sessions starting in ``[start, end)``, read until each has ended.
+
+    The clicks of the hour before decide where a session starts (the gap is shorter than
+    an hour). A session ends only after a gap, so it can run on for hours: the clicks are
+    read further ahead, doubling the span, until no session of the range is open at its
+    end, the span added no clicks (the data ends there), or ``MAX_SESSION_LOOKAHEAD_MS``."""
+    from pyspark.sql import functions as F
+
+    ahead, seen = HOUR_MS, -1
+    while True:
+        clicks = reader.read_hours(spark, domain.CLICKS, start - HOUR_MS, end + ahead)
+        sessions = compute.click_sessions(clicks, start, end)
+        if ahead >= MAX_SESSION_LOOKAHEAD_MS:
+            return sessions
+        read = clicks.count()
+        still_open = sessions.filter(
+            F.col("session_end") + F.lit(domain.SESSION_GAP_MS) >= F.lit(end + ahead)
+        )
+        if read == seen or still_open.isEmpty():
+            return sessions
+        ahead, seen = ahead * 2, read
 
 
 _SORT = {

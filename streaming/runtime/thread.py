@@ -429,19 +429,6 @@ class StreamThread(threading.Thread):
         if resume:
             self.consumer.resume(resume)  # type: ignore[union-attr]
 
-    def _resume_paused(self) -> None:
-        """Resume every partition paused for a full buffer: the buffers are dropped (tasks
-        rebuilt or partitions revoked), and a pause would otherwise outlive them (librdkafka
-        keeps an application's pause across a seek and a reassignment)."""
-        if not self._paused:
-            return
-        paused = [TopicPartition(t, p) for t, p in self._paused]
-        self._paused.clear()
-        try:
-            self.consumer.resume(paused)  # type: ignore[union-attr]
-        except KafkaException as exc:  # not assigned any more: nothing left to resume
-            log.debug("resuming %s: %s", paused, exc)
-
     def _lag(self, tp: tuple[str, int]) -> int | None:
         consumer = self.consumer
         try:
@@ -749,7 +736,7 @@ class StreamThread(threading.Thread):
             task.close(clean=False)
         self.tasks.clear()
         self.by_partition.clear()
-        self._resume_paused()
+        self._paused.clear()
         self._build_tasks(partitions)
         self._needs_rewind.update(partitions)
 
@@ -815,7 +802,7 @@ class StreamThread(threading.Thread):
                     task.close(clean=False)
             self.tasks = {tid: t for tid, t in self.tasks.items() if t.state != CLOSED}
             self.by_partition.clear()
-            self._resume_paused()
+            self._paused.clear()
             self.assigned = []
             self._needs_rewind.clear()
             self._set_state(PARTITIONS_REVOKED)
@@ -826,7 +813,7 @@ class StreamThread(threading.Thread):
             log.warning("Stream thread %s lost its partitions; closing tasks dirty", self.name)
             self._drop_tasks_after_failure(None)
             self.by_partition.clear()
-            self._resume_paused()
+            self._paused.clear()
             self.assigned = []
             self._needs_rewind.clear()
             self._set_state(PARTITIONS_REVOKED)

@@ -382,3 +382,33 @@ def test_a_range_backfill_is_one_run_over_every_hour(lake: tuple[Path, list]) ->
         assert check.metadata["hours"].value == 3
         assert check.metadata["hours_without_data"].value >= 1
         assert "no data for hour(s)" in check.description
+
+
+def test_a_session_running_for_hours_is_read_to_its_end(tmp_path: Path) -> None:
+    """A user clicking every 10 minutes for 5 hours has one session: the batch reads the
+    clicks beyond the hour until the session has ended, as the stream sees it."""
+    from assets.batch.recompute import compute_result
+
+    long_clicks = [START_MS + 5 * 60_000 + i * 10 * 60_000 for i in range(31)]
+    short_clicks = [START_MS + 20 * 60_000 + i * 60_000 for i in range(3)]
+    events = [
+        Event(
+            domain.CLICKS,
+            user,
+            orjson.dumps({"user_id": user, "page": "/p", "event_time": ts}),
+            ts,
+            ts,
+        )
+        for user, times in (("u-long", long_clicks), ("u-short", short_clicks))
+        for ts in times
+    ]
+    land_events(tmp_path, events)
+    sessions = compute_result("click_sessions", HOUR, tmp_path, get_spark()).toPandas()
+    got = {
+        row.user_id: (int(row.session_start), int(row.session_end), int(row.click_count))
+        for row in sessions.itertuples()
+    }
+    assert got == {
+        "u-long": (long_clicks[0], long_clicks[-1], 31),
+        "u-short": (short_clicks[0], short_clicks[-1], 3),
+    }

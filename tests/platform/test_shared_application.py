@@ -18,13 +18,14 @@ from typing import Any
 
 import orjson
 import requests
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from dagster import materialize
 
 from assets import domain
 from assets.streams.apps import STREAM_APPS
 from assets.streams.config import StreamAppConfig
 from assets.streams.dagster_assets import STREAM_ASSETS
+from assets.streams.kappa import read_all
 from assets.streams.revenue import APP, STORE_5M
 from assets.streams.supervisor import RunnerSettings, StreamAppRunner
 from resources.kafka import KafkaResource
@@ -33,42 +34,6 @@ from resources.stream_apps import StreamAppsResource, free_port
 OP = "windowed_revenue"
 TICK_EVENT_MS = 10_000  # event time per feeder tick (every region gets an order)
 TICK_S = 0.25
-
-
-def _read_all(bootstrap: str, topic: str) -> list[tuple[Any, Any, int]]:
-    """Every committed record of ``topic``: (key, JSON value, timestamp)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"read-{uuid.uuid4().hex[:8]}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-        }
-    )
-    try:
-        meta = consumer.list_topics(topic, timeout=10).topics[topic]
-        ends = {}
-        for p in meta.partitions:
-            ends[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-        pending = {p for p, end in ends.items() if end > 0}
-        out = []
-        deadline = time.monotonic() + 60
-        while pending and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                # a partition whose remaining offsets are transaction markers ends early
-                for p in list(pending):
-                    if consumer.position([TopicPartition(topic, p)])[0].offset >= ends[p]:
-                        pending.discard(p)
-                continue
-            out.append((msg.key().decode(), orjson.loads(msg.value()), msg.timestamp()[1]))
-            if msg.offset() + 1 >= ends[msg.partition()]:
-                pending.discard(msg.partition())
-        assert not pending, f"could not read {topic} to its end: {pending}"
-        return out
-    finally:
-        consumer.close()
 
 
 def test_a_streaming_run_joining_and_leaving_never_reemits_a_final_window(
@@ -235,7 +200,7 @@ def test_a_streaming_run_joining_and_leaving_never_reemits_a_final_window(
     assert not unanswered, (unanswered, answers)
     assert answers["200"] > 50, answers
 
-    windows = _read_all(boot, config.revenue_topic)
+    windows = read_all(boot, config.revenue_topic)
     emitted = Counter((v["region"], v["window_start"]) for _, v, _ in windows)
     assert len(emitted) >= 4 * len(domain.REGIONS), emitted
     twice = {w: n for w, n in emitted.items() if n > 1}
@@ -247,7 +212,7 @@ def test_a_streaming_run_joining_and_leaving_never_reemits_a_final_window(
         cell = expected[(order["region"], start)]
         cell[0] += round(order["amount"] * 100)
         cell[1] += 1
-    for _, value, _ in _read_all(boot, config.late_topic(APP)):
+    for _, value, _ in read_all(boot, config.late_topic(APP)):
         if value["result"] == "revenue_5m":
             cell = expected[(value["region"], value["window_start"])]
             cell[0] -= round(value["amount"] * 100)
