@@ -466,7 +466,6 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         reconciled = {n: c for n, c in checks.items() if n in RECONCILIATION_CHECKS}
         assert set(reconciled) == RECONCILIATION_CHECKS, checks
         for name, check in sorted(reconciled.items()):
-            print(name, check["description"])
             assert check["success"], (name, check["description"])
             assert "no data" not in (check["description"] or ""), (name, check["description"])
         page.goto(f"{url}/runs/{run['runId']}", wait_until="networkidle")
