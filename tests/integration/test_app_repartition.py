@@ -15,6 +15,20 @@ N = 1200
 REGIONS = ["EU", "US", "APAC", "LATAM"]
 
 
+def _rekey_count(orders: str, totals: str):
+    """Orders keyed by id -> rekeyed by region (repartition ``by-region``) -> count."""
+    builder = StreamsBuilder()
+    (
+        builder.stream(orders, key_serde=serdes.String(), value_serde=serdes.String())
+        .select_key(lambda k, v: v)
+        .group_by_key(Grouped.as_("by-region").with_key_serde(serdes.String()))
+        .count(materialized="per-region")
+        .to_stream()
+        .to(totals, key_serde=serdes.String(), value_serde=serdes.Long())
+    )
+    return builder.build()
+
+
 def test_rekey_count_with_two_threads(kafka_cluster, tmp_path):
     bootstrap = kafka_cluster.bootstrap_servers
     orders, totals = unique("orders"), unique("totals")
@@ -25,18 +39,10 @@ def test_rekey_count_with_two_threads(kafka_cluster, tmp_path):
         orders,
         ((f"o{i}".encode(), REGIONS[i % 4].encode(), T0 + i) for i in range(N)),
     )
-    builder = StreamsBuilder()
-    (
-        builder.stream(orders, key_serde=serdes.String(), value_serde=serdes.String())
-        .select_key(lambda k, v: v)
-        .group_by_key(Grouped.as_("by-region").with_key_serde(serdes.String()))
-        .count(materialized="per-region")
-        .to_stream()
-        .to(totals, key_serde=serdes.String(), value_serde=serdes.Long())
-    )
+    topology = _rekey_count(orders, totals)
     app_id = unique("rekey")
     app = KafkaStreams(
-        builder.build(),
+        topology,
         {
             "application.id": app_id,
             "bootstrap.servers": bootstrap,
@@ -98,15 +104,7 @@ def test_committed_offsets_never_go_back_across_a_rebalance(kafka_cluster, tmp_p
     kafka_cluster.create_topic(orders, partitions=2)
     kafka_cluster.create_topic(totals, partitions=1)
     kafka_cluster.create_topic(other, partitions=1)
-    builder = StreamsBuilder()
-    (
-        builder.stream(orders, key_serde=serdes.String(), value_serde=serdes.String())
-        .select_key(lambda k, v: v)
-        .group_by_key(Grouped.as_("by-region").with_key_serde(serdes.String()))
-        .count(materialized="per-region")
-        .to_stream()
-        .to(totals, key_serde=serdes.String(), value_serde=serdes.Long())
-    )
+    topology = _rekey_count(orders, totals)
     app_id = unique("rekey-kept")
     config = {
         "application.id": app_id,
@@ -138,7 +136,7 @@ def test_committed_offsets_never_go_back_across_a_rebalance(kafka_cluster, tmp_p
     produce(
         bootstrap, orders, ((f"o{i}".encode(), REGIONS[i % 4].encode(), T0 + i) for i in range(N))
     )
-    app = KafkaStreams(builder.build(), config)
+    app = KafkaStreams(topology, config)
     app.start()
     try:
         assert app.wait_until(State.RUNNING, 60)
@@ -186,7 +184,7 @@ def test_committed_offsets_never_go_back_across_a_rebalance(kafka_cluster, tmp_p
         orders,
         ((f"p{i}".encode(), REGIONS[i % 4].encode(), T0 + N + i) for i in range(N)),
     )
-    app = KafkaStreams(builder.build(), {**config, "state.dir": str(tmp_path / "second")})
+    app = KafkaStreams(topology, {**config, "state.dir": str(tmp_path / "second")})
     app.start()
     try:
         read_all(bootstrap, [totals], until=totals_reach(2 * N), timeout=90)
