@@ -119,7 +119,7 @@ class KGroupedStream(_Grouping):
             materialized,
             named,
             "KSTREAM-AGGREGATE-",
-            None,
+            serdes.Long(),  # KGroupedStreamImpl.count: Serdes.Long() unless Materialized sets one
         )
 
     def reduce(
@@ -272,7 +272,7 @@ class TimeWindowedKStream(_Grouping):
 
     def count(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:
         return self._aggregate(
-            _count_init, _count_agg, materialized, named, "KSTREAM-AGGREGATE-", None
+            _count_init, _count_agg, materialized, named, "KSTREAM-AGGREGATE-", serdes.Long()
         )
 
     def reduce(
@@ -369,7 +369,7 @@ class SessionWindowedKStream(_Grouping):
             materialized,
             named,
             "KSTREAM-AGGREGATE-",
-            None,
+            serdes.Long(),
         )
 
     def reduce(
@@ -465,7 +465,7 @@ class KGroupedTable:
             materialized,
             named,
             "KTABLE-AGGREGATE-",
-            None,
+            serdes.Long(),
         )
 
     def reduce(

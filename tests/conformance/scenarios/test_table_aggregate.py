@@ -618,7 +618,11 @@ DSL_CACHING = pytest.mark.parametrize(
 )
 
 
-def dsl_run(build: Any, inputs: list, tmp_path: Any, cache_bytes: int, config=None) -> list:
+def dsl_run(
+    build: Any, inputs: list, tmp_path: Any, cache_bytes: int, config=None, value_serde=None
+) -> list:
+    """Output of ``build`` for ``inputs``; ``value_serde`` reads the output (a count writes
+    longs: Kafka's ``count()`` defaults its value serde to ``Serdes.Long()``)."""
     from streaming import StreamsBuilder
 
     builder = StreamsBuilder()
@@ -627,7 +631,7 @@ def dsl_run(build: Any, inputs: list, tmp_path: Any, cache_bytes: int, config=No
     cfg.update(config or {})
     with TopologyTestDriver(builder.build(), cfg, initial_wall_clock_time_ms=0) as driver:
         src = driver.create_input_topic("in")
-        out = driver.create_output_topic("out")
+        out = driver.create_output_topic("out", value_serde=value_serde)
         for key, value, ts in inputs:
             src.pipe_input(key, value, ts)
         return kvt(out.read_records_to_list())
@@ -668,7 +672,7 @@ def test_dsl_count(tmp_path: Any, cache_bytes: int, materialized: str | None) ->
         (b.table("in", materialized=mat).group_by(lambda k, v: (v, v)).count()
          .to_stream().to("out"))  # fmt: skip
 
-    assert dsl_run(build, COUNT_IN, tmp_path, cache_bytes) == COUNT_OUT
+    assert dsl_run(build, COUNT_IN, tmp_path, cache_bytes, value_serde=serdes.Long()) == COUNT_OUT
 
 
 @needs_dsl
@@ -695,7 +699,9 @@ def test_dsl_upgrade_from_config(tmp_path: Any, config: dict, expected: list) ->
     def build(b: Any) -> None:
         b.table("in").group_by(lambda k, v: (k, v)).count().to_stream().to("out")
 
-    out = dsl_run(build, [("1", "", 8), ("1", "", 9)], tmp_path, 10 * 1024 * 1024, config)
+    out = dsl_run(
+        build, [("1", "", 8), ("1", "", 9)], tmp_path, 10 * 1024 * 1024, config, serdes.Long()
+    )
     assert out == expected
 
 
