@@ -224,19 +224,25 @@ class _SegmentedCacheKeys:
         return _SEG.pack(segment_id + _OFFSET)
 
     def _purge_dropped_segments(self) -> None:
-        """Drop the cached entries of segments the wrapped store has dropped.
+        """Drop cached entries of segments the wrapped store dropped a retention period ago.
 
         The store drops segments older than ``segment_id(stream time - retention)`` (as
         stream time, we use the largest segment timestamp this cache has seen: never ahead
         of the store's). Kafka keeps such entries until the LRU evicts them, so with
         windows moving on, the cache fills up to ``statestore.cache.max.bytes`` with
         windows nothing reads or writes any more (a Python entry costs several times the
-        bytes the budget counts): memory grew for as long as the budget allowed."""
+        bytes the budget counts): memory grew for as long as the budget allowed.
+
+        Entries the store no longer has can still be read through the cache, as in Kafka:
+        a session aggregate looks ``gap`` back from a record that is up to ``gap + grace``
+        (the retention) behind stream time, and merges a session the store expired but
+        the cache still holds. No DSL processor reads further back than two retention
+        periods, so entries are kept that long and results stay Kafka's."""
         named = self.named
         if named is None or self.max_observed_timestamp < 0:
             return
         min_live = java_div(
-            self.max_observed_timestamp - self.retention_period, self.segment_interval
+            self.max_observed_timestamp - 2 * self.retention_period, self.segment_interval
         )
         named.purge_before(self._seg_prefix_id(min_live))
 

@@ -374,7 +374,15 @@ def _plus(a: Any, b: Any) -> Any:
     return a + b
 
 
-def _run(op: str, emit: str, gap: int, grace: int | None, inputs: list, caching: bool) -> list:
+def _run(
+    op: str,
+    emit: str,
+    gap: int,
+    grace: int | None,
+    inputs: list,
+    caching: bool,
+    in_memory: bool = False,
+) -> list:
     builder = StreamsBuilder()
     windows = (
         SessionWindows.of_inactivity_gap_with_no_grace(gap)
@@ -384,7 +392,15 @@ def _run(op: str, emit: str, gap: int, grace: int | None, inputs: list, caching:
     w = builder.stream("input", consumed=Consumed.with_(S, L)).group_by_key().windowed_by(windows)
     if emit == "on_window_close":
         w = w.emit_strategy(CLOSE)
-    m = Materialized.as_("sess-store").with_key_serde(S).with_value_serde(L)
+    m = (
+        Materialized.as_(
+            Stores.in_memory_session_store("sess-store", gap + (grace or 0))
+            if in_memory
+            else "sess-store"
+        )
+        .with_key_serde(S)
+        .with_value_serde(L)
+    )
     if op == "count":
         t = w.count(m)
     elif op == "reduce":
@@ -458,4 +474,21 @@ def test_dsl_session_on_window_close() -> None:
         ("[b@2/2]", 1, 2),
         ("[a@0/3]", 2, 3),
         ("[c@20/20]", 1, 20),
+    ]
+
+
+@pytest.mark.parametrize("caching", [False, True])
+def test_dsl_session_merges_a_session_only_the_cache_still_holds(caching: bool) -> None:
+    # the record at 67 s is within the gap of [41/41] and of [86/86]; the store expired
+    # [41/41] when stream time reached 86 s (retention = gap + grace = 26 s), but Kafka's
+    # caching store keeps the flushed entry and merges it (family "session", seed 1056118576)
+    s = 1000
+    inputs = [("a", 1, 41 * s), ("a", 1, 86 * s), ("a", 1, 67 * s), ("a", 1, 152 * s)]
+    merged = [(f"[a@{41 * s if caching else 67 * s}/{86 * s}]", 3 if caching else 2, 86 * s)]
+    assert _run("count", "eager", 26 * s, None, inputs, caching, in_memory=True) == [
+        (f"[a@{41 * s}/{41 * s}]", 1, 41 * s),
+        (f"[a@{86 * s}/{86 * s}]", 1, 86 * s),
+        (f"[a@{86 * s}/{86 * s}]", None, 86 * s),
+        *merged,
+        (f"[a@{152 * s}/{152 * s}]", 1, 152 * s),
     ]
