@@ -566,6 +566,18 @@ _MANAGED = {
 #: the consumers' settings that only the stream threads' consumer gets
 _MAIN_CONSUMER_ONLY = frozenset({"group.instance.id"})
 
+#: defaults of the consumers that read changelogs and global topics: librdkafka waits
+#: ``fetch.queue.backoff.ms`` (1 s by default) before it fetches again once its queue is
+#: full, and a restore spent most of its time in that wait instead of reading
+STATE_CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
+
+
+def state_consumer_config(user: Mapping[str, Any], fixed: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings of a restore, standby or global consumer: the defaults above, then the user's
+    (``consumer.`` and ``restore.consumer.`` / ``global.consumer.``), then what the runtime
+    relies on (``fixed``)."""
+    return {**STATE_CONSUMER_DEFAULTS, **user, **fixed}
+
 
 def main_consumer_membership(
     settings: Mapping[str, Any], process_id: str, index: int

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from streaming.runtime import errors
+from streaming.runtime.config import state_consumer_config
 from streaming.runtime.nodes import StreamsException
 from streaming.runtime.state_directory import read_checkpoint, wipe_task_dir, write_checkpoint
 from streaming.runtime.task import ConsumerRecord, StampedRecord, StreamTask
@@ -78,16 +79,19 @@ class GlobalStreamThread(threading.Thread):
         self.task.initialize()
         cfg = self.config
         self._consumer = Consumer(
-            {
-                "bootstrap.servers": cfg.bootstrap_servers,
-                "group.id": f"{cfg.application_id}-global-unused",
-                "client.id": f"{self.app.client_id}-global-consumer",
-                "enable.auto.commit": False,
-                "enable.partition.eof": True,
-                "isolation.level": "read_committed",
-                "auto.offset.reset": "earliest",
-                "logger": self.app.client_logger,
-            }
+            state_consumer_config(
+                cfg.global_consumer,
+                {
+                    "bootstrap.servers": cfg.bootstrap_servers,
+                    "group.id": f"{cfg.application_id}-global-unused",
+                    "client.id": f"{self.app.client_id}-global-consumer",
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": True,
+                    "isolation.level": "read_committed",
+                    "auto.offset.reset": "earliest",
+                    "logger": self.app.client_logger,
+                },
+            )
         )
         meta = self._consumer.list_topics(timeout=30)
         assignment = []

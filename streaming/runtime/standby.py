@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from streaming.runtime.assignment import Subtopology, task_id
+from streaming.runtime.config import state_consumer_config
 from streaming.runtime.failures import Kind, classify, error_of
 from streaming.runtime.metadata import process_from_client_id
 from streaming.runtime.state_directory import read_checkpoint, wipe_task_dir, write_checkpoint
@@ -165,16 +166,19 @@ class StandbyManager(threading.Thread):
 
     def run(self) -> None:
         cfg = self.app.config
-        self._consumer = Consumer(
-            {
-                "bootstrap.servers": cfg.bootstrap_servers,
-                "group.id": f"{cfg.application_id}-standby-unused",
-                "client.id": f"{self.app.client_id}-standby-consumer",
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-                "auto.offset.reset": "earliest",
-                "logger": self.app.client_logger,
-            }
+        self._consumer = Consumer(  # Kafka's standby tasks read with the restore consumer
+            state_consumer_config(
+                cfg.restore_consumer,
+                {
+                    "bootstrap.servers": cfg.bootstrap_servers,
+                    "group.id": f"{cfg.application_id}-standby-unused",
+                    "client.id": f"{self.app.client_id}-standby-consumer",
+                    "enable.auto.commit": False,
+                    "isolation.level": "read_committed",
+                    "auto.offset.reset": "earliest",
+                    "logger": self.app.client_logger,
+                },
+            )
         )
         last_refresh = 0.0
         last_checkpoint = time.monotonic()

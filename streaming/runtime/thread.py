@@ -51,7 +51,7 @@ from confluent_kafka import (
 
 from streaming.runtime import metrics as metrics_mod
 from streaming.runtime.active_task import CLOSED, RESTORING, RUNNING, ActiveTask
-from streaming.runtime.config import main_consumer_membership
+from streaming.runtime.config import main_consumer_membership, state_consumer_config
 from streaming.runtime.failures import (
     Kind,
     RetriableStreamsException,
@@ -196,22 +196,18 @@ class StreamThread(threading.Thread):
             consumer_conf["group.instance.id"] = instance_id
         self.group_instance_id = instance_id
         self._producer_conf = self._producer_config()
-        restore_conf: dict[str, Any] = {
-            "bootstrap.servers": cfg.bootstrap_servers,
-            "group.id": f"{cfg.application_id}-restore-unused",
-            "client.id": f"{self.thread_client_id}-restore-consumer",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest",
-            "logger": self.app.client_logger,
-        }
-        restore_conf.update(
+        restore_conf = state_consumer_config(
+            cfg.restore_consumer,
             {
-                k: v
-                for k, v in cfg.consumer.items()
-                if k.startswith(("socket", "security", "sasl", "ssl"))
-            }
+                "bootstrap.servers": cfg.bootstrap_servers,
+                "group.id": f"{cfg.application_id}-restore-unused",
+                "client.id": f"{self.thread_client_id}-restore-consumer",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+                "logger": self.app.client_logger,
+            },
         )
         self.producer = self._new_producer()
         self.collector = RecordCollector(

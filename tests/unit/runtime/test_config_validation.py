@@ -324,6 +324,22 @@ def test_client_settings_reach_their_clients_and_prefixes_override():
     assert cfg.admin == {**security, "request.timeout.ms": 1000}
 
 
+def test_state_consumers_fetch_again_quickly_unless_told_otherwise():
+    # a restore spent most of its time in librdkafka's fetch.queue.backoff.ms (1 s)
+    fixed = {"isolation.level": "read_committed"}
+    restore = config_mod.state_consumer_config(build().restore_consumer, fixed)
+    assert restore == {"fetch.queue.backoff.ms": 10, "isolation.level": "read_committed"}
+    cfg = build(
+        **{
+            "restore.consumer.fetch.queue.backoff.ms": 50,
+            "restore.consumer.isolation.level": "read_uncommitted",
+        }
+    )
+    restore = config_mod.state_consumer_config(cfg.restore_consumer, fixed)
+    assert restore["fetch.queue.backoff.ms"] == 50  # the user's setting wins over the default
+    assert restore["isolation.level"] == "read_committed"  # what the runtime relies on wins
+
+
 def test_confluent_kafka_callbacks_are_client_settings():
     def on_error(err):
         return None
