@@ -423,33 +423,46 @@ def read_output(
 class OutputWatch(threading.Thread):
     """Tails an output topic ``read_committed`` while a scenario runs and records when each
     committed record was written (its ``LogAppendTime``), so that a scenario can wait for
-    the application's first committed output after a fault."""
+    the application's first committed output after a fault.
+
+    ``restart()`` reads the topic again from the start with a new consumer: the watcher is
+    an instrument, and a client of its own that stopped fetching after a broker restart
+    must not pass for an application that stopped writing."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         super().__init__(name=f"watch-{topic}", daemon=True)
         self.bootstrap = bootstrap
         self.topic = topic
         self.append_times: list[float] = []
+        self.restarts = 0
         self._stop_event = threading.Event()
+        self._restart_event = threading.Event()
         self._lock = threading.Lock()
 
     def run(self) -> None:
-        consumer = _consumer(self.bootstrap, committed=True)
-        try:
-            meta = consumer.list_topics(self.topic, timeout=10)
-            consumer.assign(
-                [
-                    TopicPartition(self.topic, p, OFFSET_BEGINNING)
-                    for p in meta.topics[self.topic].partitions
-                ]
-            )
-            while not self._stop_event.is_set():
-                for msg in consumer.consume(num_messages=1000, timeout=0.2):
-                    if msg.error() is None:
-                        with self._lock:
-                            self.append_times.append(msg.timestamp()[1] / 1000)
-        finally:
-            consumer.close()
+        while not self._stop_event.is_set():
+            self._restart_event.clear()
+            consumer = _consumer(self.bootstrap, committed=True)
+            try:
+                meta = consumer.list_topics(self.topic, timeout=10)
+                consumer.assign(
+                    [
+                        TopicPartition(self.topic, p, OFFSET_BEGINNING)
+                        for p in meta.topics[self.topic].partitions
+                    ]
+                )
+                while not (self._stop_event.is_set() or self._restart_event.is_set()):
+                    for msg in consumer.consume(num_messages=1000, timeout=0.2):
+                        if msg.error() is None:
+                            with self._lock:
+                                self.append_times.append(msg.timestamp()[1] / 1000)
+            finally:
+                consumer.close()
+
+    def restart(self) -> None:
+        """Read the topic again from its start with a new consumer."""
+        self.restarts += 1
+        self._restart_event.set()
 
     def first_after(self, t: float) -> float | None:
         with self._lock:

@@ -110,7 +110,15 @@ def outage_scenario(cluster, workdir, variant: str, mode: str, outages) -> Figur
             except AppDied:
                 raise
             except AssertionError:
-                watch.wait_after(fault.ready, timeout=60, app=app)
+                # is it the application, or the watcher's own consumer? A new consumer reads
+                # the topic again; the final read decides in verify()
+                watch.restart()
+                seen = watch.wait_after(fault.ready, timeout=60, app=app)
+                fig.notes.append(
+                    f"after {fault.label}: the watcher saw no committed output for "
+                    f"{sz.recover_limit_s + 15:.0f} s; a new consumer saw the first at "
+                    f"{seen:.1f} s after the broker was back"
+                )
         time.sleep(3)
 
     def verify(aborted: bool) -> None:
