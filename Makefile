@@ -80,10 +80,12 @@ $(QUIX_VENV)/.installed: bench/requirements-quix.txt
 	touch $@
 
 # Engine hot path without a broker, then ours vs Quix Streams vs raw confluent-kafka on one
-# local broker (prints the `windowed-agg eos: ...` / `windowed-agg alos: ...` lines).
+# local broker (prints the `windowed-agg eos: ...` / `windowed-agg alos: ...` lines), then
+# the changelog restore rate.
 bench: setup $(QUIX_VENV)/.installed
 	$(PY) -m bench.engine
 	$(PY) -m bench.windowed_agg
+	$(PY) -m bench.restore
 
 clean:
 	rm -rf $(VENV) $(QUIX_VENV) .jars .pytest_cache
