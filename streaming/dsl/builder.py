@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from streaming.dsl.options import Consumed, Materialized, as_materialized
 from streaming.time import to_millis
-from streaming.topology.graph import Topology
+from streaming.topology.graph import SinkNode, SourceNode, Topology
 
 if TYPE_CHECKING:
     from streaming.dsl.kstream import KStream
@@ -25,6 +25,39 @@ class InternalBuilder:
     def __init__(self) -> None:
         self.topology = Topology()
         self._index = 0
+        #: (source read back from the repartition topic, the null-key filter in front of it)
+        self.repartitions: list[tuple[str, Any]] = []
+        #: processors of left/outer joins (Kafka's ``NULL_KEY_RELAXED_JOIN`` label)
+        self.null_key_relaxed_joins: set[str] = set()
+
+    def rewrite_repartition_nodes(self) -> None:
+        """Kafka's ``rewriteRepartitionNodes`` (KIP-962): a repartition topic lets null keys
+        through when a left or outer join lies anywhere downstream of it, and drops them
+        otherwise. Downstream follows processors, and repartition sinks to the sources that
+        read their topic back."""
+        topology = self.topology
+        readers: dict[str, list[str]] = {}
+        for node in topology.nodes.values():
+            if isinstance(node, SourceNode):
+                for topic in node.topics:
+                    readers.setdefault(topic, []).append(node.name)
+
+        def downstream(name: str) -> list[str]:
+            node = topology.nodes[name]
+            if isinstance(node, SinkNode) and node.topic in topology.internal_topics:
+                return readers.get(node.topic, [])
+            return node.children
+
+        for source, null_key_filter in self.repartitions:
+            seen, stack, relaxed = {source}, [source], False
+            while stack and not relaxed:
+                name = stack.pop()
+                relaxed = name in self.null_key_relaxed_joins
+                for child in downstream(name):
+                    if child not in seen:
+                        seen.add(child)
+                        stack.append(child)
+            null_key_filter.relaxed = relaxed
 
     def next_index(self) -> int:
         index = self._index
@@ -350,6 +383,7 @@ class StreamsBuilder:
 
     def build(self) -> Topology:
         """The topology built so far (the same object on every call)."""
+        self._internal.rewrite_repartition_nodes()
         return self._internal.topology
 
 

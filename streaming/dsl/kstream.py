@@ -31,7 +31,7 @@ def _named(named: Any) -> str | None:
 
 class NullKeyFilter:
     """The filter in front of every repartition sink: drops null keys unless a left/outer
-    join is downstream (Kafka's ``rewriteRepartitionNodes`` with ``NULL_KEY_RELAXED_JOIN``)."""
+    join is downstream (set by ``InternalBuilder.rewrite_repartition_nodes``)."""
 
     __slots__ = ("relaxed",)
 
@@ -69,6 +69,7 @@ def create_repartition(
         sink, filter_name, source = f"{topic}-sink", f"{topic}-filter", f"{topic}-source"
     topology = builder.topology
     predicate = null_key_filter if null_key_filter is not None else NullKeyFilter()
+    builder.repartitions.append((source, predicate))
     topology.add_processor(
         filter_name,
         stateless.supplier(lambda: stateless.FilterProcessor(predicate, False)),
@@ -92,8 +93,6 @@ def repartition_for_join(
     repartition_name: str,
     key_serde: Any,
     value_serde: Any,
-    *,
-    null_key_relaxed: bool,
 ) -> KStream:
     """Kafka's ``KStreamImpl.repartitionForJoin``: the stream written through
     ``<repartition_name>-repartition`` and read back.
@@ -121,8 +120,6 @@ def repartition_for_join(
         )
         previous = (source, null_key_filter)
         stream._join_repartition = previous
-    if null_key_relaxed:
-        previous[1].relaxed = True
     return KStream(b, previous[0], key_serde, value_serde, repartition_required=False)
 
 

@@ -144,6 +144,15 @@ class Repartitioned:
     def with_(key_serde: Any = None, value_serde: Any = None) -> Repartitioned:
         return Repartitioned(key_serde=key_serde, value_serde=value_serde)
 
+    def with_name(self, name: str) -> Repartitioned:
+        return replace(self, name=name)
+
+    def with_key_serde(self, key_serde: Any) -> Repartitioned:
+        return replace(self, key_serde=key_serde)
+
+    def with_value_serde(self, value_serde: Any) -> Repartitioned:
+        return replace(self, value_serde=value_serde)
+
     def with_number_of_partitions(self, n: int) -> Repartitioned:
         return replace(self, number_of_partitions=n)
 

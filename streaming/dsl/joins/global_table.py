@@ -37,6 +37,8 @@ def join(
     b = stream._builder
     # Kafka names both kinds with the left-join prefix
     name = b.name_or(_named(named), "KSTREAM-LEFTJOIN-")
+    if kind == LEFT:
+        b.null_key_relaxed_joins.add(name)
     supplier = KStreamGlobalKTableJoinSupplier(
         global_table.value_getter_supplier(), key_selector, as_joiner(joiner), kind == LEFT
     )

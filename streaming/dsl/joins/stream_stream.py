@@ -86,7 +86,6 @@ def join(
             f"{sj.name}-left" if user_named else join_this.name,
             sj.key_serde,
             sj.value_serde,
-            null_key_relaxed=left_outer,
         )
     if join_other.repartition_required:
         join_other = repartition_for_join(
@@ -94,7 +93,6 @@ def join(
             f"{sj.name}-right" if user_named else join_other.name,
             sj.key_serde,
             sj.other_value_serde,
-            null_key_relaxed=left_outer,
         )
     b = stream._builder
     topology = b.topology
@@ -110,6 +108,8 @@ def join(
     join_this_name = sj.name + this_suffix if user_named else join_this_generated
     join_other_name = sj.name + other_suffix if user_named else join_other_generated
     merge_name = _suffix_or_generate(b, sj.name, "-merge", MERGE_NAME)
+    if left_outer:  # both sides flow into the merge
+        b.null_key_relaxed_joins.add(merge_name)
 
     this_supplier, other_supplier = sj.this_store_supplier, sj.other_store_supplier
     if (

@@ -52,11 +52,12 @@ def join(
             jn.name if jn.name is not None else stream.name,
             jn.key_serde,
             jn.value_serde,
-            null_key_relaxed=left,
         )
         parent, key_serde = repartitioned.name, repartitioned.key_serde
 
     name = jn.name or b.new_processor_name("KSTREAM-LEFTJOIN-" if left else "KSTREAM-JOIN-")
+    if left:
+        b.null_key_relaxed_joins.add(name)
     getter_supplier = table.supplier.view()
     buffer_builder = None
     if jn.grace_period_ms is not None:
