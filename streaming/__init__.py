@@ -33,6 +33,8 @@ from streaming.dsl import (
     TableJoined,
     TimeWindowedKStream,
     TimeWindows,
+    UnlimitedWindows,
+    Windows,
 )
 from streaming.state.windowed import SessionWindow, TimeWindow, Window, Windowed
 from streaming.testing import KeyValue, TestRecord, TopologyTestDriver
@@ -88,8 +90,10 @@ __all__ = [
     "Topology",
     "TopologyException",
     "TopologyTestDriver",
+    "UnlimitedWindows",
     "Window",
     "Windowed",
+    "Windows",
     "serdes",
 ]
 

@@ -34,6 +34,8 @@ from streaming.dsl.windows import (
     SessionWindows,
     SlidingWindows,
     TimeWindows,
+    UnlimitedWindows,
+    Windows,
 )
 
 __all__ = [
@@ -67,4 +69,6 @@ __all__ = [
     "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
     "TimeWindows",
+    "UnlimitedWindows",
+    "Windows",
 ]

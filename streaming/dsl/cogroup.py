@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 from streaming import serdes
 from streaming.dsl.kstream import _named, create_repartition
 from streaming.dsl.options import Materialized, as_materialized
-from streaming.dsl.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
+from streaming.dsl.windows import (
+    EmitStrategy,
+    SessionWindows,
+    SlidingWindows,
+    TimeWindows,
+    Windows,
+    window_size_and_retention,
+)
 
 if TYPE_CHECKING:
     from streaming.dsl.builder import InternalBuilder
@@ -179,22 +186,25 @@ class CogroupedKStream:
         )
 
     def windowed_by(
-        self, windows: TimeWindows | SlidingWindows | SessionWindows
+        self, windows: TimeWindows | SlidingWindows | SessionWindows | Windows
     ) -> TimeWindowedCogroupedKStream | SessionWindowedCogroupedKStream:
-        """Aggregate per window: tumbling/hopping, sliding or session windows."""
-        if isinstance(windows, TimeWindows | SlidingWindows):
+        """Aggregate per window: tumbling/hopping, sliding, session or custom (``Windows``)."""
+        if isinstance(windows, TimeWindows | SlidingWindows | Windows):
             return TimeWindowedCogroupedKStream(self, windows)
         if isinstance(windows, SessionWindows):
             return SessionWindowedCogroupedKStream(self, windows)
         raise TypeError(
-            f"windowed_by() takes TimeWindows, SlidingWindows or SessionWindows, got {windows!r}"
+            "windowed_by() takes TimeWindows, SlidingWindows, SessionWindows or a Windows "
+            f"subclass, got {windows!r}"
         )
 
 
 class TimeWindowedCogroupedKStream:
-    """A cogroup over tumbling, hopping (``TimeWindows``) or sliding windows."""
+    """A cogroup over tumbling, hopping (``TimeWindows``), sliding or custom windows."""
 
-    def __init__(self, cogrouped: CogroupedKStream, windows: TimeWindows | SlidingWindows) -> None:
+    def __init__(
+        self, cogrouped: CogroupedKStream, windows: TimeWindows | SlidingWindows | Windows
+    ) -> None:
         self._cogrouped = cogrouped
         self.windows = windows
 
@@ -211,35 +221,24 @@ class TimeWindowedCogroupedKStream:
         store_name = mat.store_name or b.new_store_name(AGGREGATE_NAME)
         w = self.windows
         on_update = EmitStrategy.on_window_update()
-        if isinstance(w, TimeWindows):
-            from streaming.dsl.processors.window_aggregate import KStreamWindowAggregateSupplier
-
-            size = w.size_ms
-            retention = w.size_ms + w.grace_ms
-
-            def make(aggregator: Aggregator) -> Any:
-                return KStreamWindowAggregateSupplier(
-                    w, store_name, on_update, initializer, aggregator
-                )
-
-        else:
+        size, retention = window_size_and_retention(w)
+        if isinstance(w, SlidingWindows):
             from streaming.dsl.processors.sliding_aggregate import (
-                KStreamSlidingWindowAggregateSupplier,
+                KStreamSlidingWindowAggregateSupplier as Supplier,
+            )
+        else:
+            from streaming.dsl.processors.window_aggregate import (
+                KStreamWindowAggregateSupplier as Supplier,
             )
 
-            size = w.time_difference_ms
-            retention = 2 * w.time_difference_ms + w.grace_ms
-
-            def make(aggregator: Aggregator) -> Any:
-                return KStreamSlidingWindowAggregateSupplier(
-                    w, store_name, on_update, initializer, aggregator
-                )
+        def make(aggregator: Aggregator) -> Any:
+            return Supplier(w, store_name, on_update, initializer, aggregator)
 
         store_builder = b.window_store_builder(
             mat,
             store_name,
             window_size_ms=size,
-            grace_ms=w.grace_ms,
+            grace_ms=w.grace_period_ms(),
             default_retention_ms=retention,
             time_ordered=False,
             key_serde=mat.key_serde,
@@ -254,7 +253,7 @@ class TimeWindowedCogroupedKStream:
             serdes.TimeWindowedSerde(mat.key_serde, size),
             mat.value_serde,
             mat.store_name,
-            window_grace_ms=w.grace_ms,
+            window_grace_ms=w.grace_period_ms(),
         )
 
 

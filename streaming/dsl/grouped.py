@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Any
 from streaming import serdes
 from streaming.dsl.kstream import _named, create_repartition
 from streaming.dsl.options import Grouped, Materialized, as_materialized
-from streaming.dsl.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
+from streaming.dsl.windows import (
+    EmitStrategy,
+    SessionWindows,
+    SlidingWindows,
+    TimeWindows,
+    Windows,
+    window_size_and_retention,
+)
 
 if TYPE_CHECKING:
     from streaming.dsl.builder import InternalBuilder
@@ -158,9 +165,9 @@ class KGroupedStream(_Grouping):
         )
 
     def windowed_by(
-        self, windows: TimeWindows | SlidingWindows | SessionWindows
+        self, windows: TimeWindows | SlidingWindows | SessionWindows | Windows
     ) -> TimeWindowedKStream | SessionWindowedKStream:
-        """Aggregate per window: tumbling/hopping, sliding or session windows."""
+        """Aggregate per window: tumbling/hopping, sliding, session or custom (``Windows``)."""
         args = (
             self._builder,
             self._parent,
@@ -168,7 +175,7 @@ class KGroupedStream(_Grouping):
             self.key_serde,
             self.value_serde,
         )
-        if isinstance(windows, TimeWindows | SlidingWindows):
+        if isinstance(windows, TimeWindows | SlidingWindows | Windows):
             return TimeWindowedKStream(
                 *args,
                 windows=windows,
@@ -183,7 +190,8 @@ class KGroupedStream(_Grouping):
                 shared=self._shared,
             )
         raise TypeError(
-            f"windowed_by() takes TimeWindows, SlidingWindows or SessionWindows, got {windows!r}"
+            "windowed_by() takes TimeWindows, SlidingWindows, SessionWindows or a Windows "
+            f"subclass, got {windows!r}"
         )
 
     def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> Any:
@@ -194,9 +202,11 @@ class KGroupedStream(_Grouping):
 
 
 class TimeWindowedKStream(_Grouping):
-    """A grouped stream over tumbling, hopping or sliding windows."""
+    """A grouped stream over tumbling, hopping, sliding or custom windows."""
 
-    def __init__(self, *args: Any, windows: TimeWindows | SlidingWindows, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, windows: TimeWindows | SlidingWindows | Windows, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.windows = windows
         self._emit = EmitStrategy.on_window_update()
@@ -205,10 +215,6 @@ class TimeWindowedKStream(_Grouping):
         """``EmitStrategy.on_window_close()``: one final result per window, when it closes."""
         self._emit = strategy
         return self
-
-    def _window_size(self) -> int:
-        w = self.windows
-        return w.size_ms if isinstance(w, TimeWindows) else w.time_difference_ms
 
     def _aggregate(
         self,
@@ -229,29 +235,21 @@ class TimeWindowedKStream(_Grouping):
         value_serde = mat.value_serde or value_serde
         w = self.windows
         on_close = self._emit.kind == EmitStrategy.ON_WINDOW_CLOSE
-        if isinstance(w, TimeWindows):
-            from streaming.dsl.processors.window_aggregate import KStreamWindowAggregateSupplier
-
-            size = w.size_ms
-            retention = w.size_ms + w.grace_ms
-            supplier = KStreamWindowAggregateSupplier(
-                w, store_name, self._emit, initializer, aggregator
+        size, retention = window_size_and_retention(w)
+        if isinstance(w, SlidingWindows):
+            from streaming.dsl.processors.sliding_aggregate import (
+                KStreamSlidingWindowAggregateSupplier as Supplier,
             )
         else:
-            from streaming.dsl.processors.sliding_aggregate import (
-                KStreamSlidingWindowAggregateSupplier,
+            from streaming.dsl.processors.window_aggregate import (
+                KStreamWindowAggregateSupplier as Supplier,
             )
-
-            size = w.time_difference_ms
-            retention = 2 * w.time_difference_ms + w.grace_ms
-            supplier = KStreamSlidingWindowAggregateSupplier(
-                w, store_name, self._emit, initializer, aggregator
-            )
+        supplier = Supplier(w, store_name, self._emit, initializer, aggregator)
         store_builder = b.window_store_builder(
             mat,
             store_name,
             window_size_ms=size,
-            grace_ms=w.grace_ms,
+            grace_ms=w.grace_period_ms(),
             default_retention_ms=retention,
             time_ordered=on_close,
             key_serde=key_serde,
@@ -267,7 +265,7 @@ class TimeWindowedKStream(_Grouping):
             serdes.TimeWindowedSerde(key_serde, size),
             value_serde,
             queryable_store_name=store_name,
-            window_grace_ms=w.grace_ms,
+            window_grace_ms=w.grace_period_ms(),
         )
 
     def count(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:

@@ -7,10 +7,12 @@ late records are still accepted (by stream time).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
-from streaming.state.windowed import TimeWindow
+from streaming.state.windowed import MAX_TIMESTAMP, TimeWindow
 from streaming.time import to_millis
 
 # Kafka 2.x-era default grace for windows built without an explicit grace.
@@ -64,6 +66,56 @@ class TimeWindows:
             out[window_start] = TimeWindow(window_start, window_start + size)
             window_start += advance
         return out
+
+
+class Windows(ABC):
+    """Kafka's ``Windows``: the base of custom window kinds for ``windowed_by()``.
+
+    A subclass says which windows a timestamp falls into (``windows_for``, keyed by window
+    start, each a ``TimeWindow`` or a subclass), how long a window is (``size``: the window
+    store keeps ``size + grace`` and a windowed key's end is ``start + size``) and how long
+    after a window's end late records are still taken (``grace_period_ms``)."""
+
+    @abstractmethod
+    def windows_for(self, timestamp: int) -> dict[int, TimeWindow]: ...
+
+    @abstractmethod
+    def size(self) -> int: ...
+
+    @abstractmethod
+    def grace_period_ms(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class UnlimitedWindows(Windows):
+    """One window per key from ``start_ms`` on, never closed (Kafka's ``UnlimitedWindows``)."""
+
+    start_ms: int = 0
+
+    @staticmethod
+    def of() -> UnlimitedWindows:
+        return UnlimitedWindows()
+
+    def start_on(self, start: int | datetime) -> UnlimitedWindows:
+        """Kafka's ``startOn``: records before ``start`` (epoch ms or a datetime) fall into
+        no window."""
+        ms = int(start.timestamp() * 1000) if isinstance(start, datetime) else int(start)
+        if ms < 0:
+            raise ValueError("Window start time (startMs) cannot be negative.")
+        return UnlimitedWindows(ms)
+
+    starting_at = start_on
+
+    def windows_for(self, timestamp: int) -> dict[int, TimeWindow]:
+        if timestamp < self.start_ms:
+            return {}
+        return {self.start_ms: TimeWindow(self.start_ms, MAX_TIMESTAMP)}
+
+    def size(self) -> int:
+        return MAX_TIMESTAMP
+
+    def grace_period_ms(self) -> int:
+        return 0
 
 
 @dataclass(frozen=True)
@@ -197,3 +249,13 @@ class EmitStrategy:
 
     def __repr__(self) -> str:
         return f"EmitStrategy.{self.kind}()"
+
+
+def window_size_and_retention(windows: Any) -> tuple[int, int]:
+    """A windowed aggregate's window size (its windowed keys' serde) and default store
+    retention, as Kafka's ``TimeWindowedKStreamImpl`` and ``SlidingWindowedKStreamImpl``
+    compute them."""
+    if isinstance(windows, SlidingWindows):
+        return windows.time_difference_ms, 2 * windows.time_difference_ms + windows.grace_ms
+    size = windows.size()
+    return size, min(size + windows.grace_period_ms(), MAX_TIMESTAMP)
