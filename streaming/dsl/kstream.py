@@ -9,6 +9,7 @@ from streaming.dsl.options import (
     Branched,
     Grouped,
     Materialized,
+    Printed,
     Produced,
     Repartitioned,
     as_materialized,
@@ -242,6 +243,19 @@ class KStream:
     def foreach(self, action: Callable[[Any, Any], None], named: Any = None) -> None:
         """Call ``action(key, value)`` for every record (terminal)."""
         self._add("KSTREAM-FOREACH-", lambda: stateless.PeekProcessor(action, False), named)
+
+    def print(self, printed: Printed | None = None) -> None:
+        """Write every record as a line ``[label]: key, value`` (terminal; for debugging):
+        ``Printed.to_sys_out()`` or ``Printed.to_file(path)``, ``.with_label(...)``; the
+        label defaults to the processor's name, as in Kafka."""
+        p = printed or Printed.to_sys_out()
+        name = self._builder.name_or(p.name, "KSTREAM-PRINTER-")
+        label = p.label if p.label is not None else name
+        self._builder.topology.add_processor(
+            name,
+            stateless.supplier(lambda: stateless.PrintProcessor(label, p.mapper, p.path)),
+            self.name,
+        )
 
     def merge(self, other: KStream, named: Any = None) -> KStream:
         """Records of both streams, interleaved as they arrive."""

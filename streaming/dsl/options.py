@@ -6,8 +6,10 @@ keyword arguments, and these classes exist for users who prefer the Kafka style.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from streaming.time import to_millis
@@ -176,6 +178,54 @@ class Produced:
     @staticmethod
     def as_(name: str) -> Produced:
         return Produced(name=name)
+
+
+def _java_str(obj: Any) -> str:
+    return "null" if obj is None else str(obj)
+
+
+def print_key_value(key: Any, value: Any) -> str:
+    """``Printed``'s default line body, as Kafka formats it: ``key, value``."""
+    return f"{_java_str(key)}, {_java_str(value)}"
+
+
+@dataclass(frozen=True)
+class Printed:
+    """Where and how ``KStream.print`` writes each record (Kafka's ``Printed``): lines of
+    ``[label]: key, value`` to standard output or to a file."""
+
+    path: str | None = None
+    label: str | None = None
+    mapper: Callable[[Any, Any], str] = print_key_value
+    name: str | None = None
+
+    @staticmethod
+    def to_sys_out() -> Printed:
+        return Printed()
+
+    @staticmethod
+    def to_file(path: str | Path) -> Printed:
+        """Lines go to ``path``, which is created (or emptied) now, as Kafka does."""
+        text = str(path)
+        if not text.strip():
+            raise ValueError("filePath can't be an empty string")
+        try:
+            Path(text).write_text("", encoding="utf-8")
+        except OSError as exc:
+            from streaming.topology.graph import TopologyException
+
+            raise TopologyException(f"Unable to write stream to file at [{text}] {exc}") from exc
+        return Printed(path=text)
+
+    def with_label(self, label: str) -> Printed:
+        return replace(self, label=label)
+
+    def with_key_value_mapper(self, mapper: Callable[[Any, Any], str]) -> Printed:
+        """``mapper(key, value)`` makes the part of the line after the label."""
+        return replace(self, mapper=mapper)
+
+    def with_name(self, name: str) -> Printed:
+        return replace(self, name=name)
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,35 @@ class PeekProcessor(Processor):
             self.context.forward(record)
 
 
+class PrintProcessor(Processor):
+    """``print``: one line ``[label]: <mapper(key, value)>`` per record, to standard output
+    or appended to a file (opened for the processor's lifetime)."""
+
+    def __init__(self, label: str, mapper: Callable[[Any, Any], str], path: str | None) -> None:
+        self.label = label
+        self.mapper = mapper
+        self.path = path
+        self.out: Any = None
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        if self.path is not None:
+            self.out = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+
+    def process(self, record: Record) -> None:
+        line = f"[{self.label}]: {self.mapper(record.key, record.value)}"
+        if self.out is None:
+            print(line, flush=True)
+        else:
+            self.out.write(line + "\n")
+            self.out.flush()
+
+    def close(self) -> None:
+        if self.out is not None:
+            self.out.close()
+            self.out = None
+
+
 class PassThrough(Processor):
     """Forward everything (used by ``merge`` and ``to_stream`` of a plain stream)."""
 
