@@ -32,6 +32,15 @@ class _View:
     def _each(self) -> Iterable[tuple[Any, Any]]:
         return self._stores()
 
+    def _collect(self, read: Callable[[Any], Iterable[tuple[Any, Any]]]) -> list[tuple[Any, Any]]:
+        """``read(store)``'s entries with plain values, store by store (as Kafka's composite
+        stores concatenate the tasks' iterators)."""
+        out = []
+        for lock, store in self._each():
+            with lock:
+                out.extend((k, _plain(v)) for k, v in read(store))
+        return out
+
 
 class ReadOnlyKeyValueView(_View):
     """Kafka's ``ReadOnlyKeyValueStore`` over every local task of the store."""
@@ -46,20 +55,20 @@ class ReadOnlyKeyValueView(_View):
         return None
 
     def range(self, from_key: Any, to_key: Any) -> list[tuple[Any, Any]]:
-        """Entries with from_key <= key <= to_key, store by store."""
-        out = []
-        for lock, store in self._each():
-            with lock:
-                out.extend((k, _plain(v)) for k, v in store.range(from_key, to_key))
-        return out
+        """Entries with from_key <= key <= to_key (None = unbounded)."""
+        return self._collect(lambda store: store.range(from_key, to_key))
+
+    def reverse_range(self, from_key: Any, to_key: Any) -> list[tuple[Any, Any]]:
+        return self._collect(lambda store: store.reverse_range(from_key, to_key))
 
     def all(self) -> list[tuple[Any, Any]]:
-        """Every entry, store by store."""
-        out = []
-        for lock, store in self._each():
-            with lock:
-                out.extend((k, _plain(v)) for k, v in store.all())
-        return out
+        return self._collect(lambda store: store.all())
+
+    def reverse_all(self) -> list[tuple[Any, Any]]:
+        return self._collect(lambda store: store.reverse_all())
+
+    def prefix_scan(self, prefix: Any, prefix_serializer: Any) -> list[tuple[Any, Any]]:
+        return self._collect(lambda store: store.prefix_scan(prefix, prefix_serializer))
 
     def approximate_num_entries(self) -> int:
         total = 0
@@ -72,49 +81,54 @@ class ReadOnlyKeyValueView(_View):
 class ReadOnlyWindowView(_View):
     """Kafka's ``ReadOnlyWindowStore`` over every local task of the store."""
 
-    def fetch(self, key: Any, time_from: int, time_to: int | None = None) -> Any:
-        """``fetch(key, window_start)`` -> value, or ``fetch(key, from, to)`` -> [(start, value)]."""
-        if time_to is None:
+    def fetch(self, key: Any, time_from: int, *more: Any) -> Any:
+        """Kafka's overloads: ``fetch(key, window_start)`` -> value; ``fetch(key, from, to)``
+        -> [(start, value)]; ``fetch(key_from, key_to, from, to)`` -> [(Windowed, value)]."""
+        if not more:
             for lock, store in self._each():
                 with lock:
                     value = store.fetch(key, time_from)
                 if value is not None:
                     return _plain(value)
             return None
-        for lock, store in self._each():
-            with lock:
-                found = [(t, _plain(v)) for t, v in store.fetch_range(key, time_from, time_to)]
-            if found:
-                return found
-        return []
+        return self._collect(lambda store: store.fetch(key, time_from, *more))
+
+    def backward_fetch(self, key: Any, time_from: Any, time_to: int, *more: int) -> Any:
+        """``fetch``'s ranges, latest window first within each store."""
+        return self._collect(lambda store: store.backward_fetch(key, time_from, time_to, *more))
 
     def fetch_all(self, time_from: int, time_to: int) -> list[tuple[Any, Any]]:
         """(Windowed key, value) of every window starting in [time_from, time_to]."""
-        out = []
-        for lock, store in self._each():
-            with lock:
-                out.extend((w, _plain(v)) for w, v in store.fetch_all(time_from, time_to))
-        return out
+        return self._collect(lambda store: store.fetch_all(time_from, time_to))
+
+    def backward_fetch_all(self, time_from: int, time_to: int) -> list[tuple[Any, Any]]:
+        return self._collect(lambda store: store.backward_fetch_all(time_from, time_to))
 
     def all(self) -> list[tuple[Any, Any]]:
-        out = []
-        for lock, store in self._each():
-            with lock:
-                out.extend((w, _plain(v)) for w, v in store.all())
-        return out
+        return self._collect(lambda store: store.all())
+
+    def backward_all(self) -> list[tuple[Any, Any]]:
+        return self._collect(lambda store: store.backward_all())
 
 
 class ReadOnlySessionView(_View):
     """Kafka's ``ReadOnlySessionStore`` over every local task of the store."""
 
-    def fetch(self, key: Any) -> list[tuple[Any, Any]]:
-        """(Windowed key, aggregate) of every session of ``key``."""
-        for lock, store in self._each():
-            with lock:
-                found = list(store.fetch(key))
-            if found:
-                return found
-        return []
+    def fetch(self, key: Any, *key_to: Any) -> list[tuple[Any, Any]]:
+        """(Windowed key, aggregate) of every session of ``key``, or of the keys in
+        ``[key, key_to]``."""
+        return self._collect(lambda store: store.fetch(key, *key_to))
+
+    def backward_fetch(self, key: Any, *key_to: Any) -> list[tuple[Any, Any]]:
+        return self._collect(lambda store: store.backward_fetch(key, *key_to))
+
+    def find_sessions(self, key: Any, *bounds: Any) -> list[tuple[Any, Any]]:
+        """``find_sessions(key, earliest_end, latest_start)`` or ``find_sessions(key_from,
+        key_to, earliest_end, latest_start)``."""
+        return self._collect(lambda store: store.find_sessions(key, *bounds))
+
+    def backward_find_sessions(self, key: Any, *bounds: Any) -> list[tuple[Any, Any]]:
+        return self._collect(lambda store: store.backward_find_sessions(key, *bounds))
 
     def fetch_session(self, key: Any, session_start: int, session_end: int) -> Any:
         for lock, store in self._each():

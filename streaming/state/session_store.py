@@ -61,8 +61,15 @@ class SessionStore(MeteredStore):
         return None if raw is None else self._vdes(topic, raw)
 
     def find_sessions(
-        self, key: Any, earliest_session_end_time: int, latest_session_start_time: int
+        self, key: Any, earliest_session_end_time: Any, latest_session_start_time: int, *more: int
     ) -> Iterator[tuple[Windowed, Any]]:
+        """Sessions of ``key`` ending at or after ``earliest_session_end_time`` and starting
+        at or before ``latest_session_start_time``; with four arguments, of the key range
+        ``find_sessions(key_from, key_to, earliest_end, latest_start)`` (Kafka's overloads)."""
+        if more:
+            return self.find_sessions_range(
+                key, earliest_session_end_time, latest_session_start_time, *more
+            )
         raw = self._kser(self.topic, key)
         return self._decode(
             self.wrapped.find_sessions(
@@ -71,8 +78,12 @@ class SessionStore(MeteredStore):
         )
 
     def backward_find_sessions(
-        self, key: Any, earliest_session_end_time: int, latest_session_start_time: int
+        self, key: Any, earliest_session_end_time: Any, latest_session_start_time: int, *more: int
     ) -> Iterator[tuple[Windowed, Any]]:
+        if more:
+            return self.backward_find_sessions_range(
+                key, earliest_session_end_time, latest_session_start_time, *more
+            )
         raw = self._kser(self.topic, key)
         return self._decode(
             self.wrapped.find_sessions(
@@ -117,11 +128,16 @@ class SessionStore(MeteredStore):
             )
         )
 
-    def fetch(self, key: Any) -> Iterator[tuple[Windowed, Any]]:
-        """All sessions of a key (find_sessions(key, 0, Long.MAX_VALUE))."""
+    def fetch(self, key: Any, *key_to: Any) -> Iterator[tuple[Windowed, Any]]:
+        """All sessions of a key, or with two arguments of the keys in ``[key, key_to]``
+        (None = unbounded)."""
+        if key_to:
+            return self.fetch_range(key, *key_to)
         return self.find_sessions(key, 0, MAX_LONG)
 
-    def backward_fetch(self, key: Any) -> Iterator[tuple[Windowed, Any]]:
+    def backward_fetch(self, key: Any, *key_to: Any) -> Iterator[tuple[Windowed, Any]]:
+        if key_to:
+            return self.backward_fetch_range(key, *key_to)
         return self.backward_find_sessions(key, 0, MAX_LONG)
 
     def fetch_range(self, key_from: Any, key_to: Any) -> Iterator[tuple[Windowed, Any]]:

@@ -71,10 +71,29 @@ class WindowStore(MeteredStore):
             window_start,
         )
 
-    def fetch(self, key: Any, window_start: int) -> Any:
+    def fetch(self, key: Any, window_start: int, *more: Any) -> Any:
+        """Kafka's overloads of ``fetch``: ``fetch(key, window_start)`` -> the value;
+        ``fetch(key, time_from, time_to)`` -> (window start, value) of one key;
+        ``fetch(key_from, key_to, time_from, time_to)`` -> (Windowed, value) of a key range
+        (None = unbounded)."""
+        if more:
+            if len(more) == 1:
+                return self.fetch_range(key, window_start, more[0])
+            if len(more) == 2:
+                return self.fetch_key_range(key, window_start, *more)
+            raise TypeError(f"fetch() takes 2 to 4 arguments, got {2 + len(more)}")
         topic = self.topic
         raw = self.wrapped.fetch(self._kser(topic, key), window_start)
         return None if raw is None else self._vdes(topic, raw)
+
+    def backward_fetch(self, key: Any, time_from: Any, time_to: int, *more: int) -> Any:
+        """``backward_fetch(key, time_from, time_to)`` or ``backward_fetch(key_from, key_to,
+        time_from, time_to)``: ``fetch``'s ranges, latest window first."""
+        if not more:
+            return self.backward_fetch_range(key, time_from, time_to)
+        if len(more) == 1:
+            return self.backward_fetch_key_range(key, time_from, time_to, more[0])
+        raise TypeError(f"backward_fetch() takes 3 or 4 arguments, got {3 + len(more)}")
 
     def fetch_range(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple[int, Any]]:
         """(window start, value) of one key with time_from <= start <= time_to, by start."""
