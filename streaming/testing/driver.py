@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from streaming import serdes as serdes_mod
 from streaming.runtime.task import ConsumerRecord, StreamTask
+from streaming.state.api import changelog_topic
 from streaming.testing.global_state import GlobalStateTask
 from streaming.time import to_millis
 from streaming.topology.graph import Topology
@@ -157,6 +158,9 @@ class TopologyTestDriver:
         )
         if self._global is not None:
             self._task.context.global_stores = self._global.stores
+        # like Kafka's driver, changelog writes are produced records too (readable as
+        # output topics <application.id>-<store>-changelog)
+        self._task.context.changelog_writer = self._log_change
         self._task.initialize()
         self._closed = False
 
@@ -196,6 +200,10 @@ class TopologyTestDriver:
         partitioner: Any = None,
     ) -> None:
         self._produced.append(_Produced(topic, key, value, timestamp, headers))
+
+    def _log_change(self, store: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        topic = changelog_topic(self.application_id, store)
+        self._produced.append(_Produced(topic, key, value, timestamp, NO_HEADERS))
 
     def _capture_outputs(self) -> None:
         produced, self._produced = self._produced, []
