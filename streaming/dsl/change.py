@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
-_UINT32 = struct.Struct(">I")
+
+def _varint(value: int) -> bytes:
+    """Kafka's ``ByteUtils.writeVarint``: zig-zag, then 7 bits per byte, low group first."""
+    n = ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _read_varint(data: bytes) -> tuple[int, int]:
+    """Kafka's ``ByteUtils.readVarint``: (value, bytes read)."""
+    n = shift = pos = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        n |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (n >> 1) ^ -(n & 1), pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("varint is too long")
 
 
 class Change:
@@ -30,9 +52,10 @@ class Change:
 
 
 class ChangedSerde:
-    """Kafka Streams' ``ChangedSerializer`` layout for repartitioned table updates (KIP-904).
+    """Kafka Streams' ``ChangedSerializer`` layout for repartitioned table updates (Kafka 4).
 
-    ``old + 0x00`` | ``new + 0x01`` | ``uint32 len(new) + new + old + 0x02``.
+    Written: ``old + 0x00`` | ``new + 0x01`` | ``varint len(new) + new + old + 0x02``; read
+    as well, with an ``is_latest`` byte before the flag: flags 3, 4 and 5.
     """
 
     def __init__(self, inner: Any) -> None:
@@ -44,7 +67,7 @@ class ChangedSerde:
         new = self.inner.serialize(topic, change.new_value)
         old = self.inner.serialize(topic, change.old_value)
         if new is not None and old is not None:
-            return _UINT32.pack(len(new)) + new + old + b"\x02"
+            return _varint(len(new)) + new + old + b"\x02"
         if new is not None:
             return new + b"\x01"
         if old is not None:
@@ -57,13 +80,24 @@ class ChangedSerde:
         if data is None:
             return None
         flag = data[-1]
-        body = data[:-1]
+        is_latest = True
+        if flag >= 3:
+            latest = data[-2]
+            if latest not in (0, 1):
+                raise ValueError(f"Encountered unexpected byte value {latest} for isLatestFlag")
+            is_latest = latest == 1
+            flag -= 3
+            body = data[:-2]
+        else:
+            body = data[:-1]
         inner = self.inner.deserialize
         if flag == 2:
-            (n,) = _UINT32.unpack_from(body)
-            return Change(inner(topic, body[4 : 4 + n]), inner(topic, body[4 + n :]))
+            n, pos = _read_varint(body)
+            return Change(
+                inner(topic, body[pos : pos + n]), inner(topic, body[pos + n :]), is_latest
+            )
         if flag == 1:
-            return Change(inner(topic, body), None)
+            return Change(inner(topic, body), None, is_latest)
         if flag == 0:
-            return Change(None, inner(topic, body))
-        raise ValueError(f"Encountered unknown flag {flag} in ChangedSerde")
+            return Change(None, inner(topic, body), is_latest)
+        raise ValueError(f"Encountered unknown flag {data[-1]} in ChangedSerde")

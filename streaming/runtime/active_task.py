@@ -170,10 +170,12 @@ class ActiveTask:
         stream_time, metadata = processor_metadata.merge(tp.metadata for tp in committed)
         self.stream_task.initialize_metadata(stream_time, metadata)
 
-    def _log_change(self, store: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+    def _log_change(
+        self, store: str, key: bytes, value: bytes | None, timestamp: int, headers: Any = ()
+    ) -> None:
         self.logged_since_checkpoint += 1
         self._collector.send_to_partition(
-            self.changelogs[store], self.partition, key, value, timestamp
+            self.changelogs[store], self.partition, key, value, timestamp, headers
         )
 
     def checkpoint(self, end_offset: Callable[[str, int], int]) -> None:

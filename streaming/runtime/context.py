@@ -55,7 +55,7 @@ class TaskContext:
         self.global_stores: dict[str, Any] = {}
         self.stream_time_punctuations = PunctuationQueue()
         self.system_time_punctuations = PunctuationQueue()
-        self.changelog_writer: Callable[[str, bytes, bytes | None, int], None] | None = None
+        self.changelog_writer: Callable[[str, bytes, bytes | None, int, Any], None] | None = None
         self.restore_callbacks: dict[str, Callable[..., None]] = {}
         #: Kafka's per-task ``ProcessorMetadata`` (KIP-825): committed with the input offsets
         #: by the runtime, read back when the task is created
@@ -175,7 +175,14 @@ class TaskContext:
         if restore_callback is not None:
             self.restore_callbacks[store.name] = restore_callback
 
-    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+    def log_change(
+        self,
+        store_name: str,
+        key: bytes,
+        value: bytes | None,
+        timestamp: int,
+        headers: Any = (),
+    ) -> None:
         writer = self.changelog_writer
         if writer is not None:
-            writer(store_name, key, value, timestamp)
+            writer(store_name, key, value, timestamp, headers)

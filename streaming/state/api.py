@@ -51,7 +51,8 @@ class StateStoreContext(Protocol):
       write it downstream and forward it, then restore the previous one (like Kafka).
     * ``register(store, restore_callback)``: the runtime later feeds changelog records
       ``(key, value, timestamp)`` batches into ``restore_callback``.
-    * ``log_change(store_name, key, value, timestamp)``: write one changelog record.
+    * ``log_change(store_name, key, value, timestamp, headers=())``: write one changelog
+      record (a negative timestamp: none, the producer's clock).
 
     Optional: ``cache`` - a shared :class:`~streaming.state.cache.ThreadCache`; when missing or
     None each caching store creates a private cache sized from ``app_configs``
@@ -72,7 +73,12 @@ class StateStoreContext(Protocol):
     def register(self, store: StateStore, restore_callback: RestoreCallback) -> None: ...
 
     def log_change(
-        self, store_name: str, key: bytes, value: bytes | None, timestamp: int
+        self,
+        store_name: str,
+        key: bytes,
+        value: bytes | None,
+        timestamp: int,
+        headers: Iterable[tuple[str, bytes | None]] = (),
     ) -> None: ...
 
 
@@ -225,6 +231,13 @@ class InMemoryStateStoreContext:
     def register(self, store: StateStore, restore_callback: RestoreCallback) -> None:
         self.registered[store.name] = restore_callback
 
-    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+    def log_change(
+        self,
+        store_name: str,
+        key: bytes,
+        value: bytes | None,
+        timestamp: int,
+        headers: Iterable[tuple[str, bytes | None]] = (),
+    ) -> None:
         if self.capture_changelog:
             self.logged.append((store_name, key, value, timestamp))

@@ -72,7 +72,7 @@ class _Produced(NamedTuple):
     topic: str
     key: bytes | None
     value: bytes | None
-    timestamp: int
+    timestamp: int | None
     headers: Headers
 
 
@@ -201,9 +201,12 @@ class TopologyTestDriver:
     ) -> None:
         self._produced.append(_Produced(topic, key, value, timestamp, headers))
 
-    def _log_change(self, store: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+    def _log_change(
+        self, store: str, key: bytes, value: bytes | None, timestamp: int, headers: Headers = ()
+    ) -> None:
         topic = changelog_topic(self.application_id, store)
-        self._produced.append(_Produced(topic, key, value, timestamp, NO_HEADERS))
+        stamp = timestamp if timestamp >= 0 else None  # none: Kafka's driver reads a null
+        self._produced.append(_Produced(topic, key, value, stamp, tuple(headers)))
 
     def _capture_outputs(self) -> None:
         produced, self._produced = self._produced, []
@@ -333,6 +336,12 @@ class TopologyTestDriver:
 
     def get_session_store(self, name: str) -> Any:
         return self.get_state_store(name)
+
+    def produced_topic_names(self) -> set[str]:
+        """Every topic the topology wrote to, internal topics included (Kafka's
+        ``producedTopicNames``)."""
+        self._capture_outputs()
+        return set(self._outputs)
 
     def producer_history(self) -> list[tuple[str, bytes | None, bytes | None, int]]:
         """Every record written so far (any topic), raw, in write order."""

@@ -539,8 +539,15 @@ def run_python(
     except Exception as exc:
         return {"outputs": None, "error": _describe(exc)}
     outputs: dict[str, list[list[Any]]] = {}
+    raw_rows: dict[str, list[list[Any]]] = {}
     error = None
-    config = {"statestore.cache.max.bytes": CACHE_BYTES if caching else 0}
+    config = {
+        # as the Java side: its application id, String keys and Long values by default
+        "application.id": "conformance",
+        "default.key.serde": "string",
+        "default.value.serde": "long",
+        "statestore.cache.max.bytes": CACHE_BYTES if caching else 0,
+    }
     driver = None
     try:
         driver = TopologyTestDriver(topology, config=config, initial_wall_clock_time_ms=0)
@@ -555,11 +562,27 @@ def run_python(
     if driver is not None:
         try:
             raw = serdes.Bytes()
+            # every topic written, byte for byte; the outputs are decoded from the same records
+            written = {
+                topic: driver.create_output_topic(topic, raw, raw).read_records_to_list()
+                for topic in sorted(driver.produced_topic_names())
+            }
+            raw_rows = {
+                topic: [
+                    [
+                        None if r.key is None else r.key.hex(),
+                        None if r.value is None else r.value.hex(),
+                        0 if r.timestamp is None else r.timestamp,  # as the Java side
+                        [[k, None if v is None else bytes(v).hex()] for k, v in r.headers],
+                    ]
+                    for r in records
+                ]
+                for topic, records in written.items()
+            }
             for topic, layout in outs.items():
-                out = driver.create_output_topic(topic, key_serde=raw, value_serde=raw)
                 outputs[topic] = [
                     [decode_key(layout, r.key), decode_value(r.value), r.timestamp]
-                    for r in out.read_records_to_list()
+                    for r in written.get(topic, [])
                 ]
         except Exception as exc:
             error = error or _describe(exc)
@@ -567,4 +590,8 @@ def run_python(
             driver.close()
         except Exception as exc:
             error = error or _describe(exc)
-    return {"outputs": outputs if driver is not None else None, "error": error}
+    return {
+        "outputs": outputs if driver is not None else None,
+        "raw": raw_rows if driver is not None else None,
+        "error": error,
+    }

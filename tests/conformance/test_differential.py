@@ -4,7 +4,9 @@ For every family of tests/conformance/families.py, hypothesis draws (params, tra
 (CONFORMANCE_EXAMPLES, default 200, per family). The whole batch goes to the Java
 TopologyTestDriver in one round trip (one JVM for the session); each case then runs through
 ``streaming.TopologyTestDriver`` and every output topic must be identical: key, value,
-timestamp and order. Families whose output depends on record caching run every trace twice,
+timestamp and order; and every topic either side wrote (outputs, repartition topics,
+changelogs) must hold the same bytes: key, value, timestamp and headers. Both sides run with
+String keys and Long values as default serdes. Families whose output depends on record caching run every trace twice,
 with ``statestore.cache.max.bytes`` 0 and 10 MiB.
 
 On a mismatch the smallest failing case is shrunk (records removed and simplified while the
@@ -165,7 +167,11 @@ def _mismatch(
         if expected_error is not None and expected_error(java["error"]):
             return python["error"] is None  # both must fail
         return True  # the reference itself failed: never a pass
-    return python["error"] is not None or java["outputs"] != python["outputs"]
+    return (
+        python["error"] is not None
+        or java["outputs"] != python["outputs"]
+        or java.get("raw") != python.get("raw")
+    )
 
 
 def _fmt_row(row: list[Any] | None) -> str:
@@ -194,7 +200,26 @@ def side_by_side(java: dict[str, Any], python: dict[str, Any]) -> str:
             pr = prows[i] if i < len(prows) else None
             mark = "  " if jr == pr else "!!"
             lines.append(f"{mark} {_fmt_row(jr):<32} | {_fmt_row(pr)}")
+    jr_, pr_ = java.get("raw") or {}, python.get("raw") or {}
+    for topic in list(dict.fromkeys([*jr_, *pr_])):
+        jrows, prows = jr_.get(topic), pr_.get(topic)
+        if jrows == prows:
+            continue
+        lines.append(
+            f"-- bytes of {topic!r}: DIFFERENT (java {_count(jrows)}, python {_count(prows)}; "
+            "key hex, value hex, timestamp, headers)"
+        )
+        for i in range(max(len(jrows or []), len(prows or []))):
+            jrow = (jrows or [])[i] if i < len(jrows or []) else None
+            prow = (prows or [])[i] if i < len(prows or []) else None
+            mark = "  " if jrow == prow else "!!"
+            lines.append(f"{mark} java   {jrow}")
+            lines.append(f"{mark} python {prow}")
     return "\n".join(lines)
+
+
+def _count(rows: list[Any] | None) -> str:
+    return "no topic" if rows is None else f"{len(rows)} records"
 
 
 class _Shrinker:

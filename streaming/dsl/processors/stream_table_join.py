@@ -111,6 +111,11 @@ class KStreamKTableJoinProcessor(Processor):
 
 # ------------------------------------------------------------------------------ the buffer
 
+#: Kafka's ``PrefixedWindowKeySchemas.TimeFirstWindowKeySchema`` prefix of a store key
+_TIME_FIRST_PREFIX = b"\x00"
+#: the buffer time Kafka's ``RocksDBTimeOrderedKeyValueBuffer.logValue`` appends (always 0)
+_BUFFER_TIME = bytes(8)
+
 
 class TimeOrderedJoinBuffer(StateStore):
     """Stream records waiting for the grace period, ordered by (timestamp, key bytes, seqnum).
@@ -120,6 +125,9 @@ class TimeOrderedJoinBuffer(StateStore):
     that bound. Each put and eviction is written to the changelog (key: the time-first store
     key ``timestamp | serialized key | seqnum``; value: Kafka's ``BufferValue`` with the record
     context and the serialized stream value; an eviction is a tombstone) and restored from it.
+    The changelog records are Kafka's ``RocksDBTimeOrderedKeyValueBuffer``'s byte for byte: the
+    key has the time-first prefix byte, the value ends with an 8-byte buffer time (0), and
+    neither carries a timestamp (the producer's clock) nor headers.
     """
 
     def __init__(
@@ -170,10 +178,10 @@ class TimeOrderedJoinBuffer(StateStore):
         topic = self.topic
         for record in records:
             store_key, value = record[0], record[1]
-            if store_key is None or len(store_key) < 12:
+            if store_key is None or len(store_key) < 13:
                 continue
-            timestamp = int.from_bytes(store_key[:8], "big", signed=True)
-            raw_key = store_key[8:-4]
+            timestamp = int.from_bytes(store_key[1:9], "big", signed=True)
+            raw_key = store_key[9:-4]
             seqnum = int.from_bytes(store_key[-4:], "big")
             sort_key = (timestamp, raw_key, seqnum)
             # the stream time and sequence number go on from where the changelog ends
@@ -216,7 +224,7 @@ class TimeOrderedJoinBuffer(StateStore):
                 rc = RecordContext(timestamp, headers=record.headers)
             value = BufferValue(None, None, self._vser(self.topic, record.value), rc)
             self.context.log_change(
-                self.name, self._store_key(sort_key), value.serialize(), timestamp
+                self.name, self._store_key(sort_key), value.serialize() + _BUFFER_TIME, -1
             )
         return True
 
@@ -231,12 +239,17 @@ class TimeOrderedJoinBuffer(StateStore):
             record, record_context = entries.pop(sort_key)
             callback(record, record_context)
             if self.logging_enabled:
-                self.context.log_change(self.name, self._store_key(sort_key), None, sort_key[0])
+                self.context.log_change(self.name, self._store_key(sort_key), None, -1)
 
     @staticmethod
     def _store_key(sort_key: tuple[int, bytes, int]) -> bytes:
         timestamp, raw_key, seqnum = sort_key
-        return timestamp.to_bytes(8, "big", signed=True) + raw_key + seqnum.to_bytes(4, "big")
+        return (
+            _TIME_FIRST_PREFIX
+            + timestamp.to_bytes(8, "big", signed=True)
+            + raw_key
+            + seqnum.to_bytes(4, "big")
+        )
 
 
 class TimeOrderedJoinBufferBuilder:

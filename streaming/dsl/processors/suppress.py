@@ -38,11 +38,14 @@ from streaming.dsl.suppressed import Suppressed
 from streaming.runtime.nodes import StreamsException
 from streaming.serdes import SessionWindowedSerde, TimeWindowedSerde, resolve
 from streaming.state.api import changelog_topic
+from streaming.state.java_hash_set import JavaHashSetOrder
 from streaming.state.windowed import SessionWindow, Windowed
 from streaming.topology.processor import Processor, Record, RecordContext
 
 LONG_MAX = (1 << 63) - 1
 NO_TIMESTAMP = -1
+#: Kafka's ``InMemoryTimeOrderedKeyValueChangeBuffer.CHANGELOG_HEADERS``: the value format
+_CHANGELOG_HEADERS = (("v", b"\x03"),)
 
 WINDOW_CLOSE = "window_close"
 TIME_LIMIT = "time_limit"
@@ -342,7 +345,8 @@ class InMemoryTimeOrderedKeyValueChangeBuffer:
         self.logging_enabled = logging_enabled
         self._index: dict[bytes, tuple[int, bytes]] = {}
         self._sorted: SortedDict = SortedDict()
-        self._dirty: set[bytes] = set()
+        # logged in the order Kafka's HashSet<Bytes> of dirty keys iterates
+        self._dirty = JavaHashSetOrder()
         self.buffer_size = 0
         self.min_timestamp = LONG_MAX
         self._open = False
@@ -381,16 +385,19 @@ class InMemoryTimeOrderedKeyValueChangeBuffer:
             return
         log_change = getattr(self.context, "log_change", None)
         if log_change is not None:
-            rc = self.context.record_context()
-            timestamp = NO_TIMESTAMP if rc is None else rc.timestamp
+            # like Kafka: no record timestamp (the producer's clock), a version header on values
             for key in self._dirty:
                 buffer_key = self._index.get(key)
                 if buffer_key is None:
-                    log_change(self.name, key, None, timestamp)  # evicted: a tombstone
+                    log_change(self.name, key, None, NO_TIMESTAMP)  # evicted: a tombstone
                 else:
                     value = self._sorted[buffer_key]
                     log_change(
-                        self.name, key, value.serialize(_LONG.pack(buffer_key[0])), timestamp
+                        self.name,
+                        key,
+                        value.serialize(_LONG.pack(buffer_key[0])),
+                        NO_TIMESTAMP,
+                        _CHANGELOG_HEADERS,
                     )
         self._dirty.clear()
 

@@ -15,6 +15,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.Comparator;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -24,6 +25,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.LongSerializer;
@@ -32,10 +35,8 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
-import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyTestDriver;
-import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.test.TestRecord;
 
@@ -200,9 +201,21 @@ public final class Harness {
         } catch (RuntimeException e) {
             error = describe(e);
         }
+        ObjectNode raw = JSON.createObjectNode();
         try {
+            // every topic written (outputs, repartitions, changelogs), byte for byte; a topic
+            // can be read once, so the outputs are decoded from the same records
+            Map<String, List<TestRecord<byte[], byte[]>>> written = new java.util.TreeMap<>();
+            for (String topic : driver.producedTopicNames()) {
+                written.put(topic, driver.createOutputTopic(
+                        topic, new ByteArrayDeserializer(), new ByteArrayDeserializer()).readRecordsToList());
+            }
+            for (Map.Entry<String, List<TestRecord<byte[], byte[]>>> topic : written.entrySet()) {
+                raw.set(topic.getKey(), rawRows(topic.getValue()));
+            }
             for (Map.Entry<String, String> out : built.outputs.entrySet()) {
-                outputs.set(out.getKey(), readTopic(driver, out.getKey(), out.getValue()));
+                outputs.set(out.getKey(), decodeTopic(
+                        out.getKey(), written.getOrDefault(out.getKey(), List.of()), out.getValue()));
             }
         } catch (RuntimeException e) {
             error = error == null ? describe(e) : error;
@@ -214,6 +227,7 @@ public final class Harness {
         }
         ObjectNode result = JSON.createObjectNode();
         result.set("outputs", outputs);
+        result.set("raw", raw);
         if (error == null) {
             result.putNull("error");
         } else {
@@ -222,19 +236,47 @@ public final class Harness {
         return result;
     }
 
-    /** keyKind: "string", "time:<windowSizeMs>" or "session". */
-    private static ArrayNode readTopic(TopologyTestDriver driver, String topic, String keyKind) {
+    /** [keyHex, valueHex, timestamp, [[headerKey, headerValueHex], ...]] per record. */
+    private static ArrayNode rawRows(List<TestRecord<byte[], byte[]>> records) {
+        HexFormat hex = HexFormat.of();
         ArrayNode rows = JSON.createArrayNode();
-        if (keyKind.equals("string")) {
-            TestOutputTopic<String, Long> out =
-                    driver.createOutputTopic(topic, new StringDeserializer(), new LongDeserializer());
-            for (TestRecord<String, Long> r : out.readRecordsToList()) {
-                rows.add(row(r.key(), r.value(), r.timestamp()));
+        for (TestRecord<byte[], byte[]> r : records) {
+            ArrayNode row = JSON.createArrayNode();
+            if (r.key() == null) {
+                row.addNull();
+            } else {
+                row.add(hex.formatHex(r.key()));
             }
-            return rows;
+            if (r.value() == null) {
+                row.addNull();
+            } else {
+                row.add(hex.formatHex(r.value()));
+            }
+            row.add(r.timestamp() == null ? 0L : r.timestamp());
+            ArrayNode headers = JSON.createArrayNode();
+            for (Header h : r.headers()) {
+                ArrayNode header = JSON.createArrayNode();
+                header.add(h.key());
+                if (h.value() == null) {
+                    header.addNull();
+                } else {
+                    header.add(hex.formatHex(h.value()));
+                }
+                headers.add(header);
+            }
+            row.add(headers);
+            rows.add(row);
         }
-        Deserializer<Windowed<String>> keyDeserializer;
-        if (keyKind.equals("session")) {
+        return rows;
+    }
+
+    /** keyKind: "string", "time:<windowSizeMs>" or "session". */
+    private static ArrayNode decodeTopic(
+            String topic, List<TestRecord<byte[], byte[]>> records, String keyKind) {
+        Deserializer<?> keyDeserializer;
+        if (keyKind.equals("string")) {
+            keyDeserializer = new StringDeserializer();
+        } else if (keyKind.equals("session")) {
             keyDeserializer = WindowedSerdes.sessionWindowedSerdeFrom(String.class).deserializer();
         } else if (keyKind.startsWith("time:")) {
             long size = Long.parseLong(keyKind.substring("time:".length()));
@@ -242,10 +284,12 @@ public final class Harness {
         } else {
             throw new IllegalArgumentException("unknown key kind " + keyKind);
         }
-        TestOutputTopic<Windowed<String>, Long> out =
-                driver.createOutputTopic(topic, keyDeserializer, new LongDeserializer());
-        for (TestRecord<Windowed<String>, Long> r : out.readRecordsToList()) {
-            rows.add(row(r.key() == null ? null : r.key().toString(), r.value(), r.timestamp()));
+        LongDeserializer valueDeserializer = new LongDeserializer();
+        ArrayNode rows = JSON.createArrayNode();
+        for (TestRecord<byte[], byte[]> r : records) {
+            Object key = keyDeserializer.deserialize(topic, r.key());
+            rows.add(row(key == null ? null : key.toString(),
+                    valueDeserializer.deserialize(topic, r.value()), r.timestamp()));
         }
         return rows;
     }
