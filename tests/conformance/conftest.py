@@ -16,6 +16,7 @@ if _HERE not in sys.path:
 # Families of later issues register themselves with families.register() on import.
 import fam_foreign_key  # noqa: E402, F401
 import fam_more  # noqa: E402, F401
+import fam_parity  # noqa: E402, F401
 import fam_stream_joins  # noqa: E402, F401
 import fam_table_joins  # noqa: E402, F401
 from reference import JavaReference  # noqa: E402

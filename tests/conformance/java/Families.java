@@ -83,7 +83,8 @@ final class Families {
                 if (!StreamJoinFamilies.build(family, b, p, outs)
                         && !TableJoinFamilies.build(family, b, p, outs)
                         && !ForeignKeyFamilies.build(family, b, p, outs)
-                        && !MoreFamilies.build(family, b, p, outs)) {
+                        && !MoreFamilies.build(family, b, p, outs)
+                        && !ParityFamilies.build(family, b, p, outs)) {
                     throw new IllegalArgumentException("unknown family " + family);
                 }
             }
