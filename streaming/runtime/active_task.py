@@ -327,15 +327,10 @@ class ActiveTask:
         self.thread.metrics.dropped_records += 1
 
     def _dead_letter_processed(self, rec: StampedRecord, ctx: Any, exc: BaseException) -> None:
-        if not self._collector.dead_letter_topic:
-            return
-        source = self.stream_task.sources.get(rec.topic)
-        try:
-            key = source.key_serde.serialize(rec.topic, rec.key) if source else None
-            value = source.value_serde.serialize(rec.topic, rec.value) if source else None
-        except Exception:  # the original bytes cannot be rebuilt: send the failure only
-            key = value = None
-        self._collector.send_dead_letter(ctx, key, value, exc)
+        """The source record's bytes as consumed, with the failure in headers (KIP-1034's
+        ``sourceRawKey`` / ``sourceRawValue``)."""
+        if self._collector.dead_letter_topic:
+            self._collector.send_dead_letter(ctx, rec.raw_key, rec.raw_value, exc)
 
     def _on_deserialization_error(self, raw: ConsumerRecord, exc: Exception) -> str:
         ctx = self._context_for(raw, self.stream_task.sources[raw.topic].name)

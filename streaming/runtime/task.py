@@ -66,7 +66,17 @@ class _Consumed:
 class StampedRecord:
     """A deserialised record waiting in a queue, with its extracted timestamp."""
 
-    __slots__ = ("headers", "key", "offset", "partition", "timestamp", "topic", "value")
+    __slots__ = (
+        "headers",
+        "key",
+        "offset",
+        "partition",
+        "raw_key",
+        "raw_value",
+        "timestamp",
+        "topic",
+        "value",
+    )
 
     def __init__(
         self,
@@ -77,6 +87,8 @@ class StampedRecord:
         key: Any,
         value: Any,
         headers: Headers,
+        raw_key: bytes | None = None,
+        raw_value: bytes | None = None,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -85,6 +97,9 @@ class StampedRecord:
         self.key = key
         self.value = value
         self.headers = headers
+        # the bytes as consumed: a processing error's dead letter carries them (KIP-1034)
+        self.raw_key = raw_key
+        self.raw_value = raw_value
 
 
 DeserializationHandler = Callable[[ConsumerRecord, Exception], str]
@@ -297,7 +312,15 @@ class StreamTask:
                 partition_time = queue[-1].timestamp if queue else self.stream_time
                 timestamp = extractor.extract(_Consumed(raw, key, value), partition_time)
             stamped = StampedRecord(
-                raw.topic, raw.partition, raw.offset, timestamp, key, value, raw.headers
+                raw.topic,
+                raw.partition,
+                raw.offset,
+                timestamp,
+                key,
+                value,
+                raw.headers,
+                raw.key,
+                raw.value,
             )
             if timestamp < 0:
                 log.warning(
@@ -357,7 +380,15 @@ class StreamTask:
                             queue = queues[last_tp] = deque()
                     queue.append(  # type: ignore[union-attr]
                         StampedRecord(
-                            topic, partition, msg.offset(), timestamp, key, value, headers
+                            topic,
+                            partition,
+                            msg.offset(),
+                            timestamp,
+                            key,
+                            value,
+                            headers,
+                            raw_key,
+                            raw_value,
                         )
                     )
                     continue
