@@ -732,7 +732,15 @@ class StreamThread(threading.Thread):
             task.close(clean=False)
         self.tasks.clear()
         self.by_partition.clear()
+        # the partitions stay assigned, and paused in the consumer: the rebuilt tasks start
+        # with empty queues, so nothing would ever resume them
+        paused = [TopicPartition(t, p) for t, p in self._paused]
         self._paused.clear()
+        if paused:
+            try:
+                self.consumer.resume(paused)  # type: ignore[union-attr]
+            except KafkaException as exc:
+                log.debug("resuming %s after a rollback: %s", paused, exc)
         self._build_tasks(partitions)
         self._needs_rewind.update(partitions)
 

@@ -158,3 +158,31 @@ def test_every_store_closes_when_one_fails():
         task.close(flush=False)
     assert all(store.closed for store in stores.values())
     assert not task._stores_open
+
+
+# -- a rollback while partitions are paused (back-pressure) ---------------------------------
+
+
+class PausingConsumer:
+    def __init__(self):
+        self.resumed = []
+
+    def resume(self, partitions):
+        self.resumed.extend((tp.topic, tp.partition) for tp in partitions)
+
+
+def test_a_rollback_resumes_the_partitions_it_had_paused():
+    # the rebuilt tasks start with empty queues: a partition left paused in the consumer
+    # would never be fetched again (only a full queue's partition is resumed when it drains)
+    thread = thread_with(None)
+    thread.assigned = [("in", 0), ("in", 1)]
+    thread.by_partition = {}
+    thread._paused = {("in", 1)}
+    thread.consumer = PausingConsumer()
+    built = []
+    thread._build_tasks = built.extend
+    thread._rebuild_tasks_dirty()
+    assert thread.consumer.resumed == [("in", 1)]
+    assert not thread._paused
+    assert built == thread.assigned
+    assert thread._needs_rewind == set(thread.assigned)
