@@ -572,10 +572,29 @@ _MAIN_CONSUMER_ONLY = frozenset({"group.instance.id"})
 STATE_CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
 
 
-def state_consumer_config(user: Mapping[str, Any], fixed: Mapping[str, Any]) -> dict[str, Any]:
-    """Settings of a restore, standby or global consumer: the defaults above, then the user's
-    (``consumer.`` and ``restore.consumer.`` / ``global.consumer.``), then what the runtime
-    relies on (``fixed``)."""
+def state_consumer_config(
+    config: StreamsConfig,
+    user: Mapping[str, Any],
+    *,
+    role: str,
+    client_id: str,
+    logger: Any,
+    partition_eof: bool = True,
+) -> dict[str, Any]:
+    """Settings of a restore, standby or global consumer (``role``): the defaults above, then
+    the user's (``consumer.`` and ``restore.consumer.`` / ``global.consumer.``), then what the
+    runtime relies on: assigned partitions read committed from the start, never a group."""
+    fixed: dict[str, Any] = {
+        "bootstrap.servers": config.bootstrap_servers,
+        "group.id": f"{config.application_id}-{role}-unused",
+        "client.id": client_id,
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+        "auto.offset.reset": "earliest",
+        "logger": logger,
+    }
+    if partition_eof:
+        fixed["enable.partition.eof"] = True
     return {**STATE_CONSUMER_DEFAULTS, **user, **fixed}
 
 

@@ -80,17 +80,11 @@ class GlobalStreamThread(threading.Thread):
         cfg = self.config
         self._consumer = Consumer(
             state_consumer_config(
+                cfg,
                 cfg.global_consumer,
-                {
-                    "bootstrap.servers": cfg.bootstrap_servers,
-                    "group.id": f"{cfg.application_id}-global-unused",
-                    "client.id": f"{self.app.client_id}-global-consumer",
-                    "enable.auto.commit": False,
-                    "enable.partition.eof": True,
-                    "isolation.level": "read_committed",
-                    "auto.offset.reset": "earliest",
-                    "logger": self.app.client_logger,
-                },
+                role="global",
+                client_id=f"{self.app.client_id}-global-consumer",
+                logger=self.app.client_logger,
             )
         )
         meta = self._consumer.list_topics(timeout=30)

@@ -168,16 +168,12 @@ class StandbyManager(threading.Thread):
         cfg = self.app.config
         self._consumer = Consumer(  # Kafka's standby tasks read with the restore consumer
             state_consumer_config(
+                cfg,
                 cfg.restore_consumer,
-                {
-                    "bootstrap.servers": cfg.bootstrap_servers,
-                    "group.id": f"{cfg.application_id}-standby-unused",
-                    "client.id": f"{self.app.client_id}-standby-consumer",
-                    "enable.auto.commit": False,
-                    "isolation.level": "read_committed",
-                    "auto.offset.reset": "earliest",
-                    "logger": self.app.client_logger,
-                },
+                role="standby",
+                client_id=f"{self.app.client_id}-standby-consumer",
+                logger=self.app.client_logger,
+                partition_eof=False,
             )
         )
         last_refresh = 0.0

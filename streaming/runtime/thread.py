@@ -197,17 +197,11 @@ class StreamThread(threading.Thread):
         self.group_instance_id = instance_id
         self._producer_conf = self._producer_config()
         restore_conf = state_consumer_config(
+            cfg,
             cfg.restore_consumer,
-            {
-                "bootstrap.servers": cfg.bootstrap_servers,
-                "group.id": f"{cfg.application_id}-restore-unused",
-                "client.id": f"{self.thread_client_id}-restore-consumer",
-                "enable.auto.commit": False,
-                "enable.partition.eof": True,
-                "isolation.level": "read_committed",
-                "auto.offset.reset": "earliest",
-                "logger": self.app.client_logger,
-            },
+            role="restore",
+            client_id=f"{self.thread_client_id}-restore-consumer",
+            logger=self.app.client_logger,
         )
         self.producer = self._new_producer()
         self.collector = RecordCollector(

@@ -326,16 +326,30 @@ def test_client_settings_reach_their_clients_and_prefixes_override():
 
 def test_state_consumers_fetch_again_quickly_unless_told_otherwise():
     # a restore spent most of its time in librdkafka's fetch.queue.backoff.ms (1 s)
-    fixed = {"isolation.level": "read_committed"}
-    restore = config_mod.state_consumer_config(build().restore_consumer, fixed)
-    assert restore == {"fetch.queue.backoff.ms": 10, "isolation.level": "read_committed"}
+    def restore_config(cfg):
+        return config_mod.state_consumer_config(
+            cfg, cfg.restore_consumer, role="restore", client_id="c", logger=None
+        )
+
+    cfg = build()
+    assert restore_config(cfg) == {
+        "fetch.queue.backoff.ms": 10,
+        "bootstrap.servers": cfg.bootstrap_servers,
+        "group.id": f"{cfg.application_id}-restore-unused",
+        "client.id": "c",
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+        "auto.offset.reset": "earliest",
+        "logger": None,
+        "enable.partition.eof": True,
+    }
     cfg = build(
         **{
             "restore.consumer.fetch.queue.backoff.ms": 50,
             "restore.consumer.isolation.level": "read_uncommitted",
         }
     )
-    restore = config_mod.state_consumer_config(cfg.restore_consumer, fixed)
+    restore = restore_config(cfg)
     assert restore["fetch.queue.backoff.ms"] == 50  # the user's setting wins over the default
     assert restore["isolation.level"] == "read_committed"  # what the runtime relies on wins
 
