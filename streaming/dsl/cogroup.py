@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streaming import serdes
+from streaming.dsl.grouped import time_windowed_aggregate_supplier
 from streaming.dsl.kstream import _named, create_repartition
 from streaming.dsl.options import Materialized, as_materialized
 from streaming.dsl.windows import (
@@ -222,17 +223,11 @@ class TimeWindowedCogroupedKStream:
         w = self.windows
         on_update = EmitStrategy.on_window_update()
         size, retention = window_size_and_retention(w)
-        if isinstance(w, SlidingWindows):
-            from streaming.dsl.processors.sliding_aggregate import (
-                KStreamSlidingWindowAggregateSupplier as Supplier,
-            )
-        else:
-            from streaming.dsl.processors.window_aggregate import (
-                KStreamWindowAggregateSupplier as Supplier,
-            )
 
         def make(aggregator: Aggregator) -> Any:
-            return Supplier(w, store_name, on_update, initializer, aggregator)
+            return time_windowed_aggregate_supplier(
+                w, store_name, on_update, initializer, aggregator
+            )
 
         store_builder = b.window_store_builder(
             mat,

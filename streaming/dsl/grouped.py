@@ -30,6 +30,26 @@ def _count_agg(key: Any, value: Any, agg: int) -> int:
     return agg + 1
 
 
+def time_windowed_aggregate_supplier(
+    windows: Any,
+    store_name: str,
+    emit: EmitStrategy,
+    initializer: Callable[[], Any],
+    aggregator: Callable[[Any, Any, Any], Any],
+) -> Any:
+    """Kafka's ``KStreamSlidingWindowAggregate`` for sliding windows, its
+    ``KStreamWindowAggregate`` for time and custom windows."""
+    if isinstance(windows, SlidingWindows):
+        from streaming.dsl.processors.sliding_aggregate import (
+            KStreamSlidingWindowAggregateSupplier as Supplier,
+        )
+    else:
+        from streaming.dsl.processors.window_aggregate import (
+            KStreamWindowAggregateSupplier as Supplier,
+        )
+    return Supplier(windows, store_name, emit, initializer, aggregator)
+
+
 def _reduce_init() -> None:
     return None
 
@@ -236,15 +256,9 @@ class TimeWindowedKStream(_Grouping):
         w = self.windows
         on_close = self._emit.kind == EmitStrategy.ON_WINDOW_CLOSE
         size, retention = window_size_and_retention(w)
-        if isinstance(w, SlidingWindows):
-            from streaming.dsl.processors.sliding_aggregate import (
-                KStreamSlidingWindowAggregateSupplier as Supplier,
-            )
-        else:
-            from streaming.dsl.processors.window_aggregate import (
-                KStreamWindowAggregateSupplier as Supplier,
-            )
-        supplier = Supplier(w, store_name, self._emit, initializer, aggregator)
+        supplier = time_windowed_aggregate_supplier(
+            w, store_name, self._emit, initializer, aggregator
+        )
         store_builder = b.window_store_builder(
             mat,
             store_name,
