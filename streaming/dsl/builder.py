@@ -8,6 +8,8 @@ Streams names them (``KSTREAM-FILTER-0000000001``, one counter per builder), so 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from streaming.dsl.options import Consumed, Materialized, as_materialized
@@ -17,6 +19,52 @@ from streaming.topology.graph import SinkNode, SourceNode, Topology
 if TYPE_CHECKING:
     from streaming.dsl.kstream import KStream
     from streaming.dsl.ktable import GlobalKTable, KTable
+
+
+@dataclass
+class RepartitionMark:
+    """The filter -> sink -> topic -> source of one repartition."""
+
+    filter: str
+    sink: str
+    source: str
+    topic: str
+    optimizable: bool  # Kafka's OptimizableRepartitionNode (every one but ``repartition()``)
+
+
+@dataclass
+class SelfJoinMark:
+    """A stream-stream join: rewritten by ``single.store.self.join`` when ``this_windowed``
+    and ``other_windowed`` have one and the same parent."""
+
+    this_windowed: str
+    other_windowed: str
+    join_this: str
+    join_other: str
+    merge: str
+    this_store: str
+    dropped_stores: list[str]
+    before_ms: int
+    after_ms: int
+    retention_ms: int
+    joiner: Any
+
+
+@dataclass
+class GraphMarks:
+    """Kafka's ``GraphNode`` flags, recorded per physical node as the DSL builds them."""
+
+    key_changing: set[str] = field(default_factory=set)
+    value_changing: set[str] = field(default_factory=set)
+    #: ``process`` / ``processValues`` nodes: key/value-changing only with the
+    #: ``__enable.process.processValue.fix__`` flag (KAFKA-19668)
+    process: set[str] = field(default_factory=set)
+    process_values: set[str] = field(default_factory=set)
+    merge: list[str] = field(default_factory=list)
+    repartitions: list[RepartitionMark] = field(default_factory=list)
+    #: (source node, KTABLE-SOURCE processor, its supplier) of every ``builder.table()``
+    table_sources: list[tuple[str, str, Any]] = field(default_factory=list)
+    self_joins: list[SelfJoinMark] = field(default_factory=list)
 
 
 class InternalBuilder:
@@ -29,6 +77,9 @@ class InternalBuilder:
         self.repartitions: list[tuple[str, Any]] = []
         #: processors of left/outer joins (Kafka's ``NULL_KEY_RELAXED_JOIN`` label)
         self.null_key_relaxed_joins: set[str] = set()
+        #: what ``topology.optimization`` needs to know (streaming.dsl.optimizer)
+        self.graph = GraphMarks()
+        self.optimized = False
 
     def rewrite_repartition_nodes(self) -> None:
         """Kafka's ``rewriteRepartitionNodes`` (KIP-962): a repartition topic lets null keys
@@ -312,6 +363,7 @@ class StreamsBuilder:
         store_builder = b.kv_store_builder(mat, store_name, key_serde, value_serde)
         supplier = KTableSourceSupplier(store_name, store_builder, b.topology, table_source)
         b.topology.add_processor(table_source, supplier, source)
+        b.graph.table_sources.append((source, table_source, supplier))
         if mat.store_name is not None:
             supplier.materialize()
         return KTable(
@@ -381,10 +433,19 @@ class StreamsBuilder:
         self._internal.topology.add_state_store(store_builder)
         return self
 
-    def build(self) -> Topology:
-        """The topology built so far (the same object on every call)."""
-        self._internal.rewrite_repartition_nodes()
-        return self._internal.topology
+    def build(self, config: Mapping[str, Any] | None = None) -> Topology:
+        """The topology built so far (the same object on every call). With
+        ``topology.optimization`` in ``config`` (``all``, or a comma-separated list of
+        ``reuse.ktable.source.topics``, ``merge.repartition.topics``,
+        ``single.store.self.join``), Kafka's optimizations are applied on the first call."""
+        from streaming.dsl.optimizer import optimize
+
+        b = self._internal
+        if not b.optimized:
+            optimize(b, config or {})
+            b.optimized = True
+        b.rewrite_repartition_nodes()
+        return b.topology
 
 
 def retention_or(default: int, materialized: Materialized) -> int:

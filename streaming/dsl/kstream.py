@@ -52,13 +52,15 @@ def create_repartition(
     partitioner: Any = None,
     number_of_partitions: int | None = None,
     null_key_filter: NullKeyFilter | None = None,
+    *,
+    optimizable: bool = True,
 ) -> str:
     """Add filter -> sink -> internal topic -> source; return the new source's name.
 
     Names follow Kafka's ``createRepartitionedSource``: generated names always burn three
     counter values; user-derived prefixes give ``<topic>-filter/-sink/-source``.
     """
-    from streaming.dsl.builder import is_generated_name
+    from streaming.dsl.builder import RepartitionMark, is_generated_name
 
     topic = topic_prefix if topic_prefix.endswith("-repartition") else f"{topic_prefix}-repartition"
     gen_sink = builder.new_processor_name("KSTREAM-SINK-")
@@ -86,6 +88,9 @@ def create_repartition(
         partitioner=partitioner,
     )
     topology.add_source(source, topic, key_serde=key_serde, value_serde=value_serde)
+    builder.graph.repartitions.append(
+        RepartitionMark(filter_name, sink, source, topic, optimizable)
+    )
     return source
 
 
@@ -151,11 +156,16 @@ class KStream:
         key_serde: Any = None,
         value_serde: Any = None,
         key_changing: bool = False,
+        value_changing: bool = False,
         keep_value_serde: bool = True,
         keep_key_serde: bool = True,
     ) -> KStream:
         name = self._builder.name_or(_named(named), prefix)
         self._builder.topology.add_processor(name, stateless.supplier(factory), self.name)
+        if key_changing:
+            self._builder.graph.key_changing.add(name)
+        if value_changing:
+            self._builder.graph.value_changing.add(name)
         return KStream(
             self._builder,
             name,
@@ -199,6 +209,7 @@ class KStream:
             "KSTREAM-MAPVALUES-",
             lambda: stateless.MapValuesProcessor(mapper, with_key),
             named,
+            value_changing=True,
             keep_value_serde=False,
         )
 
@@ -233,6 +244,7 @@ class KStream:
             "KSTREAM-FLATMAPVALUES-",
             lambda: stateless.FlatMapValuesProcessor(mapper, with_key),
             named,
+            value_changing=True,
             keep_value_serde=False,
         )
 
@@ -265,6 +277,7 @@ class KStream:
         self._builder.topology.add_processor(
             name, stateless.supplier(stateless.PassThrough), self.name, other.name
         )
+        self._builder.graph.merge.append(name)
         same = self.key_serde is other.key_serde and self.value_serde is other.value_serde
         return KStream(
             self._builder,
@@ -295,6 +308,7 @@ class KStream:
             value_serde,
             rp.partitioner,
             rp.number_of_partitions,
+            optimizable=False,
         )
         return KStream(self._builder, source, key_serde, value_serde, repartition_required=False)
 
@@ -328,6 +342,7 @@ class KStream:
         self._builder.topology.add_processor(
             name, stateless.supplier(lambda: stateless.SelectKeyProcessor(selector)), self.name
         )
+        self._builder.graph.key_changing.add(name)
         return KGroupedStream(
             self._builder,
             name,
@@ -390,6 +405,7 @@ class KStream:
         # Kafka generates a name only when none is given (no counter burn)
         name = _named(named) or self._builder.new_processor_name("KSTREAM-PROCESSOR-")
         self._builder.topology.add_processor(name, supplier, self.name)
+        self._builder.graph.process.add(name)
         if store_names:
             self._builder.topology.connect_processor_and_state_stores(name, *store_names)
         return KStream(self._builder, name, None, None, repartition_required=True)
@@ -401,6 +417,7 @@ class KStream:
         # Kafka generates a name only when none is given (no counter burn)
         name = _named(named) or self._builder.new_processor_name("KSTREAM-PROCESSVALUES-")
         self._builder.topology.add_processor(name, supplier, self.name, fixed_key=True)
+        self._builder.graph.process_values.add(name)
         if store_names:
             self._builder.topology.connect_processor_and_state_stores(name, *store_names)
         return KStream(

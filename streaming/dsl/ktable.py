@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streaming.dsl.kstream import KStream, _named
-from streaming.dsl.options import Grouped, Materialized
+from streaming.dsl.options import Grouped, Materialized, Named
 from streaming.dsl.processors import stateless
 from streaming.dsl.processors.table import (
     KTableFilterSupplier,
@@ -128,7 +128,10 @@ class KTable:
     def to_stream(
         self, mapper: Callable[[Any, Any], Any] | None = None, named: Any = None
     ) -> KStream:
-        """The changelog as a stream: one record per update (deletes as null values)."""
+        """The changelog as a stream: one record per update (deletes as null values).
+        ``to_stream(Named.as_(...))`` names it, as Kafka's ``toStream(Named)`` does."""
+        if isinstance(mapper, Named):
+            mapper, named = None, mapper
         name = self._builder.name_or(_named(named), "KTABLE-TOSTREAM-")
         self._builder.topology.add_processor(
             name, stateless.supplier(lambda: ToStreamProcessor(mapper)), self.name

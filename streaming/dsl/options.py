@@ -179,6 +179,18 @@ class Produced:
     def as_(name: str) -> Produced:
         return Produced(name=name)
 
+    def with_name(self, name: str) -> Produced:
+        return replace(self, name=name)
+
+    def with_key_serde(self, serde: Any) -> Produced:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Any) -> Produced:
+        return replace(self, value_serde=serde)
+
+    def with_stream_partitioner(self, partitioner: Any) -> Produced:
+        return replace(self, partitioner=partitioner)
+
 
 def _java_str(obj: Any) -> str:
     return "null" if obj is None else str(obj)
@@ -244,6 +256,18 @@ class Consumed:
     @staticmethod
     def as_(name: str) -> Consumed:
         return Consumed(name=name)
+
+    def with_name(self, name: str) -> Consumed:
+        return replace(self, name=name)
+
+    def with_key_serde(self, serde: Any) -> Consumed:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Any) -> Consumed:
+        return replace(self, value_serde=serde)
+
+    def with_timestamp_extractor(self, extractor: Any) -> Consumed:
+        return replace(self, timestamp_extractor=extractor)
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,8 @@ class ActiveTask:
         self.eos = config.exactly_once
         self.task_dir: Path = thread.state_directory.task_dir(task_id)
         self.changelogs = {store: spec.topic for store, spec in sub.changelogs.items()}
+        #: stores whose changelog is their source topic (``reuse.ktable.source.topics``)
+        self.source_changelogs = {s for s, spec in sub.changelogs.items() if spec.source}
         self.state = CREATED
         self._deser_handler = config.deserialization_handler
         self._proc_handler = config.processing_handler
@@ -138,10 +140,29 @@ class ActiveTask:
                 # empty: its whole changelog is replayed whatever the checkpoint says (Kafka
                 # checkpoints persistent stores only)
                 start = None
-            requests.append(RestoreRequest(store, topic, self.partition, start, callback))
+            limit = self._committed_offset(topic) if store in self.source_changelogs else None
+            requests.append(
+                RestoreRequest(store, topic, self.partition, start, callback, limit=limit)
+            )
         self.pending_restore = requests
         self.state = RESTORING if requests else RUNNING
         return requests
+
+    def _committed_offset(self, topic: str) -> int:
+        """The group's committed offset of this task's partition of a source topic that
+        serves as a changelog: restoring goes no further (Kafka's StoreChangelogReader);
+        nothing committed yet means nothing to restore."""
+        consumer = getattr(self.thread, "consumer", None)
+        if consumer is None:
+            return 0
+        what = f"reading the committed offset of {topic}-{self.partition}"
+        with calling(what):
+            (tp,) = consumer.committed(
+                [TopicPartition(topic, self.partition)], timeout=COMMITTED_METADATA_TIMEOUT_S
+            )
+        if tp.error is not None:
+            raise translate(KafkaException(tp.error), what)
+        return max(0, tp.offset)
 
     def _complete(self) -> None:
         """Kafka's ``completeRestoration``: read the task's committed metadata, then
@@ -194,7 +215,14 @@ class ActiveTask:
             (topic, self.partition): end_offset(topic, self.partition)
             for store, topic in self.changelogs.items()
             if getattr(stores.get(store), "persistent", True)
+            and store not in self.source_changelogs
         }
+        # a source topic serving as changelog: the store holds what was processed
+        processed = self.stream_task.processed_offsets
+        for store in self.source_changelogs:
+            tp = (self.changelogs[store], self.partition)
+            if tp in processed and getattr(stores.get(store), "persistent", True):
+                offsets[tp] = processed[tp] + 1
         write_checkpoint(self.task_dir, offsets)
         self.logged_since_checkpoint = 0
 
@@ -333,7 +361,8 @@ class ActiveTask:
             self._collector.send_dead_letter(ctx, rec.raw_key, rec.raw_value, exc)
 
     def _on_deserialization_error(self, raw: ConsumerRecord, exc: Exception) -> str:
-        ctx = self._context_for(raw, self.stream_task.sources[raw.topic].name)
+        source = self.stream_task.source_for(raw.topic)
+        ctx = self._context_for(raw, source.name if source is not None else "")
         decision = errors.decide(self._deser_handler, ctx, raw, exc)
         self._collector.send_dead_letter(ctx, raw.key, raw.value, exc)
         return decision.value

@@ -88,9 +88,19 @@ class KafkaStreams:
 
     def __init__(self, topology: Any, config: dict[str, Any] | StreamsConfig) -> None:
         if hasattr(topology, "build") and not hasattr(topology, "nodes"):
-            topology = topology.build()  # a StreamsBuilder
+            # a StreamsBuilder: built with this config (``topology.optimization``)
+            topology = topology.build(
+                config.originals if isinstance(config, StreamsConfig) else config
+            )
         self.topology = topology
         self.config = StreamsConfig.from_mapping(config)
+        wanted = self.config.originals.get("topology.optimization")
+        if wanted not in (None, "none") and not getattr(topology, "optimizations", None):
+            log.warning(
+                "topology.optimization=%s is set but the topology was built without it: pass "
+                "the StreamsBuilder (or build it with builder.build(config)) to apply it",
+                wanted,
+            )
         if self.config.query_server_enabled and self.config.application_server:
             # bad query-server numbers fail here (ConfigException), not at start()
             for setting in (
@@ -509,7 +519,8 @@ class KafkaStreams:
         owner = self._directory.owner(tid)
         standbys = (
             self._directory.standby_hosts(tid, self.config.num_standby_replicas)
-            if self.config.num_standby_replicas and sub.changelogs
+            if self.config.num_standby_replicas
+            and any(not spec.source for spec in sub.changelogs.values())
             else frozenset()
         )
         return KeyQueryMetadata(owner or UNAVAILABLE_HOST, standbys, partition)

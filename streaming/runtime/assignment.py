@@ -6,16 +6,23 @@ sub-topology, the repartition topics each writes, and the changelog of each logg
 ``resolve`` then fixes the partition count of every topic (external ones from cluster
 metadata, repartition topics from their upstream sub-topology or ``Repartitioned``'s
 count, with co-partitioning enforced) and so the task count of every sub-topology.
+Pattern-subscribed sources are matched against the cluster's topics by ``match_patterns``,
+at start and again whenever a stream thread refreshes its metadata.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from streaming.state.stores import SessionStoreBuilder, WindowStoreBuilder
 from streaming.topology import graph
+
+log = logging.getLogger(__name__)
 
 
 class TopologyValidationError(ValueError):
@@ -30,6 +37,9 @@ class ChangelogSpec:
     topic: str
     config: dict[str, str]
     windowed: bool
+    #: the topic is the store's source topic (``reuse.ktable.source.topics``): never
+    #: created or written by the application, restored up to the committed offset
+    source: bool = False
 
 
 @dataclass
@@ -83,6 +93,11 @@ class TopologyPlan:
             else list(enumerate(topology.subtopologies()))
         )
         self.subtopology_by_id: dict[int, Subtopology] = {}
+        #: (pattern, sub-topology id) of every pattern-subscribed source
+        self.patterns: list[tuple[re.Pattern[str], int]] = []
+        #: bumped whenever ``match_patterns`` adds topics (threads then subscribe again)
+        self.version = 0
+        self._lock = threading.Lock()
         for sub_id, names in groups:
             sources: list[str] = []
             sinks: list[str] = []
@@ -91,10 +106,7 @@ class TopologyPlan:
                 node = topology.nodes[name]
                 if isinstance(node, graph.SourceNode):
                     if node.pattern is not None:
-                        raise TopologyValidationError(
-                            f"source {name} subscribes to a pattern ({node.pattern.pattern}); "
-                            "KafkaStreams needs explicit topic names for now"
-                        )
+                        self.patterns.append((node.pattern, sub_id))
                     sources.extend(decorate(t) for t in node.topics)
                 elif isinstance(node, graph.SinkNode):
                     if node.topic is not None and node.topic in topology.internal_topics:
@@ -112,6 +124,10 @@ class TopologyPlan:
                 if builder.logging_enabled:
                     sub.changelogs[store] = _changelog_spec(
                         application_id, builder, window_additional_retention_ms
+                    )
+                elif store in topology.source_changelogs:
+                    sub.changelogs[store] = ChangelogSpec(
+                        store, topology.source_changelogs[store], {}, False, source=True
                     )
             self.subtopologies.append(sub)
             self.subtopology_by_id[sub_id] = sub
@@ -140,10 +156,60 @@ class TopologyPlan:
     def external_source_topics(self) -> list[str]:
         return sorted(t for t in self.topic_to_subtopology if t not in self.internal_topics)
 
+    def match_patterns(self, topics: Mapping[str, int]) -> bool:
+        """Add every topic of ``topics`` (name -> partition count) that a pattern source
+        matches in full (Java's ``matcher(topic).matches()``) to that source's sub-topology.
+        Cluster-internal topics (``__...``) and this application's own topics never match.
+        Once partition counts are resolved, a stateful sub-topology keeps its task count: a
+        topic with more partitions than it has tasks is left out, with an error in the log.
+        True if any topic was added."""
+        if not self.patterns:
+            return False
+        own = f"{self.application_id}-"
+        added = False
+        with self._lock:
+            for topic, count in sorted(topics.items()):
+                if (
+                    count <= 0
+                    or topic in self.topic_to_subtopology
+                    or topic.startswith("__")
+                    or (topic.startswith(own) and topic.endswith(("-changelog", "-repartition")))
+                ):
+                    continue
+                sub_id = next((i for p, i in self.patterns if p.fullmatch(topic)), None)
+                if sub_id is None:
+                    continue
+                sub = self.subtopology_by_id[sub_id]
+                if self.partitions:  # resolved: the application is running
+                    if sub.stateful and sub.num_tasks and count > sub.num_tasks:
+                        log.error(
+                            "topic %s matches a source pattern but has %d partitions, and "
+                            "sub-topology %d with state stores runs %d tasks: not consumed; "
+                            "give it at most %d partitions",
+                            topic,
+                            count,
+                            sub.id,
+                            sub.num_tasks,
+                            sub.num_tasks,
+                        )
+                        continue
+                    self.partitions[topic] = count
+                    sub.num_tasks = max(sub.num_tasks, count)
+                sub.source_topics.append(topic)
+                self.topic_to_subtopology[topic] = sub_id
+                added = True
+            if added:
+                self.version += 1
+        return added
+
     def changelog_specs(self) -> list[tuple[ChangelogSpec, int]]:
-        """(changelog, partition count) of every logged store."""
+        """(changelog, partition count) of every logged store (not the source topics that
+        serve as changelogs)."""
         return [
-            (spec, sub.num_tasks) for sub in self.subtopologies for spec in sub.changelogs.values()
+            (spec, sub.num_tasks)
+            for sub in self.subtopologies
+            for spec in sub.changelogs.values()
+            if not spec.source
         ]
 
     def resolve(self, external_partitions: Callable[[Iterable[str]], dict[str, int]]) -> None:

@@ -10,7 +10,7 @@ every client they apply to, as in Kafka Streams. A misconfiguration raises
 
 - an unknown key fails with the closest known one ("did you mean 'processing.guarantee'?");
   Kafka Streams settings this runtime does not implement (``rocksdb.config.setter``,
-  ``topology.optimization``, ``metrics.*``, ...) are accepted with a debug log, so that a
+  ``metrics.*``, ...) are accepted with a debug log, so that a
   Java application's properties file works;
 - settings of the application's own processors go under the ``app.`` prefix
   (``app.region``): they are not checked and reach processors as ``context.app_configs``;
@@ -284,6 +284,12 @@ class StreamsConfig:
     def query_server_scan_max_limit(self) -> int:
         return _int(self.originals, QUERY_SERVER_SCAN_MAX_LIMIT, 10_000, minimum=1)
 
+    @property
+    def metadata_max_age_ms(self) -> int:
+        """``metadata.max.age.ms``: how often pattern-subscribed sources look for new
+        matching topics (Kafka's consumer default, 5 minutes)."""
+        return _int(self.originals, "metadata.max.age.ms", 300_000, minimum=1)
+
     @staticmethod
     def from_mapping(config: Mapping[str, Any] | StreamsConfig) -> StreamsConfig:
         """Validate ``config`` (Kafka Streams names) and fill in Kafka's defaults."""
@@ -509,7 +515,6 @@ NOT_IMPLEMENTED_KEYS = frozenset(
         "group.protocol",
         "log.summary.interval.ms",
         "max.warmup.replicas",
-        "metadata.max.age.ms",
         "metadata.recovery.strategy",
         "metadata.recovery.rebootstrap.trigger.ms",
         "metric.reporters",

@@ -63,6 +63,9 @@ class RestoreRequest:
     partition: int
     start: int | None  # None: from the beginning
     callback: Callable[[Iterable[tuple[bytes, bytes | None, int]]], None]
+    #: a source topic serving as changelog: restore stops at this (committed) offset, and
+    #: records without a key are skipped, as the source node skips them
+    limit: int | None = None
 
 
 class ChangelogReader:
@@ -98,6 +101,8 @@ class ChangelogReader:
         assign = []
         for req in requests:
             low, high = self._watermarks(req.topic, req.partition, 10.0)
+            if req.limit is not None:
+                high = min(high, req.limit)
             start = low if req.start is None else max(req.start, low)
             tp_key = (req.topic, req.partition)
             prog = RestoreProgress(req.store, req.topic, req.partition, start, high)
@@ -153,13 +158,21 @@ class ChangelogReader:
                         continue
                     if tp_key not in pending:
                         continue
+                    if msg.offset() >= self.progress[tp_key].end:
+                        eof.append(tp_key)  # past a source changelog's committed offset
+                        continue
+                    if msg.key() is None and pending[tp_key].limit is not None:
+                        last[tp_key] = msg.offset()
+                        batches.setdefault(tp_key, [])
+                        continue
                     batches.setdefault(tp_key, []).append(
                         (msg.key(), msg.value(), msg.timestamp()[1])
                     )
                     last[tp_key] = msg.offset()
                 for tp_key, batch in batches.items():
                     req = pending[tp_key]
-                    req.callback(batch)
+                    if batch:
+                        req.callback(batch)
                     req.start = last[tp_key] + 1  # a retried restore resumes here
                     prog = self.progress[tp_key]
                     prog.restored += len(batch)

@@ -45,7 +45,11 @@ class StandbyTask:
         self.partition = partition
         self.app = app
         self.task_dir = app.state_directory.task_dir(tid)
-        self.changelogs = {store: spec.topic for store, spec in sub.changelogs.items()}
+        # a store whose changelog is its source topic is restored by the active task on
+        # takeover: reading that topic past the committed offsets would run ahead of it
+        self.changelogs = {
+            store: spec.topic for store, spec in sub.changelogs.items() if not spec.source
+        }
         self.stores: dict[str, Any] = {}
         self.callbacks: dict[str, Any] = {}
         self.offsets: dict[tuple[str, int], int | None] = {}
@@ -140,7 +144,7 @@ class StandbyManager(threading.Thread):
         self.stateful = {
             task_id(sub.id, p)
             for sub in app.plan.subtopologies
-            if sub.changelogs
+            if any(not spec.source for spec in sub.changelogs.values())
             for p in range(sub.num_tasks)
         }
         self.process = process_from_client_id(f"{app.client_id}-StreamThread-1-consumer")

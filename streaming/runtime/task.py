@@ -8,6 +8,7 @@ Streams' ``PartitionGroup`` does, and runs it through the processor graph.
 from __future__ import annotations
 
 import logging
+import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -168,10 +169,15 @@ class StreamTask:
             for child in topology.nodes[name].children:
                 if child in self.nodes:
                     node.add_child(self.nodes[child])
-        for node in self.nodes.values():
+        #: (pattern, source) of pattern-subscribed sources, matched on first sight of a topic
+        self._pattern_sources: list[tuple[re.Pattern[str], SourceNode]] = []
+        for name, node in self.nodes.items():
             if isinstance(node, SourceNode):
                 for topic in node.topics:
                     self.sources[topic] = node
+                pattern = getattr(topology.nodes[name], "pattern", None)
+                if pattern is not None:
+                    self._pattern_sources.append((pattern, node))
         self.store_builders = self._stores_in_order(names)
         if not caching_enabled:
             for builder in self.store_builders:
@@ -254,7 +260,8 @@ class StreamTask:
             context.stores[builder.name] = store
         # the sources decode records as soon as they are fetched, before the processors are
         # initialized: their serdes (defaults filled in) are resolved now
-        for source in {id(s): s for s in self.sources.values()}.values():
+        sources = [*self.sources.values(), *(node for _, node in self._pattern_sources)]
+        for source in {id(s): s for s in sources}.values():
             context.current_node = source
             source.init(context)
         context.current_node = None
@@ -278,7 +285,7 @@ class StreamTask:
     def add_records(self, records: Iterable[ConsumerRecord]) -> None:
         """Deserialise, time-stamp and queue consumed records."""
         for raw in records:
-            source = self.sources.get(raw.topic)
+            source = self.source_for(raw.topic)
             if source is None:
                 raise StreamsException(f"task {self.id} does not consume topic {raw.topic}")
             try:
@@ -341,7 +348,7 @@ class StreamTask:
         The common case (record-time extractor, key and value deserialise, timestamp >= 0)
         queues the stamped record directly; anything else goes through ``add_records``.
         """
-        sources = self.sources
+        source_for = self.source_for
         queues = self.queues
         last_topic = None
         last_tp: tuple[str, int] | None = None
@@ -352,7 +359,7 @@ class StreamTask:
             topic = msg.topic()
             partition = msg.partition()
             if topic != last_topic:
-                source = sources.get(topic)
+                source = source_for(topic)
                 if source is None:
                     raise StreamsException(f"task {self.id} does not consume topic {topic}")
                 key_de = source.key_serde.deserialize
@@ -430,6 +437,17 @@ class StreamTask:
         self.processed_offsets[(rec.topic, rec.partition)] = rec.offset
         self.process_stamped(rec)
         return True
+
+    def source_for(self, topic: str) -> SourceNode | None:
+        """The source node reading ``topic``: by name, else the first pattern that matches it
+        in full (Java's ``Pattern.matcher(topic).matches()``), remembered for next time."""
+        source = self.sources.get(topic)
+        if source is None:
+            for pattern, node in self._pattern_sources:
+                if pattern.fullmatch(topic):
+                    self.sources[topic] = source = node
+                    break
+        return source
 
     def process_stamped(self, rec: StampedRecord) -> None:
         context = self.context

@@ -276,12 +276,7 @@ class StreamThread(threading.Thread):
         try:
             self._create_clients()
             self._set_state(STARTING)
-            self.consumer.subscribe(  # type: ignore[union-attr]
-                self.plan.source_topics,
-                on_assign=self._on_assign,
-                on_revoke=self._on_revoke,
-                on_lost=self._on_lost,
-            )
+            self._subscribe()
             while not self._stop_event.is_set():
                 try:
                     self.run_once()
@@ -306,8 +301,40 @@ class StreamThread(threading.Thread):
             self._set_state(DEAD)
             self.app._thread_finished(self, self.exception)
 
+    def _subscribe(self) -> None:
+        """Subscribe to the plan's source topics (again, after a pattern matched new ones:
+        librdkafka then rebalances the group)."""
+        self._subscribed_version = self.plan.version
+        self._patterns_checked = time.monotonic()
+        self.consumer.subscribe(  # type: ignore[union-attr]
+            self.plan.source_topics,
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_lost,
+        )
+
+    def _maybe_refresh_patterns(self) -> None:
+        """Every ``metadata.max.age.ms``, match the cluster's topics against the pattern
+        sources; subscribe again when this or another thread found new ones."""
+        now = time.monotonic()
+        if now - self._patterns_checked >= self.config.metadata_max_age_ms / 1000.0:
+            self._patterns_checked = now
+            try:
+                meta = self.consumer.list_topics(timeout=5.0)  # type: ignore[union-attr]
+            except KafkaException as exc:
+                log.debug("pattern subscription: no metadata (%s); trying again later", exc)
+            else:
+                self.plan.match_patterns(
+                    {n: len(t.partitions) for n, t in meta.topics.items() if t.error is None}
+                )
+        if self.plan.version != self._subscribed_version:
+            log.info("Stream thread %s: new topics match the source patterns", self.name)
+            self._subscribe()
+
     def run_once(self) -> None:
         """One iteration: poll, restore, process, punctuate, maybe commit."""
+        if self.plan.patterns:
+            self._maybe_refresh_patterns()
         # poll without waiting while the last iteration found work to do, and wait no longer
         # than until the next commit is due (records of an open transaction are invisible)
         if self._busy:

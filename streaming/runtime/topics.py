@@ -37,6 +37,11 @@ class InternalTopicManager:
         self.replication_factor = replication_factor
         self.timeout = timeout
 
+    def all_partition_counts(self) -> dict[str, int]:
+        """Partition count of every topic in the cluster (for pattern subscriptions)."""
+        meta = self.admin.list_topics(timeout=self.timeout)
+        return {name: len(tm.partitions) for name, tm in meta.topics.items() if tm.error is None}
+
     def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
         """Partition count of each existing topic (0 when it does not exist)."""
         meta = self.admin.list_topics(timeout=self.timeout)
@@ -48,6 +53,8 @@ class InternalTopicManager:
 
     def setup(self, plan: TopologyPlan) -> None:
         """Resolve partition counts and create missing repartition and changelog topics."""
+        if plan.patterns:
+            plan.match_patterns(self.all_partition_counts())
         plan.resolve(self.partition_counts)
         wanted: dict[str, tuple[int, dict[str, str]]] = {}
         for topic in plan.internal_topics:

@@ -212,7 +212,7 @@ class TopologyTestDriver:
         produced, self._produced = self._produced, []
         for rec in produced:
             self._outputs.setdefault(rec.topic, deque()).append(rec)
-            if rec.topic in self._internal and rec.topic in self._task.sources:
+            if rec.topic in self._internal and self._task.source_for(rec.topic) is not None:
                 self._enqueue(rec.topic, rec.key, rec.value, rec.timestamp, rec.headers)
             if self._global is not None and rec.topic in self._global.topics:
                 self._global.update(rec.topic, rec.key, rec.value, rec.timestamp, rec.headers)
@@ -256,7 +256,7 @@ class TopologyTestDriver:
         if topic in global_topics:
             self._global.update(topic, key, value, timestamp, headers)  # type: ignore[union-attr]
             return
-        if topic not in self._task.sources:
+        if self._task.source_for(topic) is None:
             raise ValueError(
                 f"Unknown topic: {topic}. The topology reads from "
                 f"{sorted([*(t for t in self._task.sources if t not in self._internal), *global_topics])}."

@@ -122,6 +122,10 @@ class Topology:
         self.global_stores: dict[str, GlobalStoreDef] = {}
         self.internal_topics: dict[str, dict[str, Any]] = {}
         self.copartition_groups: list[set[str]] = []
+        #: store -> the source topic that serves as its changelog (``reuse.ktable.source.topics``)
+        self.source_changelogs: dict[str, str] = {}
+        #: the ``topology.optimization`` rules ``StreamsBuilder.build`` applied
+        self.optimizations: frozenset[str] = frozenset()
         self._grouper = _UnionFind()
         self._source_topics: dict[str, str] = {}
 
@@ -324,6 +328,32 @@ class Topology:
     def add_internal_topic(self, topic: str, **properties: Any) -> None:
         """Mark a topic as internal (repartition): prefixed with the application id at run time."""
         self.internal_topics[topic] = properties
+
+    def replace_nodes(self, nodes: dict[str, NodeDef]) -> None:
+        """Swap in a rewritten node graph (topology optimization) and regroup its nodes."""
+        self.nodes = nodes
+        self._grouper = _UnionFind()
+        self._source_topics = {}
+        for name, node in nodes.items():
+            self._grouper.add(name)
+            for parent in node.parents:
+                self._grouper.unite(name, parent)
+            if isinstance(node, SourceNode):
+                for topic in node.topics:
+                    self._source_topics[topic] = name
+        for users in self.store_users.values():
+            for user in users[1:]:
+                self._grouper.unite(users[0], user)
+        for g in self.global_stores.values():
+            self._grouper.unite(g.source_name, g.processor_name)
+
+    def replace_in_copartition_groups(self, old: str, new: str) -> None:
+        """Kafka's ``maybeUpdateCopartitionSourceGroups``: a merged repartition's source
+        takes the place of the one it replaced."""
+        for group in self.copartition_groups:
+            if old in group:
+                group.discard(old)
+                group.add(new)
 
     def copartition(self, source_names: Iterable[str]) -> None:
         """Record that these source nodes' topics must have the same partition count."""

@@ -472,12 +472,16 @@ def register(
         traces.SCALED_FAMILIES.add(family)
 
 
-def build(family: str, params: dict[str, Any]) -> tuple[Any, Outputs]:
+#: the default value serde of each ``defaults`` mode (keys are always String)
+DEFAULT_VALUE_SERDES = {"string-long": "long", "string-string": "string"}
+
+
+def build(family: str, params: dict[str, Any], optimize: bool = False) -> tuple[Any, Outputs]:
     """The topology of a family and its output topics (topic -> key layout)."""
     b = StreamsBuilder()
     outs: Outputs = {}
     BUILDERS[family](b, params, outs)
-    return b.build(), outs
+    return b.build({"topology.optimization": "all" if optimize else "none"}), outs
 
 
 # The output bytes are decoded here, independently of the engine's deserializers, exactly as
@@ -531,21 +535,26 @@ def _describe(exc: BaseException) -> str:
 
 
 def run_python(
-    family: str, params: dict[str, Any], inputs: list[dict[str, Any]], caching: bool
+    family: str,
+    params: dict[str, Any],
+    inputs: list[dict[str, Any]],
+    caching: bool,
+    optimize: bool = False,
+    defaults: str = "string-long",
 ) -> dict[str, Any]:
     """Run one trace through streaming.TopologyTestDriver; same shape as a Java response."""
     try:
-        topology, outs = build(family, params)
+        topology, outs = build(family, params, optimize)
     except Exception as exc:
         return {"outputs": None, "error": _describe(exc)}
     outputs: dict[str, list[list[Any]]] = {}
     raw_rows: dict[str, list[list[Any]]] = {}
     error = None
     config = {
-        # as the Java side: its application id, String keys and Long values by default
+        # as the Java side: its application id, String keys and the drawn value default
         "application.id": "conformance",
         "default.key.serde": "string",
-        "default.value.serde": "long",
+        "default.value.serde": DEFAULT_VALUE_SERDES[defaults],
         "statestore.cache.max.bytes": CACHE_BYTES if caching else 0,
     }
     driver = None

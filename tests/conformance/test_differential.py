@@ -6,8 +6,10 @@ TopologyTestDriver in one round trip (one JVM for the session); each case then r
 ``streaming.TopologyTestDriver`` and every output topic must be identical: key, value,
 timestamp and order; and every topic either side wrote (outputs, repartition topics,
 changelogs) must hold the same bytes: key, value, timestamp and headers. Both sides run with
-String keys and Long values as default serdes. Families whose output depends on record caching run every trace twice,
-with ``statestore.cache.max.bytes`` 0 and 10 MiB.
+the same settings, which alternate across the cases of a family: ``topology.optimization``
+``none`` / ``all``, and String keys with Long or String values as default serdes. Families
+whose output depends on record caching run every trace twice, with
+``statestore.cache.max.bytes`` 0 and 10 MiB.
 
 On a mismatch the smallest failing case is shrunk (records removed and simplified while the
 outputs still differ) and the failure shows family, params, caching, the minimal trace and a
@@ -160,12 +162,44 @@ def _collect_cases(family: str, n: int) -> list[Case]:
     return collected
 
 
+#: (optimize, defaults) for case i: every combination, cycled through a family's cases
+SETTINGS = [
+    (False, "string-long"),
+    (True, "string-long"),
+    (True, "string-string"),
+    (False, "string-string"),
+]
+
+
+#: Kafka's error for a value its (default) serde cannot write
+_SERDE_MISMATCH = "is not compatible to the actual value type"
+
+
+def _python(fam: Any, req: dict[str, Any], inputs: list[dict[str, Any]] | None = None) -> Any:
+    return fam.run_python(
+        req["family"],
+        req["params"],
+        req["inputs"] if inputs is None else inputs,
+        req["caching"],
+        optimize=req.get("optimize", False),
+        defaults=req.get("defaults", "string-long"),
+    )
+
+
 def _mismatch(
     java: dict[str, Any], python: dict[str, Any], expected_error: Callable[[str], bool] | None
 ) -> bool:
     if java["error"] is not None:
         if expected_error is not None and expected_error(java["error"]):
             return python["error"] is None  # both must fail
+        if _SERDE_MISMATCH in java["error"]:
+            # a default serde that does not fit the values (String/String defaults): both
+            # must reject the same record, with the same records written before it
+            return (
+                "SerializationError" not in (python["error"] or "")
+                or java["outputs"] != python["outputs"]
+                or java.get("raw") != python.get("raw")
+            )
         return True  # the reference itself failed: never a pass
     return (
         python["error"] is not None
@@ -225,21 +259,16 @@ def _count(rows: list[Any] | None) -> str:
 class _Shrinker:
     """Greedy trace minimisation: drop chunks of records, then simplify the remaining ones."""
 
-    def __init__(self, ref: JavaReference, fam: Any, family: str, params: dict, caching: bool):
+    def __init__(self, ref: JavaReference, fam: Any, req: dict[str, Any]):
         self.ref = ref
         self.fam = fam
-        self.family = family
-        self.params = params
-        self.caching = caching
+        self.req = req
+        self.family = req["family"]
+        self.params = req["params"]
         self.evaluations = 0
 
     def _request(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-        return {
-            "family": self.family,
-            "params": self.params,
-            "caching": self.caching,
-            "inputs": inputs,
-        }
+        return {**self.req, "inputs": inputs}
 
     def first_failing(self, candidates: list[list[dict[str, Any]]]) -> list[dict[str, Any]] | None:
         candidates = candidates[: max(0, MAX_SHRINK_EVALUATIONS - self.evaluations)]
@@ -248,7 +277,7 @@ class _Shrinker:
         javas = self.ref.run([self._request(c) for c in candidates])
         for cand, java in zip(candidates, javas, strict=True):
             self.evaluations += 1
-            python = self.fam.run_python(self.family, self.params, cand, self.caching)
+            python = _python(self.fam, self.req, cand)
             if _mismatch(java, python, self.fam.expected_error(self.family, self.params)):
                 return cand
         return None
@@ -335,15 +364,22 @@ def test_differential(family: str, java_reference: JavaReference, fam: Any) -> N
     cases = _collect_cases(family, EXAMPLES)
     caching_modes = (False, True) if fam.caching_matters(family) else (False,)
     requests = [
-        {"family": family, "params": params, "caching": caching, "inputs": inputs}
-        for params, inputs in cases
+        {
+            "family": family,
+            "params": params,
+            "caching": caching,
+            "optimize": SETTINGS[i % len(SETTINGS)][0],
+            "defaults": SETTINGS[i % len(SETTINGS)][1],
+            "inputs": inputs,
+        }
+        for i, (params, inputs) in enumerate(cases)
         for caching in caching_modes
     ]
     t1 = time.perf_counter()
     # The JVM works through the batch (2 threads) while this thread runs the Python side.
     with ThreadPoolExecutor(1) as pool:
         java_future = pool.submit(java_reference.run, requests)
-        pythons = [fam.run_python(family, r["params"], r["inputs"], r["caching"]) for r in requests]
+        pythons = [_python(fam, r) for r in requests]
         t2 = time.perf_counter()
         javas = java_future.result()
     failures = []
@@ -362,20 +398,24 @@ def test_differential(family: str, java_reference: JavaReference, fam: Any) -> N
     req, java, python = min(failures, key=lambda f: len(f[0]["inputs"]))
     inputs = req["inputs"]
     if SHRINK:
-        shrinker = _Shrinker(java_reference, fam, family, req["params"], req["caching"])
+        shrinker = _Shrinker(java_reference, fam, req)
         inputs = shrinker.shrink(inputs)
         java = java_reference.run([{**req, "inputs": inputs}])[0]
-        python = fam.run_python(family, req["params"], inputs, req["caching"])
+        python = _python(fam, req, inputs)
     distinct: dict[str, int] = {}
     for r, _, _ in failures:
-        label = f"params={r['params']} caching={r['caching']}"
+        label = (
+            f"params={r['params']} caching={r['caching']} optimize={r['optimize']} "
+            f"defaults={r['defaults']}"
+        )
         distinct[label] = distinct.get(label, 0) + 1
     others = "\n".join(f"  {label}: {count} run(s)" for label, count in list(distinct.items())[:15])
     pytest.fail(
         f"{len(failures)}/{len(requests)} runs of family {family!r} differ from Kafka Streams "
         f"(seed {SEED}).\n"
         f"Smallest mismatch{' (shrunk)' if SHRINK else ''}:\n"
-        f"  family={family!r} params={req['params']} caching={req['caching']}\n"
+        f"  family={family!r} params={req['params']} caching={req['caching']} "
+        f"optimize={req['optimize']} defaults={req['defaults']}\n"
         f"  trace={_trace_repr(inputs)}\n"
         f"{side_by_side(java, python)}\n"
         + f"Mismatching runs by params ({len(distinct)} distinct):\n{others}\n",

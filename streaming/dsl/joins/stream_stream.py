@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streaming.dsl.builder import SelfJoinMark
 from streaming.dsl.joins import INNER, LEFT, OUTER, as_joiner
 from streaming.dsl.options import StreamJoined
 from streaming.dsl.processors import stateless
@@ -171,6 +172,24 @@ def join(
     topology.add_processor(join_other_name, join_other_supplier, other_windowed)
     topology.add_processor(
         merge_name, stateless.supplier(stateless.PassThrough), join_this_name, join_other_name
+    )
+    # a self-join when both windowed nodes end up with one parent: the same stream, or
+    # (after merge.repartition.topics) two repartitions of one key change: the optimizer
+    # decides
+    b.graph.self_joins.append(
+        SelfJoinMark(
+            this_windowed=this_windowed,
+            other_windowed=other_windowed,
+            join_this=join_this_name,
+            join_other=join_other_name,
+            merge=merge_name,
+            this_store=this_store.name,
+            dropped_stores=[s.name for s in (other_store, outer_store) if s is not None],
+            before_ms=windows.before_ms,
+            after_ms=windows.after_ms,
+            retention_ms=windows.before_ms + windows.after_ms + windows.grace_ms,
+            joiner=value_joiner,
+        )
     )
     # no serde for the joined values; the key serde is not inherited from either side
     return KStream(b, merge_name, sj.key_serde, None, repartition_required=False)

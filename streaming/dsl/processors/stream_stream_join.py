@@ -303,3 +303,74 @@ def _where(context: Any) -> str:
     if metadata is None:
         return "Topic, partition, and offset not known."
     return f"topic=[{metadata.topic}] partition=[{metadata.partition}] offset=[{metadata.offset}]"
+
+
+# -------------------------------------------------------------------------------- self join
+
+
+class SelfJoinSupplier:
+    """``KStreamKStreamSelfJoin`` (``single.store.self.join``): a stream joined with itself
+    through the one window store its windowed node keeps; the store is connected by the
+    optimizer, so ``stores()`` is empty."""
+
+    def __init__(
+        self, *, store_name: str, before_ms: int, after_ms: int, retention_ms: int, joiner: Joiner
+    ) -> None:
+        self.store_name = store_name
+        self.before_ms = before_ms
+        self.after_ms = after_ms
+        self.retention_ms = retention_ms
+        self.joiner = joiner
+
+    def stores(self) -> list[Any]:
+        return []
+
+    def __call__(self) -> Processor:
+        return SelfJoinProcessor(self)
+
+
+class SelfJoinProcessor(Processor):
+    """Joins each record with the earlier ones of its key in the window (in the order an
+    inner join of the two sides would emit them) and with itself, unless it has expired."""
+
+    def __init__(self, spec: SelfJoinSupplier) -> None:
+        self.spec = spec
+        self.joiner = spec.joiner
+        self.stream_time = NO_TIMESTAMP
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self.window = context.get_state_store(self.spec.store_name)
+
+    def process(self, record: Record) -> None:
+        key, value, ts = record.key, record.value, record.timestamp
+        if key is None or value is None:
+            log.debug("Skipping record due to null key or value. %s", _where(self.context))
+            return
+        spec, joiner, forward, headers = (
+            self.spec,
+            self.joiner,
+            self.context.forward,
+            record.headers,
+        )
+        if ts > self.stream_time:
+            self.stream_time = ts
+        self_record = Record(key, joiner(key, value, value), ts, headers)
+        emit_self = ts > self.stream_time - spec.retention_ms + 1
+        # this side: the stored records as the other side of the join
+        for other_ts, other_value in self.window.fetch_range(
+            key, max(0, ts - spec.before_ms), max(0, ts + spec.after_ms)
+        ):
+            forward(Record(key, joiner(key, value, other_value), max(ts, other_ts), headers))
+        # other side: the stored records joined with this one, and this one with itself
+        emitted_self = False
+        for other_ts, other_value in self.window.fetch_range(
+            key, max(0, ts - spec.after_ms), max(0, ts + spec.before_ms)
+        ):
+            latest = max(ts, other_ts)
+            if ts < latest and not emitted_self and emit_self:
+                emitted_self = True
+                forward(self_record)
+            forward(Record(key, joiner(key, other_value, value), latest, headers))
+        if not emitted_self and emit_self:
+            forward(self_record)

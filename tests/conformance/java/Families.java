@@ -65,7 +65,7 @@ final class Families {
     static final Serde<String> S = Serdes.String();
     static final Serde<Long> L = Serdes.Long();
 
-    static Built build(String family, JsonNode p) {
+    static Built build(String family, JsonNode p, java.util.Properties buildProps) {
         StreamsBuilder b = new StreamsBuilder();
         Map<String, String> outs = new LinkedHashMap<>();
         switch (family) {
@@ -89,7 +89,7 @@ final class Families {
                 }
             }
         }
-        return new Built(b.build(), outs);
+        return new Built(b.build(buildProps), outs);
     }
 
     // ---------------------------------------------------------------- helpers

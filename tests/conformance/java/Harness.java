@@ -167,19 +167,27 @@ public final class Harness {
         String family = request.get("family").asText();
         JsonNode params = request.has("params") ? request.get("params") : JSON.createObjectNode();
         boolean caching = request.has("caching") && request.get("caching").asBoolean();
+        boolean optimize = request.has("optimize") && request.get("optimize").asBoolean();
+        String defaults = request.has("defaults") ? request.get("defaults").asText() : "string-long";
 
-        Families.Built built = Families.build(family, params);
+        Properties props = new Properties();
+        props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG,
+                optimize ? StreamsConfig.OPTIMIZE : StreamsConfig.NO_OPTIMIZATION);
+        Families.Built built = Families.build(family, params, props);
         Topology topology = built.topology;
 
         Path stateDir = WORKER_DIR.get();
         Files.createDirectories(stateDir);
-        Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, "conformance");
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "dummy:1234");
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, caching ? 10485760L : 0L);
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.String().getClass());
-        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.Long().getClass());
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, switch (defaults) {
+            case "string-long" -> Serdes.Long().getClass();
+            case "string-string" -> Serdes.String().getClass();
+            default -> throw new IllegalArgumentException("unknown defaults " + defaults);
+        });
 
         // Like the Python side: an exception while piping stops the trace, the outputs written so
         // far are still read and returned beside the error.
