@@ -1105,6 +1105,9 @@ def probe_addresses(
     return results
 
 
+#: errors of a broker that answered but refused the client's login or TLS handshake
+_REFUSED_CODES = ("_AUTHENTICATION", "_SSL", "SASL_AUTHENTICATION_FAILED")
+
 _PROBE_LOGGER = logging.getLogger(__name__ + ".bootstrap_probe")
 _PROBE_LOGGER.propagate = False
 _PROBE_LOGGER.addHandler(logging.NullHandler())
@@ -1122,16 +1125,29 @@ def check_bootstrap_servers(admin_config: Mapping[str, Any], timeout_s: float) -
     from confluent_kafka.admin import AdminClient
 
     servers = str(admin_config.get(BOOTSTRAP_SERVERS, ""))
-    conf = {**admin_config, "logger": _PROBE_LOGGER}
-    conf.pop("error_cb", None)
+    errors: list[Any] = []
+    conf = {**admin_config, "logger": _PROBE_LOGGER, "error_cb": errors.append}
     started = time.monotonic()
-    try:
-        AdminClient(conf).list_topics(timeout=max(0.1, timeout_s))
-        return
-    except KafkaException as exc:
-        err = exc.args[0] if exc.args else None
-        reason = err.str() if hasattr(err, "str") else str(exc)
-        code = err.name() if hasattr(err, "name") else ""
+    deadline = started + max(0.1, timeout_s)
+    admin = AdminClient(conf)
+    reason, code = "", ""
+    # short metadata requests, serving error_cb between them: a refused login or TLS
+    # handshake shows up there within a second, long before the metadata times out
+    while True:
+        try:
+            admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+            return
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            reason = err.str() if hasattr(err, "str") else str(exc)
+            code = err.name() if hasattr(err, "name") else ""
+        admin.poll(0)
+        refused = next((e for e in errors if e.name() in _REFUSED_CODES), None)
+        if refused is not None:
+            reason, code = refused.str(), refused.name()
+            break
+        if time.monotonic() >= deadline:
+            break
     addresses = bootstrap_addresses(servers)
     results = probe_addresses(addresses, timeout=min(5.0, max(1.0, timeout_s / 2)))
     waited = time.monotonic() - started
@@ -1143,7 +1159,7 @@ def check_bootstrap_servers(admin_config: Mapping[str, Any], timeout_s: float) -
             f"{BOOTSTRAP_SERVERS} has its host and listener port right, and that no firewall "
             f"blocks the way; {BOOTSTRAP_TIMEOUT_MS} sets how long to wait"
         )
-    if code in ("_AUTHENTICATION", "_SSL", "SASL_AUTHENTICATION_FAILED"):
+    if code in _REFUSED_CODES:
         raise ConfigException(
             f"The Kafka cluster at {BOOTSTRAP_SERVERS}={servers!r} is reachable but refused "
             f"the connection: {reason}. Check security.protocol and the sasl.* / ssl.* "

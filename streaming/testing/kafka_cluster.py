@@ -19,6 +19,11 @@ fixes the first broker's client port instead of a free one (its controller liste
 ``port + 1``, node ``n`` on ``port + 2(n-1)`` and the next), so a kept cluster comes back at
 the same address; a taken port raises ``PortInUseError``.
 
+``sasl_users={"alice": "secret"}`` adds a ``SASL_SSL`` listener to every node (TLS from a
+throwaway CA, SASL ``PLAIN`` and ``SCRAM-SHA-256/512`` for those users; the ``PLAINTEXT``
+listener stays for the brokers themselves): ``sasl_ssl_bootstrap_servers`` and
+``sasl_ssl_client_config(user, password, mechanism=...)`` give what a client needs.
+
 For fault-injection tests: ``stop_node(node_id, kill=...)`` / ``restart_node(node_id)``, and
 who leads what right now: ``partition_leader(topic, p)``, ``group_coordinator(group)``,
 ``transaction_coordinator(transactional_id)`` (Kafka's hash of the id onto
@@ -116,6 +121,7 @@ class KafkaNode:
     controller_port: int
     directory: Path
     process: subprocess.Popen[bytes] | None = None
+    sasl_ssl_port: int | None = None
 
     @property
     def address(self) -> str:
@@ -166,6 +172,7 @@ class LocalKafkaCluster:
         startup_timeout: float = 90.0,
         shutdown_timeout: float = 10.0,
         class_data_sharing: bool = True,
+        sasl_users: Mapping[str, str] | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError(f"nodes must be at least 1, got {nodes}")
@@ -178,6 +185,8 @@ class LocalKafkaCluster:
         self.startup_timeout = startup_timeout
         self.shutdown_timeout = shutdown_timeout
         self.class_data_sharing = class_data_sharing
+        self.sasl_users = dict(sasl_users or {})
+        self._tls: Any = None
         self._cds: CdsArchive | None = None
         self._cds_recorder: KafkaNode | None = None
         if port is not None and not 0 < port <= 65536 - 2 * nodes:
@@ -216,6 +225,28 @@ class LocalKafkaCluster:
         if self._root is None:
             raise KafkaClusterError("the cluster is not started")
         return self._root
+
+    @property
+    def sasl_ssl_bootstrap_servers(self) -> str:
+        """``host:port`` of every broker's ``SASL_SSL`` listener (needs ``sasl_users``)."""
+        if not self.sasl_users:
+            raise KafkaClusterError("the cluster has no SASL_SSL listener (pass sasl_users=)")
+        if not self.nodes:
+            raise KafkaClusterError("the cluster is not started")
+        return ",".join(f"127.0.0.1:{node.sasl_ssl_port}" for node in self.nodes)
+
+    def sasl_ssl_client_config(
+        self, username: str, password: str, *, mechanism: str = "SCRAM-SHA-256"
+    ) -> dict[str, Any]:
+        """librdkafka settings for the ``SASL_SSL`` listener: the cluster's CA is trusted."""
+        return {
+            "bootstrap.servers": self.sasl_ssl_bootstrap_servers,
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": mechanism,
+            "sasl.username": username,
+            "sasl.password": password,
+            "ssl.ca.location": str(self._tls.ca_path),
+        }
 
     def client_config(self, **overrides: Any) -> dict[str, Any]:
         """A confluent-kafka config dict pointing at this cluster, plus ``overrides``."""
@@ -620,6 +651,7 @@ class LocalKafkaCluster:
             ports = list(range(self.port, self.port + 2 * self.num_nodes))
         else:
             ports = _free_ports(2 * self.num_nodes)
+        sasl_ports = _free_ports(self.num_nodes) if self.sasl_users else []
         root = self.directory
         self.nodes = [
             KafkaNode(
@@ -627,9 +659,14 @@ class LocalKafkaCluster:
                 broker_port=ports[2 * i],
                 controller_port=ports[2 * i + 1],
                 directory=root / f"node-{i + 1}",
+                sasl_ssl_port=sasl_ports[i] if sasl_ports else None,
             )
             for i in range(self.num_nodes)
         ]
+        if self.sasl_users and self._tls is None:
+            from streaming.testing.tls import write_server_tls
+
+            self._tls = write_server_tls(root / "tls")
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
         template = string.Template(SERVER_PROPERTIES.read_text())
         for node in self.nodes:
@@ -643,11 +680,46 @@ class LocalKafkaCluster:
                 replication_factor=self.replication_factor,
                 min_insync_replicas=self.min_insync_replicas,
             )
+            if self.sasl_users:
+                text += self._sasl_ssl_properties(node)
             if self.broker_config:
                 text += "\n# broker_config overrides\n" + "".join(
                     f"{key}={value}\n" for key, value in self.broker_config.items()
                 )
             node.config_path.write_text(text)
+
+    def _sasl_ssl_properties(self, node: KafkaNode) -> str:
+        """A SASL_SSL listener beside PLAINTEXT (which the brokers keep among themselves)."""
+        plain_users = " ".join(
+            f'user_{name}="{password}"' for name, password in self.sasl_users.items()
+        )
+        scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        return (
+            "\n# SASL_SSL listener (sasl_users)\n"
+            f"listeners=PLAINTEXT://127.0.0.1:{node.broker_port},"
+            f"CONTROLLER://127.0.0.1:{node.controller_port},"
+            f"SASL_SSL://127.0.0.1:{node.sasl_ssl_port}\n"
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{node.broker_port},"
+            f"SASL_SSL://127.0.0.1:{node.sasl_ssl_port}\n"
+            "listener.security.protocol.map="
+            "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL\n"
+            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512\n"
+            "listener.name.sasl_ssl.plain.sasl.jaas.config="
+            f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};\n"
+            f"listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config={scram}\n"
+            f"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={scram}\n"
+            "ssl.keystore.type=PEM\n"
+            f"ssl.keystore.location={self._tls.keystore_path}\n"
+        )
+
+    def _scram_options(self) -> list[str]:
+        """``StorageTool format --add-scram`` for every user and SCRAM mechanism."""
+        return [
+            option
+            for name, password in self.sasl_users.items()
+            for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+            for option in ("--add-scram", f"{mechanism}=[name={name},password={password}]")
+        ]
 
     def _format(self, java: str, classpath: str) -> None:
         existing = {_read_cluster_id(node.data_dir) for node in self.nodes}
@@ -675,6 +747,7 @@ class LocalKafkaCluster:
                 self.cluster_id,
                 "--config",
                 str(node.config_path),
+                *self._scram_options(),
             ]
             log = node.directory / "format.log"
             with log.open("wb") as out:

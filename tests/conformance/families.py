@@ -472,8 +472,12 @@ def register(
         traces.SCALED_FAMILIES.add(family)
 
 
-#: the default value serde of each ``defaults`` mode (keys are always String)
-DEFAULT_VALUE_SERDES = {"string-long": "long", "string-string": "string"}
+#: the default (key, value) serdes of each ``defaults`` mode
+DEFAULT_SERDES = {
+    "string-long": ("string", "long"),
+    "string-string": ("string", "string"),
+    "json": ("json", "json"),
+}
 
 
 def build(family: str, params: dict[str, Any], optimize: bool = False) -> tuple[Any, Outputs]:
@@ -551,10 +555,10 @@ def run_python(
     raw_rows: dict[str, list[list[Any]]] = {}
     error = None
     config = {
-        # as the Java side: its application id, String keys and the drawn value default
+        # as the Java side: its application id and the drawn default serdes
         "application.id": "conformance",
-        "default.key.serde": "string",
-        "default.value.serde": DEFAULT_VALUE_SERDES[defaults],
+        "default.key.serde": DEFAULT_SERDES[defaults][0],
+        "default.value.serde": DEFAULT_SERDES[defaults][1],
         "statestore.cache.max.bytes": CACHE_BYTES if caching else 0,
     }
     driver = None

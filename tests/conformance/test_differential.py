@@ -6,8 +6,9 @@ TopologyTestDriver in one round trip (one JVM for the session); each case then r
 ``streaming.TopologyTestDriver`` and every output topic must be identical: key, value,
 timestamp and order; and every topic either side wrote (outputs, repartition topics,
 changelogs) must hold the same bytes: key, value, timestamp and headers. Both sides run with
-the same settings, which alternate across the cases of a family: ``topology.optimization``
-``none`` / ``all``, and String keys with Long or String values as default serdes. Families
+the same settings: every family runs once with ``topology.optimization`` ``none`` and once
+with ``all``, and its cases alternate the default serdes: String keys with Long or String
+values, or JSON keys and values. Families
 whose output depends on record caching run every trace twice, with
 ``statestore.cache.max.bytes`` 0 and 10 MiB.
 
@@ -162,13 +163,8 @@ def _collect_cases(family: str, n: int) -> list[Case]:
     return collected
 
 
-#: (optimize, defaults) for case i: every combination, cycled through a family's cases
-SETTINGS = [
-    (False, "string-long"),
-    (True, "string-long"),
-    (True, "string-string"),
-    (False, "string-string"),
-]
+#: the default serdes, cycled through a family's cases
+DEFAULTS = ["string-long", "string-string", "json"]
 
 
 #: Kafka's error for a value its (default) serde cannot write
@@ -358,8 +354,9 @@ def fam() -> Iterator[Any]:
 FAMILY_NAMES = list(traces.PARAMS)
 
 
+@pytest.mark.parametrize("optimize", [False, True], ids=["plain", "optimized"])
 @pytest.mark.parametrize("family", FAMILY_NAMES)
-def test_differential(family: str, java_reference: JavaReference, fam: Any) -> None:
+def test_differential(family: str, optimize: bool, java_reference: JavaReference, fam: Any) -> None:
     t0 = time.perf_counter()
     cases = _collect_cases(family, EXAMPLES)
     caching_modes = (False, True) if fam.caching_matters(family) else (False,)
@@ -368,8 +365,8 @@ def test_differential(family: str, java_reference: JavaReference, fam: Any) -> N
             "family": family,
             "params": params,
             "caching": caching,
-            "optimize": SETTINGS[i % len(SETTINGS)][0],
-            "defaults": SETTINGS[i % len(SETTINGS)][1],
+            "optimize": optimize,
+            "defaults": DEFAULTS[i % len(DEFAULTS)],
             "inputs": inputs,
         }
         for i, (params, inputs) in enumerate(cases)

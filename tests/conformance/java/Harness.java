@@ -163,6 +163,41 @@ public final class Harness {
         return sb.toString();
     }
 
+    /** JSON for the "json" defaults: what the engine's orjson serde writes and reads (numbers
+     * without a fraction read back as Long). */
+    public static final class JsonSerde implements org.apache.kafka.common.serialization.Serde<Object> {
+        private static final ObjectMapper MAPPER = new ObjectMapper()
+                .enable(com.fasterxml.jackson.databind.DeserializationFeature.USE_LONG_FOR_INTS);
+
+        @Override
+        public org.apache.kafka.common.serialization.Serializer<Object> serializer() {
+            return (topic, data) -> {
+                if (data == null) {
+                    return null;
+                }
+                try {
+                    return MAPPER.writeValueAsBytes(data);
+                } catch (IOException e) {
+                    throw new org.apache.kafka.common.errors.SerializationException(e);
+                }
+            };
+        }
+
+        @Override
+        public Deserializer<Object> deserializer() {
+            return (topic, bytes) -> {
+                if (bytes == null) {
+                    return null;
+                }
+                try {
+                    return MAPPER.readValue(bytes, Object.class);
+                } catch (IOException e) {
+                    throw new org.apache.kafka.common.errors.SerializationException(e);
+                }
+            };
+        }
+    }
+
     private static ObjectNode run(JsonNode request) throws IOException {
         String family = request.get("family").asText();
         JsonNode params = request.has("params") ? request.get("params") : JSON.createObjectNode();
@@ -182,10 +217,12 @@ public final class Harness {
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "dummy:1234");
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, caching ? 10485760L : 0L);
-        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.String().getClass());
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG,
+                defaults.equals("json") ? JsonSerde.class : Serdes.String().getClass());
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, switch (defaults) {
             case "string-long" -> Serdes.Long().getClass();
             case "string-string" -> Serdes.String().getClass();
+            case "json" -> JsonSerde.class;
             default -> throw new IllegalArgumentException("unknown defaults " + defaults);
         });
 
