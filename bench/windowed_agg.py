@@ -1,12 +1,15 @@
-"""Broker benchmark: the same windowed aggregation through this engine, Quix Streams and a
-hand-written confluent-kafka loop, against one local Kafka broker, in one run.
+"""Broker benchmark: the same windowed aggregation through this engine, Quix Streams, a
+hand-written confluent-kafka loop and Apache Kafka Streams 4.1.1 itself, against one local
+Kafka broker, in one run.
 
 Workload: ``--records`` JSON orders pre-produced to a 2-partition topic (Quix Streams skips
 the repartition topic for a 1-partition input), order-id keys, event timestamps ~20 ms
 apart; rekeyed by region through a repartition topic; summed in 5-minute tumbling windows
 (grace longer than the input's span, see ``bench.wa_common``) in RocksDB with a changelog;
 under exactly-once and at-least-once. Each engine runs in its own process (``bench.wa_ours``,
-``bench.wa_quix`` in ``.venv-quix``, ``bench.wa_raw``) with the same commit interval: 100 ms
+``bench.wa_quix`` in ``.venv-quix``, ``bench.wa_raw``, ``bench/java/WindowedAgg.java``
+compiled against the jars ``make setup`` fetched for the conformance harness) with the same
+commit interval: 100 ms
 under exactly-once (Kafka Streams' default; Quix's own default is 5 s), 1 s under
 at-least-once (Kafka Streams' 30 s would dominate a run of a few seconds).
 
@@ -14,16 +17,20 @@ Throughput = records / seconds from the moment the runner starts its application
 ``READY``) until the consumer group has committed the whole input and every record of the
 repartition topic (the output is committed with those offsets: in the same transaction under
 exactly-once, flushed before the offset commit under at-least-once). Afterwards the output
-is read back (read_committed) and the last value per (region, window) must equal the
-expected sums for every engine, so no one wins by doing less.
+is read back (read_committed, to the end offsets of every partition) and the last value per
+(region, window) must equal the expected sums for every engine, so no one wins by doing less.
+``ours-2t`` and ``java-2t`` are the same runners with ``num.stream.threads=2`` (the input's
+partition count). The table shows every run's CPU time and peak RSS.
 
-    python -m bench.windowed_agg [--records 200000] [--modes eos,alos] [--engines ours,quix,raw]
+    python -m bench.windowed_agg [--records 200000] [--modes eos,alos]
+                                 [--engines ours,quix,raw,java,ours-2t,java-2t]
 
 Each engine runs ``--repeat`` times per mode (interleaved, default 2: the machine is shared,
 so the summary keeps each engine's best run; the table lists every run with its CPU time).
 Prints a table, then per mode one line in this exact form (tooling reads it):
 
     windowed-agg eos: ours N rec/s, quix M rec/s, raw R rec/s, ours/quix X.XX, ours/raw Y.YY
+    windowed-agg-2 eos: ours N rec/s, java J rec/s, ours/java Z.ZZ
 """
 
 from __future__ import annotations
@@ -46,14 +53,17 @@ import orjson
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from bench.wa_common import WINDOW_MS
+from bench.wa_common import GRACE_MS, WINDOW_MS
 from streaming.testing import LocalKafkaCluster
 
 REPO = Path(__file__).resolve().parents[1]
 QUIX_PYTHON = Path(os.environ.get("QUIX_PYTHON", REPO / ".venv-quix" / "bin" / "python"))
 REGIONS = ["EU", "US", "APAC", "LATAM", "MEA"]
-ENGINES = ("ours", "quix", "raw")
+ENGINES = ("ours", "quix", "raw", "java", "ours-2t", "java-2t")
 MODULES = {"ours": "bench.wa_ours", "quix": "bench.wa_quix", "raw": "bench.wa_raw"}
+JAVA_SOURCE = REPO / "bench" / "java" / "WindowedAgg.java"
+JAVA_JARS = REPO / ".jars" / "streams"
+JAVA_CLASSES = REPO / ".jars" / "bench-classes"
 DEFAULT_COMMIT_MS = {"eos": 100, "alos": 1000}
 
 
@@ -66,6 +76,7 @@ class Result:
     seconds: float = 0.0
     cpu_seconds: float = 0.0
     output_records: int = 0
+    peak_rss_mb: float = 0.0
     windows: int = 0
     correct: bool = False
     error: str = ""
@@ -213,32 +224,96 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _peak_rss_mb(pid: int) -> float:
+    """The peak resident set (``VmHWM``) of a live process, in MB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def java_classes() -> Path:
+    """Compile ``bench/java/WindowedAgg.java`` (once per change) against Kafka Streams' jars."""
+    if not any(JAVA_JARS.glob("kafka-streams-*.jar")):
+        raise RuntimeError(f"Kafka Streams jars missing from {JAVA_JARS}: run `make setup`")
+    marker = JAVA_CLASSES / "WindowedAgg.class"
+    if not marker.exists() or marker.stat().st_mtime < JAVA_SOURCE.stat().st_mtime:
+        JAVA_CLASSES.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["javac", "-d", str(JAVA_CLASSES), "-cp", f"{JAVA_JARS}/*", str(JAVA_SOURCE)],
+            check=True,
+        )
+    return JAVA_CLASSES
+
+
+def runner_command(engine: str, partitions: int, ours_settings: tuple[str, ...]) -> list[str]:
+    """How to start one engine's runner (the common arguments follow)."""
+    base, _, threads = engine.partition("-")
+    if base == "java":
+        return [
+            "java",
+            "-cp",
+            f"{java_classes()}:{JAVA_JARS}/*",
+            "WindowedAgg",
+            "--threads",
+            "2" if threads == "2t" else "1",
+            "--window-ms",
+            str(WINDOW_MS),
+            "--grace-ms",
+            str(GRACE_MS),
+        ]
+    python = str(QUIX_PYTHON) if base == "quix" else sys.executable
+    cmd = [python, "-m", MODULES[base]]
+    if base == "raw":
+        cmd += ["--partitions", str(partitions)]
+    if base == "ours":
+        for item in ours_settings:
+            cmd += ["--set", item]
+        if threads == "2t":
+            cmd += ["--set", "num.stream.threads=2"]
+    return cmd
+
+
 # -- output --------------------------------------------------------------------------------
 
 
-def read_output(bootstrap: str, topic: str, quiet_s: float = 1.5) -> list[tuple[bytes, bytes]]:
+def read_output(bootstrap: str, topic: str, timeout: float = 120.0) -> list[tuple[bytes, bytes]]:
+    """Every committed record of ``topic``: read to the end offset of each partition (the
+    runner is stopped, so no transaction is open), however slowly the machine answers."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"bench-reader-{uuid.uuid4().hex[:6]}",
-            "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "isolation.level": "read_committed",
         }
     )
-    consumer.subscribe([topic])
+    meta = consumer.list_topics(topic, timeout=10).topics[topic]
+    ends = {
+        p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
+        for p in meta.partitions
+    }
+    consumer.assign([TopicPartition(topic, p, 0) for p in ends])
     out: list[tuple[bytes, bytes]] = []
-    last = time.monotonic()
+    pending = {p for p, end in ends.items() if end > 0}
+    deadline = time.monotonic() + timeout
     try:
-        while time.monotonic() - last < quiet_s:
-            for msg in consumer.consume(num_messages=5000, timeout=0.2):
+        while pending:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"reading {topic}: partitions {sorted(pending)} never ended")
+            for msg in consumer.consume(num_messages=5000, timeout=0.5):
                 if msg.error() is not None:
                     if msg.error().code() != KafkaError._PARTITION_EOF:
                         raise RuntimeError(msg.error())
+                    # the end of what read_committed may see: past the last commit marker
+                    if msg.offset() >= ends[msg.partition()] - 1:
+                        pending.discard(msg.partition())
                     continue
                 out.append((msg.key(), msg.value()))
-                last = time.monotonic()
     finally:
         consumer.close()
     return out
@@ -251,7 +326,7 @@ def final_sums(engine: str, records: list[tuple[bytes, bytes]]) -> dict[tuple[st
         if engine == "quix":
             window = orjson.loads(value)
             out[(key.decode(), window["start"])] = window["value"]
-        else:  # ours and raw: region bytes + 8-byte big-endian window start, JSON number
+        else:  # ours, raw, java: region bytes + 8-byte big-endian window start, JSON number
             out[(key[:-8].decode(), int.from_bytes(key[-8:], "big", signed=True))] = orjson.loads(
                 value
             )
@@ -294,11 +369,8 @@ def run_engine(
     kafka.create_topic(output, partitions=1)
     state_dir = workdir / group
     state_dir.mkdir(parents=True)
-    python = str(QUIX_PYTHON) if engine == "quix" else sys.executable
     cmd = [
-        python,
-        "-m",
-        MODULES[engine],
+        *runner_command(engine, partitions, ours_settings),
         "--bootstrap",
         kafka.bootstrap_servers,
         "--input",
@@ -314,12 +386,9 @@ def run_engine(
         "--commit-interval-ms",
         str(commit_ms),
     ]
-    if engine == "raw":
-        cmd += ["--partitions", str(partitions)]
-    if engine == "ours":
-        for item in ours_settings:
-            cmd += ["--set", item]
-    if profile_dir is not None:  # wall-clock profile (idle included) of the runner
+    if profile_dir is not None and not engine.startswith(
+        "java"
+    ):  # wall-clock profile (idle included) of the runner
         out = profile_dir / f"{engine}-{mode}.txt"
         cmd = ["py-spy", "record", "--idle", "-r", "200", "-f", "raw", "-o", str(out), "--", *cmd]
     log_path = workdir / f"{group}.log"
@@ -349,6 +418,7 @@ def run_engine(
                 time.sleep(0.05)
             result.seconds = time.monotonic() - started
             result.cpu_seconds = _cpu_seconds(proc.pid) - cpu0
+            result.peak_rss_mb = _peak_rss_mb(proc.pid)
         except Exception as exc:
             result.error = str(exc)
         finally:
@@ -356,7 +426,8 @@ def run_engine(
             # the runner leads its own process group (with py-spy: py-spy and the runner)
             if proc.poll() is None:
                 # py-spy writes its profile on Ctrl-C; the runners close cleanly on SIGTERM
-                _signal_group(proc, signal.SIGINT if profile_dir else signal.SIGTERM)
+                profiled = profile_dir is not None and not engine.startswith("java")
+                _signal_group(proc, signal.SIGINT if profiled else signal.SIGTERM)
                 try:
                     proc.wait(60)
                 except subprocess.TimeoutExpired:
@@ -387,6 +458,20 @@ def report(mode: str, results: dict[str, Result]) -> str:
     )
 
 
+def report_two_workers(mode: str, results: dict[str, Result]) -> str:
+    """The two-worker line: both engines with ``num.stream.threads=2``."""
+
+    def rate(engine: str) -> float:
+        r = results.get(engine)
+        return r.rate if r is not None and r.correct else 0.0
+
+    ours, java = rate("ours-2t"), rate("java-2t")
+    return (
+        f"windowed-agg-2 {mode}: ours {ours:.0f} rec/s, java {java:.0f} rec/s, "
+        f"ours/java {ours / java if java else 0.0:.2f}"
+    )
+
+
 def print_table(all_results: list[Result], n: int, commit_ms: dict[str, int]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -402,6 +487,7 @@ def print_table(all_results: list[Result], n: int, commit_ms: dict[str, int]) ->
         "seconds",
         "cpu s",
         "cpu µs/rec",
+        "peak RSS MB",
         "commit ms",
         "outputs",
     ):
@@ -416,6 +502,7 @@ def print_table(all_results: list[Result], n: int, commit_ms: dict[str, int]) ->
             f"{r.seconds:.2f}",
             f"{r.cpu_seconds:.1f}",
             f"{1e6 * r.cpu_seconds / r._records:.0f}",
+            f"{r.peak_rss_mb:,.0f}",
             str(commit_ms[r.mode]),
             f"{r.output_records:,}",
             check,
@@ -496,7 +583,10 @@ def main(argv: list[str] | None = None) -> int:
                     if kept is None or (r.correct and (not kept.correct or r.rate > kept.rate)):
                         best[(mode, engine)] = r
         for mode in modes:
-            lines.append(report(mode, {e: best[(mode, e)] for e in engines}))
+            per_engine = {e: best[(mode, e)] for e in engines}
+            lines.append(report(mode, per_engine))
+            if {"ours-2t", "java-2t"} & set(engines):
+                lines.append(report_two_workers(mode, per_engine))
     print_table(all_results, args.records, commit_ms)
     for line in lines:
         print(line)

@@ -61,6 +61,15 @@ def _reduce_aggregator(reducer: Callable[[Any, Any], Any]) -> Callable[[Any, Any
     return aggregate
 
 
+def _burn_unnamed_count_store(builder: Any, materialized: Materialized | str | None) -> None:
+    """Kafka's ``count(Materialized)`` of grouped, time- and session-windowed streams burns a
+    store name first when the ``Materialized`` names none (KGroupedStreamImpl L170,
+    TimeWindowedKStreamImpl L85, SessionWindowedKStreamImpl L85), so the names generated
+    after it match Kafka's; ``count()`` without a ``Materialized`` does not."""
+    if isinstance(materialized, Materialized) and materialized.store_name is None:
+        builder.new_store_name("KSTREAM-AGGREGATE-")
+
+
 class _Grouping:
     """What every grouped stream shares: the parent node and the repartition rule."""
 
@@ -135,12 +144,15 @@ class KGroupedStream(_Grouping):
         supplier = supplier_factory(store_name)
         b.topology.add_processor(name, supplier, source)
         b.topology.add_state_store(store_builder, name)
-        return KTable(b, name, supplier, key_serde, value_serde, queryable_store_name=store_name)
+        return KTable(
+            b, name, supplier, key_serde, value_serde, queryable_store_name=mat.store_name
+        )
 
     def count(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:
         """Count records per key (null keys and values are skipped)."""
         from streaming.dsl.processors.aggregate import KStreamAggregateSupplier
 
+        _burn_unnamed_count_store(self._builder, materialized)
         return self._aggregate(
             lambda store: KStreamAggregateSupplier(store, _count_init, _count_agg),
             materialized,
@@ -278,11 +290,13 @@ class TimeWindowedKStream(_Grouping):
             supplier,
             serdes.TimeWindowedSerde(key_serde, size),
             value_serde,
-            queryable_store_name=store_name,
+            queryable_store_name=mat.store_name,
             window_grace_ms=w.grace_period_ms(),
         )
 
     def count(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:
+        if not isinstance(self.windows, SlidingWindows):  # SlidingWindowedKStreamImpl: no burn
+            _burn_unnamed_count_store(self._builder, materialized)
         return self._aggregate(
             _count_init, _count_agg, materialized, named, "KSTREAM-AGGREGATE-", serdes.Long()
         )
@@ -369,11 +383,12 @@ class SessionWindowedKStream(_Grouping):
             supplier,
             serdes.SessionWindowedSerde(key_serde),
             value_serde,
-            queryable_store_name=store_name,
+            queryable_store_name=mat.store_name,
             window_grace_ms=w.gap_ms + w.grace_ms,  # a session closes gap + grace after its end
         )
 
     def count(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:
+        _burn_unnamed_count_store(self._builder, materialized)
         return self._aggregate(
             _count_init,
             _count_agg,
@@ -429,6 +444,7 @@ class KGroupedTable:
         self._grouped = grouped
         self.key_serde = key_serde
         self.value_serde = value_serde
+        self._repartition_source: str | None = None
 
     def _aggregate(
         self,
@@ -453,19 +469,27 @@ class KGroupedTable:
         source = f"{user_name}-source" if user_name else source
         name = b.name_or(user_name, prefix)
         topic = f"{self._grouped.name or store_name}-repartition"
-        changed = _LazyChangedSerde(self.value_serde, ChangedSerde)
-        b.topology.add_internal_topic(topic)
-        b.topology.add_sink(
-            sink, topic, self._parent, key_serde=self.key_serde, value_serde=changed
-        )
-        b.topology.add_source(source, topic, key_serde=self.key_serde, value_serde=changed)
+        # Kafka's KGroupedTableImpl.doAggregate: a named grouping writes one repartition
+        # topic, whatever number of aggregations read it
+        if self._grouped.name and self._repartition_source is not None:
+            source = self._repartition_source
+        else:
+            changed = _LazyChangedSerde(self.value_serde, ChangedSerde)
+            b.topology.add_internal_topic(topic)
+            b.topology.add_sink(
+                sink, topic, self._parent, key_serde=self.key_serde, value_serde=changed
+            )
+            b.topology.add_source(source, topic, key_serde=self.key_serde, value_serde=changed)
+            self._repartition_source = source
         key_serde = mat.key_serde or self.key_serde
         value_serde = mat.value_serde or value_serde
         store_builder = b.kv_store_builder(mat, store_name, key_serde, value_serde)
         supplier = supplier_factory(store_name)
         b.topology.add_processor(name, supplier, source)
         b.topology.add_state_store(store_builder, name)
-        return KTable(b, name, supplier, key_serde, value_serde, queryable_store_name=store_name)
+        return KTable(
+            b, name, supplier, key_serde, value_serde, queryable_store_name=mat.store_name
+        )
 
     def count(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:
         from streaming.dsl.processors.table_aggregate import KTableAggregateSupplier

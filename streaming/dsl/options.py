@@ -14,6 +14,29 @@ from typing import Any
 
 from streaming.time import to_millis
 
+#: Kafka's ``Named.MAX_NAME_LENGTH`` (a topic name's limit)
+MAX_NAME_LENGTH = 249
+
+
+def validate_name(name: str) -> None:
+    """Kafka's ``Named.validate``: store names become topic names (``<app>-<store>-changelog``),
+    so they are held to Kafka's topic-name rules."""
+    from streaming.topology.graph import TopologyException
+
+    if not name:
+        raise TopologyException("Name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise TopologyException('Name cannot be "." or ".."')
+    if len(name) > MAX_NAME_LENGTH:
+        raise TopologyException(
+            f"Name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, name: {name}"
+        )
+    if not all(c.isascii() and (c.isalnum() or c in "._-") for c in name):
+        raise TopologyException(
+            f'Name "{name}" is illegal, it contains a character other than ASCII '
+            "alphanumerics, '.', '_' and '-'"
+        )
+
 
 @dataclass(frozen=True)
 class Named:
@@ -44,6 +67,7 @@ class Materialized:
     @staticmethod
     def as_(store_name_or_supplier: Any) -> Materialized:
         if isinstance(store_name_or_supplier, str):
+            validate_name(store_name_or_supplier)
             return Materialized(store_name=store_name_or_supplier)
         return Materialized(
             store_name=getattr(store_name_or_supplier, "name", None),
@@ -96,7 +120,7 @@ def as_materialized(value: Materialized | str | None) -> Materialized:
     if value is None:
         return Materialized()
     if isinstance(value, str):
-        return Materialized(store_name=value)
+        return Materialized.as_(value)
     if isinstance(value, Materialized):
         return value
     raise TypeError(f"materialized must be a store name or Materialized, got {value!r}")
