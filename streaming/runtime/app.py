@@ -519,8 +519,7 @@ class KafkaStreams:
         owner = self._directory.owner(tid)
         standbys = (
             self._directory.standby_hosts(tid, self.config.num_standby_replicas)
-            if self.config.num_standby_replicas
-            and any(not spec.source for spec in sub.changelogs.values())
+            if self.config.num_standby_replicas and sub.changelogs
             else frozenset()
         )
         return KeyQueryMetadata(owner or UNAVAILABLE_HOST, standbys, partition)

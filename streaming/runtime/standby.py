@@ -9,6 +9,11 @@ and follows their changelogs (``read_committed``) with its own consumer, writing
 checkpoint every ``commit.interval.ms``. When the task becomes active here, the standby is
 closed first (checkpoint written) and the active task restores only the changelog records
 written since.
+
+A store whose changelog is its source topic (``reuse.ktable.source.topics``) is followed only
+up to the consumer group's committed offsets, as Kafka's ``StoreChangelogReader`` limits
+standby tasks: past them the active task has not processed the records yet. A partition that
+reaches its limit waits (paused, rewound to the first record past it) until the limit moves.
 """
 
 from __future__ import annotations
@@ -45,10 +50,10 @@ class StandbyTask:
         self.partition = partition
         self.app = app
         self.task_dir = app.state_directory.task_dir(tid)
-        # a store whose changelog is its source topic is restored by the active task on
-        # takeover: reading that topic past the committed offsets would run ahead of it
-        self.changelogs = {
-            store: spec.topic for store, spec in sub.changelogs.items() if not spec.source
+        self.changelogs = {store: spec.topic for store, spec in sub.changelogs.items()}
+        #: source topics serving as changelogs: followed up to the committed offsets only
+        self.source_partitions = {
+            (spec.topic, partition) for spec in sub.changelogs.values() if spec.source
         }
         self.stores: dict[str, Any] = {}
         self.callbacks: dict[str, Any] = {}
@@ -92,7 +97,7 @@ class StandbyTask:
         self, tp: tuple[str, int], batch: list[tuple[bytes, bytes | None, int]], next_offset: int
     ) -> None:
         callback = self.callbacks.get(tp[0])
-        if callback is not None:
+        if callback is not None and batch:
             callback(batch)
             self.applied += len(batch)
         self.offsets[tp] = next_offset
@@ -141,10 +146,14 @@ class StandbyManager(threading.Thread):
         self._consumer: Consumer | None = None
         self._refresh_needed = True
         self._reassign_needed = False
+        #: committed offset of each source-topic changelog partition: the standby's limit
+        self.limits: dict[tuple[str, int], int] = {}
+        #: source-topic changelog partitions paused at their limit (-> the offset waiting)
+        self.held: dict[tuple[str, int], int] = {}
         self.stateful = {
             task_id(sub.id, p)
             for sub in app.plan.subtopologies
-            if any(not spec.source for spec in sub.changelogs.values())
+            if sub.changelogs
             for p in range(sub.num_tasks)
         }
         self.process = process_from_client_id(f"{app.client_id}-StreamThread-1-consumer")
@@ -191,6 +200,7 @@ class StandbyManager(threading.Thread):
                         self._refresh_needed = False
                         last_refresh = now
                         self._refresh()
+                        self._update_limits()
                     if self._reassign_needed:
                         self._reassign_needed = False
                         with self.lock:
@@ -255,9 +265,33 @@ class StandbyManager(threading.Thread):
             if changed:
                 self._reassign()
 
+    def _update_limits(self) -> None:
+        """Read the group's committed offsets of the source-topic changelog partitions and
+        let the held ones go on up to them."""
+        wanted = sorted(self._source_partitions())
+        if not wanted or self.app.admin is None:
+            return
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        group = self.app.config.application_id
+        request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, p in wanted])
+        futures = self.app.admin.list_consumer_group_offsets([request], require_stable=True)
+        result = futures[group].result(timeout=10)
+        with self.lock:
+            for tp in result.topic_partitions:
+                if tp.error is None:
+                    key = (tp.topic, tp.partition)
+                    self.limits[key] = max(self.limits.get(key, 0), tp.offset, 0)
+            ready = [tp for tp, offset in self.held.items() if offset < self.limits.get(tp, 0)]
+            if ready and self._consumer is not None:
+                for tp in ready:
+                    del self.held[tp]
+                self._consumer.resume([TopicPartition(t, p) for t, p in ready])
+
     def _reassign(self) -> None:
         if self._consumer is None:
             return
+        self.held.clear()  # a new assignment starts every partition unpaused
         tps = [tp for task in self.tasks.values() for tp in task.topic_partitions()]
         if tps:
             self._consumer.assign(tps)
@@ -271,18 +305,41 @@ class StandbyManager(threading.Thread):
             return
         batches: dict[tuple[str, int], list[tuple[bytes, bytes | None, int]]] = {}
         ends: dict[tuple[str, int], int] = {}
+        limits = self.limits
+        sources = self._source_partitions()
+        stopped: dict[tuple[str, int], int] = {}
         for msg in msgs:
             if msg.error() is not None:
                 continue
             tp = (msg.topic(), msg.partition())
+            offset = msg.offset()
+            if tp in sources:
+                if tp in stopped or offset >= limits.get(tp, 0):
+                    stopped.setdefault(tp, offset)
+                    continue
+                ends[tp] = offset + 1
+                if msg.key() is None:  # the source node skips these too
+                    batches.setdefault(tp, [])
+                    continue
             batches.setdefault(tp, []).append((msg.key(), msg.value(), msg.timestamp()[1]))
-            ends[tp] = msg.offset() + 1
+            ends[tp] = offset + 1
+        if stopped:
+            consumer = self._consumer
+            for (topic, partition), offset in stopped.items():
+                consumer.seek(TopicPartition(topic, partition, offset))
+            consumer.pause([TopicPartition(t, p) for t, p in stopped])
+            with self.lock:
+                self.held.update(stopped)
         with self.lock:
             by_partition = {tp: task for task in self.tasks.values() for tp in task.offsets}
             for tp, batch in batches.items():
                 task = by_partition.get(tp)
                 if task is not None:
                     task.apply(tp, batch, ends[tp])
+
+    def _source_partitions(self) -> set[tuple[str, int]]:
+        with self.lock:
+            return {tp for task in self.tasks.values() for tp in task.source_partitions}
 
     def standby_task_ids(self) -> list[str]:
         return sorted(self.tasks)

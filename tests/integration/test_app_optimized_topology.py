@@ -95,7 +95,78 @@ def test_optimized_application_restores_source_table_from_its_topic(kafka_cluste
         produce(bootstrap, orders, [(b"k1", b"1", T0 + 3), (b"k2", b"1", T0 + 3)])
         msgs = settle(bootstrap, [out])
         rows = [(k, v) for _t, _p, _o, k, v, _h in msgs]
-        assert len(rows) == 12
-        assert sorted(rows[10:]) == [(b"k1", b"30"), (b"k2", b"10")]
+        first = [(f"k{i}".encode(), b"20") for i in range(10)]
+        assert sorted(rows) == sorted([*first, (b"k1", b"30"), (b"k2", b"10")])
     finally:
         app.close(timeout=30)
+
+
+def test_standby_follows_a_source_table_up_to_the_committed_offsets(kafka_cluster, tmp_path):
+    """With ``reuse.ktable.source.topics`` the standby replica reads the source topic, only as
+    far as the group has committed, and the survivor takes over from its checkpoint."""
+    from test_app_support import wait_for
+
+    from streaming.runtime.metadata import HostInfo
+
+    bootstrap = kafka_cluster.bootstrap_servers
+    prices, out = unique("prices"), unique("out")
+    for topic in (prices, out):
+        kafka_cluster.create_topic(topic, partitions=2)
+    app_id = unique("standby-source")
+
+    def topology():
+        b = StreamsBuilder()
+        table = b.table(prices, materialized="price-store", key_serde=S, value_serde=S)
+        table.to_stream().to(out, key_serde=S, value_serde=S)
+        return b
+
+    apps: dict[HostInfo, KafkaStreams] = {}
+    for i, port in enumerate((7211, 7212)):
+        config = {
+            "application.id": app_id,
+            "bootstrap.servers": bootstrap,
+            "processing.guarantee": "exactly_once_v2",
+            "topology.optimization": "all",
+            "num.standby.replicas": 1,
+            "state.dir": str(tmp_path / f"i{i}"),
+            "application.server": f"localhost:{port}",
+            "commit.interval.ms": 100,
+        }
+        app = KafkaStreams(topology(), config)
+        app.start()
+        apps[HostInfo("localhost", port)] = app
+    a, b = apps.values()
+    n = 400
+    try:
+        wait_for(
+            lambda: all(len(x.local_tasks()) == 1 and x.state is State.RUNNING for x in (a, b)),
+            60,
+            "one task per instance",
+        )
+        produce(bootstrap, prices, ((f"k{i}".encode(), f"{i}".encode(), T0 + i) for i in range(n)))
+        read_all(bootstrap, [out], until=lambda m: len(m) >= n, timeout=60)
+        wait_for(
+            lambda: sum(t.applied for x in (a, b) for t in x.standby.tasks.values()) == n,
+            30,
+            "standbys to follow the source topic to the committed offsets",
+        )
+        # no standby ever ran ahead of what the group committed
+        for x in (a, b):
+            for (topic, partition), offset in x.standby.limits.items():
+                task = next(t for t in x.standby.tasks.values() if (topic, partition) in t.offsets)
+                assert task.offsets[(topic, partition)] <= offset
+        meta = a.metadata_for_key("price-store", "k1", S)
+        leaving, staying = (a, b) if apps[meta.active_host] is a else (b, a)
+        moved = next(iter(leaving.local_tasks()))
+        assert leaving.close(60)
+        wait_for(lambda: len(staying.local_tasks()) == 2, 60, "the survivor to take over")
+        assert staying.wait_until(State.RUNNING, 30)
+        store = staying.store("price-store")
+        assert all(store.get(f"k{i}") == f"{i}" for i in range(n))
+        partition = int(moved.split("_")[1])
+        progress = staying.metrics()["restore-progress"].get(f"{prices}-{partition}")
+        # restored from the standby's checkpoint, not from the start of the source topic
+        assert progress is None or progress["start-offset"] > 0, progress
+    finally:
+        for app in (a, b):
+            app.close(60)
