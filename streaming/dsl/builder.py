@@ -80,6 +80,8 @@ class InternalBuilder:
         #: what ``topology.optimization`` needs to know (streaming.dsl.optimizer)
         self.graph = GraphMarks()
         self.optimized = False
+        #: errors Kafka raises at build() rather than when the DSL call is made
+        self.deferred_errors: list[Exception] = []
 
     def rewrite_repartition_nodes(self) -> None:
         """Kafka's ``rewriteRepartitionNodes`` (KIP-962): a repartition topic lets null keys
@@ -415,17 +417,24 @@ class StreamsBuilder:
         store_builder = b.kv_store_builder(mat, store_name, key_serde, value_serde)
         supplier = KTableSourceSupplier(store_name, store_builder, b.topology, processor)
         supplier.store_name = store_name  # always materialised, in the global store
-        b.topology.add_global_store(
-            store_builder,
-            source,
-            key_serde,
-            value_serde,
-            topic,
-            processor,
-            supplier,
-            timestamp_extractor=timestamp_extractor,
-            reprocess_on_restore=False,
-        )
+        from streaming.topology.graph import TopologyException
+
+        try:
+            b.topology.add_global_store(
+                store_builder,
+                source,
+                key_serde,
+                value_serde,
+                topic,
+                processor,
+                supplier,
+                timestamp_extractor=timestamp_extractor,
+                reprocess_on_restore=False,
+            )
+        except TopologyException as exc:
+            # Kafka writes a global table into the topology at build(): a topic that another
+            # source reads fails there, not here
+            b.deferred_errors.append(exc)
         return GlobalKTable(store_name, mat.store_name, key_serde, value_serde)
 
     def add_state_store(self, store_builder: Any) -> StreamsBuilder:
@@ -441,6 +450,8 @@ class StreamsBuilder:
         from streaming.dsl.optimizer import optimize
 
         b = self._internal
+        if b.deferred_errors:
+            raise b.deferred_errors[0]
         if not b.optimized:
             optimize(b, config or {})
             b.optimized = True

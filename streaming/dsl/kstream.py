@@ -15,6 +15,7 @@ from streaming.dsl.options import (
     as_materialized,
 )
 from streaming.dsl.processors import stateless
+from streaming.time import RecordTimestampExtractor
 from streaming.topology.processor import ProcessorSupplier
 
 if TYPE_CHECKING:
@@ -41,6 +42,17 @@ class NullKeyFilter:
 
     def __call__(self, key: Any, value: Any) -> bool:
         return self.relaxed or key is not None
+
+
+def check_supplier(supplier: Any) -> None:
+    """Kafka's ``ApiUtils.checkSupplier``: every task needs its own processor, so a supplier
+    must make a new one on every call."""
+    if callable(supplier) and supplier() is supplier():
+        kind = getattr(supplier, "__qualname__", type(supplier).__qualname__)
+        raise ValueError(
+            f"{kind} generates single reference. {kind}#get() must return a new object each "
+            "time it is called."
+        )
 
 
 def create_repartition(
@@ -87,7 +99,15 @@ def create_repartition(
         value_serde=value_serde,
         partitioner=partitioner,
     )
-    topology.add_source(source, topic, key_serde=key_serde, value_serde=value_serde)
+    # Kafka's FailOnInvalidTimestamp: a repartition topic's records keep the timestamps
+    # they were written with (the default extractor ran before the repartition)
+    topology.add_source(
+        source,
+        topic,
+        key_serde=key_serde,
+        value_serde=value_serde,
+        timestamp_extractor=RecordTimestampExtractor(),
+    )
     builder.graph.repartitions.append(
         RepartitionMark(filter_name, sink, source, topic, optimizable)
     )
@@ -278,12 +298,12 @@ class KStream:
             name, stateless.supplier(stateless.PassThrough), self.name, other.name
         )
         self._builder.graph.merge.append(name)
-        same = self.key_serde is other.key_serde and self.value_serde is other.value_serde
+        # KStreamImpl.doMerge: no serdes, "as we cannot safely use either one"
         return KStream(
             self._builder,
             name,
-            self.key_serde if same else None,
-            self.value_serde if same else None,
+            None,
+            None,
             repartition_required=self.repartition_required or other.repartition_required,
         )
 
@@ -388,7 +408,9 @@ class KStream:
         value_serde = mat.value_serde or self.value_serde
         parent = self.name
         if self.repartition_required:
-            parent = create_repartition(b, self.name, f"{name}-repartition", key_serde, value_serde)
+            # Kafka passes the processor name as the prefix: a generated one gives generated
+            # node names, and the topic "<name>-repartition"
+            parent = create_repartition(b, self.name, name, key_serde, value_serde)
         store_builder = b.kv_store_builder(mat, store_name, key_serde, value_serde)
         supplier = KTableSourceSupplier(store_name, store_builder, b.topology, name)
         b.topology.add_processor(name, supplier, parent)
@@ -403,6 +425,7 @@ class KStream:
     def process(self, supplier: ProcessorSupplier, *store_names: str, named: Any = None) -> KStream:
         """Run a ``Processor`` per record; it may forward any key/value (repartition-marking)."""
         # Kafka generates a name only when none is given (no counter burn)
+        check_supplier(supplier)
         name = _named(named) or self._builder.new_processor_name("KSTREAM-PROCESSOR-")
         self._builder.topology.add_processor(name, supplier, self.name)
         self._builder.graph.process.add(name)
@@ -415,6 +438,7 @@ class KStream:
     ) -> KStream:
         """Run a ``FixedKeyProcessor`` per record: values may change, keys never do."""
         # Kafka generates a name only when none is given (no counter burn)
+        check_supplier(supplier)
         name = _named(named) or self._builder.new_processor_name("KSTREAM-PROCESSVALUES-")
         self._builder.topology.add_processor(name, supplier, self.name, fixed_key=True)
         self._builder.graph.process_values.add(name)

@@ -49,12 +49,13 @@ class KTable:
         supplier: TableSupplier,
         value_serde: Any,
         store_name: str | None,
+        key_serde: Any = None,
     ) -> KTable:
         return KTable(
             self._builder,
             name,
             supplier,
-            self.key_serde,
+            key_serde if key_serde is not None else self.key_serde,
             value_serde,
             queryable_store_name=store_name,
             window_grace_ms=self.window_grace_ms,
@@ -85,7 +86,15 @@ class KTable:
         name = self._builder.name_or(_named(named), "KTABLE-FILTER-")
         supplier = KTableFilterSupplier(self.supplier, predicate, negate, store_name, store_builder)
         self._builder.topology.add_processor(name, supplier, self.name)
-        return self._derive(name, supplier, self.value_serde, store_name)
+        # KTableImpl.doFilter: Materialized's serdes, else the parent's
+        mat = materialized if isinstance(materialized, Materialized) else None
+        return self._derive(
+            name,
+            supplier,
+            (mat and mat.value_serde) or self.value_serde,
+            store_name,
+            key_serde=mat.key_serde if mat is not None else None,
+        )
 
     def filter(
         self,
@@ -123,7 +132,43 @@ class KTable:
             self.supplier, mapper, with_key, store_name, store_builder
         )
         self._builder.topology.add_processor(name, supplier, self.name)
-        return self._derive(name, supplier, mat_serde, store_name)
+        # KTableImpl.mapValues: Materialized's key serde, else the parent's; its value serde
+        key_serde = materialized.key_serde if isinstance(materialized, Materialized) else None
+        return self._derive(name, supplier, mat_serde, store_name, key_serde=key_serde)
+
+    def transform_values(
+        self,
+        transformer_supplier: Callable[[], Any],
+        *store_names: str,
+        materialized: Materialized | str | None = None,
+        named: Any = None,
+    ) -> KTable:
+        """A new value per row from a ``ValueTransformerWithKey`` (``init(context)``,
+        ``transform(key, value)``, ``close()``) made per task by ``transformer_supplier``;
+        it may use the named state stores, and sees deletes (``None``) too."""
+        from streaming.dsl.kstream import check_supplier
+        from streaming.dsl.processors.table_transform import KTableTransformValuesSupplier
+
+        check_supplier(transformer_supplier)
+        mat = Materialized.as_(materialized) if isinstance(materialized, str) else materialized
+        store_name = store_builder = None
+        key_serde = value_serde = None
+        if mat is not None:
+            # KTableImpl.doTransformValues: no index burnt; materialised only when named
+            key_serde, value_serde = mat.key_serde, mat.value_serde
+            if mat.store_name is not None:
+                store_name = mat.store_name
+                store_builder = self._builder.kv_store_builder(
+                    mat, store_name, mat.key_serde or self.key_serde, mat.value_serde
+                )
+        name = self._builder.name_or(_named(named), "KTABLE-TRANSFORMVALUES-")
+        supplier = KTableTransformValuesSupplier(
+            self.supplier, transformer_supplier, store_name, store_builder
+        )
+        self._builder.topology.add_processor(name, supplier, self.name)
+        if store_names:
+            self._builder.topology.connect_processor_and_state_stores(name, *store_names)
+        return self._derive(name, supplier, value_serde, store_name, key_serde=key_serde)
 
     def to_stream(
         self, mapper: Callable[[Any, Any], Any] | None = None, named: Any = None

@@ -212,7 +212,9 @@ class TopologyTestDriver:
         produced, self._produced = self._produced, []
         for rec in produced:
             self._outputs.setdefault(rec.topic, deque()).append(rec)
-            if rec.topic in self._internal and self._task.source_for(rec.topic) is not None:
+            # Kafka's captureOutputsAndReEnqueueInternalResults: a record written to a topic
+            # the topology reads (internal or not) is processed again, and stays readable
+            if self._task.source_for(rec.topic) is not None:
                 self._enqueue(rec.topic, rec.key, rec.value, rec.timestamp, rec.headers)
             if self._global is not None and rec.topic in self._global.topics:
                 self._global.update(rec.topic, rec.key, rec.value, rec.timestamp, rec.headers)
