@@ -28,14 +28,20 @@ import uuid
 from typing import Any
 
 import pytest
-from scenario_utils import is_check_supplier_call
+from scenario_utils import (
+    STRING_ADDER,
+    STRING_INIT,
+    STRING_REMOVER,
+    TOSTRING_ADDER,
+    TOSTRING_REMOVER,
+    MockApiProcessorSupplier,
+)
 
 from streaming import (
     Consumed,
     Grouped,
     KeyValue,
     Materialized,
-    Processor,
     StreamsBuilder,
     TopologyException,
     TopologyTestDriver,
@@ -48,25 +54,9 @@ TOPIC = "input"
 
 
 # MockInitializer.STRING_INIT, MockAggregator.TOSTRING_ADDER / TOSTRING_REMOVER
-def STRING_INIT() -> str:
-    return "0"
-
-
-def TOSTRING_ADDER(agg_key: Any, value: Any, aggregate: Any) -> str:
-    return f"{aggregate}+{value}"
-
-
-def TOSTRING_REMOVER(agg_key: Any, value: Any, aggregate: Any) -> str:
-    return f"{aggregate}-{value}"
 
 
 # MockReducer
-def STRING_ADDER(value1: str, value2: str) -> str:
-    return value1 + "+" + value2
-
-
-def STRING_REMOVER(value1: str, value2: str) -> str:
-    return value1 + "-" + value2
 
 
 def INTEGER_ADDER(value1: int, value2: int) -> int:
@@ -85,36 +75,6 @@ def select_value_key_value_mapper(key: Any, value: Any) -> KeyValue:
 def int_projection(key: str, value: float) -> KeyValue:
     # (key, value) -> KeyValue.pair(key, value.intValue())
     return KeyValue(key, int(value))
-
-
-class MockApiProcessor(Processor):
-    def __init__(self) -> None:
-        self.last_value_and_timestamp_per_key: dict[Any, ValueAndTimestamp] = {}
-        self.processed: list[Any] = []
-
-    def process(self, record: Any) -> None:
-        if record.value is not None:
-            self.last_value_and_timestamp_per_key[record.key] = ValueAndTimestamp.make(
-                record.value, record.timestamp
-            )
-        else:
-            self.last_value_and_timestamp_per_key.pop(record.key, None)
-        self.processed.append(record)
-
-
-class MockApiProcessorSupplier:
-    def __init__(self) -> None:
-        self.processors: list[MockApiProcessor] = []
-
-    def __call__(self) -> MockApiProcessor:
-        processor = MockApiProcessor()
-        if not is_check_supplier_call():
-            self.processors.append(processor)
-        return processor
-
-    def the_captured_processor(self) -> MockApiProcessor:
-        assert len(self.processors) == 1, "the number of processors"
-        return self.processors[0]
 
 
 @pytest.fixture
@@ -199,7 +159,7 @@ def test_should_reduce(builder: StreamsBuilder, props: dict[str, Any]) -> None:
     supplier = get_reduced_results(reduced)
     with TopologyTestDriver(builder.build(), props) as driver:
         assert_reduced(
-            supplier.the_captured_processor().last_value_and_timestamp_per_key, TOPIC, driver
+            supplier.the_captured_processor().last_value_and_timestamp_per_key(), TOPIC, driver
         )
         assert reduced.queryable_store_name == "reduced"
 
@@ -222,7 +182,7 @@ def test_should_reduce_with_internal_store_name(
     supplier = get_reduced_results(reduced)
     with TopologyTestDriver(builder.build(), props) as driver:
         assert_reduced(
-            supplier.the_captured_processor().last_value_and_timestamp_per_key, TOPIC, driver
+            supplier.the_captured_processor().last_value_and_timestamp_per_key(), TOPIC, driver
         )
         assert reduced.queryable_store_name is None
 
@@ -245,7 +205,7 @@ def test_should_reduce_and_materialize_results(
     supplier = get_reduced_results(reduced)
     with TopologyTestDriver(builder.build(), props) as driver:
         assert_reduced(
-            supplier.the_captured_processor().last_value_and_timestamp_per_key, TOPIC, driver
+            supplier.the_captured_processor().last_value_and_timestamp_per_key(), TOPIC, driver
         )
         reduce = driver.get_key_value_store("reduce")
         assert reduce.get("A") == 5

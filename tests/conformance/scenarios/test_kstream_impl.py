@@ -57,11 +57,15 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
-from scenario_utils import is_check_supplier_call
+from scenario_utils import (
+    TOSTRING_JOINER,
+    KeyValueTimestamp,
+    MockApiProcessorSupplier,
+    ms,
+)
 
 from streaming import (
     Consumed,
@@ -86,52 +90,9 @@ from streaming.testing import TestRecord
 from streaming.time import RecordTimestampExtractor
 
 
-def ms(millis: int) -> timedelta:  # Duration.ofMillis
-    return timedelta(milliseconds=millis)
-
-
-def TOSTRING_JOINER(value1: Any, value2: Any) -> str:  # MockValueJoiner.TOSTRING_JOINER
-    return f"{value1}+{value2}"
-
-
 def select_value_key_value_mapper(key: Any, value: Any) -> KeyValue:
     # MockMapper.selectValueKeyValueMapper()
     return KeyValue(value, value)
-
-
-class KeyValueTimestamp(NamedTuple):
-    key: Any
-    value: Any
-    timestamp: int
-
-
-class MockApiProcessor(Processor):
-    def __init__(self) -> None:
-        self._processed: list[KeyValueTimestamp] = []
-
-    def process(self, record: Any) -> None:
-        self._processed.append(KeyValueTimestamp(record.key, record.value, record.timestamp))
-
-    def processed(self) -> list[KeyValueTimestamp]:
-        return list(self._processed)
-
-
-class MockApiProcessorSupplier:
-    def __init__(self) -> None:
-        self.processors: list[MockApiProcessor] = []
-
-    def __call__(self) -> MockApiProcessor:
-        processor = MockApiProcessor()
-        if not is_check_supplier_call():
-            self.processors.append(processor)
-        return processor
-
-    def the_captured_processor(self) -> MockApiProcessor:
-        return self.captured_processors(1)[0]
-
-    def captured_processors(self, expected_number_of_processors: int) -> list[MockApiProcessor]:
-        assert len(self.processors) == expected_number_of_processors
-        return self.processors
 
 
 class MockApiFixedKeyProcessor(FixedKeyProcessor):

@@ -41,10 +41,20 @@ SupplierIsNull,MaterializedIsNull,StoreNamesNull}`` (the last two also use Mocki
 from __future__ import annotations
 
 import uuid
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
-from scenario_utils import is_check_supplier_call
+from scenario_utils import (
+    STRING_ADDER,
+    STRING_INIT,
+    STRING_REMOVER,
+    TOSTRING_ADDER,
+    TOSTRING_JOINER,
+    TOSTRING_REMOVER,
+    KeyValueTimestamp,
+    MockApiProcessor,
+    MockApiProcessorSupplier,
+)
 
 from streaming import (
     Consumed,
@@ -52,7 +62,6 @@ from streaming import (
     KeyValue,
     KTable,
     Materialized,
-    Processor,
     Produced,
     StreamsBuilder,
     Topology,
@@ -64,64 +73,8 @@ from streaming import (
 # MockReducer.STRING_ADDER / STRING_REMOVER, MockValueJoiner.TOSTRING_JOINER
 
 
-def STRING_INIT() -> str:
-    return "0"
-
-
-def TOSTRING_ADDER(agg_key: Any, value: Any, aggregate: Any) -> str:
-    return f"{aggregate}+{value}"
-
-
-def TOSTRING_REMOVER(agg_key: Any, value: Any, aggregate: Any) -> str:
-    return f"{aggregate}-{value}"
-
-
-def STRING_ADDER(value1: str, value2: str) -> str:
-    return value1 + "+" + value2
-
-
-def STRING_REMOVER(value1: str, value2: str) -> str:
-    return value1 + "-" + value2
-
-
-def TOSTRING_JOINER(value1: Any, value2: Any) -> str:
-    return f"{value1}+{value2}"
-
-
 def no_op_key_value_mapper(key: Any, value: Any) -> KeyValue:  # MockMapper.noOpKeyValueMapper
     return KeyValue(key, value)
-
-
-class KeyValueTimestamp(NamedTuple):
-    key: Any
-    value: Any
-    timestamp: int
-
-
-class MockApiProcessor(Processor):
-    def __init__(self) -> None:
-        self._processed: list[KeyValueTimestamp] = []
-
-    def process(self, record: Any) -> None:
-        self._processed.append(KeyValueTimestamp(record.key, record.value, record.timestamp))
-
-    def processed(self) -> list[KeyValueTimestamp]:
-        return list(self._processed)
-
-
-class MockApiProcessorSupplier:
-    def __init__(self) -> None:
-        self.processors: list[MockApiProcessor] = []
-
-    def __call__(self) -> MockApiProcessor:
-        processor = MockApiProcessor()
-        if not is_check_supplier_call():
-            self.processors.append(processor)
-        return processor
-
-    def captured_processors(self, expected_number_of_processors: int) -> list[MockApiProcessor]:
-        assert len(self.processors) == expected_number_of_processors
-        return self.processors
 
 
 @pytest.fixture

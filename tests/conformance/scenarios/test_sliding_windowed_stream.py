@@ -22,18 +22,22 @@ Skipped (10 tests), Java null-argument checks with no Python counterpart (``None
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 from typing import Any
 
 import pytest
-from scenario_utils import is_check_supplier_call
+from scenario_utils import (
+    STRING_ADDER,
+    STRING_INIT,
+    TOSTRING_ADDER,
+    MockApiProcessorSupplier,
+    ms,
+)
 
 from streaming import (
     Consumed,
     Grouped,
     KeyValue,
     Materialized,
-    Processor,
     SlidingWindows,
     StreamsBuilder,
     TimeWindow,
@@ -46,52 +50,7 @@ from streaming.state import Stores, ValueAndTimestamp
 TOPIC = "input"
 
 
-def ms(millis: int) -> timedelta:  # Duration.ofMillis
-    return timedelta(milliseconds=millis)
-
-
 # MockInitializer.STRING_INIT, MockAggregator.TOSTRING_ADDER, MockReducer.STRING_ADDER
-def STRING_INIT() -> str:
-    return "0"
-
-
-def TOSTRING_ADDER(agg_key: Any, value: Any, aggregate: Any) -> str:
-    return f"{aggregate}+{value}"
-
-
-def STRING_ADDER(value1: str, value2: str) -> str:
-    return value1 + "+" + value2
-
-
-class MockApiProcessor(Processor):
-    def __init__(self) -> None:
-        self._last_value_and_timestamp_per_key: dict[Any, ValueAndTimestamp] = {}
-
-    def process(self, record: Any) -> None:
-        if record.value is not None:
-            self._last_value_and_timestamp_per_key[record.key] = ValueAndTimestamp.make(
-                record.value, record.timestamp
-            )
-        else:
-            self._last_value_and_timestamp_per_key.pop(record.key, None)
-
-    def last_value_and_timestamp_per_key(self) -> dict[Any, ValueAndTimestamp]:
-        return self._last_value_and_timestamp_per_key
-
-
-class MockApiProcessorSupplier:
-    def __init__(self) -> None:
-        self.processors: list[MockApiProcessor] = []
-
-    def __call__(self) -> MockApiProcessor:
-        processor = MockApiProcessor()
-        if not is_check_supplier_call():
-            self.processors.append(processor)
-        return processor
-
-    def the_captured_processor(self) -> MockApiProcessor:
-        assert len(self.processors) == 1, "the number of processors"
-        return self.processors[0]
 
 
 @pytest.fixture

@@ -24,11 +24,17 @@ Skipped (10 tests), Java null-argument checks with no Python counterpart (``None
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
-from scenario_utils import is_check_supplier_call
+from scenario_utils import (
+    STRING_ADDER,
+    STRING_INIT,
+    TOSTRING_ADDER,
+    KeyValueTimestamp,
+    MockApiProcessorSupplier,
+    ms,
+)
 
 from streaming import (
     Consumed,
@@ -36,7 +42,6 @@ from streaming import (
     Grouped,
     KeyValue,
     Materialized,
-    Processor,
     StreamsBuilder,
     TimeWindow,
     TimeWindows,
@@ -64,10 +69,6 @@ DATA = [
 DATA_IDS = ["update-cache", "update-nocache", "close-cache", "close-nocache"]
 
 
-def ms(millis: int) -> timedelta:  # Duration.ofMillis
-    return timedelta(milliseconds=millis)
-
-
 def for_type(strategy_type: str) -> EmitStrategy:  # StrategyType.forType
     if strategy_type == ON_WINDOW_CLOSE:
         return EmitStrategy.on_window_close()
@@ -75,48 +76,6 @@ def for_type(strategy_type: str) -> EmitStrategy:  # StrategyType.forType
 
 
 # MockInitializer.STRING_INIT, MockAggregator.TOSTRING_ADDER, MockReducer.STRING_ADDER
-def STRING_INIT() -> str:
-    return "0"
-
-
-def TOSTRING_ADDER(agg_key: Any, value: Any, aggregate: Any) -> str:
-    return f"{aggregate}+{value}"
-
-
-def STRING_ADDER(value1: str, value2: str) -> str:
-    return value1 + "+" + value2
-
-
-class KeyValueTimestamp(NamedTuple):
-    key: Any
-    value: Any
-    timestamp: int
-
-
-class MockApiProcessor(Processor):
-    def __init__(self) -> None:
-        self._processed: list[KeyValueTimestamp] = []
-
-    def process(self, record: Any) -> None:
-        self._processed.append(KeyValueTimestamp(record.key, record.value, record.timestamp))
-
-    def processed(self) -> list[KeyValueTimestamp]:
-        return list(self._processed)
-
-
-class MockApiProcessorSupplier:
-    def __init__(self) -> None:
-        self.processors: list[MockApiProcessor] = []
-
-    def __call__(self) -> MockApiProcessor:
-        processor = MockApiProcessor()
-        if not is_check_supplier_call():
-            self.processors.append(processor)
-        return processor
-
-    def the_captured_processor(self) -> MockApiProcessor:
-        assert len(self.processors) == 1, "the number of processors"
-        return self.processors[0]
 
 
 def get_streams_config(tmp_path: Any) -> dict[str, Any]:
