@@ -188,7 +188,26 @@ class KTableSourceProcessor(Processor):
         )
 
 
-class KTableFilterSupplier(TableSupplier):
+class DerivedTableSupplier(TableSupplier):
+    """A table computed row by row from its parent (filter, map_values, transform_values):
+    materialised in ``store_builder`` when it has a store name, else old values come from
+    recomputing the parent's."""
+
+    parent: TableSupplier
+    store_builder: Any = None
+
+    def enable_sending_old_values(self, force_materialization: bool) -> bool:
+        if self.store_name is not None or self.parent.enable_sending_old_values(
+            force_materialization
+        ):
+            self.send_old_values = True
+        return self.send_old_values
+
+    def stores(self) -> list[Any]:
+        return [self.store_builder] if self.store_builder is not None else []
+
+
+class KTableFilterSupplier(DerivedTableSupplier):
     """``KTable.filter`` / ``filter_not``."""
 
     def __init__(
@@ -207,16 +226,6 @@ class KTableFilterSupplier(TableSupplier):
         # KAFKA-10077: if the parent is materialised anyway, take its old values and so
         # avoid forwarding tombstones for rows that were never in the filtered table
         self.send_old_values = parent.enable_sending_old_values(False)
-
-    def enable_sending_old_values(self, force_materialization: bool) -> bool:
-        if self.store_name is not None or self.parent.enable_sending_old_values(
-            force_materialization
-        ):
-            self.send_old_values = True
-        return self.send_old_values
-
-    def stores(self) -> list[Any]:
-        return [self.store_builder] if self.store_builder is not None else []
 
     def __call__(self) -> Processor:
         return KTableFilterProcessor(self)
@@ -268,7 +277,7 @@ class KTableFilterProcessor(Processor):
             self.context.forward(out)
 
 
-class KTableMapValuesSupplier(TableSupplier):
+class KTableMapValuesSupplier(DerivedTableSupplier):
     """``KTable.map_values``."""
 
     def __init__(
@@ -284,16 +293,6 @@ class KTableMapValuesSupplier(TableSupplier):
         self.with_key = with_key
         self.store_name = store_name
         self.store_builder = store_builder
-
-    def enable_sending_old_values(self, force_materialization: bool) -> bool:
-        if self.store_name is not None or self.parent.enable_sending_old_values(
-            force_materialization
-        ):
-            self.send_old_values = True
-        return self.send_old_values
-
-    def stores(self) -> list[Any]:
-        return [self.store_builder] if self.store_builder is not None else []
 
     def __call__(self) -> Processor:
         return KTableMapValuesProcessor(self)

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from streaming.dsl.change import Change
 from streaming.dsl.processors.forwarding import TupleForwarder, value_of
-from streaming.dsl.processors.table import TableSupplier
+from streaming.dsl.processors.table import DerivedTableSupplier, TableSupplier
 from streaming.dsl.processors.value_getters import (
     StoreValueGetterSupplier,
     ValueGetter,
@@ -60,7 +60,7 @@ def _call(method: Any, *args: Any) -> Any:
     return method(*args) if method is not None else None
 
 
-class KTableTransformValuesSupplier(TableSupplier):
+class KTableTransformValuesSupplier(DerivedTableSupplier):
     """``KTable.transform_values``: a new transformer per task from ``transformer_supplier``."""
 
     def __init__(
@@ -74,16 +74,6 @@ class KTableTransformValuesSupplier(TableSupplier):
         self.transformer_supplier = transformer_supplier
         self.store_name = store_name
         self.store_builder = store_builder
-
-    def enable_sending_old_values(self, force_materialization: bool) -> bool:
-        if self.store_name is not None or self.parent.enable_sending_old_values(
-            force_materialization
-        ):
-            self.send_old_values = True
-        return self.send_old_values
-
-    def stores(self) -> list[Any]:
-        return [self.store_builder] if self.store_builder is not None else []
 
     def __call__(self) -> Processor:
         return KTableTransformValuesProcessor(self, self.transformer_supplier())
