@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from streaming.dsl.change import Change
 from streaming.dsl.processors.forwarding import TupleForwarder, value_of
 from streaming.dsl.processors.table import DerivedTableSupplier, TableSupplier
+from streaming.dsl.processors.table_getters import UNKNOWN_TIMESTAMP
 from streaming.dsl.processors.value_getters import (
     StoreValueGetterSupplier,
     ValueGetter,
@@ -22,8 +23,6 @@ from streaming.dsl.processors.value_getters import (
 from streaming.runtime.nodes import StreamsException
 from streaming.state import ValueAndTimestamp
 from streaming.topology.processor import Processor, Record
-
-UNKNOWN_TIMESTAMP = -1
 
 
 class ValueTransformerWithKey(Protocol):
