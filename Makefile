@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup test test-fast test-chaos lint format run bench clean
 
-setup: $(STAMP) $(JARS)/.copied $(KAFKA_JARS)/.copied $(SPARK_JARS)/.copied
+setup: $(STAMP) $(JARS)/.copied $(KAFKA_JARS)/.copied $(SPARK_JARS)/.copied $(K8S_TOOLS)
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11+ is required ($(PYTHON) not found)"; exit 1; }
@@ -43,6 +43,25 @@ $(SPARK_JARS)/.copied: platform/spark/pom.xml
 	mvn -q -B -s platform/spark/settings.xml -f platform/spark/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DexcludeArtifactIds=scala-library,slf4j-api,lz4-java,snappy-java,spark-tags_2.13,jsr305,scala-parallel-collections_2.13 -DoutputDirectory=$(CURDIR)/$(SPARK_JARS)
 	touch $@
 
+# kustomize renders the Kubernetes manifests (platform/kubernetes) and kubeconform checks them
+# against the Kubernetes schemas (bundled by the pinned kubernetes-validate package, see
+# tests/platform/test_kubernetes.py): both built from the Go module proxy into .tools/bin.
+TOOLS_BIN := .tools/bin
+KUSTOMIZE_VERSION := v5.8.1
+KUBECONFORM_VERSION := v0.8.0
+K8S_TOOLS := $(TOOLS_BIN)/.kustomize-$(KUSTOMIZE_VERSION) $(TOOLS_BIN)/.kubeconform-$(KUBECONFORM_VERSION)
+GO ?= $(or $(shell command -v go 2>/dev/null),/usr/local/go/bin/go)
+
+$(TOOLS_BIN)/.kustomize-$(KUSTOMIZE_VERSION):
+	@test -x $(GO) || { echo "Go is required to build kustomize and kubeconform"; exit 1; }
+	GOBIN=$(CURDIR)/$(TOOLS_BIN) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	touch $@
+
+$(TOOLS_BIN)/.kubeconform-$(KUBECONFORM_VERSION):
+	@test -x $(GO) || { echo "Go is required to build kustomize and kubeconform"; exit 1; }
+	GOBIN=$(CURDIR)/$(TOOLS_BIN) $(GO) install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
+	touch $@
+
 # The long fault-injection variants (marker `chaos`) only run under `make test-chaos`;
 # `make test` runs the small variant of each chaos family.
 test: setup
@@ -68,7 +87,7 @@ format: setup
 # generator, the stream applications and the Dagster UI on http://127.0.0.1:3000.
 # Ctrl-C stops everything.
 run: setup
-	$(PY) -m assets.run
+	$(PY) -m pipelines.run
 
 # Quix Streams (the benchmark's peer) pins confluent-kafka < 2.13 and pydantic < 2.14, which
 # clash with this project's pins: it gets its own virtualenv, used only by bench/wa_quix.py.
@@ -88,4 +107,4 @@ bench: setup $(QUIX_VENV)/.installed
 	$(PY) -m bench.restore
 
 clean:
-	rm -rf $(VENV) $(QUIX_VENV) .jars .pytest_cache
+	rm -rf $(VENV) $(QUIX_VENV) .jars .pytest_cache .tools

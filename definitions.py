@@ -1,9 +1,9 @@
-"""The Dagster code location of the platform (``dagster dev -w workspace.yaml``).
+"""The Dagster code location of the platform (``dg dev -w workspace.yaml``).
 
 Assembles:
 
 - raw topic assets (``kafka/<topic>``, materialised by the ``generator`` asset) and one
-  long-running streaming asset per stream application (``assets.streams.dagster_assets``),
+  long-running streaming asset per stream application (``assets.streams``),
   plus the kappa replay asset and job;
 - the data side from ``assets.data_defs``: lake, hourly PySpark batch recompute,
   reconciliation (blocking checks), Great Expectations checks, dbt models and tests;
@@ -11,14 +11,15 @@ Assembles:
   ``reconciliation``, hourly partitions), its hourly schedule and the nightly backfill of the previous day;
 - sensors: stream watermark -> reconciliation, stream health / consumer lag, late data ->
   batch re-runs, runless materializations of the topics written outside runs;
-- resources from the environment (``resources.default_resources``).
+- resources of the deployment ``DAGSTER_DEPLOYMENT`` names (``resources.platform_resources``:
+  ``local`` embedded default, ``cluster``).
 """
 
 from dagster import Definitions
 
 from assets import data_defs
-from assets.streams.dagster_assets import STREAM_ASSETS, generator, kappa_replay, kappa_replay_job
-from resources import default_resources
+from assets.streams import STREAM_ASSETS, generator, kappa_replay, kappa_replay_job
+from resources import platform_resources
 from sensors import (
     build_health_sensor,
     build_hourly_schedule,
@@ -46,7 +47,7 @@ def build_definitions() -> Definitions:
             build_late_data_sensor(partitions_def=partitions),
             build_topic_materializations_sensor(),
         ],
-        resources={**data_defs.RESOURCES, **default_resources()},
+        resources=platform_resources(),
     )
 
 

@@ -18,19 +18,19 @@
   what is new in Kafka, recompute the hour in batch, then reconcile it with the stream.
 
 The ``kafka/<topic>`` assets (raw topics and the stream applications' outputs) are defined
-by ``assets/streams``; no resources are needed (settings come from the environment:
-``KAFKA_BOOTSTRAP_SERVERS``, ``LAKE_ROOT``, ``PLATFORM_PARTITIONS_START``, ``RECONCILE_*``).
+by ``assets.streams``. Jobs that run Spark carry the run tag ``platform/compute: spark``
+(``SPARK_TAGS``), which the cluster deployment's run queue limits.
 """
 
 from __future__ import annotations
 
 from dagster import AssetSelection, define_asset_job, in_process_executor
 
-from assets.batch.dagster_assets import BATCH_ASSETS, HOURLY, KAFKA_BATCH_ASSETS
+from assets.batch import BATCH_ASSETS, HOURLY, KAFKA_BATCH_ASSETS
 from assets.dbt_assets import DBT_ASSETS
-from assets.lake.dagster_assets import LAKE_ASSETS
-from assets.quality.dagster_checks import GX_CHECKS
-from assets.reconcile.dagster_assets import KAFKA_RECONCILE_ASSETS, RECONCILE_ASSETS
+from assets.lake import LAKE_ASSETS
+from assets.quality import GX_CHECKS
+from assets.reconcile import KAFKA_RECONCILE_ASSETS, RECONCILE_ASSETS
 from sensors.hours import HOURLY_JOB
 
 DATA_ASSETS = [
@@ -45,8 +45,11 @@ DATA_ASSET_CHECKS = [*GX_CHECKS]
 
 # The lake lands first (upstream of the batch assets), so an hour is never reconciled
 # against whatever was landed by hand; landing is idempotent and locked per topic.
+SPARK_TAGS = {"platform/compute": "spark"}
+
 HOURLY_JOB_DEF = define_asset_job(
     HOURLY_JOB,
+    tags=SPARK_TAGS,
     selection=AssetSelection.groups("lake", "batch", "reconciliation"),
     # one process: every step shares one Spark session (a JVM start costs ~50 s here)
     executor_def=in_process_executor,
@@ -59,6 +62,7 @@ HOURLY_JOB_DEF = define_asset_job(
 KAFKA_BATCH_JOB = "kafka_batch_reconcile"
 KAFKA_BATCH_JOB_DEF = define_asset_job(
     KAFKA_BATCH_JOB,
+    tags=SPARK_TAGS,
     selection=AssetSelection.groups("lake", "kappa_batch"),
     executor_def=in_process_executor,
     description="Land the lake, recompute one hour in batch straight from Kafka (PySpark's "
@@ -70,7 +74,6 @@ ASSETS = DATA_ASSETS
 ASSET_CHECKS = DATA_ASSET_CHECKS
 JOBS = [HOURLY_JOB_DEF, KAFKA_BATCH_JOB_DEF]
 HOURLY_PARTITIONS = HOURLY
-RESOURCES: dict = {}
 
 __all__ = [
     "ASSETS",
@@ -89,5 +92,5 @@ __all__ = [
     "KAFKA_RECONCILE_ASSETS",
     "LAKE_ASSETS",
     "RECONCILE_ASSETS",
-    "RESOURCES",
+    "SPARK_TAGS",
 ]

@@ -5,65 +5,16 @@ The manifest is prepared at load time (``dbt parse``, offline) when
 (``meta.dagster.asset_key`` in ``sources.yml``), models to ``dbt/<model>``.
 """
 
-import os
-import shutil
-import sys
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from dagster import AssetExecutionContext, AssetKey
-from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
+from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
 
 from assets.keys import dbt_key
-from assets.lake.paths import lake_root
-from assets.lake.writer import ensure_layout
-
-DBT_PROJECT_DIR = Path(__file__).resolve().parents[1] / "dbt_project"
-DBT_PROJECT = DbtProject(project_dir=DBT_PROJECT_DIR, profiles_dir=DBT_PROJECT_DIR)
-
-
-def dbt_env() -> dict[str, str]:
-    """``LAKE_ROOT`` / ``DUCKDB_PATH`` for dbt, defaulting to the platform's lake."""
-    lake = lake_root()
-    return {
-        "LAKE_ROOT": str(lake),
-        "DUCKDB_PATH": os.environ.get("DUCKDB_PATH") or str(lake / "warehouse.duckdb"),
-    }
-
-
-def dbt_executable() -> str:
-    """The ``dbt`` of this virtualenv (it need not be on ``PATH``), else ``dbt``."""
-    local = Path(sys.executable).parent / "dbt"
-    return str(local) if local.exists() else (shutil.which("dbt") or "dbt")
-
-
-def dbt_cli() -> DbtCliResource:
-    """A dbt CLI resource for the platform's project."""
-    return DbtCliResource(project_dir=DBT_PROJECT, dbt_executable=dbt_executable())
-
-
-def prepare_manifest() -> Path:
-    """``dbt parse`` unless the manifest exists; returns the manifest path."""
-    manifest = DBT_PROJECT.manifest_path
-    if not manifest.exists():
-        import subprocess
-
-        subprocess.run(
-            [
-                dbt_executable(),
-                "parse",
-                "--quiet",
-                "--project-dir",
-                str(DBT_PROJECT_DIR),
-                "--profiles-dir",
-                str(DBT_PROJECT_DIR),
-            ],
-            cwd=DBT_PROJECT_DIR,
-            env={**dbt_env(), **os.environ},
-            check=True,
-        )
-    return manifest
+from pipelines.dbt import DBT_PROJECT, build_args, prepare_manifest
+from pipelines.lake.writer import ensure_layout
+from resources.lake import LakeResource
 
 
 class PlatformDbtTranslator(DagsterDbtTranslator):
@@ -84,12 +35,12 @@ class PlatformDbtTranslator(DagsterDbtTranslator):
     dagster_dbt_translator=PlatformDbtTranslator(),
     name="dbt_marts",
 )
-def dbt_marts(context: AssetExecutionContext) -> Iterator[Any]:
+def dbt_marts(
+    context: AssetExecutionContext, dbt: DbtCliResource, lake: LakeResource
+) -> Iterator[Any]:
     """``dbt build``: staging views and marts over the lake, dbt tests as asset checks."""
-    env = dbt_env()
-    ensure_layout(Path(env["LAKE_ROOT"]))
-    os.environ.update(env)
-    yield from dbt_cli().cli(["build"], context=context).stream()
+    ensure_layout(lake.path)
+    yield from dbt.cli(build_args(lake.path, lake.database), context=context).stream()
 
 
 DBT_ASSETS = [dbt_marts]

@@ -1,40 +1,39 @@
-"""Dagster resources of the platform, configured by environment with embedded defaults.
+"""Dagster resources of the platform, chosen per deployment (``resources.deployment``).
 
-=============  ==========================  =================================================
-key            class                       environment
-=============  ==========================  =================================================
-kafka          ``KafkaResource``           KAFKA_BOOTSTRAP_SERVERS (default localhost:9092)
-stream_apps    ``StreamAppsResource``      STREAM_STATE_DIR (.state), STREAM_PROCESSING_GUARANTEE
-pyspark        ``PySparkResource``         (dagster-pyspark; local[2])
-pyspark_kafka  ``PySparkResource``         as pyspark + Kafka source jars (SPARK_KAFKA_JARS)
-lake           ``LakeResource``            LAKE_ROOT (.lake), DUCKDB_PATH
-=============  ==========================  =================================================
+=================  ==========================  ===========================================
+key                class                       what
+=================  ==========================  ===========================================
+kafka              ``KafkaResource``           the cluster: bootstrap servers, TLS, SASL
+stream_apps        ``StreamAppsResource``      how stream applications run (state, EOS)
+pyspark            ``PySparkResource``         Spark on a master URL (``local[2]`` embedded)
+pyspark_kafka      ``PySparkResource``         as pyspark + Spark's Kafka source jars
+lake               ``LakeResource``            the Parquet lake and dbt's DuckDB database
+dbt                ``DbtCliResource``          the dbt project over the lake
+reconciliation     ``ReconciliationPolicy``    drift the reconciliation checks allow
+=================  ==========================  ===========================================
 """
 
-from typing import Any
-
+from resources.deployment import (
+    deployment_name,
+    partitions_start,
+    platform_resources,
+    resources_by_deployment_name,
+)
 from resources.kafka import KafkaResource
 from resources.lake import LakeResource
+from resources.reconciliation import ReconciliationPolicy
 from resources.spark import kafka_spark_resource, spark_resource
 from resources.stream_apps import StreamAppsResource
-
-
-def default_resources() -> dict[str, Any]:
-    """The resources of the code location, read from the environment now."""
-    return {
-        "kafka": KafkaResource(),
-        "stream_apps": StreamAppsResource(),
-        "pyspark": spark_resource(),
-        "pyspark_kafka": kafka_spark_resource(),
-        "lake": LakeResource(),
-    }
-
 
 __all__ = [
     "KafkaResource",
     "LakeResource",
+    "ReconciliationPolicy",
     "StreamAppsResource",
-    "default_resources",
+    "deployment_name",
     "kafka_spark_resource",
+    "partitions_start",
+    "platform_resources",
+    "resources_by_deployment_name",
     "spark_resource",
 ]

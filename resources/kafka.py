@@ -1,38 +1,51 @@
-"""``KafkaResource``: the cluster the platform reads and writes.
+"""``KafkaResource``: the cluster the platform reads and writes, with its TLS and SASL
+settings; every Kafka client of the platform (stream applications, generator, lake sink,
+sensors, Spark's Kafka source) connects through ``connection``."""
 
-``bootstrap_servers`` defaults to ``$KAFKA_BOOTSTRAP_SERVERS`` (``make run`` sets it to the
-local broker it starts), else ``localhost:9092``.
-"""
-
-import os
 from typing import Any
 
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from assets.streams import monitor
-
-
-def default_bootstrap_servers() -> str:
-    """``$KAFKA_BOOTSTRAP_SERVERS`` or ``localhost:9092``."""
-    return os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or "localhost:9092"
+from pipelines.connection import KafkaConnection
+from pipelines.streams import monitor
 
 
 class KafkaResource(ConfigurableResource):
-    """A Kafka cluster: admin, offsets, lag and topic tails."""
+    """A Kafka cluster: how to connect, admin, offsets, lag and topic tails."""
 
-    bootstrap_servers: str = Field(
-        default_factory=default_bootstrap_servers,
-        description="Kafka bootstrap servers (env KAFKA_BOOTSTRAP_SERVERS)",
+    bootstrap_servers: str = Field(default="localhost:9092", description="bootstrap servers")
+    security_protocol: str = Field(
+        default="PLAINTEXT", description="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"
     )
+    sasl_mechanism: str | None = Field(
+        default=None, description="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"
+    )
+    sasl_username: str | None = None
+    sasl_password: str | None = Field(default=None, description="use an EnvVar, never a literal")
+    ssl_ca_location: str | None = Field(
+        default=None, description="PEM file of the CA that signed the brokers' certificates"
+    )
+
+    @property
+    def connection(self) -> KafkaConnection:
+        """The settings every client of this cluster uses."""
+        return KafkaConnection(
+            bootstrap_servers=self.bootstrap_servers,
+            security_protocol=self.security_protocol,
+            sasl_mechanism=self.sasl_mechanism,
+            sasl_username=self.sasl_username,
+            sasl_password=self.sasl_password,
+            ssl_ca_location=self.ssl_ca_location,
+        )
 
     def client_config(self, **extra: Any) -> dict[str, Any]:
         """confluent-kafka settings for this cluster plus ``extra``."""
-        return {"bootstrap.servers": self.bootstrap_servers, **extra}
+        return self.connection.client_config(**extra)
 
     def reachable(self, timeout: float = 3.0) -> str | None:
         """None when a broker answers within ``timeout`` seconds, else why not."""
-        probe = monitor.BrokerProbe(self.bootstrap_servers, timeout)
+        probe = monitor.BrokerProbe(self.connection, timeout)
         try:
             return probe.check()
         finally:
@@ -40,16 +53,16 @@ class KafkaResource(ConfigurableResource):
 
     def end_offsets(self, topic: str) -> dict[int, int]:
         """Partition -> end offset of ``topic``."""
-        return monitor.end_offsets(self.bootstrap_servers, topic)
+        return monitor.end_offsets(self.connection, topic)
 
     def consumer_lag(self, group: str, topics: list[str] | None = None) -> dict[str, int]:
         """Lag per ``topic-partition`` of consumer group ``group``."""
-        return monitor.consumer_lag(self.bootstrap_servers, group, topics)
+        return monitor.consumer_lag(self.connection, group, topics)
 
     def closed_window_watermark(self, topic: str) -> int | None:
         """Window end through which every key's windows on ``topic`` are final."""
-        return monitor.closed_window_watermark(self.bootstrap_servers, topic)
+        return monitor.closed_window_watermark(self.connection, topic)
 
     def ensure_topics(self, topics: dict[str, int]) -> list[str]:
         """Create missing topics (name -> partitions)."""
-        return monitor.ensure_topics(self.bootstrap_servers, topics)
+        return monitor.ensure_topics(self.connection, topics)

@@ -1,10 +1,9 @@
 """``StreamAppsResource``: how the platform runs its stream applications.
 
-Defaults suit the embedded mode: exactly-once, state under ``.state/`` (env
-``STREAM_STATE_DIR``), the supervisor's status file read from there.
+Defaults suit the embedded mode: exactly-once, state under ``.state/``, the supervisor's
+status file read from there.
 """
 
-import os
 import socket
 from pathlib import Path
 from typing import Any
@@ -12,9 +11,10 @@ from typing import Any
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from assets.streams.apps import STREAM_APPS
-from assets.streams.config import StreamAppConfig
-from assets.streams.supervisor import (
+from pipelines.connection import Kafka
+from pipelines.streams.apps import STREAM_APPS
+from pipelines.streams.config import StreamAppConfig
+from pipelines.streams.supervisor import (
     DEFAULT_STATE_ROOT,
     RunnerSettings,
     StreamAppRunner,
@@ -22,17 +22,16 @@ from assets.streams.supervisor import (
 )
 
 
-def default_state_root() -> str:
-    """``$STREAM_STATE_DIR`` or ``.state/`` in the repository."""
-    return os.environ.get("STREAM_STATE_DIR") or str(DEFAULT_STATE_ROOT)
-
-
 class StreamAppsResource(ConfigurableResource):
     """Settings for running stream applications and reading their status."""
 
-    state_root: str = Field(default_factory=default_state_root)
-    processing_guarantee: str = Field(
-        default_factory=lambda: os.environ.get("STREAM_PROCESSING_GUARANTEE", "exactly_once_v2")
+    state_root: str = Field(
+        default=str(DEFAULT_STATE_ROOT), description="state.dir root (one folder per instance)"
+    )
+    processing_guarantee: str = "exactly_once_v2"
+    advertised_host: str = Field(
+        default="127.0.0.1",
+        description="host in application.server: where other instances reach this one's queries",
     )
     commit_interval_ms: int | None = None
     app_settings: dict[str, Any] = Field(
@@ -65,7 +64,7 @@ class StreamAppsResource(ConfigurableResource):
     def runner(
         self,
         app: str,
-        bootstrap_servers: str,
+        kafka: Kafka,
         *,
         instance: str,
         application_id: str | None = None,
@@ -80,7 +79,8 @@ class StreamAppsResource(ConfigurableResource):
         supervisor's ``application.id`` answers for its partitions, and each forwards keys
         it does not host to their owner."""
         settings = RunnerSettings(
-            bootstrap_servers=bootstrap_servers,
+            bootstrap_servers=kafka,
+            advertised_host=self.advertised_host,
             state_root=Path(self.state_root),
             instance=instance,
             processing_guarantee=self.processing_guarantee,

@@ -17,7 +17,6 @@ import time
 from typing import Any
 
 from dagster import (
-    AssetKey,
     AssetObservation,
     DefaultSensorStatus,
     SensorEvaluationContext,
@@ -26,10 +25,11 @@ from dagster import (
     sensor,
 )
 
-from assets import domain
-from assets.streams.apps import STREAM_APPS
-from assets.streams.config import StreamAppConfig
-from assets.streams.monitor import HEALTH_FIELDS
+from assets.keys import kafka_key
+from pipelines import domain
+from pipelines.streams.apps import STREAM_APPS
+from pipelines.streams.config import StreamAppConfig
+from pipelines.streams.monitor import HEALTH_FIELDS
 from resources.kafka import KafkaResource
 from resources.stream_apps import StreamAppsResource
 
@@ -166,7 +166,7 @@ def build_health_sensor(
             alerts += app_alerts
             observed[name] = meta
             for topic in app.output_topics(config)[:-1]:
-                events.append(AssetObservation(asset_key=AssetKey(["kafka", topic]), metadata=meta))
+                events.append(AssetObservation(asset_key=kafka_key(topic), metadata=meta))
         for topic in domain.RAW_TOPICS if broker_error is None else ():
             try:
                 offsets = kafka.end_offsets(topic)
@@ -175,7 +175,7 @@ def build_health_sensor(
             raw_records[topic] = sum(offsets.values())
             events.append(
                 AssetObservation(
-                    asset_key=AssetKey(["kafka", topic]),
+                    asset_key=kafka_key(topic),
                     metadata={"records": raw_records[topic], "partitions": len(offsets)},
                 )
             )

@@ -30,7 +30,8 @@ from dagster import (
     sensor,
 )
 
-from assets import domain
+from pipelines import domain
+from pipelines.connection import Kafka, KafkaConnection
 from resources.kafka import KafkaResource
 from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key, hour_start_ms
 
@@ -142,13 +143,15 @@ class LateDataState:
 
 
 def cluster_positions(
-    bootstrap: str, topic: str, timeout: float = 10.0
+    bootstrap: Kafka, topic: str, timeout: float = 10.0
 ) -> tuple[str | None, dict[int, int]]:
     """The cluster id of ``bootstrap`` and the end offset of each partition of ``topic``."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": f"late-data-{uuid.uuid4().hex[:8]}"}
+        KafkaConnection.of(bootstrap).client_config(
+            **{"group.id": f"late-data-{uuid.uuid4().hex[:8]}"}
+        )
     )
     try:
         meta = consumer.list_topics(topic, timeout=timeout)
@@ -165,7 +168,7 @@ def cluster_positions(
 
 
 def read_orders(
-    bootstrap: str,
+    bootstrap: Kafka,
     topic: str,
     offsets: dict[str, int],
     max_records: int,
@@ -175,13 +178,13 @@ def read_orders(
     the new offsets (up to ``ends``, the partitions' end offsets, read when None)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from assets.streams.monitor import end_offsets
+    from pipelines.streams.monitor import end_offsets
 
     if ends is None:
         ends = end_offsets(bootstrap, topic)
     consumer = Consumer(
         {
-            "bootstrap.servers": bootstrap,
+            **KafkaConnection.of(bootstrap).client_config(),
             "group.id": f"late-data-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
@@ -239,13 +242,13 @@ def build_late_data_sensor(
     )
     def late_data_sensor(context: SensorEvaluationContext, kafka: KafkaResource):
         state = LateDataState.from_cursor(context.cursor)
-        cluster_id, ends = cluster_positions(kafka.bootstrap_servers, topic)
+        cluster_id, ends = cluster_positions(kafka.connection, topic)
         change = state.follow_cluster(cluster_id, ends)
         if change:
             context.log.warning(f"late_data_sensor ({topic}): {change}")
             log.warning("late_data_sensor (%s): %s", topic, change)
         times, state.offsets = read_orders(
-            kafka.bootstrap_servers, topic, state.offsets, MAX_RECORDS_PER_TICK, ends
+            kafka.connection, topic, state.offsets, MAX_RECORDS_PER_TICK, ends
         )
         state.observe(times)
         hours = state.hours_to_rerun()

@@ -22,10 +22,10 @@ from dagster import (
     sensor,
 )
 
-from assets import domain
 from assets.keys import kafka_key
-from assets.streams.apps import STREAM_APPS
-from assets.streams.config import StreamAppConfig
+from pipelines import domain
+from pipelines.streams.apps import STREAM_APPS
+from pipelines.streams.config import StreamAppConfig
 from resources.kafka import KafkaResource
 
 

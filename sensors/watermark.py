@@ -14,7 +14,7 @@ from dagster import (
     sensor,
 )
 
-from assets import domain
+from pipelines import domain
 from resources.kafka import KafkaResource
 from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key, hour_start_ms
 

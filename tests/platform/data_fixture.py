@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from assets import domain
-from assets.generator import Event, GeneratorConfig, generate_events
-from assets.lake.writer import ensure_layout, land_events
+from pipelines import domain
+from pipelines.generator import Event, GeneratorConfig, generate_events
+from pipelines.lake.writer import ensure_layout, land_events
 
 START_MS = 1_735_689_600_000  # 2025-01-01T00:00:00Z
 HOUR = "2025-01-01T00"

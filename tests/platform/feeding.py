@@ -13,9 +13,9 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from assets.streams import monitor
-from assets.streams.apps import STREAM_APPS
-from assets.streams.config import StreamAppConfig
+from pipelines.streams import monitor
+from pipelines.streams.apps import STREAM_APPS
+from pipelines.streams.config import StreamAppConfig
 
 SLICE_MS = 30_000
 

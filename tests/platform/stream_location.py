@@ -4,7 +4,7 @@ launch (run config ``resources.kafka`` / ``resources.stream_apps``)."""
 
 from dagster import Definitions
 
-from assets.streams.dagster_assets import STREAM_ASSETS
+from assets.streams import STREAM_ASSETS
 from resources.kafka import KafkaResource
 from resources.stream_apps import StreamAppsResource
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections import defaultdict
 from collections.abc import Iterator
@@ -15,17 +14,17 @@ import pytest
 from dagster import AssetKey, DagsterInstance, materialize
 from data_fixture import HOUR, PARTITION_KEY, START_MS, build_lake, valid_orders
 
-from assets import domain
-from assets.batch.dagster_assets import BATCH_ASSETS
-from assets.batch.session import get_spark
-from assets.batch.store import read_result
-from assets.generator import Event
-from assets.lake.writer import land_events
-from assets.reconcile.compare import MISSING_IN_STREAM, VALUE_DIFF
-from assets.reconcile.dagster_assets import RECONCILE_ASSETS
-from assets.reconcile.reconcile import reconcile_hour, reconcile_revenue
-from assets.reconcile.tolerance import Tolerance
-from resources.spark import spark_resource
+from assets.batch import BATCH_ASSETS
+from assets.reconcile import RECONCILE_ASSETS
+from pipelines import domain
+from pipelines.batch.session import get_spark
+from pipelines.batch.store import read_result
+from pipelines.generator import Event
+from pipelines.lake.writer import land_events
+from pipelines.reconcile.compare import MISSING_IN_STREAM, VALUE_DIFF
+from pipelines.reconcile.reconcile import reconcile_hour, reconcile_revenue
+from pipelines.reconcile.tolerance import Tolerance
+from resources import platform_resources
 
 HOUR_END = START_MS + 3_600_000
 
@@ -34,21 +33,20 @@ HOUR_END = START_MS + 3_600_000
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list]]:
     root = tmp_path_factory.mktemp("lake")
     events = build_lake(root)
-    previous = os.environ.get("LAKE_ROOT")
-    os.environ["LAKE_ROOT"] = str(root)
     get_spark()  # one session per process, shared by every test
     result = materialize(
         BATCH_ASSETS,
         partition_key=PARTITION_KEY,
         instance=DagsterInstance.ephemeral(),
-        resources={"pyspark": spark_resource()},  # dagster-pyspark
+        resources=resources_for(root),
     )
     assert result.success
     yield root, events
-    if previous is None:
-        os.environ.pop("LAKE_ROOT", None)
-    else:
-        os.environ["LAKE_ROOT"] = previous
+
+
+def resources_for(root: Path) -> dict:
+    """The embedded deployment's resources, on the lake at ``root``."""
+    return platform_resources({"LAKE_ROOT": str(root)})
 
 
 def _reference_revenue(orders: list[dict]) -> dict[tuple[str, int], tuple[int, int]]:
@@ -159,7 +157,10 @@ def test_reconciliation_passes_when_stream_and_batch_agree(lake: tuple[Path, lis
         assert report.stats["key_coverage"] == 1.0
 
     result = materialize(
-        RECONCILE_ASSETS, partition_key=PARTITION_KEY, instance=DagsterInstance.ephemeral()
+        RECONCILE_ASSETS,
+        partition_key=PARTITION_KEY,
+        instance=DagsterInstance.ephemeral(),
+        resources=resources_for(lake[0]),
     )
     assert result.success
     checks = result.get_asset_check_evaluations()
@@ -208,6 +209,7 @@ def test_reconciliation_detects_an_injected_difference(lake: tuple[Path, list]) 
         RECONCILE_ASSETS,
         partition_key=PARTITION_KEY,
         instance=DagsterInstance.ephemeral(),
+        resources=resources_for(lake[0]),
         raise_on_error=False,
     )
     checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
@@ -226,8 +228,8 @@ def test_reconciliation_detects_an_injected_difference(lake: tuple[Path, list]) 
 
 
 def test_late_data_explains_exactly_the_stream_shortfall() -> None:
-    from assets.reconcile.compare import compare_keyed
-    from assets.reconcile.late import late_report
+    from pipelines.reconcile.compare import compare_keyed
+    from pipelines.reconcile.late import late_report
 
     w = domain.REVENUE_WINDOW_MS
     # what the stream reported dropping: one EU order of window 0 (and one of another result)
@@ -287,7 +289,7 @@ def test_reconciliation_asset_leaves_open_windows_and_sessions_out(
     # a stream emitting on window close has not written the windows and sessions its
     # watermark has not closed yet: the asset passes the watermark, so they are pending,
     # not differences
-    from assets.reconcile.reconcile import stream_watermark
+    from pipelines.reconcile.reconcile import stream_watermark
 
     root, events = lake
     watermark = stream_watermark(root)
@@ -320,7 +322,10 @@ def test_reconciliation_asset_leaves_open_windows_and_sessions_out(
     assert not unaware["revenue_5m"].passed
 
     result = materialize(
-        RECONCILE_ASSETS, partition_key=PARTITION_KEY, instance=DagsterInstance.ephemeral()
+        RECONCILE_ASSETS,
+        partition_key=PARTITION_KEY,
+        instance=DagsterInstance.ephemeral(),
+        resources=resources_for(lake[0]),
     )
     assert result.success
     checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
@@ -334,7 +339,7 @@ def test_reconciliation_asset_leaves_open_windows_and_sessions_out(
 
 
 def test_an_hour_without_data_is_reported_not_passed(lake: tuple[Path, list]) -> None:
-    from assets.lake.paths import hour_of
+    from pipelines.lake.paths import hour_of
 
     empty_hour = hour_of(START_MS + 5 * 3_600_000)
     partition = f"{empty_hour.replace('T', '-')}:00"
@@ -343,10 +348,15 @@ def test_an_hour_without_data_is_reported_not_passed(lake: tuple[Path, list]) ->
         BATCH_ASSETS,
         partition_key=partition,
         instance=instance,
-        resources={"pyspark": spark_resource()},
+        resources=resources_for(lake[0]),
     )
     assert batch.success
-    result = materialize(RECONCILE_ASSETS, partition_key=partition, instance=instance)
+    result = materialize(
+        RECONCILE_ASSETS,
+        partition_key=partition,
+        instance=instance,
+        resources=resources_for(lake[0]),
+    )
     checks = result.get_asset_check_evaluations()
     assert len(checks) == 4
     for check in checks:
@@ -356,7 +366,7 @@ def test_an_hour_without_data_is_reported_not_passed(lake: tuple[Path, list]) ->
 
 
 def test_a_range_backfill_is_one_run_over_every_hour(lake: tuple[Path, list]) -> None:
-    from assets.lake.paths import hour_of
+    from pipelines.lake.paths import hour_of
     from sensors.schedules import RANGE_END_TAG, RANGE_START_TAG
 
     root, _ = lake
@@ -366,7 +376,7 @@ def test_a_range_backfill_is_one_run_over_every_hour(lake: tuple[Path, list]) ->
     result = materialize(
         [*BATCH_ASSETS, *RECONCILE_ASSETS],
         instance=instance,
-        resources={"pyspark": spark_resource()},
+        resources=resources_for(lake[0]),
         tags={RANGE_START_TAG: keys[0], RANGE_END_TAG: keys[-1]},
     )
     assert result.success
@@ -387,7 +397,7 @@ def test_a_range_backfill_is_one_run_over_every_hour(lake: tuple[Path, list]) ->
 def test_a_session_running_for_hours_is_read_to_its_end(tmp_path: Path) -> None:
     """A user clicking every 10 minutes for 5 hours has one session: the batch reads the
     clicks beyond the hour until the session has ended, as the stream sees it."""
-    from assets.batch.recompute import compute_result
+    from pipelines.batch.recompute import compute_result
 
     long_clicks = [START_MS + 5 * 60_000 + i * 10 * 60_000 for i in range(31)]
     short_clicks = [START_MS + 20 * 60_000 + i * 60_000 for i in range(3)]

@@ -20,8 +20,8 @@ import orjson
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 
-from assets.streams.apps import STREAM_APPS
-from assets.streams.common import (
+from pipelines.streams.apps import STREAM_APPS
+from pipelines.streams.common import (
     HEADER_EXCEPTION,
     HEADER_MESSAGE,
     HEADER_OFFSET,
@@ -29,8 +29,8 @@ from assets.streams.common import (
     HEADER_REASON,
     HEADER_TOPIC,
 )
-from assets.streams.config import StreamAppConfig
-from assets.streams.supervisor import RunnerSettings, StreamAppRunner
+from pipelines.streams.config import StreamAppConfig
+from pipelines.streams.supervisor import RunnerSettings, StreamAppRunner
 from streaming import TopologyTestDriver, serdes
 
 M = 60_000
@@ -81,7 +81,7 @@ def test_far_future_record_is_dead_lettered_with_the_reason(app: str) -> None:
         assert dead.timestamp == NOW  # the wall clock: the broker would refuse NOW + 2 h
         h = headers(dead)
         assert h[HEADER_REASON] == "event-time-ahead"
-        assert h[HEADER_EXCEPTION].startswith("assets.streams.common.EventTimeTooFarAhead: ")
+        assert h[HEADER_EXCEPTION].startswith("pipelines.streams.common.EventTimeTooFarAhead: ")
         assert f"{2 * H} ms ahead" in h[HEADER_MESSAGE]
         assert (h[HEADER_TOPIC], h[HEADER_PARTITION], h[HEADER_OFFSET]) == (source, "0", "0")
 
@@ -128,7 +128,7 @@ def test_malformed_records_carry_the_reason_too() -> None:
         h = headers(dead)
         assert h[HEADER_REASON] == "invalid"
         assert h[HEADER_MESSAGE] == "missing or mistyped fields: customer_id, amount, event_time"
-        assert h[HEADER_EXCEPTION].startswith("assets.streams.common.InvalidRecord: ")
+        assert h[HEADER_EXCEPTION].startswith("pipelines.streams.common.InvalidRecord: ")
 
 
 # -- against a real broker --------------------------------------------------------------------
@@ -228,7 +228,7 @@ def test_far_future_order_goes_to_the_dead_letter_topic_on_a_real_broker(
     assert msg.key() == b"far-future"
     h = {k: (v or b"").decode() for k, v in msg.headers()}
     assert h[HEADER_REASON] == "event-time-ahead"
-    assert h[HEADER_EXCEPTION].startswith("assets.streams.common.EventTimeTooFarAhead")
+    assert h[HEADER_EXCEPTION].startswith("pipelines.streams.common.EventTimeTooFarAhead")
     assert "ahead of the wall clock" in h[HEADER_MESSAGE]
     assert h[HEADER_TOPIC] == orders_topic
     assert int(h[HEADER_PARTITION]) in (0, 1) and int(h[HEADER_OFFSET]) >= 0

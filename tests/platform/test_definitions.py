@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from dagster import AssetKey, Definitions
 
 import definitions
-from assets import domain
-from assets.streams.apps import STREAM_APPS
+from pipelines import domain
+from pipelines.streams.apps import STREAM_APPS
+
+REPO = Path(__file__).resolve().parents[2]
 
 STREAM_TOPICS = [
     domain.REVENUE_5M,
@@ -51,23 +57,133 @@ def test_stream_side_is_complete(repo) -> None:
 
 
 def definitions_config():
-    from assets.streams.config import StreamAppConfig
+    from pipelines.streams.config import StreamAppConfig
 
     return StreamAppConfig()
 
 
-def test_resources_come_from_the_environment(monkeypatch) -> None:
-    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "broker-1:9999")
-    monkeypatch.setenv("STREAM_STATE_DIR", "/tmp/somewhere")
-    from resources import default_resources
+def test_the_local_deployment_is_the_embedded_default() -> None:
+    from resources import deployment_name, platform_resources
 
-    res = default_resources()
+    assert deployment_name({}) == "local"
+    res = platform_resources({"KAFKA_BOOTSTRAP_SERVERS": "broker-1:9999", "STREAM_STATE_DIR": "/x"})
     assert res["kafka"].bootstrap_servers == "broker-1:9999"
-    assert res["stream_apps"].state_root == "/tmp/somewhere"
+    assert res["kafka"].connection.client_config() == {"bootstrap.servers": "broker-1:9999"}
+    assert res["stream_apps"].state_root == "/x"
     # the batch recompute runs on dagster-pyspark's resource, configured for local[2]
     assert res["pyspark"].spark_config["spark.master"] == "local[2]"
-    monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS")
-    assert default_resources()["kafka"].bootstrap_servers == "localhost:9092"
+    res = platform_resources({})
+    assert res["kafka"].bootstrap_servers == "localhost:9092"
+    assert res["lake"].database == str(res["lake"].path / "warehouse.duckdb")
+    assert res["reconciliation"].tolerance.max_unexplained_keys == 0
+
+
+def test_the_cluster_deployment_reads_its_file_and_environment(tmp_path, monkeypatch) -> None:
+    from dagster import EnvVar
+
+    from resources import platform_resources
+
+    config = tmp_path / "platform.yaml"
+    config.write_text(
+        "kafka:\n  bootstrap_servers: kafka-0:9093\n  security_protocol: SASL_SSL\n"
+        "  sasl_mechanism: SCRAM-SHA-512\n  sasl_username: platform\n"
+        "  ssl_ca_location: /etc/kafka/ca.pem\n"
+        "lake:\n  root: /data/lake\n"
+        "spark:\n  master: spark://spark-master:7077\n"
+        "  settings: {spark.executor.memory: 4g, spark.submit.deployMode: client}\n"
+        "reconciliation:\n  max_unexplained_keys: 3\n"
+    )
+    env = {
+        "DAGSTER_DEPLOYMENT": "cluster",
+        "PLATFORM_CONFIG": str(config),
+        "KAFKA_BOOTSTRAP_SERVERS": "kafka-1:9093,kafka-2:9093",  # the environment wins
+        "STREAM_ADVERTISED_HOST": "revenue-0.revenue.platform.svc",
+    }
+    res = platform_resources(env)
+    kafka = res["kafka"]
+    assert kafka.bootstrap_servers == "kafka-1:9093,kafka-2:9093"
+    # the password is read at run time, never stored in the definitions
+    assert isinstance(kafka.sasl_password, EnvVar) and kafka.sasl_password.env_var_name == (
+        "KAFKA_SASL_PASSWORD"
+    )
+    monkeypatch.setenv("KAFKA_SASL_PASSWORD", "s3cret")
+    resolved = kafka.process_config_and_initialize()
+    config_of = resolved.connection.client_config()
+    assert config_of["security.protocol"] == "SASL_SSL"
+    assert config_of["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert config_of["sasl.password"] == "s3cret"
+    assert config_of["ssl.ca.location"] == "/etc/kafka/ca.pem"
+    spark = resolved.connection.spark_options()
+    assert "ScramLoginModule required" in spark["kafka.sasl.jaas.config"]
+    assert spark["kafka.ssl.truststore.type"] == "PEM"
+    assert "s3cret" not in repr(resolved.connection)
+    assert res["lake"].root == "/data/lake"
+    assert res["pyspark"].spark_config["spark.master"] == "spark://spark-master:7077"
+    assert res["pyspark"].spark_config["spark.executor.memory"] == "4g"
+    assert res["reconciliation"].tolerance.max_unexplained_keys == 3
+    assert res["stream_apps"].advertised_host == "revenue-0.revenue.platform.svc"
+
+
+def test_a_cluster_deployment_without_its_cluster_fails_fast() -> None:
+    from resources import platform_resources
+
+    with pytest.raises(ValueError, match=r"KAFKA_BOOTSTRAP_SERVERS.*LAKE_ROOT"):
+        platform_resources({"DAGSTER_DEPLOYMENT": "cluster"})
+    with pytest.raises(ValueError, match="not a deployment"):
+        platform_resources({"DAGSTER_DEPLOYMENT": "staging"})
+    with pytest.raises(ValueError, match="SASL mechanism"):
+        platform_resources(
+            {
+                "DAGSTER_DEPLOYMENT": "cluster",
+                "KAFKA_BOOTSTRAP_SERVERS": "k:9092",
+                "LAKE_ROOT": "/lake",
+                "KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+            }
+        )
+
+
+def test_the_definitions_load_for_both_deployments(tmp_path) -> None:
+    """The code location, loaded in a fresh interpreter per deployment."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "DAGSTER_"))},
+        "PYTHONPATH": str(REPO),
+    }
+    probe = (
+        "import definitions; d = definitions.defs; r = d.resources; "
+        "print(len(list(d.assets)), r['kafka'].bootstrap_servers, r['lake'].root)"
+    )
+    local = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert local.returncode == 0, local.stderr[-2000:]
+    assert local.stdout.split()[1:] == ["localhost:9092", str(REPO / ".lake")]
+    cluster_env = {
+        **env,
+        "DAGSTER_DEPLOYMENT": "cluster",
+        "KAFKA_BOOTSTRAP_SERVERS": "kafka-0:9093",
+        "KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+        "KAFKA_SASL_MECHANISM": "PLAIN",
+        "KAFKA_SASL_USERNAME": "platform",
+        "LAKE_ROOT": str(tmp_path / "lake"),
+    }
+    cluster = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, env=cluster_env, capture_output=True, text=True
+    )
+    assert cluster.returncode == 0, cluster.stderr[-2000:]
+    assert cluster.stdout.split()[1:] == ["kafka-0:9093", str(tmp_path / "lake")]
+    assert local.stdout.split()[0] == cluster.stdout.split()[0]  # the same assets
+
+
+def test_no_asset_check_or_sensor_reads_the_environment() -> None:
+    """Configuration enters through resources only: the Dagster layer never reads it."""
+    offenders = []
+    for folder in ("assets", "sensors"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            text = path.read_text()
+            for needle in ("os.environ", "getenv", "os.getenv"):
+                if needle in text:
+                    offenders.append(f"{path.relative_to(REPO)}: {needle}")
+    assert not offenders, offenders
 
 
 def test_data_side_is_wired(repo) -> None:

@@ -29,14 +29,14 @@ from dagster import (
     materialize,
 )
 
-from assets import domain
-from assets.lake.dagster_assets import lake_asset
-from assets.lake.manifest import Manifest, locked
-from assets.lake.paths import part_file_name, topic_dir
-from assets.lake.records import KafkaRecord
-from assets.lake.sink import sink_topic
-from assets.lake.writer import land_partition
-from assets.run import (
+from assets.lake import lake_asset
+from pipelines import domain
+from pipelines.lake.manifest import Manifest, locked
+from pipelines.lake.paths import part_file_name, topic_dir
+from pipelines.lake.records import KafkaRecord
+from pipelines.lake.sink import sink_topic
+from pipelines.lake.writer import land_partition
+from pipelines.run import (
     BrokerStartError,
     clean_state,
     follow_cluster,
@@ -44,8 +44,8 @@ from assets.run import (
     start_local_broker,
     stored_cluster_id,
 )
-from assets.topics import create_topics, load_topic_specs
-from resources import KafkaResource
+from pipelines.topics import create_topics, load_topic_specs
+from resources import KafkaResource, platform_resources
 from sensors import build_late_data_sensor
 from streaming.testing import LocalKafkaCluster
 from streaming.testing.kafka_cluster import PortInUseError
@@ -277,14 +277,13 @@ def test_the_lake_asset_says_the_cluster_changed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     lake = tmp_path / "lake"
-    monkeypatch.setenv("LAKE_ROOT", str(lake))
     orders_spec = [s for s in load_topic_specs() if s.name == domain.ORDERS]
     asset = lake_asset(domain.ORDERS)
     instance = DagsterInstance.ephemeral()
 
     def land(bootstrap: str) -> tuple[dict, list[str]]:
-        monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", bootstrap)
-        result = materialize([asset], instance=instance)
+        env = {"LAKE_ROOT": str(lake), "KAFKA_BOOTSTRAP_SERVERS": bootstrap}
+        result = materialize([asset], instance=instance, resources=platform_resources(env))
         assert result.success
         (event,) = result.get_asset_materialization_events()
         metadata = {k: v.value for k, v in event.materialization.metadata.items()}

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from feeding import feed
 
-from assets import domain
-from assets.streams.apps import STREAM_APPS
-from assets.streams.config import StreamAppConfig
-from assets.streams.supervisor import RunnerSettings, Supervisor
+from pipelines import domain
+from pipelines.streams.apps import STREAM_APPS
+from pipelines.streams.config import StreamAppConfig
+from pipelines.streams.supervisor import RunnerSettings, Supervisor
 from sensors.hours import hour_key
 from streaming.testing import LocalKafkaCluster
 
@@ -38,11 +38,11 @@ def broker():
 
 def test_stream_and_batch_agree_for_the_hour(broker, tmp_path: Path) -> None:
     pytest.importorskip("pyspark")
-    from assets.batch.recompute import recompute
-    from assets.generator import GeneratorConfig, iter_events
-    from assets.lake.sink import sink_topics
-    from assets.reconcile.reconcile import reconcile_hour, stream_watermark
-    from assets.topics import create_topics
+    from pipelines.batch.recompute import recompute
+    from pipelines.generator import GeneratorConfig, iter_events
+    from pipelines.lake.sink import sink_topics
+    from pipelines.reconcile.reconcile import reconcile_hour, stream_watermark
+    from pipelines.topics import create_topics
 
     bootstrap = broker.bootstrap_servers
     create_topics(bootstrap)

@@ -6,9 +6,9 @@ from collections import Counter, defaultdict
 
 from data_fixture import CONFIG, fixture_events
 
-from assets import domain
-from assets.generator import generate_events, iter_events
-from assets.topics import load_topic_specs
+from pipelines import domain
+from pipelines.generator import generate_events, iter_events
+from pipelines.topics import load_topic_specs
 
 
 def test_same_seed_same_events_other_seed_other_events() -> None:
@@ -71,15 +71,15 @@ def test_every_stream_input_and_output_topic_is_declared() -> None:
 
 
 def test_make_run_generator_stamps_events_from_now() -> None:
-    # `make run` starts `python -m assets.generator` with generator_command: the events must
+    # `make run` starts `python -m pipelines.generator` with generator_command: the events must
     # be stamped around now, or the topics' 7-day retention deletes them at once
     import time
 
-    from assets.generator import config_from_args, parse_args
-    from assets.run import generator_command
+    from pipelines.generator import config_from_args, parse_args
+    from pipelines.run import generator_command
 
     cmd = generator_command("python", "localhost:1", 5.0)
-    assert cmd[:3] == ["python", "-m", "assets.generator"]
+    assert cmd[:3] == ["python", "-m", "pipelines.generator"]
     now = int(time.time() * 1000)
     config = config_from_args(parse_args(cmd[3:]))
     assert abs(config.start_ms - now) < 60_000
@@ -100,7 +100,7 @@ def test_keyed_records_land_on_the_java_default_partition(kafka_cluster) -> None
 
     from confluent_kafka import Consumer, TopicPartition
 
-    from assets.generator import GeneratorConfig, produce
+    from pipelines.generator import GeneratorConfig, produce
     from streaming.runtime.partitioner import default_partition
 
     suffix = uuid.uuid4().hex[:8]
@@ -158,9 +158,9 @@ def test_order_ids_never_collide_across_generators_bursts_and_restarts() -> None
     # The incident: `make run`'s generator and the generator asset's bursts both defaulted
     # to seed 42 and sent different orders under the same ids. Here every way of starting a
     # generator, started at the same instant (the worst case), must yield disjoint ids.
-    from assets.generator import config_from_args, parse_args, run_id
-    from assets.run import generator_command
-    from assets.streams.dagster_assets import GeneratorRunConfig, burst_config
+    from assets.streams import GeneratorRunConfig, burst_config
+    from pipelines.generator import config_from_args, parse_args, run_id
+    from pipelines.run import generator_command
 
     t0 = CONFIG.start_ms
     cli = generator_command("python", "localhost:1", 5.0)[3:]
@@ -202,7 +202,7 @@ def test_ids_are_deterministic_under_an_explicit_seed() -> None:
     import subprocess
     import sys
 
-    from assets.generator import GeneratorConfig, run_id
+    from pipelines.generator import GeneratorConfig, run_id
 
     again = GeneratorConfig(**dataclasses.asdict(CONFIG))
     assert again is not CONFIG and run_id(again) == run_id(CONFIG)
@@ -210,7 +210,7 @@ def test_ids_are_deterministic_under_an_explicit_seed() -> None:
     # and across processes (the run id is a content hash, not Python's salted hash())
     code = (
         "import sys; sys.path.insert(0, 'tests/platform'); from data_fixture import CONFIG; "
-        "from assets.generator import run_id; print(run_id(CONFIG))"
+        "from pipelines.generator import run_id; print(run_id(CONFIG))"
     )
     other = subprocess.run(
         [sys.executable, "-c", code],
@@ -240,7 +240,7 @@ def test_duplicates_are_re_sends_of_the_same_order() -> None:
     payments = [e.key for e in events if e.topic == domain.PAYMENTS]
     assert len(payments) == len(set(payments))
     # customer profiles are shared by every generator: the same ids, the same people
-    from assets.generator import build_customers
+    from pipelines.generator import build_customers
 
     other = CONFIG.with_(seed=CONFIG.seed + 1, customers=CONFIG.customers * 2)
     first = {p["customer_id"]: p for p in build_customers(CONFIG)}
@@ -253,10 +253,10 @@ def test_dedup_keeps_every_order_of_concurrent_generators() -> None:
     # application must drop the re-sends and nothing else
     import orjson
 
-    from assets.generator import config_from_args, parse_args
-    from assets.run import generator_command
-    from assets.streams import build_orders_dedup
-    from assets.streams.dagster_assets import GeneratorRunConfig, burst_config
+    from assets.streams import GeneratorRunConfig, burst_config
+    from pipelines.generator import config_from_args, parse_args
+    from pipelines.run import generator_command
+    from pipelines.streams import build_orders_dedup
     from streaming import TopologyTestDriver, serdes
 
     t0 = CONFIG.start_ms

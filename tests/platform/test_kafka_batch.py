@@ -1,5 +1,5 @@
 """The kappa path's batch: the hour read straight from Kafka with Spark's Kafka source
-(``assets.batch.kafka_source``) gives exactly the results the lake-based recompute gives.
+(``pipelines.batch.kafka_source``) gives exactly the results the lake-based recompute gives.
 
 Against the session's real broker (``kafka_cluster``) and local Spark: an hour of generator
 events (late, out-of-order, duplicate and malformed records included) is produced to
@@ -21,8 +21,8 @@ import orjson
 import pandas as pd
 import pytest
 
-from assets import domain
-from assets.lake.paths import HOUR_MS, hour_of
+from pipelines import domain
+from pipelines.lake.paths import HOUR_MS, hour_of
 
 pytest.importorskip("pyspark")
 
@@ -38,7 +38,7 @@ RESULTS = ("revenue_5m", "revenue_hopping", "fraud_alerts", "click_sessions", "o
 
 
 def _spark() -> Any:
-    from assets.batch.session import get_spark, spark_jars
+    from pipelines.batch.session import get_spark, spark_jars
 
     if not spark_jars():
         pytest.skip("Spark's Kafka source jars are missing (make setup fetches .jars/spark)")
@@ -48,8 +48,8 @@ def _spark() -> Any:
 @pytest.fixture(scope="module")
 def hour_in_kafka(kafka_cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     """Two hours of events around ``HOUR`` in fresh topics, landed in a fresh lake."""
-    from assets.generator import GeneratorConfig, produce
-    from assets.lake.sink import sink_topics
+    from pipelines.generator import GeneratorConfig, produce
+    from pipelines.lake.sink import sink_topics
 
     bootstrap = kafka_cluster.bootstrap_servers
     prefix = f"kb-{uuid.uuid4().hex[:8]}-"
@@ -84,9 +84,9 @@ def _same(kafka: pd.DataFrame, lake: pd.DataFrame) -> None:
 
 
 def test_results_from_kafka_equal_the_lakes(hour_in_kafka: dict) -> None:
-    from assets.batch.kafka_source import AFTER_MS, BEFORE_MS, KafkaSource, resolve_offsets
-    from assets.batch.recompute import compute_result, recompute
-    from assets.batch.store import read_result
+    from pipelines.batch.kafka_source import AFTER_MS, BEFORE_MS, KafkaSource, resolve_offsets
+    from pipelines.batch.recompute import compute_result, recompute
+    from pipelines.batch.store import read_result
 
     spark = _spark()
     lake, topics = hour_in_kafka["lake"], hour_in_kafka["topics"]
@@ -140,13 +140,13 @@ def test_reconciliation_takes_the_kafka_batch(hour_in_kafka: dict) -> None:
     path (run config names the renamed topics)."""
     from dagster import AssetKey, DagsterInstance, materialize
 
-    from assets.batch.dagster_assets import KAFKA_BATCH_ASSETS
-    from assets.batch.store import read_result
-    from assets.generator import Event
-    from assets.lake.writer import land_events
-    from assets.reconcile.dagster_assets import KAFKA_CHECK_NAMES, KAFKA_RECONCILE_ASSETS
-    from assets.reconcile.reconcile import reconcile_hour
-    from resources.spark import kafka_spark_resource
+    from assets.batch import KAFKA_BATCH_ASSETS
+    from assets.reconcile import KAFKA_CHECK_NAMES, KAFKA_RECONCILE_ASSETS
+    from pipelines.batch.store import read_result
+    from pipelines.generator import Event
+    from pipelines.lake.writer import land_events
+    from pipelines.reconcile.reconcile import reconcile_hour
+    from resources import platform_resources
 
     _spark()
     lake, topics = hour_in_kafka["lake"], hour_in_kafka["topics"]
@@ -172,29 +172,20 @@ def test_reconciliation_takes_the_kafka_batch(hour_in_kafka: dict) -> None:
         land_events(lake, events, partitions=2)
 
     environ = {"LAKE_ROOT": str(lake), "KAFKA_BOOTSTRAP_SERVERS": hour_in_kafka["bootstrap"]}
-    previous = {k: os.environ.get(k) for k in environ}
-    os.environ.update(environ)
-    try:
-        began = time.monotonic()
-        run = materialize(
-            [*KAFKA_BATCH_ASSETS, *KAFKA_RECONCILE_ASSETS],
-            partition_key=PARTITION_KEY,
-            instance=DagsterInstance.ephemeral(),
-            resources={"pyspark_kafka": kafka_spark_resource()},
-            run_config={
-                "ops": {
-                    f"kappa_batch__{a.key.path[-1]}": {"config": {"topics": topics}}
-                    for a in KAFKA_BATCH_ASSETS
-                }
-            },
-        )
-        print(f"kappa batch assets + reconciliation in {time.monotonic() - began:.1f} s")
-    finally:
-        for k, v in previous.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    began = time.monotonic()
+    run = materialize(
+        [*KAFKA_BATCH_ASSETS, *KAFKA_RECONCILE_ASSETS],
+        partition_key=PARTITION_KEY,
+        instance=DagsterInstance.ephemeral(),
+        resources=platform_resources(environ),
+        run_config={
+            "ops": {
+                f"kappa_batch__{a.key.path[-1]}": {"config": {"topics": topics}}
+                for a in KAFKA_BATCH_ASSETS
+            }
+        },
+    )
+    print(f"kappa batch assets + reconciliation in {time.monotonic() - began:.1f} s")
     assert run.success
     checks = {c.check_name: c for c in run.get_asset_check_evaluations()}
     assert set(checks) == set(KAFKA_CHECK_NAMES.values())
@@ -225,7 +216,7 @@ def test_offsets_by_timestamp_and_decoding(kafka_cluster) -> None:
     required column are dropped; ``_partition`` / ``_offset`` give the arrival order."""
     from confluent_kafka import Producer
 
-    from assets.batch.kafka_source import KafkaSource, resolve_offsets
+    from pipelines.batch.kafka_source import KafkaSource, resolve_offsets
 
     bootstrap = kafka_cluster.bootstrap_servers
     topic = f"kb-offsets-{uuid.uuid4().hex[:8]}"
@@ -288,9 +279,9 @@ def test_offsets_by_timestamp_and_decoding(kafka_cluster) -> None:
 
 _LAKE_SESSION_FIRST = """
 import sys, threading
-from assets import domain
-from assets.batch.kafka_source import KafkaSource
-from assets.batch.session import get_spark, has_kafka_source
+from pipelines import domain
+from pipelines.batch.kafka_source import KafkaSource
+from pipelines.batch.session import get_spark, has_kafka_source
 
 spark = get_spark()  # the lake path's session: no Kafka jars
 assert not spark.conf.get("spark.jars", ""), spark.conf.get("spark.jars")
@@ -337,7 +328,7 @@ def test_the_kafka_path_on_a_session_created_without_its_jars(kafka_cluster) -> 
 
 
 def test_only_the_kafka_path_loads_the_kafka_jars() -> None:
-    from assets.batch.session import spark_config, spark_jars
+    from pipelines.batch.session import spark_config, spark_jars
     from resources.spark import kafka_spark_resource, spark_resource
 
     assert "spark.jars" not in spark_config()

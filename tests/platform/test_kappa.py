@@ -17,11 +17,11 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from dagster import DagsterInstance, materialize
 
-from assets import domain
-from assets.generator import GeneratorConfig, iter_events, produce
-from assets.streams import kappa
-from assets.streams.common import order_problem
-from assets.streams.dagster_assets import kappa_replay
+from assets.streams import kappa_replay
+from pipelines import domain
+from pipelines.generator import GeneratorConfig, iter_events, produce
+from pipelines.streams import kappa
+from pipelines.streams.common import order_problem
 from resources.kafka import KafkaResource
 from resources.stream_apps import StreamAppsResource
 from streaming.dsl.processors.window_aggregate import (
@@ -251,8 +251,8 @@ def test_replay_finishes_while_the_producer_keeps_producing(live_revenue) -> Non
 def test_a_replay_that_does_not_finish_says_how_far_it_got(kafka_cluster) -> None:
     """A replay whose application never commits fails after ``timeout_s`` with the records
     done / total and the partitions behind; the application is closed."""
-    from assets.streams.apps import STREAM_APPS
-    from assets.streams.config import StreamAppConfig
+    from pipelines.streams.apps import STREAM_APPS
+    from pipelines.streams.config import StreamAppConfig
 
     boot = kafka_cluster.bootstrap_servers
     topic = f"orders-kappa-stuck-{uuid.uuid4().hex[:8]}"
@@ -337,8 +337,8 @@ def test_the_replay_asset_fails_after_its_timeout_saying_how_far_it_got(
 
 def test_a_replay_writes_none_of_the_live_topics() -> None:
     """Outputs, dead letters and late records of a replay go to topics of its own."""
-    from assets.streams.apps import STREAM_APPS
-    from assets.streams.config import StreamAppConfig
+    from pipelines.streams.apps import STREAM_APPS
+    from pipelines.streams.config import StreamAppConfig
 
     for app in STREAM_APPS.values():
         base = StreamAppConfig()

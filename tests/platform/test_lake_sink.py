@@ -6,13 +6,13 @@ from pathlib import Path
 
 from data_fixture import START_MS
 
-from assets import domain
-from assets.generator import GeneratorConfig, iter_events, produce
-from assets.lake import duck
-from assets.lake.manifest import Manifest
-from assets.lake.paths import hour_dir, part_file_name, topic_dir
-from assets.lake.sink import sink_topic
-from assets.topics import create_topics
+from pipelines import domain
+from pipelines.generator import GeneratorConfig, iter_events, produce
+from pipelines.lake import duck
+from pipelines.lake.manifest import Manifest
+from pipelines.lake.paths import hour_dir, part_file_name, topic_dir
+from pipelines.lake.sink import sink_topic
+from pipelines.topics import create_topics
 from streaming.testing import LocalKafkaCluster
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assets.streams.late import LateRecordTap
+from pipelines.streams.late import LateRecordTap
 from streaming import TimeWindows
 from streaming.topology.processor import Record
 

@@ -16,17 +16,17 @@ import pandas as pd
 from feeding import feed
 from test_durable_default import _free_port_pair
 
-from assets import domain
-from assets.batch.recompute import recompute
-from assets.generator import GeneratorConfig, iter_events
-from assets.lake.paths import topic_dir
-from assets.lake.sink import sink_topics
-from assets.reconcile.reconcile import reconcile_hour, stream_watermark
-from assets.run import start_local_broker, stored_cluster_id
-from assets.streams.apps import STREAM_APPS
-from assets.streams.config import StreamAppConfig
-from assets.streams.supervisor import RunnerSettings, Supervisor
-from assets.topics import create_topics
+from pipelines import domain
+from pipelines.batch.recompute import recompute
+from pipelines.generator import GeneratorConfig, iter_events
+from pipelines.lake.paths import topic_dir
+from pipelines.lake.sink import sink_topics
+from pipelines.reconcile.reconcile import reconcile_hour, stream_watermark
+from pipelines.run import start_local_broker, stored_cluster_id
+from pipelines.streams.apps import STREAM_APPS
+from pipelines.streams.config import StreamAppConfig
+from pipelines.streams.supervisor import RunnerSettings, Supervisor
+from pipelines.topics import create_topics
 from sensors.hours import hour_key
 
 HOUR_MS = 3_600_000

@@ -5,7 +5,6 @@ advisory finding (not blocking); dbt builds green on the lake."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,13 +20,14 @@ from dagster import (
 )
 from data_fixture import CONFIG, START_MS, build_lake
 
-from assets import domain
-from assets.generator import Event, generate_events
-from assets.lake.duck import read_topic
-from assets.lake.writer import land_events
-from assets.quality.dagster_checks import BLOCKING, GX_CHECKS
-from assets.quality.suites import DATASETS, expectations, prepare
-from assets.quality.validate import Validation, run_suite, to_check_result
+from assets.quality import BLOCKING, GX_CHECKS
+from pipelines import domain
+from pipelines.generator import Event, generate_events
+from pipelines.lake.duck import read_topic
+from pipelines.lake.writer import land_events
+from pipelines.quality.suites import DATASETS, expectations, prepare
+from pipelines.quality.validate import Validation, run_suite, to_check_result
+from resources import platform_resources
 
 # what the stream applications derive from the raw topics, landed next to them
 DERIVED = {
@@ -40,8 +40,8 @@ DERIVED = {
 def stream_outputs(events: list[Event]) -> list[Event]:
     """The applications of ``DERIVED`` run on ``events`` (TopologyTestDriver, input in
     send order), their outputs as events to land."""
-    from assets.streams.apps import STREAM_APPS
-    from assets.streams.config import StreamAppConfig
+    from pipelines.streams.apps import STREAM_APPS
+    from pipelines.streams.config import StreamAppConfig
     from streaming import TopologyTestDriver, serdes
 
     config = StreamAppConfig()
@@ -83,15 +83,12 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("lake")
     events = build_lake(root)
     land_events(root, [*restarted_generator_customers(), *stream_outputs(events)])
-    previous = {k: os.environ.get(k) for k in ("LAKE_ROOT", "DUCKDB_PATH")}
-    os.environ["LAKE_ROOT"] = str(root)
-    os.environ["DUCKDB_PATH"] = str(root / "warehouse.duckdb")
     yield root
-    for key, value in previous.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+
+
+def resources_for(lake: Path) -> dict:
+    """The embedded deployment's resources, on the lake at ``lake``."""
+    return platform_resources({"LAKE_ROOT": str(lake)})
 
 
 def _checks_by_name(result) -> dict:
@@ -126,6 +123,7 @@ def test_gx_checks_pass_on_the_generated_lake(lake: Path) -> None:
         GX_CHECKS,
         selection=AssetSelection.checks(*GX_CHECKS),
         instance=DagsterInstance.ephemeral(),
+        resources=resources_for(lake),
     )
     assert result.success
     checks = _checks_by_name(result)
@@ -248,12 +246,11 @@ def test_blocking_checks_guard_what_is_built_from_their_table() -> None:
     from dagster import Definitions
 
     from assets import data_defs
-    from resources import default_resources
 
     defs = Definitions(
         assets=data_defs.ASSETS,
         asset_checks=data_defs.ASSET_CHECKS,
-        resources=default_resources(),
+        resources=platform_resources({}),
     )
     graph = defs.get_repository_def().asset_graph
     for check in GX_CHECKS:
@@ -276,8 +273,6 @@ def test_a_broken_contract_blocks_the_dbt_marts_an_advisory_finding_does_not(
 
     lake = tmp_path / "lake"
     events = build_lake(lake)
-    monkeypatch.setenv("LAKE_ROOT", str(lake))
-    monkeypatch.setenv("DUCKDB_PATH", str(lake / "warehouse.duckdb"))
     guard = [c for c in GX_CHECKS if "gx_orders" in {k.name for k in c.check_keys}]
     marts = [dbt_key("stg_orders"), dbt_key("daily_revenue_by_region")]
 
@@ -286,6 +281,7 @@ def test_a_broken_contract_blocks_the_dbt_marts_an_advisory_finding_does_not(
             [*DBT_ASSETS, *guard],
             selection=AssetSelection.assets(*marts) | AssetSelection.checks(*guard),
             instance=DagsterInstance.ephemeral(),
+            resources=resources_for(lake),
             raise_on_error=False,
         )
         built = {e.asset_key for e in result.get_asset_materialization_events()}
@@ -319,6 +315,7 @@ def test_dbt_build_is_green_on_the_fixture_lake(lake: Path) -> None:
         [*DBT_ASSETS, *guards],
         selection=AssetSelection.assets(*DBT_ASSETS) | AssetSelection.checks(*guards),
         instance=DagsterInstance.ephemeral(),
+        resources=resources_for(lake),
     )
     assert result.success
     assert {"gx_orders", "gx_customers"} <= set(_checks_by_name(result))

@@ -1,8 +1,8 @@
-"""``make run``'s console (``assets.run``): each child's output goes whole to its log file and
+"""``make run``'s console (``pipelines.run``): each child's output goes whole to its log file and
 only its warnings and errors to the console; the run workers log at INFO, not DEBUG; the
 READY line comes once the Dagster UI answers HTTP, with the schedules (turned on) and
-sensors; a compact status line follows. The last test runs ``python -m assets.run`` with a
-real ``dagster dev`` against the session broker."""
+sensors; a compact status line follows. The last test runs ``python -m pipelines.run`` with a
+real ``dg dev`` against the session broker."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance, asset, materialize
 
-from assets import run
+from pipelines import run
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,9 +31,9 @@ def test_console_shows_warnings_and_errors_and_the_file_everything(tmp_path: Pat
         "2026-11-24 09:02:01 +0000 - dagster - DEBUG - job - 1234 - STEP_START - Started",
         "\x1b[32m2026-11-24 09:02:01 +0000 - dagster - INFO - Serving dagster-webserver\x1b[0m",
         "\x1b[33m2026-11-24 09:02:02 +0000 - dagster - WARNING - the daemon is slow\x1b[0m",
-        "2026-11-24 09:02:03,001 assets.streams.supervisor INFO stream apps: windowed-revenue "
+        "2026-11-24 09:02:03,001 pipelines.streams.supervisor INFO stream apps: windowed-revenue "
         "RUNNING (PENDING_ERROR never)",
-        "2026-11-24 09:02:03,002 assets.streams.supervisor ERROR windowed-revenue died",
+        "2026-11-24 09:02:03,002 pipelines.streams.supervisor ERROR windowed-revenue died",
         "2026-11-24 09:11:23 +0000 - dagster - WARNING - /x/decorator_utils.py:232: "
         "BetaWarning: Parameter `backfill_policy` of function `asset` is currently in beta",
         "Traceback (most recent call last):",
@@ -48,7 +48,7 @@ def test_console_shows_warnings_and_errors_and_the_file_everything(tmp_path: Pat
     assert written == [run._ANSI.sub("", line) for line in lines]  # whole, without colours
     assert said == [
         "dagster: 2026-11-24 09:02:02 +0000 - dagster - WARNING - the daemon is slow",
-        "dagster: 2026-11-24 09:02:03,002 assets.streams.supervisor ERROR windowed-revenue died",
+        "dagster: 2026-11-24 09:02:03,002 pipelines.streams.supervisor ERROR windowed-revenue died",
         "dagster: Traceback (most recent call last):",
     ]
     assert run.log_path("stream apps", tmp_path) == tmp_path / "stream-apps.log"
@@ -61,7 +61,7 @@ def test_a_repeated_warning_shows_once_per_interval(tmp_path: Path) -> None:
         f"2026-11-24 09:13:{s:02d},470 streaming.runtime.task WARNING Skipping record "
         f"orders-0@{s * 7}: deserialization failed"
         for s in range(10)
-    ] + ["2026-11-24 09:14:00,001 assets.streams.supervisor WARNING windowed-revenue STALLED"]
+    ] + ["2026-11-24 09:14:00,001 pipelines.streams.supervisor WARNING windowed-revenue STALLED"]
     stream = io.BytesIO("".join(line + "\n" for line in lines).encode())
     said: list[str] = []
     pump = run.LogPump("stream apps", stream, tmp_path / "s.log", say=said.append)
@@ -204,7 +204,7 @@ LAUNCH = """
 import sys
 from pathlib import Path
 
-import assets.run as run
+import pipelines.run as run
 
 root = Path(sys.argv[1])
 run.DAGSTER_HOME = root / ".dagster"
@@ -218,7 +218,7 @@ raise SystemExit(run.main(sys.argv[2:]))
 
 @pytest.mark.timeout(900)
 def test_make_run_says_ready_once_the_ui_answers(kafka_cluster, tmp_path: Path) -> None:
-    """``python -m assets.run`` (the broker: the session's; no generator nor stream apps):
+    """``python -m pipelines.run`` (the broker: the session's; no generator nor stream apps):
     READY comes once the UI answers, the schedules are on, the console is compact and the
     child's output is in its log file; Ctrl-C stops everything."""
     port = _free_port()
@@ -273,11 +273,12 @@ def test_make_run_says_ready_once_the_ui_answers(kafka_cluster, tmp_path: Path) 
         assert {s["scheduleState"]["status"] for s in repo["schedules"]} == {"RUNNING"}
         with urllib.request.urlopen(f"{url}/server_info", timeout=10) as response:
             assert response.status == 200
-        # compact: no DEBUG flood, nothing of dagster dev's own INFO start-up lines
+        # compact: no DEBUG flood, nothing of dg dev's own INFO start-up lines
         assert " - DEBUG - " not in text and "Serving dagster-webserver" not in text
         assert "BetaWarning" not in text
         log = (tmp_path / ".state" / "logs" / "dagster.log").read_text()
         assert "Serving dagster-webserver" in log
+        assert "superseded" not in log  # `dg dev`, not the deprecated `dagster dev`
     finally:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGINT)

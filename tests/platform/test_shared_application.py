@@ -21,13 +21,13 @@ import requests
 from confluent_kafka import Producer
 from dagster import materialize
 
-from assets import domain
-from assets.streams.apps import STREAM_APPS
-from assets.streams.config import StreamAppConfig
-from assets.streams.dagster_assets import STREAM_ASSETS
-from assets.streams.kappa import read_all
-from assets.streams.revenue import APP, STORE_5M
-from assets.streams.supervisor import RunnerSettings, StreamAppRunner
+from assets.streams import STREAM_ASSETS
+from pipelines import domain
+from pipelines.streams.apps import STREAM_APPS
+from pipelines.streams.config import StreamAppConfig
+from pipelines.streams.kappa import read_all
+from pipelines.streams.revenue import APP, STORE_5M
+from pipelines.streams.supervisor import RunnerSettings, StreamAppRunner
 from resources.kafka import KafkaResource
 from resources.stream_apps import StreamAppsResource, free_port
 

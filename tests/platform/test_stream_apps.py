@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from assets.streams import (
+from pipelines.streams import (
     build_click_sessions,
     build_enriched_orders,
     build_fraud_alerts,
     build_orders_dedup,
     build_windowed_revenue,
 )
-from assets.streams.apps import STREAM_APPS
-from assets.streams.config import StreamAppConfig
+from pipelines.streams.apps import STREAM_APPS
+from pipelines.streams.config import StreamAppConfig
 from streaming import TopologyTestDriver, serdes
 
 M = 60_000

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from dagster import materialize
 
-from assets import domain
-from assets.generator import GeneratorConfig, produce
-from assets.streams.dagster_assets import STREAM_ASSETS, topic_key
+from assets.keys import kafka_key
+from assets.streams import STREAM_ASSETS
+from pipelines import domain
+from pipelines.generator import GeneratorConfig, produce
 from resources.kafka import KafkaResource
 from resources.stream_apps import StreamAppsResource
 from streaming.dsl.processors.window_aggregate import (
@@ -69,7 +70,7 @@ def test_streaming_asset_reports_and_stops_cleanly(kafka_cluster, tmp_path: Path
         },
     )
     assert result.success
-    key = topic_key(domain.CLICK_SESSIONS)
+    key = kafka_key(domain.CLICK_SESSIONS)
     observations = [
         e.asset_observation_data.asset_observation
         for e in result.all_events
@@ -127,7 +128,7 @@ def test_a_terminated_streaming_run_ends_canceled_without_a_failed_step(
         materialize_assets,
     )
 
-    from assets.streams.monitor import consumer_lag
+    from pipelines.streams.monitor import consumer_lag
 
     repo = Path(__file__).resolve().parents[2]
     monkeypatch.chdir(repo)
@@ -182,7 +183,7 @@ def test_a_terminated_streaming_run_ends_canceled_without_a_failed_step(
         define_out_of_process_context(location, "defs", instance) as context,
     ):
         launched = materialize_assets(
-            context, [topic_key(domain.CLICK_SESSIONS)], run_config_data=run_config
+            context, [kafka_key(domain.CLICK_SESSIONS)], run_config_data=run_config
         )
         data = launched.data["launchPipelineExecution"]
         assert data["__typename"] == "LaunchRunSuccess", data
@@ -231,7 +232,7 @@ def test_a_terminated_streaming_run_ends_canceled_without_a_failed_step(
         for e in logs
         if e.dagster_event is not None
         and e.dagster_event.event_type == DagsterEventType.ASSET_MATERIALIZATION
-        and e.asset_materialization.asset_key == topic_key(domain.CLICK_SESSIONS)
+        and e.asset_materialization.asset_key == kafka_key(domain.CLICK_SESSIONS)
     ][-1]
     assert final.metadata["state"].value == "NOT_RUNNING"
     # closed cleanly: what it processed is committed

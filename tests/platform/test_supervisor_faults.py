@@ -1,7 +1,7 @@
 """Stream applications survive a broker outage, on a single-node cluster of this module (not
 the session's: it is stopped). Each test stops the broker for about 20 s and restarts it:
 
-- the supervisor (``python -m assets.streams.supervisor``, as ``make run`` starts it) runs
+- the supervisor (``python -m pipelines.streams.supervisor``, as ``make run`` starts it) runs
   ``orders-dedup``: the process stays alive, its status file and status line report the
   application STALLED since a time with the reason; once the broker is back, without anyone
   acting, new orders come out and the status returns to RUNNING;
@@ -28,7 +28,7 @@ import orjson
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from assets import domain
+from pipelines import domain
 from streaming.testing import LocalKafkaCluster
 
 pytestmark = pytest.mark.kafka
@@ -125,7 +125,7 @@ def _outage(cluster: LocalKafkaCluster, seconds: float, alive: Callable[[], Any]
 
 
 class _Supervisor:
-    """``python -m assets.streams.supervisor`` running ``orders-dedup`` on ``orders_topic``
+    """``python -m pipelines.streams.supervisor`` running ``orders-dedup`` on ``orders_topic``
     (output ``<orders_topic>-deduped``), fast watch and status intervals, logging to a file."""
 
     def __init__(self, boot: str, tmp: Path, orders_topic: str, *extra: str) -> None:
@@ -147,7 +147,7 @@ class _Supervisor:
             "--commit-interval-ms": "200",
         }
         settings = [f"orders_topic={orders_topic}", f"dedup_topic={self.out_topic}"]
-        cmd = [sys.executable, "-m", "assets.streams.supervisor", *sum(options.items(), ())]
+        cmd = [sys.executable, "-m", "pipelines.streams.supervisor", *sum(options.items(), ())]
         cmd += [arg for s in settings for arg in ("--app-setting", s)] + list(extra)
         env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONFAULTHANDLER": "1"}
         with self.log_path.open("wb") as log:
@@ -318,7 +318,8 @@ def test_supervisor_restarts_an_app_that_dies_in_an_outage(broker, tmp_path: Pat
 RUN_ASSET = """
 import json, os, sys, threading
 from dagster import materialize
-from assets.streams.dagster_assets import STREAM_ASSETS, topic_key
+from assets.keys import kafka_key
+from assets.streams import STREAM_ASSETS
 from resources.kafka import KafkaResource
 from resources.stream_apps import StreamAppsResource
 
@@ -333,7 +334,7 @@ result = materialize(
     run_config={"ops": {"orders_dedup": {"config": args["run"]}}},
     raise_on_error=False,
 )
-key = topic_key(args["asset_topic"])
+key = kafka_key(args["asset_topic"])
 report = {
     "success": result.success,
     "observations": [

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from assets.streams.apps import STREAM_APPS
-from assets.streams.supervisor import RunnerSettings, Supervisor
+from pipelines.streams.apps import STREAM_APPS
+from pipelines.streams.supervisor import RunnerSettings, Supervisor
 
 
 def test_each_app_answers_queries_on_its_own_port(tmp_path) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from confluent_kafka import Producer
 from dagster import DagsterInstance, build_sensor_context
 
-from assets import domain
-from assets.topics import create_topics
+from pipelines import domain
+from pipelines.topics import create_topics
 from resources.kafka import KafkaResource
 from sensors.topic_materializations import (
     build_topic_materializations_sensor,

@@ -1,5 +1,5 @@
 """The Dagster UI in a real browser: Debian's chromium (``/usr/bin/chromium``) driven by
-playwright opens the UI of a ``dagster dev`` started here, against the test's own broker
+playwright opens the UI of a ``dg dev`` started here, against the test's own broker
 with the stream applications running (the supervisor, as ``make run`` starts it) and three
 hours of generated events fed in 30-second slices (``feeding.feed``). It
 
@@ -34,7 +34,7 @@ import pytest
 import requests
 from feeding import feed, wait_caught_up
 
-from assets.quality.suites import DATASETS
+from pipelines.quality.suites import DATASETS
 from sensors.hours import hour_key
 from streaming.testing import LocalKafkaCluster
 
@@ -75,9 +75,9 @@ def broker() -> Iterator[LocalKafkaCluster]:
 
 @pytest.fixture(scope="module")
 def dagster_ui(broker, tmp_path_factory) -> Iterator[dict[str, str]]:
-    from assets.generator import GeneratorConfig, iter_events
-    from assets.streams.supervisor import RunnerSettings, Supervisor
-    from assets.topics import create_topics
+    from pipelines.generator import GeneratorConfig, iter_events
+    from pipelines.streams.supervisor import RunnerSettings, Supervisor
+    from pipelines.topics import create_topics
     from streaming.dsl.processors.window_aggregate import (
         EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION as EMIT_INTERVAL,
     )
@@ -102,11 +102,11 @@ def dagster_ui(broker, tmp_path_factory) -> Iterator[dict[str, str]]:
         "GX_ANALYTICS_ENABLED": "false",
         "PYTHONPATH": str(REPO),
     }
-    dagster = str(Path(sys.executable).with_name("dagster"))
+    dg = str(Path(sys.executable).with_name("dg"))
     proc = None
     try:
         proc = subprocess.Popen(
-            [dagster, "dev", "-w", "workspace.yaml", "-p", str(port), "-h", "127.0.0.1"],
+            [dg, "dev", "-w", "workspace.yaml", "-p", str(port), "-h", "127.0.0.1"],
             cwd=REPO,
             env=env,
             start_new_session=True,
@@ -116,7 +116,7 @@ def dagster_ui(broker, tmp_path_factory) -> Iterator[dict[str, str]]:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 420
         while time.monotonic() < deadline:
-            assert proc.poll() is None, "dagster dev exited"
+            assert proc.poll() is None, "dg dev exited"
             try:
                 if requests.get(f"{url}/server_info", timeout=2).ok and _location_loaded(url):
                     break
@@ -282,6 +282,7 @@ def _events(url: str, run_id: str) -> list[dict[str, Any]]:
             "query($id: ID!, $c: String) { runOrError(runId: $id) { ... on Run { "
             "eventConnection(afterCursor: $c) { cursor hasMore events { __typename "
             "... on MessageEvent { message } "
+            "... on ExecutionStepFailureEvent { error { message } } "
             "... on AssetCheckEvaluationEvent { evaluation { checkName success description "
             "assetKey { path } } } } } } } }",
             {"id": run_id, "c": cursor},
@@ -340,7 +341,7 @@ def _wait_backfill(url: str, backfill_id: str, timeout: float = 1200) -> dict[st
     raise AssertionError(f"backfill not finished in {timeout}s: {backfill}")
 
 
-# dagster dev's start, the three hours fed, the lake and the backfill: 20-30 minutes
+# dg dev's start, the three hours fed, the lake and the backfill: 20-30 minutes
 @pytest.mark.timeout(2700)
 def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
     from playwright.sync_api import sync_playwright
@@ -450,11 +451,12 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         for name, check in sorted(checks.items()):
             print(name, "passed" if check["success"] else "FAILED", check["description"])
         failures = [
-            e.get("message")
+            (e.get("message"), (e.get("error") or {}).get("message", "")[-1500:])
             for e in _events(url, run["runId"])
             if e["__typename"] == "ExecutionStepFailureEvent"
         ]
-        assert run["status"] == "SUCCESS", (run["status"], failures)
+        failed_checks = {n: c["description"] for n, c in checks.items() if not c["success"]}
+        assert run["status"] == "SUCCESS", (run["status"], failures, failed_checks)
         assert {tuple(k["path"]) for k in run["assetSelection"]} == {
             tuple(k["path"]) for k in selection
         }, run["assetSelection"]

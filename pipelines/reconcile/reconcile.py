@@ -1,0 +1,229 @@
+"""Reconcile one hour partition: stream results in the lake vs the batch results.
+
+The batch side is the recompute from the lake by default; ``source="kafka"`` takes the one
+computed straight from the Kafka topics (``pipelines.batch.kafka_source``, the kappa path).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pandas as pd
+
+from pipelines import domain
+from pipelines.batch.store import LAKE, read_result
+from pipelines.lake.duck import read_topic_hours
+from pipelines.lake.paths import HOUR_MS, hour_of, hour_start_ms
+from pipelines.reconcile.compare import Reconciliation, compare_keyed
+from pipelines.reconcile.late import late_report
+from pipelines.reconcile.tolerance import Tolerance
+
+# What the reconciliation compares: batch result -> stream topic, keys, values.
+REVENUE_KEYS = ("region", "window_start")
+REVENUE_VALUES = ("revenue_cents", "order_count")
+
+
+def _hours(start_ms: int, end_ms: int) -> list[str]:
+    return [hour_of(t) for t in range(start_ms - start_ms % HOUR_MS, end_ms, HOUR_MS)]
+
+
+def stream_watermark(lake: Path | None = None, hours: list[str] | None = None) -> int | None:
+    """The highest order event time in the lake (the stream's time, approximately)."""
+    from pipelines.lake.duck import read_topic
+
+    orders = (
+        read_topic_hours(domain.ORDERS, hours, lake) if hours else read_topic(domain.ORDERS, lake)
+    )
+    return None if orders.empty else int(orders["event_time"].max())
+
+
+def _batch(result: str, hour: str, lake: Path | None, source: str = LAKE) -> pd.DataFrame:
+    frame = read_result(result, hour, lake, source=source)
+    if frame is None:
+        raise FileNotFoundError(
+            f"batch result {result!r} for {hour} was not computed"
+            + ("" if source == LAKE else f" from {source}")
+        )
+    return frame
+
+
+def _late_records(topic: str, start: int, lake: Path | None) -> pd.DataFrame:
+    """What the stream reported dropping as late for windows starting in the hour."""
+    late = read_topic_hours(topic, _hours(start - HOUR_MS, start + 2 * HOUR_MS), lake)
+    if late.empty:
+        return late
+    return late[(late["window_start"] >= start) & (late["window_start"] < start + HOUR_MS)]
+
+
+def _explainable_bursts(batch_bursts: pd.DataFrame, late: pd.DataFrame) -> pd.DataFrame:
+    """Batch burst alerts the stream could not raise: without the records it dropped as
+    late, the customer's window held no more than the limit (``rule``, ``customer_id``,
+    ``ref``, ``late_count``)."""
+    columns = ["rule", "customer_id", "ref", "late_count"]
+    per_window = late_report(late, "rapid_burst", key="customer_id")
+    if batch_bursts.empty or per_window.empty:
+        return pd.DataFrame(columns=columns)
+    counts = batch_bursts["evidence"].map(lambda e: orjson.loads(e)["count"])
+    bursts = batch_bursts.assign(count=counts).merge(
+        per_window, on=["customer_id", "window_start"], how="inner"
+    )
+    bursts = bursts[bursts["count"] - bursts["late_count"] <= domain.BURST_MAX_ORDERS]
+    return bursts.assign(ref=bursts["window_start"].astype("int64").astype(str))[columns]
+
+
+def _closed(frame: pd.DataFrame, end_column: str, wait_ms: int, watermark: int | None) -> pd.Series:
+    if watermark is None:
+        return pd.Series(True, index=frame.index)
+    return frame[end_column].astype("int64") + wait_ms <= watermark
+
+
+def reconcile_revenue(
+    hour: str,
+    lake: Path | None = None,
+    *,
+    hopping: bool = False,
+    tolerance: Tolerance | None = None,
+    watermark_ms: int | None = None,
+    source: str = LAKE,
+) -> Reconciliation:
+    """Revenue per region and window (tumbling or hopping) for ``hour``.
+
+    Windows that are not closed at ``watermark_ms`` (end + grace beyond it) are left out
+    of both sides and counted as ``pending``. ``source``: the batch results' source.
+    """
+    start = hour_start_ms(hour)
+    lake_hour = hour_of(start)
+    result, topic = (
+        ("revenue_hopping", domain.REVENUE_HOPPING)
+        if hopping
+        else (
+            "revenue_5m",
+            domain.REVENUE_5M,
+        )
+    )
+    batch = _batch(result, lake_hour, lake, source)
+    stream = read_topic_hours(topic, [lake_hour], lake)
+    stream = stream[(stream["window_start"] >= start) & (stream["window_start"] < start + HOUR_MS)]
+    late = late_report(_late_records(domain.REVENUE_LATE, start, lake), result)
+    grace = domain.REVENUE_GRACE_MS
+    closed_batch = _closed(batch, "window_end", grace, watermark_ms)
+    closed_stream = _closed(stream, "window_end", grace, watermark_ms)
+    report = compare_keyed(
+        result,
+        stream[closed_stream],
+        batch[closed_batch],
+        keys=REVENUE_KEYS,
+        values=REVENUE_VALUES,
+        late=late,
+        count_column="order_count",
+        late_values={"revenue_cents": "late_cents"},
+        tolerance=tolerance,
+    )
+    report.stats["pending_windows"] = int((~closed_batch).sum())
+    report.stats["late_records"] = int(late["late_count"].sum()) if not late.empty else 0
+    return report
+
+
+def reconcile_fraud(
+    hour: str,
+    lake: Path | None = None,
+    *,
+    tolerance: Tolerance | None = None,
+    watermark_ms: int | None = None,
+    source: str = LAKE,
+) -> Reconciliation:
+    """Fraud alerts of ``hour``: the same (rule, customer, order | window) alerts?"""
+    start = hour_start_ms(hour)
+    lake_hour = hour_of(start)
+    batch = _batch("fraud_alerts", lake_hour, lake, source).copy()
+    stream = read_topic_hours(
+        domain.FRAUD_ALERTS, _hours(start - HOUR_MS, start + 2 * HOUR_MS), lake
+    )
+    stream = stream[(stream["event_time"] >= start) & (stream["event_time"] < start + HOUR_MS)]
+    stream = stream[stream["rule"] != "rapid_burst"]
+    batch_point = batch[batch["rule"] != "rapid_burst"]
+    # Burst alerts are per customer and window; their order is whichever exceeded the limit.
+    stream_bursts = read_topic_hours(
+        domain.FRAUD_ALERTS, _hours(start - HOUR_MS, start + 2 * HOUR_MS), lake
+    )
+    stream_bursts = stream_bursts[
+        (stream_bursts["rule"] == "rapid_burst")
+        & (stream_bursts["window_start"] >= start)
+        & (stream_bursts["window_start"] < start + HOUR_MS)
+    ]
+    batch_bursts = batch[batch["rule"] == "rapid_burst"]
+    wait = domain.BURST_WINDOW_MS + domain.REVENUE_GRACE_MS
+    if watermark_ms is not None:
+        batch_bursts = batch_bursts[batch_bursts["window_start"] + wait <= watermark_ms]
+        stream_bursts = stream_bursts[stream_bursts["window_start"] + wait <= watermark_ms]
+    keys = ["rule", "customer_id", "ref"]
+    late = _explainable_bursts(batch_bursts, _late_records(domain.FRAUD_LATE, start, lake))
+    return compare_keyed(
+        "fraud_alerts",
+        pd.concat(
+            [
+                stream.assign(ref=stream["order_id"].astype(str)),
+                stream_bursts.assign(ref=stream_bursts["window_start"].astype("int64").astype(str)),
+            ]
+        ),
+        pd.concat(
+            [
+                batch_point.assign(ref=batch_point["order_id"].astype(str)),
+                batch_bursts.assign(ref=batch_bursts["window_start"].astype("int64").astype(str)),
+            ]
+        ),
+        keys=keys,
+        late=late,
+        tolerance=tolerance,
+    )
+
+
+def reconcile_sessions(
+    hour: str,
+    lake: Path | None = None,
+    *,
+    tolerance: Tolerance | None = None,
+    watermark_ms: int | None = None,
+    grace_ms: int = 5 * domain.MINUTE_MS,
+    source: str = LAKE,
+) -> Reconciliation:
+    """Click sessions starting in ``hour``: same bounds and click counts?"""
+    start = hour_start_ms(hour)
+    lake_hour = hour_of(start)
+    batch = _batch("click_sessions", lake_hour, lake, source)
+    stream = read_topic_hours(domain.CLICK_SESSIONS, [lake_hour], lake)
+    stream = stream[
+        (stream["session_start"] >= start) & (stream["session_start"] < start + HOUR_MS)
+    ]
+    wait = domain.SESSION_GAP_MS + grace_ms
+    closed = _closed(batch, "session_end", wait, watermark_ms)
+    report = compare_keyed(
+        "click_sessions",
+        stream[_closed(stream, "session_end", wait, watermark_ms)],
+        batch[closed],
+        keys=("user_id", "session_start"),
+        values=("session_end", "click_count"),
+        tolerance=tolerance,
+    )
+    report.stats["pending_sessions"] = int((~closed).sum())
+    return report
+
+
+def reconcile_hour(
+    hour: str,
+    lake: Path | None = None,
+    *,
+    tolerance: Tolerance | None = None,
+    watermark_ms: int | None = None,
+    source: str = LAKE,
+) -> dict[str, Reconciliation]:
+    """Every reconciliation of ``hour`` (batch results of ``source`` must be computed:
+    ``"lake"``, or ``"kafka"`` for the kappa path's)."""
+    common = {"tolerance": tolerance, "watermark_ms": watermark_ms, "source": source}
+    return {
+        "revenue_5m": reconcile_revenue(hour, lake, **common),
+        "revenue_hopping": reconcile_revenue(hour, lake, hopping=True, **common),
+        "fraud_alerts": reconcile_fraud(hour, lake, **common),
+        "click_sessions": reconcile_sessions(hour, lake, **common),
+    }

@@ -1,0 +1,330 @@
+"""What the platform observes of its stream applications, read from Kafka itself.
+
+Works for applications running anywhere (the supervisor, a Dagster run, another machine):
+
+- ``consumer_lag(bootstrap, group)``: per partition, end offset minus committed offset of
+  the application's consumer group (``application.id``);
+- ``end_offsets(bootstrap, topic)``: records written to a topic (closed windows = records on a
+  final-results topic);
+- ``closed_window_watermark(bootstrap, topic)``: the window end up to which every key's
+  windows are final, from the tail of a final-results topic (``window_end`` field): the
+  minimum over keys of the latest closed window end;
+- ``ensure_topics(bootstrap, {name: partitions})``: create the topics that are missing;
+- ``BrokerProbe(bootstrap).check()``: whether the cluster answers (None) or why not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from pipelines.connection import Kafka, KafkaConnection
+
+#: the supervisor's health fields (pipelines.streams.supervisor.AppHealth), copied when set
+HEALTH_FIELDS = (
+    "health",
+    "stalled_since",
+    "stalled_for_s",
+    "stall_reason",
+    "restarts",
+    "last_error",
+    "last_error_at",
+    "last_restart_at",
+    "last_stall_s",
+)
+
+
+def _client_config(kafka: Kafka, **extra: Any) -> dict[str, Any]:
+    return KafkaConnection.of(kafka).client_config(**extra)
+
+
+def _quiet_logger() -> Any:
+    import logging
+
+    quiet = logging.getLogger("pipelines.streams.monitor.librdkafka")
+    quiet.propagate = False
+    if not quiet.handlers:
+        quiet.addHandler(logging.NullHandler())
+    return quiet
+
+
+def _committed(consumer: Any, topics: list[str], timeout: float) -> dict[tuple[str, int], int]:
+    """Committed offset (-1: none) per partition of ``topics`` for ``consumer``'s group.id.
+
+    Through ``Consumer.committed`` (an OffsetFetch of a consumer that never joins the group),
+    not the AdminClient's ``list_consumer_group_offsets``: that one can abort the process
+    (librdkafka ``rd_kafka_enq_once_del_source_return`` assertion) when a request times out
+    while a broker restarts."""
+    from confluent_kafka import TopicPartition
+
+    parts = []
+    for topic in topics:
+        meta = consumer.list_topics(topic=topic, timeout=timeout).topics.get(topic)
+        if meta is not None and meta.error is None:
+            parts += [TopicPartition(topic, p) for p in sorted(meta.partitions)]
+    if not parts:
+        return {}
+    return {
+        (tp.topic, tp.partition): tp.offset if tp.offset >= 0 else -1
+        for tp in consumer.committed(parts, timeout=timeout)
+    }
+
+
+class BrokerProbe:
+    """Asks the cluster for its metadata with a short timeout, and for an application's
+    committed offsets: the supervisor's stall detection. Keeps its clients between calls
+    (plain consumers that never join a group; no AdminClient, see ``_committed``).
+
+    ``check()`` returns (and keeps in ``error``) None when a broker answered, else why not;
+    ``group_offsets(group, topics)`` gives the group's committed offsets and lag in total
+    over ``topics``, or None when the cluster does not answer."""
+
+    def __init__(self, bootstrap: Kafka, timeout: float = 3.0) -> None:
+        self.bootstrap = bootstrap
+        self.timeout = timeout
+        self.error: str | None = None
+        self._consumers: dict[str, Any] = {}
+
+    def _consumer(self, group: str | None = None) -> Any:
+        from confluent_kafka import Consumer
+
+        key = group or ""
+        if key not in self._consumers:
+            self._consumers[key] = Consumer(
+                _client_config(
+                    self.bootstrap,
+                    logger=_quiet_logger(),
+                    **{
+                        "group.id": group or f"monitor-{uuid.uuid4().hex[:8]}",
+                        "enable.auto.commit": False,
+                    },
+                )
+            )
+        return self._consumers[key]
+
+    @staticmethod
+    def _describe(exc: BaseException) -> str:
+        err = exc.args[0] if exc.args else None
+        if err is not None and callable(getattr(err, "name", None)):
+            return f"{err.name()}: {err.str()}"
+        return f"{type(exc).__name__}: {exc}"
+
+    def check(self) -> str | None:
+        """None when a broker answered within the timeout, else the error."""
+        try:
+            meta = self._consumer().list_topics(timeout=self.timeout)
+            self.error = None if meta.brokers else "the cluster answered without any broker"
+        except Exception as exc:  # KafkaException: _TRANSPORT, _TIMED_OUT ...
+            self.error = self._describe(exc)
+        return self.error
+
+    def group_offsets(self, group: str, topics: list[str]) -> tuple[int, int] | None:
+        """(sum of committed offsets, sum of lag) of consumer group ``group`` over
+        ``topics`` (a partition without a commit counts its whole log as lag), or None when
+        the cluster did not answer."""
+        from confluent_kafka import TopicPartition
+
+        try:
+            consumer = self._consumer(group)
+            committed = lag = 0
+            for (topic, partition), offset in _committed(consumer, topics, self.timeout).items():
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=self.timeout
+                )
+                committed += max(offset, 0)
+                lag += max(0, high - (offset if offset >= 0 else low))
+        except Exception:
+            return None
+        return committed, lag
+
+    def close(self) -> None:
+        """Close the clients."""
+        for consumer in self._consumers.values():
+            with contextlib.suppress(Exception):  # closing is best effort
+                consumer.close()
+        self._consumers = {}
+
+
+def list_topics(bootstrap: Kafka, timeout: float = 10.0) -> set[str]:
+    """Names of the cluster's topics."""
+    from confluent_kafka.admin import AdminClient
+
+    return set(AdminClient(_client_config(bootstrap)).list_topics(timeout=timeout).topics)
+
+
+def topic_partitions(bootstrap: Kafka, topic: str, timeout: float = 10.0) -> list[int]:
+    """Partition numbers of ``topic`` (empty if it does not exist)."""
+    from confluent_kafka.admin import AdminClient
+
+    meta = AdminClient(_client_config(bootstrap)).list_topics(topic=topic, timeout=timeout)
+    t = meta.topics.get(topic)
+    if t is None or t.error is not None:
+        return []
+    return sorted(t.partitions)
+
+
+def end_offsets(bootstrap: Kafka, topic: str, timeout: float = 10.0) -> dict[int, int]:
+    """Partition -> high watermark of ``topic``."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    parts = topic_partitions(bootstrap, topic, timeout)
+    if not parts:
+        return {}
+    consumer = Consumer(
+        _client_config(bootstrap, **{"group.id": f"monitor-{uuid.uuid4().hex[:8]}"})
+    )
+    try:
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
+            for p in parts
+        }
+    finally:
+        consumer.close()
+
+
+def consumer_lag(
+    bootstrap: Kafka,
+    group: str,
+    topics: list[str] | None = None,
+    timeout: float = 10.0,
+    *,
+    committed_only: bool = False,
+) -> dict[str, int]:
+    """``"topic-partition" -> lag`` of consumer group ``group`` (committed offsets only;
+    partitions without a commit count their whole log, or are left out with
+    ``committed_only``). With ``topics`` the committed offsets are read with
+    ``Consumer.committed`` (safe while brokers restart, see ``_committed``); without, the
+    topics are whatever the group committed (AdminClient)."""
+    from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    if topics is None:
+        admin = AdminClient(_client_config(bootstrap))
+        future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
+        committed = {
+            (tp.topic, tp.partition): tp.offset for tp in future.result(timeout).topic_partitions
+        }
+        wanted = sorted({t for t, _ in committed})
+    else:
+        wanted = sorted(set(topics))
+    consumer = Consumer(
+        _client_config(
+            bootstrap,
+            logger=_quiet_logger(),
+            **{"group.id": group if topics is not None else f"monitor-{uuid.uuid4().hex[:8]}"},
+            **{"enable.auto.commit": False},
+        )
+    )
+    lag: dict[str, int] = {}
+    try:
+        if topics is not None:
+            committed = _committed(consumer, wanted, timeout)
+        for topic in wanted:
+            for p in topic_partitions(bootstrap, topic, timeout):
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, p), timeout=timeout
+                )
+                offset = committed.get((topic, p), -1)
+                if offset < 0 and committed_only:
+                    continue
+                lag[f"{topic}-{p}"] = max(0, high - (offset if offset >= 0 else low))
+    finally:
+        consumer.close()
+    return lag
+
+
+def read_tail(
+    bootstrap: Kafka, topic: str, per_partition: int = 500, timeout: float = 10.0
+) -> list[tuple[str | None, Any, int]]:
+    """The last ``per_partition`` records of each partition: (key, JSON value, timestamp)."""
+    from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+
+    ends = end_offsets(bootstrap, topic, timeout)
+    consumer = Consumer(
+        _client_config(
+            bootstrap,
+            **{
+                "group.id": f"monitor-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            },
+        )
+    )
+    out: list[tuple[str | None, Any, int]] = []
+    try:
+        assignment = []
+        remaining = {}
+        for p, end in ends.items():
+            if end <= 0:
+                continue
+            low, _ = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+            start = max(low, end - per_partition)
+            if start < end:
+                assignment.append(TopicPartition(topic, p, start))
+                remaining[p] = end
+        if not assignment:
+            return out
+        consumer.assign(assignment)
+        deadline = time.monotonic() + timeout
+        while remaining and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=500, timeout=0.5):
+                if msg.error() is not None:
+                    continue
+                p = msg.partition()
+                try:
+                    value = orjson.loads(msg.value()) if msg.value() is not None else None
+                except orjson.JSONDecodeError:
+                    value = None
+                key = msg.key().decode() if msg.key() is not None else None
+                out.append((key, value, msg.timestamp()[1]))
+                if msg.offset() + 1 >= remaining.get(p, 0):
+                    remaining.pop(p, None)
+            # transaction markers take offsets too: stop when the position reaches the end
+            for tp in consumer.position([TopicPartition(topic, p) for p in list(remaining)]):
+                if tp.offset != OFFSET_END and tp.offset >= remaining.get(tp.partition, 0):
+                    remaining.pop(tp.partition, None)
+    finally:
+        consumer.close()
+    return out
+
+
+def closed_window_watermark(bootstrap: Kafka, topic: str, per_partition: int = 500) -> int | None:
+    """Window end (ms) through which every key's windows on final-results ``topic`` are
+    closed: the minimum over keys of their latest ``window_end`` (None before any closes)."""
+    latest: dict[Any, int] = {}
+    for key, value, _ in read_tail(bootstrap, topic, per_partition):
+        end = value.get("window_end") if isinstance(value, dict) else None
+        if isinstance(end, int) and end > latest.get(key, -1):
+            latest[key] = end
+    return min(latest.values()) if latest else None
+
+
+def ensure_topics(
+    bootstrap: Kafka, topics: Mapping[str, int], replication_factor: int = 1, timeout: float = 30.0
+) -> list[str]:
+    """Create the topics of ``topics`` (name -> partitions) that do not exist; return them."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(_client_config(bootstrap))
+    existing = set(admin.list_topics(timeout=timeout).topics)
+    missing = [name for name in topics if name not in existing]
+    if not missing:
+        return []
+    futures = admin.create_topics(
+        [
+            NewTopic(n, num_partitions=topics[n], replication_factor=replication_factor)
+            for n in missing
+        ]
+    )
+    for _name, future in futures.items():
+        try:
+            future.result(timeout)
+        except Exception as exc:  # created concurrently by someone else: fine
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+    return missing
