@@ -7,6 +7,14 @@ JARS := .jars/streams
 KAFKA_JARS := .jars/kafka
 SPARK_JARS := .jars/spark
 STAMP := $(VENV)/.installed
+# kustomize renders the Kubernetes manifests (platform/kubernetes) and kubeconform checks
+# them against the Kubernetes schemas (bundled by the pinned kubernetes-validate package, see
+# tests/platform/test_kubernetes.py): both built from the Go module proxy into .tools/bin.
+TOOLS_BIN := .tools/bin
+KUSTOMIZE_VERSION := v5.8.1
+KUBECONFORM_VERSION := v0.8.0
+K8S_TOOLS := $(TOOLS_BIN)/.kustomize-$(KUSTOMIZE_VERSION) $(TOOLS_BIN)/.kubeconform-$(KUBECONFORM_VERSION)
+GO ?= $(or $(shell command -v go 2>/dev/null),/usr/local/go/bin/go)
 
 .PHONY: setup test test-fast test-chaos lint format run bench clean
 
@@ -43,14 +51,6 @@ $(SPARK_JARS)/.copied: platform/spark/pom.xml
 	mvn -q -B -s platform/spark/settings.xml -f platform/spark/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DexcludeArtifactIds=scala-library,slf4j-api,lz4-java,snappy-java,spark-tags_2.13,jsr305,scala-parallel-collections_2.13 -DoutputDirectory=$(CURDIR)/$(SPARK_JARS)
 	touch $@
 
-# kustomize renders the Kubernetes manifests (platform/kubernetes) and kubeconform checks them
-# against the Kubernetes schemas (bundled by the pinned kubernetes-validate package, see
-# tests/platform/test_kubernetes.py): both built from the Go module proxy into .tools/bin.
-TOOLS_BIN := .tools/bin
-KUSTOMIZE_VERSION := v5.8.1
-KUBECONFORM_VERSION := v0.8.0
-K8S_TOOLS := $(TOOLS_BIN)/.kustomize-$(KUSTOMIZE_VERSION) $(TOOLS_BIN)/.kubeconform-$(KUBECONFORM_VERSION)
-GO ?= $(or $(shell command -v go 2>/dev/null),/usr/local/go/bin/go)
 
 $(TOOLS_BIN)/.kustomize-$(KUSTOMIZE_VERSION):
 	@test -x $(GO) || { echo "Go is required to build kustomize and kubeconform"; exit 1; }

@@ -330,7 +330,6 @@ def fam() -> Iterator[Any]:
     the temp folder goes to /dev/shm for this module. Skipped-record warnings (null keys, late
     records) would flood the failure reports: Kafka's side runs with slf4j-nop.
     """
-    pytest.importorskip("streaming.dsl", reason="the engine's DSL is not importable yet")
     import families
 
     shm = Path("/dev/shm")

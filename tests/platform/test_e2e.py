@@ -37,7 +37,6 @@ def broker():
 
 
 def test_stream_and_batch_agree_for_the_hour(broker, tmp_path: Path) -> None:
-    pytest.importorskip("pyspark")
     from pipelines.batch.recompute import recompute
     from pipelines.generator import GeneratorConfig, iter_events
     from pipelines.lake.sink import sink_topics

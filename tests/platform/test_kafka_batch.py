@@ -24,8 +24,6 @@ import pytest
 from pipelines import domain
 from pipelines.lake.paths import HOUR_MS, hour_of
 
-pytest.importorskip("pyspark")
-
 MINUTE = domain.MINUTE_MS
 # a recent hour: the broker deletes records whose timestamps are older than its retention
 HOUR_START = (int(time.time() * 1000) // HOUR_MS - 3) * HOUR_MS
@@ -41,7 +39,7 @@ def _spark() -> Any:
     from pipelines.batch.session import get_spark, spark_jars
 
     if not spark_jars():
-        pytest.skip("Spark's Kafka source jars are missing (make setup fetches .jars/spark)")
+        pytest.fail("Spark's Kafka source jars are missing (make setup fetches .jars/spark)")
     return get_spark(kafka=True)
 
 
@@ -335,7 +333,7 @@ def test_only_the_kafka_path_loads_the_kafka_jars() -> None:
     assert "spark.jars" not in spark_resource().spark_config
     jars = spark_jars()
     if not jars:
-        pytest.skip("Spark's Kafka source jars are missing")
+        pytest.fail("Spark's Kafka source jars are missing (make setup fetches .jars/spark)")
     assert spark_config(kafka=True)["spark.jars"].split(",") == jars
     assert kafka_spark_resource().spark_config["spark.jars"].split(",") == jars
     mine = spark_config({"spark.jars": "/x/mine.jar"}, kafka=True)["spark.jars"]

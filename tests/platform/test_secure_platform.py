@@ -1,8 +1,8 @@
 """The platform on a secured cluster: a broker with only a SASL_SSL listener in use (TLS from
 a CA made at test time, SCRAM-SHA-512 login), the ``cluster`` deployment's resources read
 from the environment as a team would set them, and through them the topics (the
-Kubernetes Job's command), the generator asset, a stream application (exactly-once) and the
-lake landing. A wrong password fails the lake
+Kubernetes Job's command), the generator asset, a stream application (exactly-once), the
+lake landing and Spark's Kafka source (the kappa batch). A wrong password fails the lake
 asset within seconds, saying the cluster refused the login."""
 
 from __future__ import annotations
@@ -14,19 +14,29 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from dagster import DagsterInstance, materialize
 
+from assets.batch import KAFKA_BATCH_ASSETS
 from assets.lake import LAKE_ASSETS
 from assets.streams import generator
 from pipelines import domain
+from pipelines.batch.recompute import recompute
+from pipelines.batch.session import get_spark
+from pipelines.batch.store import KAFKA, read_result
 from pipelines.lake.duck import read_topic
+from pipelines.lake.paths import HOUR_MS, hour_of
 from resources import platform_resources
 from streaming.testing import LocalKafkaCluster
 
 USER, PASSWORD = "platform", "pl4tform-s3cret"
 REPO = Path(__file__).resolve().parents[2]
 APP = "orders-dedup"
+# a recent complete hour (the broker keeps records this old)
+HOUR_START = (int(time.time() * 1000) // HOUR_MS - 2) * HOUR_MS
+HOUR = hour_of(HOUR_START)
+PARTITION_KEY = f"{HOUR.replace('T', '-')}:00"
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +58,11 @@ def cluster_env(cluster: LocalKafkaCluster, lake: Path, state: Path) -> dict[str
         "LAKE_ROOT": str(lake),
         "STREAM_STATE_DIR": str(state),
     }
+
+
+def _kafka_batch_asset(result: str) -> Any:
+    (asset,) = [a for a in KAFKA_BATCH_ASSETS if a.key.path[-1] == result]
+    return asset
 
 
 def _lake_asset(topic: str) -> Any:
@@ -79,12 +94,19 @@ def test_generator_stream_app_and_lake_through_sasl_ssl(
     outcomes = dict(line.split(": ") for line in created.stdout.splitlines())
     assert outcomes[domain.ORDERS] == "created" and set(outcomes.values()) == {"created"}
 
-    # the generator asset: a burst written through SASL_SSL
+    # the generator asset: a burst written through SASL_SSL, inside one hour (its late
+    # orders are at most 12 minutes late)
     burst = materialize(
         [generator],
         instance=instance,
         resources=resources,
-        run_config={"ops": {"generator": {"config": {"duration_s": 120.0, "seed": 3}}}},
+        run_config={
+            "ops": {
+                "generator": {
+                    "config": {"duration_s": 120.0, "seed": 3, "start_ms": HOUR_START + 20 * 60_000}
+                }
+            }
+        },
     )
     assert burst.success
     written = {
@@ -131,6 +153,24 @@ def test_generator_stream_app_and_lake_through_sasl_ssl(
     orders = read_topic(domain.ORDERS, lake)
     valid = orders[orders["_valid"]]
     assert valid["order_id"].nunique() == len(read_topic(domain.ORDERS_DEDUPED, lake))
+
+    # Spark's Kafka source reads the hour through SASL_SSL (the kappa batch) and computes
+    # what the lake gives
+    kappa = materialize(
+        [_kafka_batch_asset("orders_deduped")],
+        partition_key=PARTITION_KEY,
+        instance=instance,
+        resources=resources,
+    )
+    assert kappa.success
+    from_kafka = read_result("orders_deduped", HOUR, lake, source=KAFKA)
+    recompute("orders_deduped", HOUR, lake, get_spark(kafka=True))
+    from_lake = read_result("orders_deduped", HOUR, lake)
+    assert len(from_kafka) == valid["order_id"].nunique() > 100
+    pd.testing.assert_frame_equal(
+        from_kafka.sort_values("order_id").reset_index(drop=True),
+        from_lake.sort_values("order_id").reset_index(drop=True),
+    )
 
 
 def test_a_wrong_password_fails_fast_saying_the_login_was_refused(
