@@ -49,6 +49,7 @@ ENVIRONMENT = {
     "STREAM_STATE_DIR": ("stream_apps", "state_root"),
     "STREAM_PROCESSING_GUARANTEE": ("stream_apps", "processing_guarantee"),
     "STREAM_ADVERTISED_HOST": ("stream_apps", "advertised_host"),
+    "STREAM_QUERY_URL_TEMPLATE": ("stream_apps", "query_url_template"),
 }
 #: environment variable -> the Spark setting it sets (``spark.settings``)
 SPARK_ENVIRONMENT = {"SPARK_DRIVER_HOST": "spark.driver.host"}

@@ -56,6 +56,22 @@ class StreamAppsResource(ConfigurableResource):
     )
     #: a supervisor status file older than this is reported as stale by the health sensor
     status_stale_after_s: float = 120.0
+    # applications the supervisor does not run (pods): the health sensor asks their
+    # instances over HTTP (``/metadata``, then each instance's ``/health``)
+    query_urls: dict[str, str] = Field(
+        default_factory=dict, description="application -> base URL of its query servers"
+    )
+    query_url_template: str | None = Field(
+        default=None,
+        description="the same for every application, '{app}' replaced by its name, e.g. "
+        "http://{app}.streamplatform.svc:7070 (a Kubernetes Service)",
+    )
+
+    def query_url(self, app: str) -> str | None:
+        """Where the instances of ``app`` answer queries, when configured."""
+        if app in self.query_urls:
+            return self.query_urls[app]
+        return self.query_url_template.format(app=app) if self.query_url_template else None
 
     def app_config(self) -> StreamAppConfig:
         """Topics and business parameters of the applications."""

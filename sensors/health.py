@@ -4,7 +4,9 @@ size of the raw topics, recorded as asset observations (so they show in the UI) 
 Lag comes from Kafka (committed offsets of the consumer group ``application.id``), so it is
 right wherever the applications run; state, throughput and health come from the supervisor's
 status file when the supervisor runs them: ``health`` RUNNING or STALLED (``stalled_since``,
-``stall_reason``), ``restarts`` and ``last_error``. A broker that does not answer is itself
+``stall_reason``), ``restarts`` and ``last_error``. Applications run elsewhere (pods on
+Kubernetes) are asked over HTTP when ``StreamAppsResource.query_url`` names where: every
+instance's state (``instances``, ``instances_running``; UNREACHABLE alerts). A broker that does not answer is itself
 reported on every application's observation (``broker_error``) instead of failing the tick,
 and so is a status file the supervisor stopped writing (``status_age_s``).
 
@@ -27,13 +29,14 @@ from dagster import (
 
 from assets.keys import kafka_key
 from pipelines import domain
+from pipelines.streams import monitor
 from pipelines.streams.apps import STREAM_APPS
 from pipelines.streams.config import StreamAppConfig
 from pipelines.streams.monitor import HEALTH_FIELDS
 from resources.kafka import KafkaResource
 from resources.stream_apps import StreamAppsResource
 
-BAD_STATES = {"ERROR", "PENDING_ERROR", "NOT_RUNNING"}
+BAD_STATES = {"ERROR", "PENDING_ERROR", "NOT_RUNNING", "UNREACHABLE"}
 
 
 def app_health(
@@ -62,7 +65,13 @@ def app_health(
         alerts.append(f"{app}: lag unavailable ({meta['lag_error']})")
     if status:
         meta["state"] = status.get("state", "UNKNOWN")
-        for field in ("records_per_second", "records_processed", "closed_windows"):
+        for field in (
+            "records_per_second",
+            "records_processed",
+            "closed_windows",
+            "instances",
+            "instances_running",
+        ):
             if field in status:
                 meta[field] = status[field]
         if status.get("closed_window_watermark") is not None:
@@ -156,7 +165,11 @@ def build_health_sensor(
                 except Exception as exc:
                     lag_error = str(exc)
             status = statuses.get(name)
-            if status is not None and stale:
+            url = stream_apps.query_url(name)
+            if status is None and url:
+                # run elsewhere (pods): every instance asked over HTTP
+                status = monitor.instances_health(url)
+            elif status is not None and stale:
                 status = {**status, "status_age_s": round(age, 1)}
             meta, app_alerts = app_health(
                 name, lag, status, stream_apps.max_healthy_lag, lag_error=lag_error

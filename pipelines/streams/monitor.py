@@ -328,3 +328,44 @@ def ensure_topics(
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
     return missing
+
+
+def _get_json(url: str, timeout: float) -> Any:
+    """The JSON body of ``url`` (an error status with a JSON body, as ``/health``'s 503,
+    counts as an answer)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return orjson.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return orjson.loads(exc.read())
+
+
+def instances_health(base_url: str, timeout: float = 3.0) -> dict[str, Any]:
+    """The health of every instance of an application, asked over HTTP: its instances from
+    ``<base_url>/metadata`` (any instance answers for the whole group), then each one's
+    ``/health``. For applications the supervisor does not run (pods on Kubernetes).
+
+    Returns ``state`` (``RUNNING`` when every instance is running, else the first other
+    instance's state, ``UNREACHABLE`` when it does not answer), ``instances``,
+    ``instances_running`` and ``instance_states`` (``host:port`` -> state)."""
+    try:
+        members = _get_json(f"{base_url.rstrip('/')}/metadata", timeout)
+    except (OSError, ValueError) as exc:
+        return {"state": "UNREACHABLE", "instances": 0, "instances_running": 0, "error": str(exc)}
+    states: dict[str, str] = {}
+    for member in members:
+        address = f"{member['host']}:{member['port']}"
+        try:
+            states[address] = str(_get_json(f"http://{address}/health", timeout)["state"])
+        except (OSError, ValueError, KeyError):
+            states[address] = "UNREACHABLE"
+    others = [s for s in states.values() if s != "RUNNING"]
+    return {
+        "state": others[0] if others else ("RUNNING" if states else "UNREACHABLE"),
+        "instances": len(states),
+        "instances_running": len(states) - len(others),
+        "instance_states": states,
+    }

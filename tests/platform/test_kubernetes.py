@@ -398,6 +398,12 @@ def test_stream_app_container_runs_the_supervisor_on_its_app(
     )
     assert streams["interactive.queries.http.bind"] == "0.0.0.0"
 
+    # the health sensor reaches the app's instances through the same Service and port
+    template = one(docs, "ConfigMap", "platform-env")["data"]["STREAM_QUERY_URL_TEMPLATE"]
+    assert template.format(app=app) == (
+        f"http://{spec['serviceName']}.{namespace}.svc:{port['containerPort']}"
+    )
+
     # standby replicas: a warm copy of every task on another instance
     standbys = int(streams["num.standby.replicas"])
     assert standbys == int(env["STREAM_NUM_STANDBY_REPLICAS"]) >= 1

@@ -331,3 +331,64 @@ def test_health_sensor_flags_a_stale_supervisor_status(tmp_path) -> None:
     assert any("600 s old" in a for a in alerts)
     meta, alerts = app_health("orders-dedup", {"orders-0": 0}, {"state": "RUNNING"}, 10)
     assert meta["healthy"] and alerts == []
+
+
+def test_health_sensor_asks_instances_run_elsewhere_over_http(kafka_cluster, tmp_path) -> None:
+    """Applications the supervisor does not run (pods): the sensor finds every instance of
+    the group from one of them (``/metadata``) and asks each for its state (``/health``)."""
+    from pipelines.streams import monitor
+    from pipelines.topics import create_topics
+    from resources.stream_apps import free_port
+
+    bootstrap = kafka_cluster.bootstrap_servers
+    create_topics(bootstrap)
+    group = f"orders-dedup-pods-{uuid.uuid4().hex[:6]}"
+    resource = StreamAppsResource(state_root=str(tmp_path / "state"))
+    ports = [free_port(), free_port()]
+    pods = [
+        resource.runner(
+            "orders-dedup", bootstrap, instance=f"pod-{i}", application_id=group, query_port=port
+        )
+        for i, port in enumerate(ports)
+    ]
+    url = f"http://127.0.0.1:{ports[0]}"
+    sensor = build_health_sensor()
+
+    def observe() -> dict:
+        ctx = build_sensor_context(
+            instance=DagsterInstance.ephemeral(),
+            resources={
+                "kafka": KafkaResource(bootstrap_servers=bootstrap),
+                "stream_apps": StreamAppsResource(
+                    state_root=str(tmp_path / "no-supervisor"), query_urls={"orders-dedup": url}
+                ),
+            },
+        )
+        result = sensor(ctx)
+        by_key = {e.asset_key.path[-1]: e.metadata for e in result.asset_events}
+        return {k: v.value for k, v in by_key["orders-deduped"].items()}, result
+
+    try:
+        for pod in pods:
+            pod.start()
+        deadline = time.monotonic() + 120
+        health = monitor.instances_health(url)
+        while time.monotonic() < deadline and (
+            health["state"] != "RUNNING" or health["instances"] != 2
+        ):
+            time.sleep(1)
+            health = monitor.instances_health(url)
+        assert health["state"] == "RUNNING" and health["instances"] == 2, health
+        assert set(health["instance_states"]) == {f"127.0.0.1:{p}" for p in ports}
+
+        meta, _ = observe()
+        assert meta["state"] == "RUNNING"
+        assert meta["instances"] == meta["instances_running"] == 2
+    finally:
+        for pod in pods:
+            pod.close(60)
+
+    # nobody answers any more: UNREACHABLE, and an alert
+    meta, result = observe()
+    assert meta["state"] == "UNREACHABLE" and meta["healthy"] is False
+    assert "orders-dedup is UNREACHABLE" in result.skip_reason.skip_message
