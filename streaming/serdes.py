@@ -177,7 +177,7 @@ class TimeWindowedSerde:
     def serialize(self, topic: str | None, data: Windowed | None) -> bytes | None:
         if data is None:
             return None
-        key = self.inner.serialize(topic, data.key)
+        key = self.inner.serialize(topic, data.key)  # type: ignore[union-attr]  # resolve() sets inner before use
         return (key or b"") + _LONG.pack(data.window.start)
 
     def deserialize(self, topic: str | None, data: bytes | None) -> Windowed | None:
@@ -192,7 +192,7 @@ class TimeWindowedSerde:
             end = start + self.window_size_ms
             if end > LONG_MAX or end < start:
                 end = LONG_MAX
-        return Windowed(self.inner.deserialize(topic, data[:-8]), TimeWindow(start, end))
+        return Windowed(self.inner.deserialize(topic, data[:-8]), TimeWindow(start, end))  # type: ignore[union-attr]  # resolve() sets inner before use
 
     def __repr__(self) -> str:
         return f"TimeWindowedSerde({self.inner!r}, {self.window_size_ms})"
@@ -211,7 +211,7 @@ class SessionWindowedSerde:
     def serialize(self, topic: str | None, data: Windowed | None) -> bytes | None:
         if data is None:
             return None
-        key = self.inner.serialize(topic, data.key) or b""
+        key = self.inner.serialize(topic, data.key) or b""  # type: ignore[union-attr]  # resolve() sets inner before use
         return key + _LONG.pack(data.window.end) + _LONG.pack(data.window.start)
 
     def deserialize(self, topic: str | None, data: bytes | None) -> Windowed | None:
@@ -221,7 +221,7 @@ class SessionWindowedSerde:
             raise SerializationError("session-windowed key shorter than its 16-byte window")
         end = _LONG.unpack_from(data, len(data) - 16)[0]
         start = _LONG.unpack_from(data, len(data) - 8)[0]
-        return Windowed(self.inner.deserialize(topic, data[:-16]), SessionWindow(start, end))
+        return Windowed(self.inner.deserialize(topic, data[:-16]), SessionWindow(start, end))  # type: ignore[union-attr]  # resolve() sets inner before use
 
     def __repr__(self) -> str:
         return f"SessionWindowedSerde({self.inner!r})"

@@ -41,13 +41,15 @@ def time_windowed_aggregate_supplier(
     ``KStreamWindowAggregate`` for time and custom windows."""
     if isinstance(windows, SlidingWindows):
         from streaming.dsl.processors.sliding_aggregate import (
-            KStreamSlidingWindowAggregateSupplier as Supplier,
+            KStreamSlidingWindowAggregateSupplier,
         )
-    else:
-        from streaming.dsl.processors.window_aggregate import (
-            KStreamWindowAggregateSupplier as Supplier,
+
+        return KStreamSlidingWindowAggregateSupplier(
+            windows, store_name, emit, initializer, aggregator
         )
-    return Supplier(windows, store_name, emit, initializer, aggregator)
+    from streaming.dsl.processors.window_aggregate import KStreamWindowAggregateSupplier
+
+    return KStreamWindowAggregateSupplier(windows, store_name, emit, initializer, aggregator)
 
 
 def _reduce_init() -> None:

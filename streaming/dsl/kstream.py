@@ -152,6 +152,10 @@ def repartition_for_join(
 class KStream:
     """A record stream. Operators return new streams; nothing runs until the topology does."""
 
+    #: set by repartition_for_join on the stream it repartitioned: (source name, filter) of
+    #: the repartition, which a later unnamed join of the same stream reuses
+    _join_repartition: tuple[str, NullKeyFilter] | None
+
     def __init__(
         self,
         builder: InternalBuilder,

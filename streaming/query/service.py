@@ -565,6 +565,7 @@ class QueryService:
         from streaming.state.key_value_store import KeyValueStore
         from streaming.state.window_store import WindowStore
 
+        chunk: Callable[[bytes | None, int], list[tuple[bytes, bytes]]]
         if kind == "keyvalue" and isinstance(typed, KeyValueStore):
             lo = None if bounds[0] is None else typed.raw_key(bounds[0])
             hi = None if bounds[1] is None else typed.raw_key(bounds[1])
@@ -572,7 +573,8 @@ class QueryService:
 
             def chunk(last: bytes | None, n: int) -> list[tuple[bytes, bytes]]:
                 start = lo if last is None else last + b"\x00"
-                if lo is not None and start < lo:
+                # with lo set, start is bytes (lo, or the key after last)
+                if lo is not None and start < lo:  # type: ignore[operator]
                     start = lo
                 return _take(raw.range(start, hi), n)
 

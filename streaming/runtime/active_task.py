@@ -347,7 +347,8 @@ class ActiveTask:
             raise exc  # the client failed, not the record: the thread rolls back and retries
         ctx = self._context_for(rec, None)
         cause = exc.__cause__ if isinstance(exc, StreamsException) and exc.__cause__ else exc
-        decision = errors.decide(self._proc_handler, ctx, rec, cause)
+        # a StreamsException raised while processing wraps the processor's Exception
+        decision = errors.decide(self._proc_handler, ctx, rec, cause)  # type: ignore[arg-type]
         self._dead_letter_processed(rec, ctx, cause)
         if decision is errors.Response.FAIL:
             raise exc

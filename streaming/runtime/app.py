@@ -20,7 +20,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 from streaming.runtime.assignment import TopologyPlan, task_id
 from streaming.runtime.client_log import client_logger
@@ -84,7 +84,9 @@ _TRANSITIONS = {
 class KafkaStreams:
     """A Kafka Streams application instance: a topology, its config, its stream threads."""
 
-    State = State
+    # the module's State enum, also reachable as KafkaStreams.State (as in Kafka); a type
+    # alias, so that the annotations below (which resolve State here) name the enum class
+    State: TypeAlias = State
 
     def __init__(self, topology: Any, config: dict[str, Any] | StreamsConfig) -> None:
         if hasattr(topology, "build") and not hasattr(topology, "nodes"):

@@ -808,7 +808,7 @@ def _librdkafka_verdict(kind: str, name: str, value: Any) -> tuple[str, str] | N
     try:
         client = factory(conf)
     except KafkaException as exc:
-        err = exc.args[0] if exc.args else None
+        err: Any = exc.args[0] if exc.args else None
         message = err.str() if hasattr(err, "str") else str(exc)
     except (TypeError, ValueError) as exc:
         return ("invalid", str(exc))
@@ -962,8 +962,8 @@ def _client_settings(cfg: Mapping[str, Any]) -> dict[str, dict[str, tuple[str, A
             if prefix == "consumer." and kind != "consumer" and name in _MAIN_CONSUMER_ONLY:
                 continue
             out[kind][name] = (key, value)
-    for name, (kinds, why) in _MANAGED.items():
-        for kind in kinds:
+    for name, (managed_kinds, why) in _MANAGED.items():
+        for kind in managed_kinds:
             if name in out[kind]:
                 given = out[kind][name][0]
                 problems.append(f"{given} cannot be set: KafkaStreams manages it ({why})")
@@ -1138,7 +1138,7 @@ def check_bootstrap_servers(admin_config: Mapping[str, Any], timeout_s: float) -
             admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
             return
         except KafkaException as exc:
-            err = exc.args[0] if exc.args else None
+            err: Any = exc.args[0] if exc.args else None
             reason = err.str() if hasattr(err, "str") else str(exc)
             code = err.name() if hasattr(err, "name") else ""
         admin.poll(0)

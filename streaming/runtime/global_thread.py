@@ -142,7 +142,8 @@ class GlobalStreamThread(threading.Thread):
                 err = msg.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
-                        reached.add((msg.topic(), msg.partition()))
+                        # an end-of-partition event names its partition (the stubs say Optional)
+                        reached.add((msg.topic(), msg.partition()))  # type: ignore[arg-type]
                         continue
                     if err.fatal():
                         raise KafkaException(err)

@@ -377,7 +377,11 @@ class RecordCollector:
 
 #: a write the broker refused because of the record itself (the handler decides)
 _RECORD_CODES = frozenset(code for code in RECORD_CODES if code >= 0)
-_SEVERITY = {TaskCorruptedException: 2, ProductionError: 3, TaskMigratedException: 4}
+_SEVERITY: dict[type[BaseException], int] = {
+    TaskCorruptedException: 2,
+    ProductionError: 3,
+    TaskMigratedException: 4,
+}
 _PURGED = codes("_PURGE_QUEUE", "_PURGE_INFLIGHT")
 #: what ``produce()`` refuses because of the record itself (the handler decides)
 _LOCAL_RECORD_CODES = RECORD_CODES | codes("_INVALID_ARG")

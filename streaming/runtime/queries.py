@@ -35,7 +35,7 @@ class _View:
     def _collect(self, read: Callable[[Any], Iterable[tuple[Any, Any]]]) -> list[tuple[Any, Any]]:
         """``read(store)``'s entries with plain values, store by store (as Kafka's composite
         stores concatenate the tasks' iterators)."""
-        out = []
+        out: list[tuple[Any, Any]] = []
         for lock, store in self._each():
             with lock:
                 out.extend((k, _plain(v)) for k, v in read(store))

@@ -84,7 +84,7 @@ class ChangelogReader:
     def _watermarks(self, topic: str, partition: int, timeout: float) -> tuple[int, int]:
         try:
             with calling(f"reading the end offset of {topic}-{partition}"):
-                return self.consumer.get_watermark_offsets(  # type: ignore[no-any-return]
+                return self.consumer.get_watermark_offsets(
                     TopicPartition(topic, partition), timeout=timeout, cached=False
                 )
         except RetriableStreamsException:
@@ -147,7 +147,9 @@ class ChangelogReader:
                 eof: list[tuple[str, int]] = []
                 for msg in msgs:
                     err = msg.error()
-                    tp_key = (msg.topic(), msg.partition())
+                    # consumed messages carry topic, partition and (records) offset; the
+                    # stubs type them Optional
+                    tp_key = (msg.topic(), msg.partition())  # type: ignore[assignment]
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
                             eof.append(tp_key)
@@ -158,17 +160,18 @@ class ChangelogReader:
                         continue
                     if tp_key not in pending:
                         continue
-                    if msg.offset() >= self.progress[tp_key].end:
+                    if msg.offset() >= self.progress[tp_key].end:  # type: ignore[operator]
                         eof.append(tp_key)  # past a source changelog's committed offset
                         continue
                     if msg.key() is None and pending[tp_key].limit is not None:
-                        last[tp_key] = msg.offset()
+                        last[tp_key] = msg.offset()  # type: ignore[assignment]
                         batches.setdefault(tp_key, [])
                         continue
+                    # changelog records have keys (null-key source records were skipped above)
                     batches.setdefault(tp_key, []).append(
-                        (msg.key(), msg.value(), msg.timestamp()[1])
+                        (msg.key(), msg.value(), msg.timestamp()[1])  # type: ignore[arg-type]
                     )
-                    last[tp_key] = msg.offset()
+                    last[tp_key] = msg.offset()  # type: ignore[assignment]
                 for tp_key, batch in batches.items():
                     req = pending[tp_key]
                     if batch:
@@ -181,9 +184,10 @@ class ChangelogReader:
                     if last[tp_key] + 1 >= prog.end:
                         eof.append(tp_key)
                 for tp_key in eof:
-                    req = pending.pop(tp_key, None)
-                    if req is None:
+                    done = pending.pop(tp_key, None)
+                    if done is None:
                         continue
+                    req = done
                     prog = self.progress[tp_key]
                     prog.done = True
                     self._call("on_restore_end", req, prog.restored)

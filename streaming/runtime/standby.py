@@ -311,8 +311,9 @@ class StandbyManager(threading.Thread):
         for msg in msgs:
             if msg.error() is not None:
                 continue
-            tp = (msg.topic(), msg.partition())
-            offset = msg.offset()
+            # a record (no error) has its topic, partition and offset: the stubs say Optional
+            tp: tuple[str, int] = (msg.topic(), msg.partition())  # type: ignore[assignment]
+            offset: int = msg.offset()  # type: ignore[assignment]
             if tp in sources:
                 if tp in stopped or offset >= limits.get(tp, 0):
                     stopped.setdefault(tp, offset)
@@ -321,7 +322,8 @@ class StandbyManager(threading.Thread):
                 if msg.key() is None:  # the source node skips these too
                     batches.setdefault(tp, [])
                     continue
-            batches.setdefault(tp, []).append((msg.key(), msg.value(), msg.timestamp()[1]))
+            # changelog records have keys (null-key source records were skipped above)
+            batches.setdefault(tp, []).append((msg.key(), msg.value(), msg.timestamp()[1]))  # type: ignore[arg-type]
             ends[tp] = offset + 1
         if stopped:
             consumer = self._consumer

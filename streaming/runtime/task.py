@@ -144,9 +144,11 @@ class StreamTask:
         names = set(node_names)
         key_serde = serdes_mod.from_config(config.get("default.key.serde", serdes_mod.Json))
         value_serde = serdes_mod.from_config(config.get("default.value.serde", serdes_mod.Json))
-        self._default_extractor = as_extractor(
+        default_extractor = as_extractor(
             config.get("default.timestamp.extractor") or RecordTimestampExtractor()
         )
+        assert default_extractor is not None  # as_extractor keeps a non-None extractor
+        self._default_extractor = default_extractor
         self.context = TaskContext(
             self,
             application_id,

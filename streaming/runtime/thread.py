@@ -69,6 +69,7 @@ from streaming.runtime.restore import ChangelogReader
 
 if TYPE_CHECKING:
     from streaming.runtime.app import KafkaStreams
+    from streaming.state import ThreadCache
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,7 @@ class StreamThread(threading.Thread):
         self.state_directory = app.state_directory
         self.thread_client_id = f"{app.client_id}-StreamThread-{index}"
         cache_bytes = self.config.cache_max_bytes
+        self.cache: ThreadCache | None
         if cache_bytes > 0:
             from streaming.state import ThreadCache
 
@@ -349,7 +351,8 @@ class StreamThread(threading.Thread):
             with self.lock:
                 for msg in dropped:
                     if msg.error() is None:
-                        self._needs_rewind.add((msg.topic(), msg.partition()))
+                        # a record has its topic and partition (the stubs say Optional)
+                        self._needs_rewind.add((msg.topic(), msg.partition()))  # type: ignore[arg-type]
                 self._recover()
             if self._recovering():  # still backing off
                 self._stop_event.wait(0.05)
@@ -883,6 +886,7 @@ class StreamThread(threading.Thread):
 
     def _build_tasks(self, assigned: list[tuple[str, int]]) -> None:
         wanted = self.plan.tasks_for_partitions(assigned)
+        task: ActiveTask | None
         for tid, task in list(self.tasks.items()):
             if tid not in wanted or sorted(wanted[tid]) != task.input_partitions:
                 self._close_task_clean(task)
@@ -994,7 +998,8 @@ class StreamThread(threading.Thread):
 def _close_quietly(producer: Producer) -> None:
     """Close a replaced producer off the stream thread (it may wait for unreachable brokers)."""
     try:
-        producer.close(0)
+        # the stub omits close()'s timeout argument, which confluent-kafka accepts
+        producer.close(0)  # type: ignore[call-arg]
     except Exception as exc:
         log.debug("closing a replaced producer: %s", exc)
 

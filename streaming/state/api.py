@@ -175,7 +175,7 @@ class StateDirHandle:
     def __init__(self, context: StateStoreContext, name: str) -> None:
         state_dir = getattr(context, "state_dir", None)
         if state_dir is None:
-            self._temp = tempfile.mkdtemp(prefix=f"state-{name}-")
+            self._temp: str | None = tempfile.mkdtemp(prefix=f"state-{name}-")
             self.path = pathlib.Path(self._temp)
         else:
             self._temp = None

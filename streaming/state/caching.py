@@ -42,8 +42,9 @@ class _CachingMixin:
     flush_listener: BytesFlushListener | None = None
     send_old_values: bool = False
     context: Any = None
-    cache: ThreadCache | None = None
-    named: NamedCache | None = None
+    # set by _init_cache() (store init); None before, and ``named`` again after close()
+    cache: ThreadCache = None  # type: ignore[assignment]
+    named: NamedCache = None  # type: ignore[assignment]
     cache_name: str = ""
 
     def _init_cache(self, context: StateStoreContext) -> None:
@@ -112,7 +113,7 @@ class _CachingMixin:
             try:
                 if self.named is not None:
                     self.cache.close(self.cache_name)
-                    self.named = None
+                    self.named = None  # type: ignore[assignment]
             finally:
                 self.wrapped.close()
 
@@ -216,6 +217,9 @@ class _SegmentedCacheKeys:
     """Kafka's SegmentedCacheFunction: cache key = [8-byte segment id][schema key]."""
 
     segment_interval: int
+    retention_period: int
+    max_observed_timestamp: int
+    named: NamedCache
 
     def _seg_prefix(self, timestamp: int) -> bytes:
         return _SEG.pack(java_div(timestamp, self.segment_interval) + _OFFSET)

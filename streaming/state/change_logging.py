@@ -27,6 +27,7 @@ _session_key = SESSION_KEY_SCHEMA.store_key
 class _Logger:
     """Mixin holding the context and computing what to log."""
 
+    name: str
     context: StateStoreContext
     timestamped = False
 
@@ -41,6 +42,8 @@ class _Logger:
 
 class ChangeLoggingKeyValueBytesStore(_Logger, WrappedStateStore, KeyValueBytesStore):
     """Logs every key-value write to the store's changelog."""
+
+    wrapped: KeyValueBytesStore
 
     def __init__(self, wrapped: KeyValueBytesStore) -> None:
         super().__init__(wrapped)

@@ -76,7 +76,8 @@ def merge_segmented(
             c = nxt(cache_it, None)
             s = nxt(store_it, None)
             sk = None if s is None else store_cache_key(s[0])
-        elif (ck < sk) == forward:
+        # s is not None here, so sk is its cache key (no assert in the per-entry loop)
+        elif (ck < sk) == forward:  # type: ignore[operator]
             value = c[1].value
             if value is not None:
                 yield ck[8:], value

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
+from rocksdict import Rdict
+
 from streaming.state.api import StateDirHandle, StateStore, StateStoreContext
 from streaming.state.key_value_bytes import BytesKV, KeyValueBytesStore, invalid_range
-from streaming.state.rocksdb_util import MemtableFlusher, close_db, open_db, scan, scan_prefix
+from streaming.state.rocksdb_util import (
+    MemtableFlusher,
+    close_db,
+    open_db,
+    raw_items,
+    scan,
+    scan_prefix,
+)
 
 
 class RocksDBKeyValueStore(KeyValueBytesStore):
@@ -14,7 +23,8 @@ class RocksDBKeyValueStore(KeyValueBytesStore):
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._db = None
+        # None until init() and after close(); the operations are only called while open
+        self._db: Rdict = None  # type: ignore[assignment]
         self._dir: StateDirHandle | None = None
         self._flusher = MemtableFlusher()
         self.restore_value_converter: Callable[[bytes | None, int], bytes | None] | None = None
@@ -54,7 +64,7 @@ class RocksDBKeyValueStore(KeyValueBytesStore):
 
     def close(self) -> None:
         if self._db is not None:
-            db, self._db = self._db, None
+            db, self._db = self._db, None  # type: ignore[assignment]
             close_db(db)
         if self._dir is not None:
             self._dir.release()
@@ -97,10 +107,10 @@ class RocksDBKeyValueStore(KeyValueBytesStore):
         return scan(self._db, from_key, to_key, False)
 
     def all(self) -> Iterator[BytesKV]:
-        return self._db.items()
+        return raw_items(self._db.items())
 
     def reverse_all(self) -> Iterator[BytesKV]:
-        return self._db.items(backwards=True)
+        return raw_items(self._db.items(backwards=True))
 
     def prefix_scan(self, prefix: bytes) -> Iterator[BytesKV]:
         return scan_prefix(self._db, prefix)

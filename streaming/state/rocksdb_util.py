@@ -6,6 +6,7 @@ import gc
 import pathlib
 import time
 from collections.abc import Iterator
+from typing import Any, cast
 
 from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteOptions
 
@@ -54,7 +55,8 @@ def open_db(path: pathlib.Path) -> Rdict:
                 break
             time.sleep(0.05)
     write_options = WriteOptions()
-    write_options.disable_wal = True
+    # rocksdict's stub declares disable_wal as a method; at runtime it is a settable attribute
+    write_options.disable_wal = True  # type: ignore[method-assign,assignment]
     db.set_write_options(write_options)
     return db
 
@@ -105,11 +107,11 @@ def scan(
     the ReadOptions object is garbage collected (and backward lower bounds misbehave).
     """
     if forward:
-        it = db.items(from_key=lower) if lower is not None else db.items()
+        it = raw_items(db.items(from_key=lower) if lower is not None else db.items())
         if upper_inclusive is None:
             return it
         return _until(it, upper_inclusive)
-    it = (
+    it = raw_items(
         db.items(backwards=True, from_key=upper_inclusive)
         if upper_inclusive is not None
         else db.items(backwards=True)
@@ -117,6 +119,12 @@ def scan(
     if lower is None:
         return it
     return _down_to(it, lower)
+
+
+def raw_items(items: Iterator[Any]) -> Iterator[tuple[bytes, bytes]]:
+    """The databases are opened in raw mode: keys and values are bytes (rocksdict's stub
+    types items as any key type and Any value)."""
+    return cast(Iterator[tuple[bytes, bytes]], items)
 
 
 def _until(it: Iterator[tuple[bytes, bytes]], upper: bytes) -> Iterator[tuple[bytes, bytes]]:
@@ -135,7 +143,7 @@ def _down_to(it: Iterator[tuple[bytes, bytes]], lower: bytes) -> Iterator[tuple[
 
 def scan_prefix(db: Rdict, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
     """Iterate all keys starting with prefix in byte order."""
-    for kv in db.items(from_key=prefix):
+    for kv in raw_items(db.items(from_key=prefix)):
         if not kv[0].startswith(prefix):
             return
         yield kv

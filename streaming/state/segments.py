@@ -16,6 +16,7 @@ import pathlib
 import struct
 from collections.abc import Iterator
 
+from rocksdict import Rdict
 from sortedcontainers import SortedDict
 
 from streaming.state.rocksdb_util import MemtableFlusher, close_db, open_db, scan
@@ -34,6 +35,8 @@ class Segment:
     """One time segment: a sorted bytes map."""
 
     __slots__ = ("id",)
+
+    id: int
 
     def get(self, key: bytes) -> bytes | None:
         raise NotImplementedError
@@ -188,18 +191,19 @@ class RocksDBSegments(Segments):
 
     def __init__(self, name: str, retention_period: int, segment_interval: int) -> None:
         super().__init__(name, retention_period, segment_interval)
-        self.db = None
+        self.db: Rdict | None = None
         self._flusher = MemtableFlusher()
 
     def open(self, directory: pathlib.Path | None) -> None:
-        self.db = open_db(directory)
+        assert directory is not None  # persistent stores always open in their state directory
+        db = self.db = open_db(directory)
         # discover existing segments: one seek per distinct id prefix
-        it = self.db.iter()
+        it = db.iter()
         it.seek_to_first()
         while it.valid():
             raw = it.key()[:8]
             segment_id = _SEG_ID.unpack(raw)[0] - _OFFSET
-            self._segments[segment_id] = RocksDBSegment(segment_id, self.db)
+            self._segments[segment_id] = RocksDBSegment(segment_id, db)
             it.seek(_SEG_ID.pack(segment_id + _OFFSET + 1))
         del it
 
@@ -207,6 +211,7 @@ class RocksDBSegments(Segments):
         return RocksDBSegment(segment_id, self.db)
 
     def _destroy(self, segment: Segment) -> None:
+        assert self.db is not None  # segments exist only while the database is open
         self.db.delete_range(
             _SEG_ID.pack(segment.id + _OFFSET), _SEG_ID.pack(segment.id + _OFFSET + 1)
         )

@@ -48,6 +48,8 @@ class SessionBytesStore(StateStore):
 class WrappedSessionBytesStore(WrappedStateStore, SessionBytesStore):
     """Base for session layers: delegates reads to the wrapped store."""
 
+    wrapped: SessionBytesStore
+
     def __init__(self, wrapped: SessionBytesStore) -> None:
         super().__init__(wrapped)
         self.retention_period = wrapped.retention_period

@@ -103,6 +103,8 @@ class ChangeLoggingVersionedKeyValueBytesStore(WrappedStateStore):
 class VersionedKeyValueStore(MeteredStore):
     """Typed versioned store (Kafka's MeteredVersionedKeyValueStore / VersionedKeyValueStore)."""
 
+    wrapped: VersionedBytesStore | ChangeLoggingVersionedKeyValueBytesStore
+
     versioned = True
     PUT_RETURN_CODE_VALID_TO_UNDEFINED = PUT_RETURN_CODE_VALID_TO_UNDEFINED
     PUT_RETURN_CODE_NOT_PUT = PUT_RETURN_CODE_NOT_PUT

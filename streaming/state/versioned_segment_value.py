@@ -33,7 +33,8 @@ def min_timestamp(raw: bytes) -> int:
 class SearchResult(NamedTuple):
     """A version found in a row: its index (0 = newest), validity interval and value."""
 
-    index: int
+    # shadows tuple.index (the method) on purpose: the field is the version's position
+    index: int  # type: ignore[assignment]
     valid_from: int
     valid_to: int
     value: bytes | None

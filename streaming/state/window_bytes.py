@@ -11,9 +11,13 @@ in-memory store too so that both give identical outputs.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from streaming.state.api import StateStore, WrappedStateStore
 from streaming.state.segmented_bytes_store import SegmentedBytesStore
+
+if TYPE_CHECKING:
+    from streaming.state.key_schema import TimeFirstWindowKeySchema, WindowKeySchema
 
 BytesKV = tuple[bytes, bytes]
 
@@ -21,7 +25,7 @@ BytesKV = tuple[bytes, bytes]
 class WindowBytesStore(StateStore):
     """Window store over bytes keyed by (key bytes, window start)."""
 
-    key_schema: object
+    key_schema: WindowKeySchema | TimeFirstWindowKeySchema
     window_size: int
     retain_duplicates: bool
     retention_period: int
@@ -57,6 +61,8 @@ class WindowBytesStore(StateStore):
 
 class WrappedWindowBytesStore(WrappedStateStore, WindowBytesStore):
     """Base for window layers: exposes the wrapped store's schema and sizes."""
+
+    wrapped: WindowBytesStore
 
     def __init__(self, wrapped: WindowBytesStore) -> None:
         super().__init__(wrapped)

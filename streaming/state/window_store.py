@@ -30,8 +30,8 @@ class WindowStore(MeteredStore):
         self.segment_interval = wrapped.segment_interval
         self.key_schema = wrapped.key_schema
 
-    def _windowed(self, schema_key: bytes) -> Windowed:
-        key, start = self.key_schema.split(schema_key)
+    def _windowed(self, raw: bytes) -> Windowed:
+        key, start = self.key_schema.split(raw)
         end = start + self.window_size
         return Windowed(
             self._kdes(self.topic, key), TimeWindow(start, MAX_TIMESTAMP if end > MAX_LONG else end)

@@ -26,11 +26,7 @@ class Window:
     def __eq__(self, other: object) -> bool:
         if self is other:
             return True
-        return (
-            type(other) is type(self)
-            and self.start == other.start  # type: ignore[attr-defined]
-            and self.end == other.end  # type: ignore[attr-defined]
-        )
+        return type(other) is type(self) and self.start == other.start and self.end == other.end
 
     def __hash__(self) -> int:
         return hash((self.start, self.end))

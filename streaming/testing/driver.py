@@ -214,10 +214,11 @@ class TopologyTestDriver:
             self._outputs.setdefault(rec.topic, deque()).append(rec)
             # Kafka's captureOutputsAndReEnqueueInternalResults: a record written to a topic
             # the topology reads (internal or not) is processed again, and stays readable
+            # rec.timestamp is None for a record written without one: passed on unchanged
             if self._task.source_for(rec.topic) is not None:
-                self._enqueue(rec.topic, rec.key, rec.value, rec.timestamp, rec.headers)
+                self._enqueue(rec.topic, rec.key, rec.value, rec.timestamp, rec.headers)  # type: ignore[arg-type]
             if self._global is not None and rec.topic in self._global.topics:
-                self._global.update(rec.topic, rec.key, rec.value, rec.timestamp, rec.headers)
+                self._global.update(rec.topic, rec.key, rec.value, rec.timestamp, rec.headers)  # type: ignore[arg-type]
 
     def _enqueue(
         self,
@@ -345,7 +346,7 @@ class TopologyTestDriver:
         self._capture_outputs()
         return set(self._outputs)
 
-    def producer_history(self) -> list[tuple[str, bytes | None, bytes | None, int]]:
+    def producer_history(self) -> list[tuple[str, bytes | None, bytes | None, int | None]]:
         """Every record written so far (any topic), raw, in write order."""
         return [(r.topic, r.key, r.value, r.timestamp) for q in self._outputs.values() for r in q]
 

@@ -565,11 +565,12 @@ class LocalKafkaCluster:
                         else:
                             errors.append(str(err))
                         continue
-                    if msg.offset() + 1 >= ends[msg.partition()]:
+                    # a record has its offset and partition (the stubs say Optional)
+                    if msg.offset() + 1 >= ends[msg.partition()]:  # type: ignore[operator,index]
                         pending.discard(msg.partition())
                     txn_id = _decode_transaction_log_key(msg.key())
                     if txn_id is not None and txn_id.startswith(prefix):
-                        found[txn_id] = msg.partition()
+                        found[txn_id] = msg.partition()  # type: ignore[assignment]
             if pending:
                 raise KafkaClusterError(
                     f"could not read {TRANSACTION_STATE_TOPIC} partitions {sorted(pending)} "

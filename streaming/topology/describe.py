@@ -213,10 +213,12 @@ class _JavaTreeSet:
     def _right(e: _Entry | None) -> _Entry | None:
         return None if e is None else e.right
 
-    def _fix_after_insertion(self, x: _Entry | None) -> None:
+    def _fix_after_insertion(self, entry: _Entry) -> None:
         parent, left, right, set_red = self._parent, self._left, self._right, self._set_red
-        x.red = True
-        while x is not None and x is not self._root and x.parent.red:
+        entry.red = True
+        x: _Entry | None = entry
+        # past the root check x has a parent, so _red(x.parent) is x.parent.red
+        while x is not None and x is not self._root and self._red(x.parent):
             if parent(x) is left(parent(parent(x))):
                 y = right(parent(parent(x)))
                 if self._red(y):
@@ -245,12 +247,14 @@ class _JavaTreeSet:
                     set_red(parent(x), False)
                     set_red(parent(parent(x)), True)
                     self._rotate_left(parent(parent(x)))
+        assert self._root is not None  # the tree holds at least the inserted entry
         self._root.red = False
 
     def _rotate_left(self, p: _Entry | None) -> None:
         if p is None:
             return
         r = p.right
+        assert r is not None  # only rotated towards an existing child
         p.right = r.left
         if r.left is not None:
             r.left.parent = p
@@ -268,6 +272,7 @@ class _JavaTreeSet:
         if p is None:
             return
         lft = p.left
+        assert lft is not None  # only rotated towards an existing child
         p.left = lft.right
         if lft.right is not None:
             lft.right.parent = p

@@ -106,8 +106,8 @@ def join(
     other_windowed = _suffix_or_generate(b, sj.name, "-other-windowed", WINDOWED_NAME)
     join_this_generated = b.new_processor_name(OUTERTHIS_NAME if right_outer else JOINTHIS_NAME)
     join_other_generated = b.new_processor_name(OUTEROTHER_NAME if left_outer else JOINOTHER_NAME)
-    join_this_name = sj.name + this_suffix if user_named else join_this_generated
-    join_other_name = sj.name + other_suffix if user_named else join_other_generated
+    join_this_name = sj.name + this_suffix if sj.name is not None else join_this_generated
+    join_other_name = sj.name + other_suffix if sj.name is not None else join_other_generated
     merge_name = _suffix_or_generate(b, sj.name, "-merge", MERGE_NAME)
     if left_outer:  # both sides flow into the merge
         b.null_key_relaxed_joins.add(merge_name)
@@ -146,7 +146,7 @@ def join(
 
     spurious_result_fix = bool(getattr(windows, "spurious_result_fix", True))
     trackers = TimeTrackerSupplier()
-    common = {
+    common: dict[str, Any] = {
         "before_ms": windows.before_ms,
         "after_ms": windows.after_ms,
         "grace_ms": windows.grace_ms,

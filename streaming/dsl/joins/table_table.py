@@ -75,6 +75,7 @@ def join(
     if mat is not None:
         key_serde = mat.key_serde or table.key_serde
         value_serde = mat.value_serde
+        assert store_name is not None  # set above whenever mat is
         store_builder = b.kv_store_builder(mat, store_name, key_serde, value_serde)
 
     this_kind, other_kind = _SIDES[kind]

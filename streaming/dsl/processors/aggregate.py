@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 class KStreamAggregateSupplier(TableSupplier):
     """``aggregate`` (and ``count``): initializer + aggregator into a timestamped KV store."""
 
+    store_name: str
+
     def __init__(
         self,
         store_name: str,
@@ -71,6 +73,8 @@ class KStreamAggregateProcessor(Processor):
 
 class KStreamReduceSupplier(TableSupplier):
     """``reduce``: the first value starts the aggregate, then ``reducer(agg, value)``."""
+
+    store_name: str
 
     def __init__(self, store_name: str, reducer: Callable[[Any, Any], Any]) -> None:
         self.store_name = store_name

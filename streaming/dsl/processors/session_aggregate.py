@@ -36,7 +36,7 @@ import contextlib
 import logging
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streaming.dsl.change import Change
 from streaming.dsl.processors.table import TableSupplier
@@ -44,6 +44,9 @@ from streaming.dsl.processors.table_getters import SessionValueGetterSupplier
 from streaming.dsl.windows import EmitStrategy, SessionWindows
 from streaming.state.windowed import SessionWindow, Windowed
 from streaming.topology.processor import Processor, Record
+
+if TYPE_CHECKING:
+    from streaming.runtime.context import TaskContext
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +91,8 @@ def _emit_interval_ms(app_configs: Any) -> int:
 class KStreamSessionWindowAggregateSupplier(TableSupplier):
     """Session-window ``aggregate`` (and ``count``/``reduce``) into a session store."""
 
+    store_name: str
+
     def __init__(
         self,
         windows: SessionWindows,
@@ -116,6 +121,8 @@ class KStreamSessionWindowAggregateSupplier(TableSupplier):
 
 
 class KStreamSessionWindowAggregateProcessor(Processor):
+    context: TaskContext  # the runtime context: record context and current node
+
     def __init__(self, supplier: KStreamSessionWindowAggregateSupplier) -> None:
         self.s = supplier
         self.observed_stream_time = NO_TIMESTAMP

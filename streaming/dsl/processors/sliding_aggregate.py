@@ -32,6 +32,8 @@ _make = ValueAndTimestamp.make
 class KStreamSlidingWindowAggregateSupplier(TableSupplier):
     """``SlidingWindowedKStream.aggregate/count/reduce``."""
 
+    store_name: str
+
     def __init__(
         self,
         windows: SlidingWindows,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sortedcontainers import SortedDict
 
@@ -26,6 +26,9 @@ from streaming.dsl.processors.suppress import BufferValue, read_buffer_value
 from streaming.runtime.nodes import StreamsException
 from streaming.state.api import StateStore, StateStoreContext, changelog_topic
 from streaming.topology.processor import Processor, Record, RecordContext
+
+if TYPE_CHECKING:
+    from streaming.runtime.context import TaskContext
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,8 @@ class KStreamKTableJoinSupplier:
 
 
 class KStreamKTableJoinProcessor(Processor):
+    context: TaskContext  # the runtime context: record context and current node
+
     def __init__(self, supplier: KStreamKTableJoinSupplier) -> None:
         self.s = supplier
         self.getter = supplier.getter_supplier.get()

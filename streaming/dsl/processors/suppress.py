@@ -27,7 +27,7 @@ Semantics:
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sortedcontainers import SortedDict
 
@@ -41,6 +41,9 @@ from streaming.state.api import changelog_topic
 from streaming.state.java_hash_set import JavaHashSetOrder
 from streaming.state.windowed import SessionWindow, Windowed
 from streaming.topology.processor import Processor, Record, RecordContext
+
+if TYPE_CHECKING:
+    from streaming.runtime.context import TaskContext
 
 LONG_MAX = (1 << 63) - 1
 NO_TIMESTAMP = -1
@@ -75,6 +78,9 @@ def find_window_grace_ms(supplier: Any) -> int | None:
 
 class KTableSuppressSupplier(TableSupplier):
     """``KTable.suppress(...)``: needs the parent's old values (for the buffer's prior value)."""
+
+    store_name: str
+    parent: TableSupplier
 
     def __init__(self, suppressed: Suppressed, store_name: str, parent: TableSupplier) -> None:
         self.suppressed = suppressed
@@ -119,6 +125,8 @@ class KTableSuppressSupplier(TableSupplier):
 
 
 class KTableSuppressProcessor(Processor):
+    context: TaskContext  # the runtime context: record context and current node
+
     def __init__(self, supplier: KTableSuppressSupplier) -> None:
         self.s = supplier
         self.max_records = supplier.max_records
@@ -291,7 +299,7 @@ def read_buffer_value(data: bytes) -> tuple[BufferValue, int]:
     pos += n
     partition, nheaders = struct.unpack_from(">ii", data, pos)
     pos += 8
-    headers = []
+    headers: list[tuple[str, bytes | None]] = []
     for _ in range(max(nheaders, 0)):
         (n,) = _INT.unpack_from(data, pos)
         pos += 4

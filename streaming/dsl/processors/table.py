@@ -344,6 +344,8 @@ class KTableMapValuesProcessor(Processor):
 class PassThroughTableSupplier(TableSupplier):
     """A table node that forwards changes unchanged (e.g. after a windowed aggregation)."""
 
+    parent: TableSupplier
+
     def __init__(self, parent: TableSupplier) -> None:
         self.parent = parent
 

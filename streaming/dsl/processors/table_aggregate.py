@@ -154,6 +154,8 @@ class KTableRepartitionMapProcessor(Processor):
 class KTableAggregateSupplier(TableSupplier):
     """``KGroupedTable.aggregate`` (and ``count``): subtract the old value, add the new."""
 
+    store_name: str
+
     def __init__(
         self,
         store_name: str,
@@ -240,6 +242,8 @@ class KTableAggregateProcessor(Processor):
 
 class KTableReduceSupplier(TableSupplier):
     """``KGroupedTable.reduce(adder, subtractor)``: ``adder(agg, v)``, ``subtractor(agg, v)``."""
+
+    store_name: str
 
     def __init__(
         self,

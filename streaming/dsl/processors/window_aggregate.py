@@ -205,6 +205,8 @@ class AbstractTimeWindowAggregateProcessor(Processor):
 class KStreamWindowAggregateSupplier(TableSupplier):
     """``TimeWindowedKStream.aggregate/count/reduce``: Kafka's ``KStreamWindowAggregate``."""
 
+    store_name: str
+
     def __init__(
         self,
         windows: TimeWindows,

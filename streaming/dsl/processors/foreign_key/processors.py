@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streaming.dsl.change import Change
 from streaming.dsl.processors.foreign_key.murmur3 import hash128
@@ -29,6 +29,9 @@ from streaming.dsl.processors.value_getters import ValueGetterSupplier
 from streaming.serdes import Bytes, resolve
 from streaming.state import ValueAndTimestamp
 from streaming.topology.processor import Processor, Record
+
+if TYPE_CHECKING:
+    from streaming.runtime.context import TaskContext
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +103,8 @@ class SubscriptionSendSupplier:
 
 
 class SubscriptionSendProcessor(Processor):
+    context: TaskContext  # the runtime context: record context and current node
+
     def __init__(self, supplier: SubscriptionSendSupplier) -> None:
         self.s = supplier
         self.extract = supplier.extract
@@ -172,7 +177,10 @@ class SubscriptionSendProcessor(Processor):
         if not self._hashed:
             self._hashed = True
             if change.new_value is not None:
-                self._hash = hash128(self.value_serde.serialize(self.value_topic, change.new_value))
+                self._hash = hash128(
+                    # a non-None value serializes to bytes
+                    self.value_serde.serialize(self.value_topic, change.new_value)  # type: ignore[arg-type]
+                )
         return self._hash
 
     def _forward(self, record: Record, foreign_key: Any, instruction: Instruction) -> None:
@@ -417,7 +425,8 @@ class ResponseJoinProcessor(Processor):
         current_hash = (
             None
             if current is None
-            else hash128(self.value_serde.serialize(self.value_topic, current.value))
+            # a row's value is never None, so it serializes to bytes
+            else hash128(self.value_serde.serialize(self.value_topic, current.value))  # type: ignore[arg-type]
         )
         # if the hash differs from the current left value's, the response is stale: drop it
         if response.original_value_hash != current_hash:
