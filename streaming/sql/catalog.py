@@ -1,0 +1,186 @@
+"""DDL -> table definitions: ``CREATE TABLE ... WITH (...)`` over a Kafka topic.
+
+A table without a primary key (connector ``kafka``) is an append stream; a primary key,
+or connector ``upsert-kafka``, makes it an upsert table. Values are JSON objects with
+one field per column; keys are raw strings (``'key.format' = 'raw'``, the default for one
+key column) or JSON (``'key.format' = 'json'``, the default for several: an object of the
+key columns). The key columns are ``'key.fields'`` (``;``-separated, Flink's syntax) or
+else the primary key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from streaming import serdes
+from streaming.sql.errors import error_at, node_offset
+from streaming.sql.rewrite import Watermark
+
+#: SQL types this slice knows, each mapped onto one of five value kinds.
+TYPE_KINDS = {
+    "TEXT": "STRING",
+    "VARCHAR": "STRING",
+    "CHAR": "STRING",
+    "NVARCHAR": "STRING",
+    "BIGINT": "BIGINT",
+    "INT": "BIGINT",
+    "SMALLINT": "BIGINT",
+    "TINYINT": "BIGINT",
+    "DOUBLE": "DOUBLE",
+    "FLOAT": "DOUBLE",
+    "DECIMAL": "DOUBLE",
+    "BOOLEAN": "BOOLEAN",
+    "TIMESTAMP": "TIMESTAMP",
+    "TIMESTAMPLTZ": "TIMESTAMP",
+    "DATETIME": "TIMESTAMP",
+}
+
+_KNOWN_OPTIONS = {
+    "connector",
+    "topic",
+    "format",
+    "value.format",
+    "key.format",
+    "key.fields",
+    "scan.startup.mode",
+    "properties.bootstrap.servers",
+    "properties.group.id",
+    "value.fields-include",
+}
+
+
+@dataclass(frozen=True)
+class TableDef:
+    """A table declared by CREATE TABLE: its columns, topic, keys and event time."""
+
+    name: str
+    columns: dict[str, str]
+    topic: str
+    connector: str
+    primary_key: tuple[str, ...]
+    key_fields: tuple[str, ...]
+    key_format: str
+    watermark: Watermark | None
+    options: dict[str, str]
+
+    @property
+    def is_upsert(self) -> bool:
+        """An upsert table (``KTable``) rather than an append stream (``KStream``)."""
+        return bool(self.primary_key) or self.connector == "upsert-kafka"
+
+    def key_serde(self) -> Any:
+        """The key serde: raw strings or JSON."""
+        return serdes.Json() if self.key_format == "json" else serdes.String()
+
+    def key_of(self, row: dict[str, Any] | None) -> Any:
+        """The Kafka key of an output row: None without key columns (as Flink writes)."""
+        if row is None or not self.key_fields:
+            return None
+        if self.key_format == "json":
+            return {name: row.get(name) for name in self.key_fields}
+        value = row.get(self.key_fields[0])
+        return None if value is None else _raw(value)
+
+
+def _raw(value: Any) -> str:
+    """A raw key's text: SQL booleans as ``true``/``false``, numbers as written."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def type_kind(data_type: exp.DataType, source: str) -> str:
+    """The value kind (STRING, BIGINT, DOUBLE, BOOLEAN, TIMESTAMP) of a SQL type."""
+    name = data_type.this.name if hasattr(data_type.this, "name") else str(data_type.this)
+    kind = TYPE_KINDS.get(name.upper())
+    if kind is None:
+        raise error_at(source, node_offset(data_type), f"unsupported column type {data_type.sql()}")
+    return kind
+
+
+def table_from_ddl(create: exp.Create, watermark: Watermark | None, source: str) -> TableDef:
+    """A ``TableDef`` from a parsed ``CREATE TABLE`` (its WATERMARK taken out beforehand)."""
+    schema = create.this
+    if not isinstance(schema, exp.Schema):
+        raise error_at(source, node_offset(create), "CREATE TABLE needs a column list")
+    name = schema.this.name
+    columns: dict[str, str] = {}
+    primary_key: tuple[str, ...] = ()
+    for item in schema.expressions:
+        if isinstance(item, exp.ColumnDef):
+            columns[item.name] = type_kind(item.args["kind"], source)
+            if any(isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in item.constraints):
+                primary_key = (item.name,)
+        elif isinstance(item, exp.PrimaryKey):
+            primary_key = tuple(e.name for e in item.expressions)
+        else:
+            raise error_at(source, node_offset(item), f"unsupported table element {item.sql()}")
+    for column in primary_key:
+        _check_column(columns, column, source, schema, "PRIMARY KEY")
+    options = _options(create, source)
+    unknown = sorted(set(options) - _KNOWN_OPTIONS)
+    if unknown:
+        raise error_at(source, node_offset(create), f"unknown table option {unknown[0]!r}")
+    if options.get("value.format", options.get("format", "json")) != "json":
+        raise error_at(source, node_offset(create), "only 'json' values are supported yet")
+    connector = options.get("connector", "kafka")
+    if connector not in ("kafka", "upsert-kafka"):
+        raise error_at(source, node_offset(create), f"unsupported connector {connector!r}")
+    key_fields = tuple(f.strip() for f in options.get("key.fields", "").split(";") if f.strip())
+    key_fields = key_fields or primary_key
+    for column in key_fields:
+        _check_column(columns, column, source, schema, "'key.fields'")
+    key_format = options.get("key.format", "raw" if len(key_fields) <= 1 else "json")
+    if key_format not in ("raw", "json"):
+        raise error_at(source, node_offset(create), f"unsupported 'key.format' {key_format!r}")
+    if key_format == "raw" and len(key_fields) > 1:
+        raise error_at(
+            source, node_offset(create), "a 'raw' key holds one column: use 'key.format' = 'json'"
+        )
+    if watermark is not None:
+        _check_column(columns, watermark.column, source, schema, "WATERMARK", watermark.offset)
+        if columns[watermark.column] not in ("TIMESTAMP", "BIGINT"):
+            raise error_at(
+                source,
+                watermark.offset,
+                f"WATERMARK column {watermark.column} must be TIMESTAMP(3) or BIGINT",
+            )
+    return TableDef(
+        name=name,
+        columns=columns,
+        topic=options.get("topic", name),
+        connector=connector,
+        primary_key=primary_key,
+        key_fields=key_fields,
+        key_format=key_format,
+        watermark=watermark,
+        options=options,
+    )
+
+
+def _check_column(
+    columns: dict[str, str],
+    column: str,
+    source: str,
+    node: exp.Expr,
+    what: str,
+    offset: int | None = None,
+) -> None:
+    if column not in columns:
+        at = node_offset(node) if offset is None else offset
+        raise error_at(source, at, f"{what} names unknown column {column}")
+
+
+def _options(create: exp.Create, source: str) -> dict[str, str]:
+    """The ``WITH ('k' = 'v', ...)`` options as strings."""
+    properties = create.args.get("properties")
+    options: dict[str, str] = {}
+    for prop in properties.expressions if properties else []:
+        if not isinstance(prop, exp.Property):
+            raise error_at(source, node_offset(create), f"unsupported table property {prop.sql()}")
+        key = prop.this.name if isinstance(prop.this, exp.Expr) else str(prop.this)
+        options[key] = prop.args["value"].name
+    return options

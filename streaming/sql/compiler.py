@@ -1,0 +1,383 @@
+"""Statements -> StreamsBuilder calls.
+
+``CREATE TABLE`` adds a table to the catalog; ``INSERT INTO sink SELECT ...`` builds the
+topology that reads the source table's topic, filters, projects or aggregates, and writes
+JSON rows to the sink's topic (key: the sink's key columns, or null without them, as Flink
+writes). Query columns go to the sink's columns by position, as in Flink.
+
+- Stateless: ``filter`` + ``map`` (stream), ``filter`` + ``map_values`` (upsert table; the
+  source key passes through, deletes stay deletes).
+- ``GROUP BY`` on a stream: ``group_by`` (JSON list of the group values as the key) +
+  ``aggregate``; with TUMBLE/HOP (group-window functions or window TVFs) over
+  ``TimeWindows`` whose grace is the source's WATERMARK delay. ``EMIT FINAL`` adds
+  ``suppress(until_window_closes)``; ``EMIT CHANGES`` (the default) emits every update
+  (one per key per commit, as the engine's store cache does).
+- window_start / window_end are epoch ms inside the query; a sink column of type
+  TIMESTAMP gets them as ``'yyyy-MM-dd HH:mm:ss.SSS'`` (UTC), a BIGINT column as ms.
+- ``EMIT FINAL`` on a non-windowed aggregate is an error: such a result never closes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+from sqlglot.tokens import TokenType
+
+from streaming import serdes
+from streaming.dsl import (
+    BufferConfig,
+    Grouped,
+    Materialized,
+    StreamsBuilder,
+    Suppressed,
+    TimeWindows,
+)
+from streaming.sql import aggregates
+from streaming.sql.catalog import TableDef, table_from_ddl
+from streaming.sql.errors import SqlError, error_at, node_offset
+from streaming.sql.expressions import NUMERIC, Compiled, compile_expression
+from streaming.sql.rewrite import Statement, WindowTvf, interval_ms, split_statements, tokenize
+from streaming.sql.scopes import GroupScope, RowScope, row_of
+from streaming.sql.timestamps import ColumnTimestampExtractor, format_timestamp
+
+
+@dataclass(frozen=True)
+class Window:
+    """A TUMBLE or HOP window over ``column``."""
+
+    column: str
+    size_ms: int
+    slide_ms: int
+    offset: int
+
+
+def parse(statement: Statement, source: str) -> exp.Expr:
+    """sqlglot's tree of one prepared statement; a parse error becomes a ``SqlError``."""
+    try:
+        # The whole text as context: the error's offset is then the context's length.
+        trees = sqlglot.parse(statement.text, error_message_context=len(statement.text))
+    except ParseError as e:
+        error = e.errors[0] if e.errors else {}
+        offset = len(error.get("start_context") or "")
+        description = error.get("description") or "cannot parse the statement"
+        raise error_at(source, offset, f"syntax error: {description}") from None
+    parsed = [tree for tree in trees if tree is not None]
+    if len(parsed) != 1:
+        raise error_at(source, statement.start, "expected one statement here")
+    return parsed[0]
+
+
+class Compiler:
+    """Compiles statements one by one into one ``StreamsBuilder``."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.builder = StreamsBuilder()
+        self.tables: dict[str, TableDef] = {}
+        self.explained = False
+        self._names: set[str] = set()
+
+    def compile_all(self) -> None:
+        """Compile every statement of the source text."""
+        for statement in split_statements(self.source):
+            self.explained |= statement.explain
+            self.compile_statement(statement, parse(statement, self.source))
+
+    def error(self, node: exp.Expr | int, message: str) -> SqlError:
+        offset = node if isinstance(node, int) else node_offset(node)
+        return error_at(self.source, offset, message)
+
+    def compile_statement(self, statement: Statement, tree: exp.Expr) -> None:
+        if isinstance(tree, exp.Create) and isinstance(tree.this, exp.Schema):
+            table = table_from_ddl(tree, statement.watermark, self.source)
+            if table.name in self.tables:
+                raise self.error(tree.this, f"table {table.name} already exists")
+            self.tables[table.name] = table
+        elif isinstance(tree, exp.Insert):
+            self.compile_insert(statement, tree)
+        elif isinstance(tree, exp.Create):
+            raise self.error(
+                tree, "CREATE TABLE ... AS SELECT is not supported yet: use INSERT INTO"
+            )
+        elif isinstance(tree, exp.Select):
+            raise self.error(
+                statement.start,
+                "a SELECT needs INSERT INTO <sink> (push queries are not supported yet)",
+            )
+        else:
+            raise self.error(tree, f"unsupported statement {tree.key.upper()}")
+
+    def keyword(self, statement: Statement, token_type: TokenType) -> int:
+        """Offset of the statement's first token of ``token_type`` (else its start)."""
+        for token in tokenize(statement.text):
+            if token.token_type == token_type:
+                return token.start
+        return statement.start
+
+    def table(self, node: exp.Expr) -> TableDef:
+        table = node.this if isinstance(node, exp.Schema) else node
+        name = table.name
+        if name not in self.tables:
+            raise self.error(table, f"unknown table {name}")
+        return self.tables[name]
+
+    def unique(self, name: str) -> str:
+        """A processor/store name not used yet in this topology."""
+        candidate, n = name, 1
+        while candidate in self._names:
+            n += 1
+            candidate = f"{name}-{n}"
+        self._names.add(candidate)
+        return candidate
+
+    # -- INSERT INTO sink SELECT ... ---------------------------------------------------
+
+    def compile_insert(self, statement: Statement, insert: exp.Insert) -> None:
+        sink = self.table(insert.this)
+        select = insert.expression
+        if not isinstance(select, exp.Select):
+            raise self.error(insert, "INSERT INTO needs a SELECT")
+        if select.args.get("joins"):
+            raise self.error(self.keyword(statement, TokenType.JOIN), "joins are not supported yet")
+        for clause in ("having", "order", "limit", "distinct"):
+            if select.args.get(clause):
+                raise self.error(select.args[clause], f"{clause.upper()} is not supported yet")
+        from_ = select.args.get("from_") or select.args.get("from")
+        if from_ is None or not isinstance(from_.this, exp.Table):
+            raise self.error(select, "SELECT needs FROM <table>")
+        source = self.table(from_.this)
+        rows = RowScope(source, self.source, from_.this.alias or None)
+        where = self.predicate(select.args.get("where"), rows)
+        group = select.args.get("group")
+        has_aggregate = any(e.find(exp.AggFunc) for e in select.expressions)
+        if group is None and not has_aggregate:
+            if statement.emit == "FINAL":
+                raise self.error(statement.emit_offset, "EMIT FINAL needs a windowed aggregation")
+            self.stateless(statement, select, source, sink, rows, where)
+        else:
+            self.aggregation(statement, select, source, sink, rows, where)
+
+    def predicate(self, where: exp.Expr | None, rows: Any) -> Callable[[dict[str, Any]], bool]:
+        if where is None:
+            return lambda row: True
+        compiled = compile_expression(where.this, rows)
+        if compiled.kind not in ("BOOLEAN", "NULL"):
+            raise self.error(
+                where.this,
+                f"type mismatch: WHERE needs a BOOLEAN, {where.this.sql()} is {compiled.kind}",
+            )
+        fn = compiled.fn
+        return lambda row: fn(row) is True
+
+    def projection(
+        self, select: exp.Select, sink: TableDef, scope: Any, at: int
+    ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        """``row -> sink row``: the SELECT list mapped by position onto the sink's columns."""
+        items = select.expressions
+        if any(isinstance(e, exp.Star) for e in items):
+            raise self.error(at, "SELECT * is not supported yet: name the columns")
+        names = list(sink.columns)
+        if len(items) != len(names):
+            raise self.error(
+                at, f"the query has {len(items)} columns, sink {sink.name} has {len(names)}"
+            )
+        fns = []
+        for item, name in zip(items, names, strict=True):
+            expression = item.this if isinstance(item, exp.Alias) else item
+            compiled = compile_expression(expression, scope)
+            fns.append(self.sink_value(compiled, expression, sink, name))
+        pairs = list(zip(names, fns, strict=True))
+        return lambda row: {name: fn(row) for name, fn in pairs}
+
+    def sink_value(
+        self, compiled: Compiled, node: exp.Expr, sink: TableDef, name: str
+    ) -> Callable[[Any], Any]:
+        """The evaluator of one output column, converted to the sink column's type."""
+        target, kind = sink.columns[name], compiled.kind
+        compatible = (
+            kind == "NULL"
+            or kind == target
+            or (kind in NUMERIC and target in NUMERIC)
+            or (target == "TIMESTAMP" and kind in ("BIGINT", "STRING"))
+            or (target == "BIGINT" and kind == "TIMESTAMP")
+        )
+        if not compatible:
+            raise self.error(
+                node,
+                f"type mismatch: {node.sql()} is {kind}, sink column {sink.name}.{name} is {target}",
+            )
+        fn = compiled.fn
+        if target == "TIMESTAMP" and kind in ("TIMESTAMP", "BIGINT"):
+            return lambda row: v if not isinstance(v := fn(row), int) else format_timestamp(v)
+        return fn
+
+    def source_of(self, table: TableDef) -> Any:
+        extractor = ColumnTimestampExtractor(table.watermark.column) if table.watermark else None
+        serde_args = dict(
+            key_serde=table.key_serde(), value_serde=serdes.Json(), timestamp_extractor=extractor
+        )
+        if table.is_upsert:
+            return self.builder.table(table.topic, **serde_args)
+        return self.builder.stream(table.topic, **serde_args)
+
+    def stateless(
+        self,
+        statement: Statement,
+        select: exp.Select,
+        source: TableDef,
+        sink: TableDef,
+        rows: RowScope,
+        where: Callable,
+    ) -> None:
+        project = self.projection(select, sink, rows, self.keyword(statement, TokenType.SELECT))
+        stream = self.source_of(source)
+        if source.is_upsert:
+            table = stream.filter(lambda k, v: isinstance(v, dict) and where(v))
+            table = table.map_values(lambda v: None if v is None else project(v))
+            table.to_stream().to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+            return
+        out = stream.filter(lambda k, v: isinstance(v, dict) and where(v)).map(
+            lambda k, v: (sink.key_of(row := project(v)), row)
+        )
+        out.to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+
+    # -- GROUP BY ----------------------------------------------------------------------
+
+    def window_of(
+        self, statement: Statement, group: exp.Group | None, source: TableDef
+    ) -> tuple[Window | None, list[exp.Expr]]:
+        """The window (TVF or group-window function) and the remaining GROUP BY items."""
+        items = list(group.expressions) if group else []
+        window: Window | None = None
+        tvf: WindowTvf | None = statement.window_tvf
+        if tvf is not None:
+            window = Window(tvf.column, tvf.size_ms, tvf.slide_ms, tvf.offset)
+            items = [
+                i
+                for i in items
+                if not (isinstance(i, exp.Column) and i.name in ("window_start", "window_end"))
+            ]
+        for item in list(items):
+            if isinstance(item, exp.Anonymous) and item.name.upper() in (
+                "TUMBLE",
+                "HOP",
+                "SESSION",
+            ):
+                window = self.group_window(item)
+                items.remove(item)
+        if window is not None:
+            self.check_time_attribute(window, source)
+        return window, items
+
+    def group_window(self, call: exp.Anonymous) -> Window:
+        name, args = call.name.upper(), call.expressions
+        if name == "SESSION":
+            raise self.error(call, "SESSION windows are not supported yet")
+        expected = 2 if name == "TUMBLE" else 3
+        if len(args) != expected or not isinstance(args[0], exp.Column):
+            shape = "TUMBLE(ts, size)" if name == "TUMBLE" else "HOP(ts, slide, size)"
+            raise self.error(call, f"{name} takes {shape}")
+        intervals = [interval_ms(a, self.source) for a in args[1:]]
+        return Window(args[0].name, intervals[-1], intervals[0], node_offset(call))
+
+    def check_time_attribute(self, window: Window, source: TableDef) -> None:
+        if window.column not in source.columns:
+            raise self.error(
+                window.offset, f"unknown column {window.column} in table {source.name}"
+            )
+        if source.watermark is None or source.watermark.column != window.column:
+            raise self.error(
+                window.offset,
+                f"{window.column} is not a time attribute of {source.name}: declare WATERMARK FOR {window.column}",
+            )
+        if window.size_ms <= 0 or window.slide_ms <= 0 or window.slide_ms > window.size_ms:
+            raise self.error(
+                window.offset, "a window needs a positive size and a slide no larger than it"
+            )
+
+    def aggregation(
+        self,
+        statement: Statement,
+        select: exp.Select,
+        source: TableDef,
+        sink: TableDef,
+        rows: RowScope,
+        where: Callable,
+    ) -> None:
+        if source.is_upsert:
+            raise self.error(
+                select, f"GROUP BY over the upsert table {source.name} is not supported yet"
+            )
+        window, items = self.window_of(statement, select.args.get("group"), source)
+        group_columns = []
+        for item in items:
+            if not isinstance(item, exp.Column):
+                raise self.error(
+                    item, f"GROUP BY {item.sql()}: only columns and windows are supported"
+                )
+            rows.column(item)
+            group_columns.append(item.name)
+        if statement.emit == "FINAL" and window is None:
+            raise self.error(
+                statement.emit_offset,
+                "EMIT FINAL needs a windowed aggregation: a non-windowed result never closes",
+            )
+        scope = GroupScope(rows, group_columns, window is not None)
+        project = self.projection(select, sink, scope, self.keyword(statement, TokenType.SELECT))
+        specs = scope.specs
+        key_fns = [rows.column(exp.column(c)).fn for c in group_columns]
+        stream = self.source_of(source).filter(lambda k, v: isinstance(v, dict) and where(v))
+        grouped = stream.group_by(
+            lambda k, v: [fn(v) for fn in key_fns],
+            Grouped.with_(
+                key_serde=serdes.Json(),
+                value_serde=serdes.Json(),
+                name=self.unique(f"{sink.name}-group-by"),
+            ),
+        )
+        store = (
+            Materialized.as_(self.unique(f"{sink.name}-aggregate"))
+            .with_key_serde(serdes.Json())
+            .with_value_serde(serdes.Json())
+        )
+        init, add = aggregates.initializer(specs), aggregates.aggregator(specs)
+        if window is None:
+            table = grouped.aggregate(init, add, materialized=store)
+            out = table.to_stream().map(
+                lambda k, acc: (
+                    sink.key_of(row := project(row_of(k, None, aggregates.results(specs, acc)))),
+                    row,
+                )
+            )
+        else:
+            grace = source.watermark.delay_ms if source.watermark else 0
+            windows = TimeWindows.of_size_and_grace(window.size_ms, grace)
+            if window.slide_ms != window.size_ms:
+                windows = windows.advance_by(window.slide_ms)
+            table = grouped.windowed_by(windows).aggregate(init, add, materialized=store)
+            if statement.emit == "FINAL":
+                table = table.suppress(
+                    Suppressed.until_window_closes(BufferConfig.unbounded()).with_name(
+                        self.unique(f"{sink.name}-final")
+                    )
+                )
+            out = table.to_stream().map(
+                lambda k, acc: (
+                    sink.key_of(
+                        row := project(
+                            row_of(
+                                k.key,
+                                (k.window.start, k.window.end),
+                                aggregates.results(specs, acc),
+                            )
+                        )
+                    ),
+                    row,
+                )
+            )
+        out.to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())

@@ -1,0 +1,385 @@
+"""SQL expression -> Python callable over a row, with its value kind checked at compile time.
+
+``compile_expression(node, scope)`` returns ``Compiled(fn, kind)``: ``fn(row)`` evaluates
+the expression over ``row`` (a dict), ``kind`` is one of STRING, BIGINT, DOUBLE, BOOLEAN,
+TIMESTAMP or NULL (unknown). A ``Scope`` resolves column names, aggregates and window
+functions, so the same compiler serves rows of a source table and rows after GROUP BY.
+
+NULL follows SQL: operators and functions of NULL give NULL, AND/OR are three-valued, a
+WHERE that is NULL drops the row. ``/`` of two integers truncates (as in Flink); a CAST
+that cannot convert gives NULL (Flink's TRY_CAST; a stream job should not stop on one
+bad row).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlglot import exp
+
+from streaming.sql.catalog import type_kind
+from streaming.sql.errors import SqlError, error_at, node_offset
+
+Row = dict[str, Any]
+NUMERIC = ("BIGINT", "DOUBLE")
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """An evaluator ``fn(row) -> value`` and the kind of value it returns."""
+
+    fn: Callable[[Row], Any]
+    kind: str
+
+
+class Scope(Protocol):
+    """What column names, aggregates and window functions mean where an expression is."""
+
+    @property
+    def source(self) -> str: ...
+
+    def column(self, node: exp.Column) -> Compiled: ...
+
+    def aggregate(self, node: exp.AggFunc) -> Compiled: ...
+
+    def window_function(self, node: exp.Anonymous) -> Compiled: ...
+
+
+def fail(scope: Scope, node: exp.Expr, message: str) -> SqlError:
+    """A ``SqlError`` at ``node``."""
+    return error_at(scope.source, node_offset(node), message)
+
+
+def compile_expression(node: exp.Expr, scope: Scope) -> Compiled:
+    """Compile ``node`` in ``scope`` (raises ``SqlError`` for what is unknown or wrong)."""
+    for types, handler in _HANDLERS:
+        if isinstance(node, types):
+            return handler(node, scope)
+    raise fail(scope, node, f"unsupported expression {node.sql()}")
+
+
+def _literal(node: exp.Literal, scope: Scope) -> Compiled:
+    if node.is_string:
+        text = node.this
+        return Compiled(lambda row: text, "STRING")
+    number = float(node.this) if any(c in node.this for c in ".eE") else int(node.this)
+    return Compiled(lambda row: number, "DOUBLE" if isinstance(number, float) else "BIGINT")
+
+
+def _constant(node: exp.Expr, scope: Scope) -> Compiled:
+    if isinstance(node, exp.Boolean):
+        truth = bool(node.this)
+        return Compiled(lambda row: truth, "BOOLEAN")
+    return Compiled(lambda row: None, "NULL")
+
+
+def _numeric(compiled: Compiled, node: exp.Expr, scope: Scope, what: str) -> None:
+    if compiled.kind not in (*NUMERIC, "NULL"):
+        raise fail(
+            scope, node, f"type mismatch: {what} needs numbers, {node.sql()} is {compiled.kind}"
+        )
+
+
+def _divide(a: Any, b: Any) -> Any:
+    if b == 0:
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        quotient = abs(a) // abs(b)
+        return quotient if (a >= 0) == (b >= 0) else -quotient
+    return a / b
+
+
+_ARITHMETIC: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
+    exp.Add: ("+", operator.add),
+    exp.Sub: ("-", operator.sub),
+    exp.Mul: ("*", operator.mul),
+    exp.Div: ("/", _divide),
+    exp.Mod: ("%", lambda a, b: None if b == 0 else a % b),
+}
+
+
+def _arithmetic(node: exp.Binary, scope: Scope) -> Compiled:
+    symbol, op = _ARITHMETIC[type(node)]
+    left, right = compile_expression(node.this, scope), compile_expression(node.expression, scope)
+    _numeric(left, node.this, scope, symbol)
+    _numeric(right, node.expression, scope, symbol)
+    kind = "BIGINT" if left.kind == right.kind == "BIGINT" else "DOUBLE"
+    lf, rf = left.fn, right.fn
+
+    def evaluate(row: Row) -> Any:
+        a, b = lf(row), rf(row)
+        return None if a is None or b is None else op(a, b)
+
+    return Compiled(evaluate, kind)
+
+
+def _negate(node: exp.Neg, scope: Scope) -> Compiled:
+    inner = compile_expression(node.this, scope)
+    _numeric(inner, node.this, scope, "-")
+    fn = inner.fn
+    return Compiled(lambda row: None if (v := fn(row)) is None else -v, inner.kind)
+
+
+_COMPARISON: dict[type, Callable[[Any, Any], bool]] = {
+    exp.EQ: operator.eq,
+    exp.NEQ: operator.ne,
+    exp.GT: operator.gt,
+    exp.GTE: operator.ge,
+    exp.LT: operator.lt,
+    exp.LTE: operator.le,
+}
+
+
+def _comparable(left: Compiled, right: Compiled, node: exp.Expr, scope: Scope) -> None:
+    kinds = {left.kind, right.kind} - {"NULL"}
+    if len(kinds) > 1 and not kinds <= set(NUMERIC) and not kinds <= {"STRING", "TIMESTAMP"}:
+        raise fail(
+            scope,
+            node,
+            f"type mismatch: cannot compare {left.kind} with {right.kind} in {node.sql()}",
+        )
+
+
+def _comparison(node: exp.Binary, scope: Scope) -> Compiled:
+    op = _COMPARISON[type(node)]
+    left, right = compile_expression(node.this, scope), compile_expression(node.expression, scope)
+    _comparable(left, right, node, scope)
+    lf, rf = left.fn, right.fn
+
+    def evaluate(row: Row) -> Any:
+        a, b = lf(row), rf(row)
+        return None if a is None or b is None else op(a, b)
+
+    return Compiled(evaluate, "BOOLEAN")
+
+
+def _boolean(compiled: Compiled, node: exp.Expr, scope: Scope, what: str) -> None:
+    if compiled.kind not in ("BOOLEAN", "NULL"):
+        raise fail(
+            scope, node, f"type mismatch: {what} needs a BOOLEAN, {node.sql()} is {compiled.kind}"
+        )
+
+
+def _logic(node: exp.Connector, scope: Scope) -> Compiled:
+    left, right = compile_expression(node.this, scope), compile_expression(node.expression, scope)
+    word = "AND" if isinstance(node, exp.And) else "OR"
+    _boolean(left, node.this, scope, word)
+    _boolean(right, node.expression, scope, word)
+    lf, rf = left.fn, right.fn
+    decisive = word == "OR"  # the value that decides the result alone
+
+    def evaluate(row: Row) -> Any:
+        a, b = lf(row), rf(row)
+        if a is decisive or b is decisive:
+            return decisive
+        return None if a is None or b is None else not decisive
+
+    return Compiled(evaluate, "BOOLEAN")
+
+
+def _not(node: exp.Not, scope: Scope) -> Compiled:
+    inner = compile_expression(node.this, scope)
+    _boolean(inner, node.this, scope, "NOT")
+    fn = inner.fn
+    return Compiled(lambda row: None if (v := fn(row)) is None else not v, "BOOLEAN")
+
+
+def _is_null(node: exp.Is, scope: Scope) -> Compiled:
+    if not isinstance(node.expression, exp.Null):
+        raise fail(scope, node, f"unsupported expression {node.sql()}")
+    fn = compile_expression(node.this, scope).fn
+    return Compiled(lambda row: fn(row) is None, "BOOLEAN")
+
+
+def _paren(node: exp.Paren, scope: Scope) -> Compiled:
+    return compile_expression(node.this, scope)
+
+
+def _case(node: exp.Case, scope: Scope) -> Compiled:
+    subject = compile_expression(node.this, scope) if node.this else None
+    branches = []
+    kinds = set()
+    for branch in node.args.get("ifs") or []:
+        condition = compile_expression(branch.this, scope)
+        if subject is None:
+            _boolean(condition, branch.this, scope, "WHEN")
+        result = compile_expression(branch.args["true"], scope)
+        kinds.add(result.kind)
+        branches.append((condition.fn, result.fn))
+    default = compile_expression(node.args["default"], scope) if node.args.get("default") else None
+    if default is not None:
+        kinds.add(default.kind)
+    default_fn = default.fn if default else (lambda row: None)
+    subject_fn = subject.fn if subject else None
+
+    def evaluate(row: Row) -> Any:
+        value = subject_fn(row) if subject_fn else True
+        for condition, result in branches:
+            if condition(row) == value and (subject_fn is None or value is not None):
+                return result(row)
+        return default_fn(row)
+
+    return Compiled(evaluate, _common_kind(kinds))
+
+
+def _common_kind(kinds: set[str]) -> str:
+    kinds = kinds - {"NULL"}
+    if not kinds:
+        return "NULL"
+    if kinds <= set(NUMERIC):
+        return "DOUBLE" if "DOUBLE" in kinds else "BIGINT"
+    return kinds.pop() if len(kinds) == 1 else "NULL"
+
+
+def _cast_to(kind: str) -> Callable[[Any], Any]:
+    def to_string(v: Any) -> str:
+        return ("TRUE" if v else "FALSE") if isinstance(v, bool) else str(v)
+
+    def to_int(v: Any) -> int:
+        return int(float(v)) if isinstance(v, str) else int(v)
+
+    def to_bool(v: Any) -> bool:
+        if isinstance(v, str):
+            if v.strip().lower() not in ("true", "false"):
+                raise ValueError(v)
+            return v.strip().lower() == "true"
+        return bool(v)
+
+    def identity(v: Any) -> Any:
+        return v
+
+    converters: dict[str, Callable[[Any], Any]] = {
+        "STRING": to_string,
+        "BIGINT": to_int,
+        "DOUBLE": float,
+        "BOOLEAN": to_bool,
+    }
+    return converters.get(kind, identity)
+
+
+def _cast(node: exp.Cast, scope: Scope) -> Compiled:
+    inner = compile_expression(node.this, scope)
+    kind = type_kind(node.to, scope.source)
+    convert, fn = _cast_to(kind), inner.fn
+
+    def evaluate(row: Row) -> Any:
+        value = fn(row)
+        if value is None:
+            return None
+        try:
+            return convert(value)
+        except (TypeError, ValueError):
+            return None
+
+    return Compiled(evaluate, kind)
+
+
+def _coalesce(node: exp.Coalesce, scope: Scope) -> Compiled:
+    parts = [compile_expression(e, scope) for e in [node.this, *node.expressions]]
+    fns = [p.fn for p in parts]
+
+    def evaluate(row: Row) -> Any:
+        for fn in fns:
+            value = fn(row)
+            if value is not None:
+                return value
+        return None
+
+    return Compiled(evaluate, _common_kind({p.kind for p in parts}))
+
+
+def _string_arg(node: exp.Expr, scope: Scope, what: str) -> Compiled:
+    compiled = compile_expression(node, scope)
+    if compiled.kind not in ("STRING", "NULL"):
+        raise fail(
+            scope, node, f"type mismatch: {what} needs a STRING, {node.sql()} is {compiled.kind}"
+        )
+    return compiled
+
+
+def _case_change(node: exp.Func, scope: Scope) -> Compiled:
+    name = "UPPER" if isinstance(node, exp.Upper) else "LOWER"
+    fn = _string_arg(node.this, scope, name).fn
+    method = str.upper if name == "UPPER" else str.lower
+    return Compiled(lambda row: None if (v := fn(row)) is None else method(v), "STRING")
+
+
+def _concat(node: exp.Expr, scope: Scope) -> Compiled:
+    args = [node.this, node.expression] if isinstance(node, exp.DPipe) else node.expressions
+    convert = _cast_to("STRING")
+    fns = [compile_expression(a, scope).fn for a in args]
+
+    def evaluate(row: Row) -> Any:
+        values = [fn(row) for fn in fns]
+        return None if any(v is None for v in values) else "".join(convert(v) for v in values)
+
+    return Compiled(evaluate, "STRING")
+
+
+def _substring(node: exp.Substring, scope: Scope) -> Compiled:
+    text = _string_arg(node.this, scope, "SUBSTRING").fn
+    start = compile_expression(node.args["start"], scope) if node.args.get("start") else None
+    length = compile_expression(node.args["length"], scope) if node.args.get("length") else None
+    for part, arg in ((start, "start"), (length, "length")):
+        if part is not None:
+            _numeric(part, node.args[arg], scope, "SUBSTRING")
+    start_fn = start.fn if start else (lambda row: 1)
+    length_fn = length.fn if length else (lambda row: -1)
+
+    def evaluate(row: Row) -> Any:
+        value, first, count = text(row), start_fn(row), length_fn(row)
+        if value is None or first is None or count is None:
+            return None
+        begin = max(int(first) - 1, 0)
+        return value[begin:] if count < 0 else value[begin : begin + int(count)]
+
+    return Compiled(evaluate, "STRING")
+
+
+def _length(node: exp.Length, scope: Scope) -> Compiled:
+    fn = _string_arg(node.this, scope, "CHAR_LENGTH").fn
+    return Compiled(lambda row: None if (v := fn(row)) is None else len(v), "BIGINT")
+
+
+def _trim(node: exp.Trim, scope: Scope) -> Compiled:
+    fn = _string_arg(node.this, scope, "TRIM").fn
+    return Compiled(lambda row: None if (v := fn(row)) is None else v.strip(), "STRING")
+
+
+def _column(node: exp.Column, scope: Scope) -> Compiled:
+    return scope.column(node)
+
+
+def _aggregate(node: exp.AggFunc, scope: Scope) -> Compiled:
+    return scope.aggregate(node)
+
+
+def _anonymous(node: exp.Anonymous, scope: Scope) -> Compiled:
+    return scope.window_function(node)
+
+
+_HANDLERS: list[tuple[Any, Callable[[Any, Scope], Compiled]]] = [
+    (exp.Column, _column),
+    (exp.Literal, _literal),
+    ((exp.Boolean, exp.Null), _constant),
+    (exp.Paren, _paren),
+    (tuple(_ARITHMETIC), _arithmetic),
+    (exp.Neg, _negate),
+    (tuple(_COMPARISON), _comparison),
+    ((exp.And, exp.Or), _logic),
+    (exp.Not, _not),
+    (exp.Is, _is_null),
+    (exp.Case, _case),
+    (exp.Cast, _cast),
+    (exp.Coalesce, _coalesce),
+    ((exp.Upper, exp.Lower), _case_change),
+    ((exp.Concat, exp.DPipe), _concat),
+    (exp.Substring, _substring),
+    (exp.Length, _length),
+    (exp.Trim, _trim),
+    ((exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max), _aggregate),
+    (exp.Anonymous, _anonymous),
+]

@@ -1,0 +1,290 @@
+"""Token-level pre-processing of Flink SQL constructs that sqlglot does not parse.
+
+sqlglot parses Flink's DDL, queries and group-window functions, but not four Flink
+constructs. This module takes them out of the text before sqlglot parses it, and
+returns what they said:
+
+- ``WATERMARK FOR ts AS ts - INTERVAL 'n' UNIT`` inside ``CREATE TABLE (...)``,
+- a trailing ``EMIT CHANGES`` / ``EMIT FINAL``,
+- a leading ``EXPLAIN``,
+- the window table-valued functions ``TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size))`` and
+  ``TABLE(HOP(TABLE t, DESCRIPTOR(ts), slide, size))``, replaced by the table name ``t``.
+
+A removed construct is overwritten with spaces (newlines kept), so every position that
+sqlglot reports, and every error this front end raises, refers to the text as written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token, Tokenizer, TokenType
+
+from streaming.sql.errors import SqlError, error_at, node_offset
+
+_UNIT_MS = {
+    "MILLISECOND": 1,
+    "SECOND": 1_000,
+    "MINUTE": 60_000,
+    "HOUR": 3_600_000,
+    "DAY": 86_400_000,
+}
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """``WATERMARK FOR column AS column - INTERVAL delay``: the delay becomes the grace."""
+
+    column: str
+    delay_ms: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class WindowTvf:
+    """``TABLE(TUMBLE|HOP(TABLE table, DESCRIPTOR(column), ...))`` in a FROM clause."""
+
+    kind: str
+    table: str
+    column: str
+    size_ms: int
+    slide_ms: int
+    offset: int
+
+
+@dataclass
+class Statement:
+    """One statement: the text sqlglot parses (whole text, other statements blanked) and
+    the Flink clauses taken out of it."""
+
+    start: int
+    end: int
+    text: str
+    explain: bool = False
+    emit: str | None = None
+    emit_offset: int = 0
+    watermark: Watermark | None = None
+    window_tvf: WindowTvf | None = None
+
+
+def interval_ms(node: exp.Expr, source: str, offset: int | None = None) -> int:
+    """Milliseconds of ``INTERVAL 'n' UNIT`` (UNIT may be plural, e.g. MINUTES); errors
+    point at ``offset`` when given (sqlglot keeps no position for the INTERVAL keyword)."""
+    at = node_offset(node) if offset is None else offset
+    if not isinstance(node, exp.Interval):
+        raise error_at(source, at, f"expected an INTERVAL, got {node.sql()}")
+    amount_text = node.this.name if node.this is not None else ""
+    unit = node.unit.name.upper() if node.unit is not None else ""
+    if not unit and " " in amount_text:
+        amount_text, unit = amount_text.split(None, 1)
+        unit = unit.upper()
+    unit = unit[:-1] if unit.endswith("S") else unit
+    if unit not in _UNIT_MS:
+        raise error_at(source, at, f"unsupported INTERVAL unit {unit or '?'}")
+    try:
+        amount = int(amount_text)
+    except ValueError:
+        raise error_at(source, at, f"INTERVAL needs a whole number, got {amount_text!r}") from None
+    return amount * _UNIT_MS[unit]
+
+
+def tokenize(text: str) -> list[Token]:
+    """sqlglot's tokens of ``text``; a tokenizer error becomes a ``SqlError``."""
+    try:
+        return Tokenizer().tokenize(text)
+    except TokenError as e:
+        raise SqlError(str(e).splitlines()[0], line=1, column=1) from None
+
+
+def split_statements(text: str) -> list[Statement]:
+    """The statements of ``text`` (separated by ``;``), each with its Flink clauses out."""
+    text_without_explain, explains = _take_explains(text)
+    groups: list[list[Token]] = [[]]
+    for token in tokenize(text_without_explain):
+        if token.token_type == TokenType.SEMICOLON:
+            groups.append([])
+        else:
+            groups[-1].append(token)
+    statements = []
+    previous_end = -1
+    for group in filter(None, groups):
+        explain = any(previous_end < offset < group[0].start for offset in explains)
+        statements.append(_prepare(text, group, explain=explain))
+        previous_end = group[-1].end
+    return statements
+
+
+def _take_explains(text: str) -> tuple[str, list[int]]:
+    """Blank the ``EXPLAIN`` keywords that start statements.
+
+    sqlglot's tokenizer reads everything after ``EXPLAIN`` as one opaque command string;
+    without the keyword the explained statement is tokenized like any other.
+    """
+    chars = list(text)
+    offsets = []
+    for token in tokenize(text):
+        if token.token_type == TokenType.COMMAND and token.text.upper() == "EXPLAIN":
+            offsets.append(token.start)
+            _blank(chars, token.start, token.end)
+    return "".join(chars), offsets
+
+
+def _blank(chars: list[str], start: int, end: int) -> None:
+    """Overwrite ``chars[start:end + 1]`` with spaces, keeping newlines."""
+    for i in range(start, end + 1):
+        if chars[i] != "\n":
+            chars[i] = " "
+
+
+def _prepare(text: str, tokens: list[Token], *, explain: bool) -> Statement:
+    start, end = tokens[0].start, tokens[-1].end
+    chars = [c if c == "\n" else " " for c in text]
+    chars[start : end + 1] = text[start : end + 1]
+    statement = Statement(start=start, end=end, text="", explain=explain)
+    if len(tokens) >= 2 and tokens[-2].text.upper() == "EMIT":
+        mode = tokens[-1].text.upper()
+        if mode not in ("CHANGES", "FINAL"):
+            raise error_at(
+                text,
+                tokens[-1].start,
+                f"EMIT {mode} is not supported: use EMIT CHANGES or EMIT FINAL",
+            )
+        statement.emit, statement.emit_offset = mode, tokens[-2].start
+        _blank(chars, tokens[-2].start, tokens[-1].end)
+        tokens = tokens[:-2]
+    for token, following in pairwise(tokens):
+        if token.text.upper() == "SESSION" and following.token_type == TokenType.L_PAREN:
+            raise error_at(text, token.start, "SESSION windows are not supported yet")
+    statement.watermark = _take_watermark(text, tokens, chars)
+    statement.window_tvf = _take_window_tvf(text, tokens, chars)
+    statement.text = "".join(chars)
+    return statement
+
+
+def _matching_paren(tokens: list[Token], open_index: int) -> int:
+    """Index of the ``)`` that closes the ``(`` at ``open_index`` (or the last token)."""
+    depth = 0
+    for i in range(open_index, len(tokens)):
+        if tokens[i].token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tokens[i].token_type == TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(tokens) - 1
+
+
+def _split_args(tokens: list[Token]) -> list[list[Token]]:
+    """Split the tokens between two parentheses at their top-level commas."""
+    args: list[list[Token]] = [[]]
+    depth = 0
+    for token in tokens:
+        if token.token_type == TokenType.COMMA and depth == 0:
+            args.append([])
+            continue
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        args[-1].append(token)
+    return args
+
+
+def _parse_fragment(text: str, tokens: list[Token]) -> exp.Expr:
+    """Parse the text of ``tokens`` as one SQL expression, positions kept."""
+    start, end = tokens[0].start, tokens[-1].end
+    fragment = "".join(c if c == "\n" else " " for c in text[:start]) + text[start : end + 1]
+    try:
+        return sqlglot.parse_one(fragment)
+    except ParseError:
+        raise error_at(text, start, f"cannot parse {text[start : end + 1]!r}") from None
+
+
+def _take_watermark(text: str, tokens: list[Token], chars: list[str]) -> Watermark | None:
+    """Remove ``[,] WATERMARK FOR col AS expr`` from a CREATE TABLE's column list."""
+    for i, token in enumerate(tokens[:-1]):
+        if token.text.upper() == "WATERMARK" and tokens[i + 1].text.upper() == "FOR":
+            break
+    else:
+        return None
+    # The clause ends at the next top-level comma or at the column list's closing paren.
+    depth, j = 0, i
+    while j + 1 < len(tokens):
+        nxt = tokens[j + 1]
+        if depth == 0 and nxt.token_type in (TokenType.COMMA, TokenType.R_PAREN):
+            break
+        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(nxt.token_type, 0)
+        j += 1
+    clause = tokens[i : j + 1]
+    if len(clause) < 5 or clause[3].text.upper() != "AS":
+        raise error_at(text, token.start, "expected WATERMARK FOR column AS column - INTERVAL ...")
+    column = clause[2].text
+    expression = _parse_fragment(text, clause[4:])
+    delay = 0
+    if isinstance(expression, exp.Sub) and isinstance(expression.expression, exp.Interval):
+        delay = interval_ms(expression.expression, text)
+        expression = expression.this
+    if not (isinstance(expression, exp.Column) and expression.name == column):
+        raise error_at(
+            text,
+            clause[4].start,
+            f"WATERMARK FOR {column} must be AS {column} or AS {column} - INTERVAL ...",
+        )
+    has_comma_before = i > 0 and tokens[i - 1].token_type == TokenType.COMMA
+    _blank(chars, tokens[i - 1].start if has_comma_before else token.start, clause[-1].end)
+    if not has_comma_before and j + 1 < len(tokens) and tokens[j + 1].token_type == TokenType.COMMA:
+        _blank(chars, tokens[j + 1].start, tokens[j + 1].end)
+    return Watermark(column=column, delay_ms=delay, offset=token.start)
+
+
+def _take_window_tvf(text: str, tokens: list[Token], chars: list[str]) -> WindowTvf | None:
+    """Replace ``TABLE(TUMBLE|HOP(TABLE t, DESCRIPTOR(ts), ...))`` by ``t``."""
+    for i in range(len(tokens) - 3):
+        if (
+            tokens[i].token_type == TokenType.TABLE
+            and tokens[i + 1].token_type == TokenType.L_PAREN
+            and tokens[i + 3].token_type == TokenType.L_PAREN
+        ):
+            break
+    else:
+        return None
+    kind = tokens[i + 2].text.upper()
+    outer_close = _matching_paren(tokens, i + 1)
+    inner_close = _matching_paren(tokens, i + 3)
+    if kind not in ("TUMBLE", "HOP"):
+        raise error_at(text, tokens[i + 2].start, f"{kind} windows are not supported yet")
+    args = _split_args(tokens[i + 4 : inner_close])
+    expected = 3 if kind == "TUMBLE" else 4
+    shape = (
+        "TABLE t, DESCRIPTOR(ts), size"
+        if kind == "TUMBLE"
+        else "TABLE t, DESCRIPTOR(ts), slide, size"
+    )
+    if (
+        len(args) != expected
+        or len(args[0]) != 2
+        or args[0][0].token_type != TokenType.TABLE
+        or len(args[1]) != 4
+        or args[1][0].text.upper() != "DESCRIPTOR"
+    ):
+        raise error_at(text, tokens[i + 2].start, f"{kind} takes ({shape})")
+    table_token, column_token = args[0][1], args[1][2]
+    intervals = [
+        interval_ms(_parse_fragment(text, arg), text, offset=arg[0].start) for arg in args[2:]
+    ]
+    size = intervals[-1]
+    slide = intervals[0] if kind == "HOP" else size
+    _blank(chars, tokens[i].start, tokens[outer_close].end)
+    chars[table_token.start : table_token.end + 1] = text[table_token.start : table_token.end + 1]
+    return WindowTvf(
+        kind=kind,
+        table=table_token.text,
+        column=column_token.text,
+        size_ms=size,
+        slide_ms=slide,
+        offset=tokens[i].start,
+    )

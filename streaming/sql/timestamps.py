@@ -1,0 +1,58 @@
+"""Event time for SQL tables: Flink's JSON ``TIMESTAMP(3)`` text and epoch milliseconds.
+
+Flink's JSON format writes ``TIMESTAMP(3)`` as ``'yyyy-MM-dd HH:mm:ss[.SSS]'`` (SQL
+style, read here as UTC); ISO-8601 (``2024-01-01T10:00:00Z``) is read too. A ``BIGINT``
+event-time column holds epoch milliseconds.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from streaming.time import ConsumedRecord
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def parse_timestamp(value: Any) -> int | None:
+    """Epoch milliseconds of a TIMESTAMP value (text or number), or None if unreadable."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return int(value)
+    if not isinstance(value, str):
+        return None
+    text = value.strip().replace("T", " ").removesuffix("Z")
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return (parsed - _EPOCH) // timedelta(milliseconds=1)
+
+
+def format_timestamp(millis: int) -> str:
+    """``'yyyy-MM-dd HH:mm:ss.SSS'`` in UTC, as Flink's JSON format writes TIMESTAMP(3)."""
+    moment = datetime.fromtimestamp(millis / 1000, tz=UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{millis % 1000:03d}"
+
+
+class ColumnTimestampExtractor:
+    """Event time from a column of a JSON row: TIMESTAMP text or BIGINT epoch ms.
+
+    A row without a readable value keeps the record's own timestamp (as
+    ``FieldTimestampExtractor`` does).
+    """
+
+    def __init__(self, column: str) -> None:
+        self.column = column
+
+    def extract(self, record: ConsumedRecord, partition_time: int) -> int:
+        value = record.value
+        if isinstance(value, dict):
+            millis = parse_timestamp(value.get(self.column))
+            if millis is not None:
+                return millis
+        return record.timestamp
