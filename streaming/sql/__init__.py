@@ -1,15 +1,18 @@
-"""Streaming SQL, first slice: Flink-SQL-style statements compiled to a ``Topology``.
+"""Streaming SQL: Flink-SQL-style statements compiled to a ``Topology``.
 
 ``compile(text)`` turns ``CREATE TABLE ... WITH (...)`` declarations over Kafka topics and
 ``INSERT INTO sink SELECT ...`` queries into StreamsBuilder calls; ``explain(text)``
 returns the compiled topology's ``describe()``. Supported: projection and WHERE with
 expressions (arithmetic, comparison, AND/OR/NOT, IS NULL, CASE, CAST, COALESCE, UPPER,
-LOWER, CONCAT / ``||``, SUBSTRING, CHAR_LENGTH, TRIM), GROUP BY on a stream with COUNT,
-SUM, AVG, MIN, MAX, over TUMBLE/HOP windows (group-window functions or window TVFs) or
-none, EMIT CHANGES / EMIT FINAL, EXPLAIN. Errors are ``SqlError`` with line and column.
+LOWER, CONCAT / ``||``, SUBSTRING, CHAR_LENGTH, TRIM); GROUP BY on a stream with COUNT,
+COUNT(DISTINCT), SUM, AVG, MIN, MAX, over TUMBLE/HOP/SESSION windows (group-window
+functions or window TVFs) or none, and HAVING; joins of two tables (stream-table, also
+``FOR SYSTEM_TIME AS OF``; interval joins of two streams; table-table on the keys);
+EMIT CHANGES / EMIT FINAL; EXPLAIN. Errors are ``SqlError`` with line and column.
 
-Not in this slice: joins, SESSION windows, COUNT(DISTINCT), HAVING, GROUP BY over upsert
-tables, CREATE TABLE AS SELECT, pull and push queries, the CLI, the Dagster integration.
+Not yet: RIGHT and foreign-key joins, joins of more than two tables, GROUP BY over joins
+or upsert tables, CREATE TABLE AS SELECT, pull and push queries, the CLI, the Dagster
+integration.
 """
 
 from __future__ import annotations

@@ -82,10 +82,10 @@ class TableDef:
         if self.key_format == "json":
             return {name: row.get(name) for name in self.key_fields}
         value = row.get(self.key_fields[0])
-        return None if value is None else _raw(value)
+        return None if value is None else raw_key(value)
 
 
-def _raw(value: Any) -> str:
+def raw_key(value: Any) -> str:
     """A raw key's text: SQL booleans as ``true``/``false``, numbers as written."""
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -1,19 +1,31 @@
 """Statements -> StreamsBuilder calls.
 
 ``CREATE TABLE`` adds a table to the catalog; ``INSERT INTO sink SELECT ...`` builds the
-topology that reads the source table's topic, filters, projects or aggregates, and writes
-JSON rows to the sink's topic (key: the sink's key columns, or null without them, as Flink
-writes). Query columns go to the sink's columns by position, as in Flink.
+topology that reads the source table's topic (or joins two, see ``joins``), filters,
+projects or aggregates, and writes JSON rows to the sink's topic (key: the sink's key
+columns, or null without them, as Flink writes). Query columns go to the sink's columns
+by position, as in Flink.
 
 - Stateless: ``filter`` + ``map`` (stream), ``filter`` + ``map_values`` (upsert table; the
   source key passes through, deletes stay deletes).
 - ``GROUP BY`` on a stream: ``group_by`` (JSON list of the group values as the key) +
   ``aggregate``; with TUMBLE/HOP (group-window functions or window TVFs) over
-  ``TimeWindows`` whose grace is the source's WATERMARK delay. ``EMIT FINAL`` adds
+  ``TimeWindows`` whose grace is the source's WATERMARK delay; with SESSION over
+  ``SessionWindows`` (the same grace; accumulators merge when a row bridges two
+  sessions). ``EMIT FINAL`` adds
   ``suppress(until_window_closes)``; ``EMIT CHANGES`` (the default) emits every update
   (one per key per commit, as the engine's store cache does).
 - window_start / window_end are epoch ms inside the query; a sink column of type
   TIMESTAMP gets them as ``'yyyy-MM-dd HH:mm:ss.SSS'`` (UTC), a BIGINT column as ms.
+- SESSION_START is the session's first row time, SESSION_END its last row time plus the
+  gap (Flink's bound; Kafka's session window ends at the last row). A session that merges
+  into a longer one is deleted: a tombstone for its sink key (nothing on a sink without
+  key columns or with EMIT FINAL, which never emitted it).
+- HAVING filters the aggregated rows. A row that fails it is a tombstone for its sink key
+  under EMIT CHANGES (it retracts the row if an earlier update of the key passed, as
+  Flink's retraction does; a delete of a key that never passed is harmless on an upsert
+  sink). Without sink key columns, or with EMIT FINAL (one row per window, nothing
+  earlier to retract), it is dropped.
 - ``EMIT FINAL`` on a non-windowed aggregate is an error: such a result never closes.
 """
 
@@ -33,6 +45,7 @@ from streaming.dsl import (
     BufferConfig,
     Grouped,
     Materialized,
+    SessionWindows,
     StreamsBuilder,
     Suppressed,
     TimeWindows,
@@ -41,15 +54,25 @@ from streaming.sql import aggregates
 from streaming.sql.catalog import TableDef, table_from_ddl
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import NUMERIC, Compiled, compile_expression
-from streaming.sql.rewrite import Statement, WindowTvf, interval_ms, split_statements, tokenize
+from streaming.sql.joins import JoinCompiler
+from streaming.sql.rewrite import (
+    SESSION_ALIAS,
+    Statement,
+    WindowTvf,
+    interval_ms,
+    split_statements,
+    tokenize,
+)
 from streaming.sql.scopes import GroupScope, RowScope, row_of
 from streaming.sql.timestamps import ColumnTimestampExtractor, format_timestamp
 
 
 @dataclass(frozen=True)
 class Window:
-    """A TUMBLE or HOP window over ``column``."""
+    """A TUMBLE, HOP or SESSION window over ``column`` (for SESSION, size and slide are
+    the gap)."""
 
+    kind: str
     column: str
     size_ms: int
     slide_ms: int
@@ -143,8 +166,9 @@ class Compiler:
         if not isinstance(select, exp.Select):
             raise self.error(insert, "INSERT INTO needs a SELECT")
         if select.args.get("joins"):
-            raise self.error(self.keyword(statement, TokenType.JOIN), "joins are not supported yet")
-        for clause in ("having", "order", "limit", "distinct"):
+            self.join_query(statement, select, sink)
+            return
+        for clause in ("order", "limit", "distinct"):
             if select.args.get(clause):
                 raise self.error(select.args[clause], f"{clause.upper()} is not supported yet")
         from_ = select.args.get("from_") or select.args.get("from")
@@ -156,20 +180,25 @@ class Compiler:
         group = select.args.get("group")
         has_aggregate = any(e.find(exp.AggFunc) for e in select.expressions)
         if group is None and not has_aggregate:
+            if select.args.get("having"):
+                raise self.error(select.args["having"], "HAVING needs GROUP BY or an aggregate")
             if statement.emit == "FINAL":
                 raise self.error(statement.emit_offset, "EMIT FINAL needs a windowed aggregation")
             self.stateless(statement, select, source, sink, rows, where)
         else:
             self.aggregation(statement, select, source, sink, rows, where)
 
-    def predicate(self, where: exp.Expr | None, rows: Any) -> Callable[[dict[str, Any]], bool]:
+    def predicate(
+        self, where: exp.Expr | None, rows: Any, clause: str = "WHERE"
+    ) -> Callable[[dict[str, Any]], bool]:
+        """``row -> bool`` of a WHERE or HAVING clause (NULL is false)."""
         if where is None:
             return lambda row: True
         compiled = compile_expression(where.this, rows)
         if compiled.kind not in ("BOOLEAN", "NULL"):
             raise self.error(
                 where.this,
-                f"type mismatch: WHERE needs a BOOLEAN, {where.this.sql()} is {compiled.kind}",
+                f"type mismatch: {clause} needs a BOOLEAN, {where.this.sql()} is {compiled.kind}",
             )
         fn = compiled.fn
         return lambda row: fn(row) is True
@@ -216,14 +245,51 @@ class Compiler:
             return lambda row: v if not isinstance(v := fn(row), int) else format_timestamp(v)
         return fn
 
-    def source_of(self, table: TableDef) -> Any:
+    def source_of(self, table: TableDef, materialized: Materialized | None = None) -> Any:
+        """The table's topic as a KStream (append) or KTable (upsert, in ``materialized``
+        when given), with its event-time column as the timestamp."""
         extractor = ColumnTimestampExtractor(table.watermark.column) if table.watermark else None
         serde_args = dict(
             key_serde=table.key_serde(), value_serde=serdes.Json(), timestamp_extractor=extractor
         )
         if table.is_upsert:
-            return self.builder.table(table.topic, **serde_args)
+            return self.builder.table(table.topic, materialized=materialized, **serde_args)
         return self.builder.stream(table.topic, **serde_args)
+
+    # -- joins -------------------------------------------------------------------------
+
+    def join_query(self, statement: Statement, select: exp.Select, sink: TableDef) -> None:
+        """``SELECT ... FROM l JOIN r ON ...``: the joined rows filtered and projected."""
+        for clause in ("group", "having", "order", "limit", "distinct"):
+            if select.args.get(clause):
+                word = {"group": "GROUP BY", "order": "ORDER BY"}.get(clause, clause.upper())
+                raise self.error(select.args[clause], f"{word} over a join is not supported yet")
+        aggregate = next(
+            (e.find(exp.AggFunc) for e in select.expressions if e.find(exp.AggFunc)), None
+        )
+        if aggregate is not None:
+            raise self.error(aggregate, "aggregates over a join are not supported yet")
+        if statement.emit == "FINAL":
+            raise self.error(statement.emit_offset, "EMIT FINAL needs a windowed aggregation")
+        if statement.window_tvf is not None:
+            raise self.error(
+                statement.window_tvf.offset, "a window TVF in a join is not supported yet"
+            )
+        plan = JoinCompiler(self, select, sink)
+        joined, is_table = plan.build()
+        where = self.predicate(select.args.get("where"), plan.scope)
+        project = self.projection(
+            select, sink, plan.scope, self.keyword(statement, TokenType.SELECT)
+        )
+        if is_table:
+            table = joined.filter(lambda k, v: isinstance(v, dict) and where(v))
+            table = table.map_values(lambda v: None if v is None else project(v))
+            table.to_stream().to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+            return
+        out = joined.filter(lambda k, v: where(v)).map(
+            lambda k, v: (sink.key_of(row := project(v)), row)
+        )
+        out.to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
 
     def stateless(
         self,
@@ -256,7 +322,7 @@ class Compiler:
         window: Window | None = None
         tvf: WindowTvf | None = statement.window_tvf
         if tvf is not None:
-            window = Window(tvf.column, tvf.size_ms, tvf.slide_ms, tvf.offset)
+            window = Window(tvf.kind, tvf.column, tvf.size_ms, tvf.slide_ms, tvf.offset)
             items = [
                 i
                 for i in items
@@ -266,7 +332,7 @@ class Compiler:
             if isinstance(item, exp.Anonymous) and item.name.upper() in (
                 "TUMBLE",
                 "HOP",
-                "SESSION",
+                SESSION_ALIAS,
             ):
                 window = self.group_window(item)
                 items.remove(item)
@@ -276,14 +342,17 @@ class Compiler:
 
     def group_window(self, call: exp.Anonymous) -> Window:
         name, args = call.name.upper(), call.expressions
-        if name == "SESSION":
-            raise self.error(call, "SESSION windows are not supported yet")
-        expected = 2 if name == "TUMBLE" else 3
+        name = "SESSION" if name == SESSION_ALIAS else name
+        expected = 3 if name == "HOP" else 2
         if len(args) != expected or not isinstance(args[0], exp.Column):
-            shape = "TUMBLE(ts, size)" if name == "TUMBLE" else "HOP(ts, slide, size)"
+            shape = {
+                "TUMBLE": "TUMBLE(ts, size)",
+                "HOP": "HOP(ts, slide, size)",
+                "SESSION": "SESSION(ts, gap)",
+            }[name]
             raise self.error(call, f"{name} takes {shape}")
         intervals = [interval_ms(a, self.source) for a in args[1:]]
-        return Window(args[0].name, intervals[-1], intervals[0], node_offset(call))
+        return Window(name, args[0].name, intervals[-1], intervals[0], node_offset(call))
 
     def check_time_attribute(self, window: Window, source: TableDef) -> None:
         if window.column not in source.columns:
@@ -322,6 +391,13 @@ class Compiler:
                 )
             rows.column(item)
             group_columns.append(item.name)
+        tvf = statement.window_tvf
+        missing = [c for c in tvf.partition if c not in group_columns] if tvf else []
+        if tvf is not None and missing:
+            raise self.error(
+                tvf.offset,
+                f"GROUP BY needs the SESSION's PARTITION BY columns: {', '.join(missing)}",
+            )
         if statement.emit == "FINAL" and window is None:
             raise self.error(
                 statement.emit_offset,
@@ -329,6 +405,8 @@ class Compiler:
             )
         scope = GroupScope(rows, group_columns, window is not None)
         project = self.projection(select, sink, scope, self.keyword(statement, TokenType.SELECT))
+        having_node = select.args.get("having")
+        having = self.predicate(having_node, scope, "HAVING") if having_node else None
         specs = scope.specs
         key_fns = [rows.column(exp.column(c)).fn for c in group_columns]
         stream = self.source_of(source).filter(lambda k, v: isinstance(v, dict) and where(v))
@@ -346,38 +424,46 @@ class Compiler:
             .with_value_serde(serdes.Json())
         )
         init, add = aggregates.initializer(specs), aggregates.aggregator(specs)
+        split: Callable[[Any], tuple[Any, tuple[int, int] | None]]
         if window is None:
             table = grouped.aggregate(init, add, materialized=store)
-            out = table.to_stream().map(
-                lambda k, acc: (
-                    sink.key_of(row := project(row_of(k, None, aggregates.results(specs, acc)))),
-                    row,
-                )
-            )
+            split = lambda k: (k, None)  # noqa: E731
         else:
             grace = source.watermark.delay_ms if source.watermark else 0
-            windows = TimeWindows.of_size_and_grace(window.size_ms, grace)
-            if window.slide_ms != window.size_ms:
-                windows = windows.advance_by(window.slide_ms)
-            table = grouped.windowed_by(windows).aggregate(init, add, materialized=store)
+            if window.kind == "SESSION":
+                gap = window.size_ms
+                sessions = SessionWindows.of_inactivity_gap_and_grace(gap, grace)
+                table = grouped.windowed_by(sessions).aggregate(
+                    init, add, aggregates.merger(specs), materialized=store
+                )
+                split = lambda k: (k.key, (k.window.start, k.window.end + gap))  # noqa: E731
+            else:
+                windows = TimeWindows.of_size_and_grace(window.size_ms, grace)
+                if window.slide_ms != window.size_ms:
+                    windows = windows.advance_by(window.slide_ms)
+                table = grouped.windowed_by(windows).aggregate(init, add, materialized=store)
+                split = lambda k: (k.key, (k.window.start, k.window.end))  # noqa: E731
             if statement.emit == "FINAL":
                 table = table.suppress(
                     Suppressed.until_window_closes(BufferConfig.unbounded()).with_name(
                         self.unique(f"{sink.name}-final")
                     )
                 )
-            out = table.to_stream().map(
-                lambda k, acc: (
-                    sink.key_of(
-                        row := project(
-                            row_of(
-                                k.key,
-                                (k.window.start, k.window.end),
-                                aggregates.results(specs, acc),
-                            )
-                        )
-                    ),
-                    row,
-                )
+
+        def output(group: tuple[Any, tuple[int, int] | None], acc: Any) -> tuple[Any, Any]:
+            """(sink key, sink row) of a (grouping key, window bounds); the row is None (a
+            delete) for a merged-away session or a row that fails HAVING."""
+            key, bounds = group
+            group_row = row_of(
+                key, bounds, aggregates.results(specs, init() if acc is None else acc)
             )
+            row = project(group_row)
+            if acc is None or (having is not None and not having(group_row)):
+                return sink.key_of(row), None
+            return sink.key_of(row), row
+
+        out = table.to_stream().map(lambda k, acc: output(split(k), acc))
+        may_delete = having is not None or (window is not None and window.kind == "SESSION")
+        if may_delete and (not sink.key_fields or statement.emit == "FINAL"):
+            out = out.filter(lambda k, row: row is not None)
         out.to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())

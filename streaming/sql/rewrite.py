@@ -1,14 +1,19 @@
 """Token-level pre-processing of Flink SQL constructs that sqlglot does not parse.
 
-sqlglot parses Flink's DDL, queries and group-window functions, but not four Flink
+sqlglot parses Flink's DDL, queries and most group-window functions, but not four Flink
 constructs. This module takes them out of the text before sqlglot parses it, and
 returns what they said:
 
 - ``WATERMARK FOR ts AS ts - INTERVAL 'n' UNIT`` inside ``CREATE TABLE (...)``,
 - a trailing ``EMIT CHANGES`` / ``EMIT FINAL``,
 - a leading ``EXPLAIN``,
-- the window table-valued functions ``TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size))`` and
-  ``TABLE(HOP(TABLE t, DESCRIPTOR(ts), slide, size))``, replaced by the table name ``t``.
+- the window table-valued functions ``TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size))``,
+  ``TABLE(HOP(TABLE t, DESCRIPTOR(ts), slide, size))`` and
+  ``TABLE(SESSION(TABLE t [PARTITION BY k, ...], DESCRIPTOR(ts), gap))``, replaced by the
+  table name ``t``.
+
+It also renames the group-window function ``SESSION(`` (a keyword to sqlglot) to
+``SESSWIN(``, a name of the same length that sqlglot parses as a function call.
 
 A removed construct is overwritten with spaces (newlines kept), so every position that
 sqlglot reports, and every error this front end raises, refers to the text as written.
@@ -44,9 +49,17 @@ class Watermark:
     offset: int
 
 
+#: What the group-window function ``SESSION(`` is renamed to (same length, positions kept).
+SESSION_ALIAS = "SESSWIN"
+
+
 @dataclass(frozen=True)
 class WindowTvf:
-    """``TABLE(TUMBLE|HOP(TABLE table, DESCRIPTOR(column), ...))`` in a FROM clause."""
+    """``TABLE(TUMBLE|HOP|SESSION(TABLE table, DESCRIPTOR(column), ...))`` in a FROM clause.
+
+    For SESSION, ``size_ms`` and ``slide_ms`` are the gap and ``partition`` the columns of
+    its ``PARTITION BY``.
+    """
 
     kind: str
     table: str
@@ -54,6 +67,7 @@ class WindowTvf:
     size_ms: int
     slide_ms: int
     offset: int
+    partition: tuple[str, ...] = ()
 
 
 @dataclass
@@ -156,11 +170,15 @@ def _prepare(text: str, tokens: list[Token], *, explain: bool) -> Statement:
         statement.emit, statement.emit_offset = mode, tokens[-2].start
         _blank(chars, tokens[-2].start, tokens[-1].end)
         tokens = tokens[:-2]
-    for token, following in pairwise(tokens):
-        if token.text.upper() == "SESSION" and following.token_type == TokenType.L_PAREN:
-            raise error_at(text, token.start, "SESSION windows are not supported yet")
     statement.watermark = _take_watermark(text, tokens, chars)
     statement.window_tvf = _take_window_tvf(text, tokens, chars)
+    for token, following in pairwise(tokens):
+        if (
+            token.text.upper() == "SESSION"
+            and following.token_type == TokenType.L_PAREN
+            and chars[token.start] != " "
+        ):
+            chars[token.start : token.end + 1] = SESSION_ALIAS
     statement.text = "".join(chars)
     return statement
 
@@ -242,7 +260,7 @@ def _take_watermark(text: str, tokens: list[Token], chars: list[str]) -> Waterma
 
 
 def _take_window_tvf(text: str, tokens: list[Token], chars: list[str]) -> WindowTvf | None:
-    """Replace ``TABLE(TUMBLE|HOP(TABLE t, DESCRIPTOR(ts), ...))`` by ``t``."""
+    """Replace ``TABLE(TUMBLE|HOP|SESSION(TABLE t, DESCRIPTOR(ts), ...))`` by ``t``."""
     for i in range(len(tokens) - 3):
         if (
             tokens[i].token_type == TokenType.TABLE
@@ -255,15 +273,23 @@ def _take_window_tvf(text: str, tokens: list[Token], chars: list[str]) -> Window
     kind = tokens[i + 2].text.upper()
     outer_close = _matching_paren(tokens, i + 1)
     inner_close = _matching_paren(tokens, i + 3)
-    if kind not in ("TUMBLE", "HOP"):
+    if kind not in ("TUMBLE", "HOP", "SESSION"):
         raise error_at(text, tokens[i + 2].start, f"{kind} windows are not supported yet")
     args = _split_args(tokens[i + 4 : inner_close])
-    expected = 3 if kind == "TUMBLE" else 4
-    shape = (
-        "TABLE t, DESCRIPTOR(ts), size"
-        if kind == "TUMBLE"
-        else "TABLE t, DESCRIPTOR(ts), slide, size"
-    )
+    expected = 4 if kind == "HOP" else 3
+    shape = {
+        "TUMBLE": "TABLE t, DESCRIPTOR(ts), size",
+        "HOP": "TABLE t, DESCRIPTOR(ts), slide, size",
+        "SESSION": "TABLE t [PARTITION BY k, ...], DESCRIPTOR(ts), gap",
+    }[kind]
+    partition: tuple[str, ...] = ()
+    if kind == "SESSION" and len(args) > 3:
+        # PARTITION BY a, b: the top-level commas split it; join its parts back to arg 0
+        while len(args) > 3 and len(args[1]) == 1:
+            args[0].append(args.pop(1)[0])
+    if kind == "SESSION" and len(args[0]) >= 4 and args[0][2].token_type == TokenType.PARTITION_BY:
+        partition = tuple(t.text for t in args[0][3:])
+        args[0] = args[0][:2]
     if (
         len(args) != expected
         or len(args[0]) != 2
@@ -287,4 +313,5 @@ def _take_window_tvf(text: str, tokens: list[Token], chars: list[str]) -> Window
         size_ms=size,
         slide_ms=slide,
         offset=tokens[i].start,
+        partition=partition,
     )

@@ -2,7 +2,8 @@
 
 ``RowScope`` reads a source table's columns from its JSON value. ``GroupScope`` serves
 SELECT after GROUP BY: group columns come from the grouping key, ``window_start`` /
-``window_end`` (and TUMBLE_START/END, HOP_START/END) from the window as epoch ms, and
+``window_end`` (and TUMBLE_START/END, HOP_START/END, SESSION_START/END) from the window
+as epoch ms, and
 each aggregate from the accumulator; any other column is an error.
 """
 
@@ -22,6 +23,8 @@ WINDOW_FUNCTIONS = {
     "TUMBLE_END": "end",
     "HOP_START": "start",
     "HOP_END": "end",
+    "SESSION_START": "start",
+    "SESSION_END": "end",
 }
 
 
@@ -76,7 +79,9 @@ class GroupScope:
         function = type(node).__name__.upper()
         argument = node.this
         if isinstance(argument, exp.Distinct):
-            raise fail(self, node, f"{function}(DISTINCT ...) is not supported yet")
+            if function != "COUNT" or len(argument.expressions) != 1:
+                raise fail(self, node, f"{function}(DISTINCT ...) is not supported yet")
+            function, argument = "COUNT_DISTINCT", argument.expressions[0]
         if isinstance(argument, exp.Star) or (function == "COUNT" and argument is None):
             if function != "COUNT":
                 raise fail(self, node, f"{function}(*) is not allowed: only COUNT(*)")
@@ -95,7 +100,7 @@ class GroupScope:
             self.specs.append(AggregateSpec(function, compiled.fn if compiled else None, sql))
             keys.append(sql)
         index = keys.index(sql)
-        kind = {"COUNT": "BIGINT", "AVG": "DOUBLE"}.get(
+        kind = {"COUNT": "BIGINT", "COUNT_DISTINCT": "BIGINT", "AVG": "DOUBLE"}.get(
             function, compiled.kind if compiled else "NULL"
         )
         return Compiled(lambda row: row["aggs"][index], kind)

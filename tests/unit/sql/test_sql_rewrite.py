@@ -59,6 +59,12 @@ def test_emit_explain_and_statement_split():
             3_600_000,
             60_000,
         ),
+        (
+            "SESSION(TABLE orders PARTITION BY a, b, DESCRIPTOR(ts), INTERVAL '2' MINUTE)",
+            "SESSION",
+            120_000,
+            120_000,
+        ),
     ],
 )
 def test_window_tvf_becomes_its_table(tvf, kind, size, slide):
@@ -76,6 +82,15 @@ def test_window_tvf_becomes_its_table(tvf, kind, size, slide):
     tree = sqlglot.parse_one(statement.text)
     assert tree.expression.args["from_"].this.name == "orders"
     assert statement.text.index("orders") == text.index("orders")
+    assert window.partition == (("a", "b") if kind == "SESSION" else ())
+
+
+def test_session_group_window_is_renamed_in_place():
+    text = "SELECT k FROM t GROUP BY session(ts, INTERVAL '1' MINUTE), k"
+    (statement,) = split_statements(text)
+    assert statement.text == text.replace("session", "SESSWIN")
+    call = sqlglot.parse_one(statement.text).args["group"].expressions[0]
+    assert call.name == "SESSWIN"
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,447 @@
+"""Joins of two tables -> the DSL's KStream/KTable joins.
+
+``FROM l [alias] [LEFT | FULL [OUTER]] JOIN r [alias] ON l.x = r.y [AND <time bound>]``
+maps by what the two tables are:
+
+- stream-table (``l`` an append stream, ``r`` an upsert table): ``KStream.join`` /
+  ``left_join`` with the ``KTable``. The table is keyed by its key column, so the equality
+  must name it; the stream is re-keyed by its join column (``select_key``, which makes the
+  DSL repartition it) unless its Kafka key already is that column, written the same way.
+  ``r FOR SYSTEM_TIME AS OF l.ts`` makes the table versioned
+  (``Materialized.as_versioned``, a day of history) and the join buffers each stream row for the stream's
+  WATERMARK delay (``Joined.with_grace_period``), so a row meets the table as of its time.
+- stream-stream (an interval join): the ON clause also needs
+  ``r.ts BETWEEN l.ts - INTERVAL ... AND l.ts + INTERVAL ...`` on the two time attributes;
+  ``KStream.join`` / ``left_join`` / ``outer_join`` with ``JoinWindows`` whose before/after
+  come from the bounds and whose grace is the larger WATERMARK delay of the two.
+  Both sides are re-keyed by their join column where needed, written the same way.
+- table-table: ``KTable.join`` / ``left_join`` / ``outer_join`` on the primary keys.
+
+The joined row is ``{"left": l_row, "right": r_row}`` (a side may be None in outer
+joins); ``JoinScope`` resolves qualified and unqualified column names on it. WHERE filters
+joined rows, the SELECT list maps them onto the sink as for one table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from streaming import serdes
+from streaming.dsl import Joined, JoinWindows, Materialized, StreamJoined
+from streaming.sql.catalog import TableDef, raw_key
+from streaming.sql.errors import SqlError, error_at, node_offset
+from streaming.sql.expressions import NUMERIC, Compiled, fail
+from streaming.sql.rewrite import interval_ms
+
+#: How long (in the table's stream time) a versioned table keeps old rows. Flink keeps a
+#: version until the join's watermark passes it; a stream and its table advance apart
+#: here, so a day covers how far a stream's time usually lags its table's.
+VERSIONED_HISTORY_MS = 24 * 60 * 60 * 1000
+
+
+@dataclass
+class JoinScope:
+    """Columns of a joined row ``{"left": row, "right": row}``, by ``alias.column`` or by a
+    column name that only one side has."""
+
+    left: TableDef
+    right: TableDef
+    left_alias: str
+    right_alias: str
+    source: str
+
+    def side_of(self, node: exp.Column) -> tuple[str, TableDef]:
+        """Which side (``"left"``/``"right"``) and table a column reference names."""
+        sides = (("left", self.left, self.left_alias), ("right", self.right, self.right_alias))
+        if node.table:
+            for side, table, alias in sides:
+                if node.table == alias:
+                    if node.name not in table.columns:
+                        raise fail(self, node, f"unknown column {node.name} in table {table.name}")
+                    return side, table
+            raise fail(self, node, f"unknown table {node.table} in {node.sql()}")
+        found = [(side, table, alias) for side, table, alias in sides if node.name in table.columns]
+        if not found:
+            raise fail(
+                self,
+                node,
+                f"unknown column {node.name} in tables {self.left.name}, {self.right.name}",
+            )
+        if len(found) > 1:
+            raise fail(
+                self,
+                node,
+                f"ambiguous column {node.name}: qualify it as "
+                f"{self.left_alias}.{node.name} or {self.right_alias}.{node.name}",
+            )
+        return found[0][0], found[0][1]
+
+    def column(self, node: exp.Column) -> Compiled:
+        side, table = self.side_of(node)
+        name = node.name
+
+        def read(row: dict[str, Any]) -> Any:
+            values = row[side]
+            return None if values is None else values.get(name)
+
+        return Compiled(read, table.columns[name])
+
+    def aggregate(self, node: exp.AggFunc) -> Compiled:
+        raise fail(self, node, f"aggregate {node.sql()} is not allowed here")
+
+    def window_function(self, node: exp.Anonymous) -> Compiled:
+        raise fail(self, node, f"unknown function {node.name}")
+
+
+def joined(left: Any, right: Any) -> dict[str, Any]:
+    """The ValueJoiner of every SQL join: both rows, as the JoinScope reads them."""
+    return {"left": left, "right": right}
+
+
+def key_maker(column: str, key_format: str) -> Callable[[Any], Any]:
+    """``value -> Kafka key`` of a row keyed by ``column``, written as a table with that
+    key column and ``key_format`` writes it (``raw``: the value's text; ``json``:
+    ``{column: value}``)."""
+    if key_format == "json":
+        return lambda value: {column: value}
+    return lambda value: None if value is None else raw_key(value)
+
+
+@dataclass(frozen=True)
+class Equality:
+    """``left.column = right.column`` of an ON clause (the columns of each side)."""
+
+    left: str
+    right: str
+    node: exp.Expr
+
+
+@dataclass(frozen=True)
+class TimeBound:
+    """An interval join's bound: the right row's time in ``[left - before, left + after]``."""
+
+    before_ms: int
+    after_ms: int
+
+
+def plain_key(table: TableDef, column: str) -> bool:
+    """Whether ``table``'s Kafka key is exactly ``column``."""
+    return table.key_fields == (column,)
+
+
+class JoinCompiler:
+    """Compiles the FROM ... JOIN ... ON part of one INSERT into a stream or table of
+    joined rows."""
+
+    def __init__(self, compiler: Any, select: exp.Select, sink: TableDef) -> None:
+        self.compiler = compiler
+        self.source = compiler.source
+        self.select = select
+        self.sink = sink
+        from_ = select.args.get("from_") or select.args.get("from")
+        joins = select.args["joins"]
+        if len(joins) > 1:
+            raise self.error(joins[1], "joins of more than two tables are not supported yet")
+        self.join: exp.Join = joins[0]
+        if from_ is None or not isinstance(from_.this, exp.Table):
+            raise self.error(select, "SELECT needs FROM <table>")
+        if not isinstance(self.join.this, exp.Table):
+            raise self.error(self.join, "a join needs a table on each side")
+        left_node, right_node = from_.this, self.join.this
+        self.left = compiler.table(left_node)
+        self.right = compiler.table(right_node)
+        self.scope = JoinScope(
+            self.left,
+            self.right,
+            left_node.alias or self.left.name,
+            right_node.alias or self.right.name,
+            self.source,
+        )
+        if self.scope.left_alias == self.scope.right_alias:
+            raise self.error(right_node, f"both tables are called {self.scope.left_alias}")
+        self.version = right_node.args.get("version")
+        self.side = self.join_side()
+
+    def error(self, node: exp.Expr | int, message: str) -> SqlError:
+        offset = node if isinstance(node, int) else node_offset(node)
+        return error_at(self.source, offset, message)
+
+    def join_side(self) -> str:
+        """INNER, LEFT or FULL (RIGHT and USING are errors)."""
+        side = (self.join.side or "").upper()
+        kind = (self.join.kind or "").upper()
+        if kind not in ("", "INNER", "OUTER"):
+            raise self.error(self.join, f"{kind} JOIN is not supported yet")
+        if side == "RIGHT":
+            raise self.error(
+                self.join, "RIGHT JOIN is not supported yet: swap the tables for a LEFT JOIN"
+            )
+        if self.join.args.get("using"):
+            raise self.error(self.join, "JOIN ... USING is not supported yet: use ON")
+        if self.join.args.get("on") is None:
+            raise self.error(
+                self.join, "a join needs an equality on a column of each table: ON a.x = b.y"
+            )
+        return side or "INNER"
+
+    # -- the ON clause ------------------------------------------------------------------
+
+    def condition(self) -> tuple[Equality, TimeBound | None]:
+        """The ON clause's key equality and (two streams) time bound."""
+        on = self.join.args["on"]
+        terms = list(on.flatten()) if isinstance(on, exp.And) else [on]
+        equality: Equality | None = None
+        bound: TimeBound | None = None
+        for term in terms:
+            if (
+                isinstance(term, exp.EQ)
+                and isinstance(term.this, exp.Column)
+                and isinstance(term.expression, exp.Column)
+            ):
+                a, b = self.scope.side_of(term.this), self.scope.side_of(term.expression)
+                if a[0] == b[0]:
+                    raise self.error(
+                        term,
+                        f"a join needs an equality on a column of each table, {term.sql()} "
+                        "compares one table's columns",
+                    )
+                if equality is not None:
+                    raise self.error(term, "a join on several columns is not supported yet")
+                columns = {a[0]: term.this.name, b[0]: term.expression.name}
+                equality = Equality(columns["left"], columns["right"], term)
+            elif isinstance(term, exp.Between):
+                if bound is not None:
+                    raise self.error(term, "a join takes one time bound")
+                bound = self.time_bound(term)
+            else:
+                raise self.error(
+                    term,
+                    f"unsupported join condition {term.sql()}: a join needs an equality on a "
+                    "column of each table (and, for two streams, a BETWEEN time bound)",
+                )
+        if equality is None:
+            raise self.error(on, "a join needs an equality on a column of each table: ON a.x = b.y")
+        left_kind = self.left.columns[equality.left]
+        right_kind = self.right.columns[equality.right]
+        if left_kind != right_kind and not {left_kind, right_kind} <= set(NUMERIC):
+            raise self.error(
+                equality.node,
+                f"type mismatch: join columns {equality.node.sql()} are {left_kind} and "
+                f"{right_kind}",
+            )
+        return equality, bound
+
+    def time_point(self, node: exp.Expr) -> tuple[str, int]:
+        """``side.ts [+|- INTERVAL ...]`` -> (side, offset ms); the column must be the
+        side's time attribute."""
+        offset = 0
+        at = node_offset(node)
+        if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
+            offset = interval_ms(node.expression, self.source, at)
+            offset = -offset if isinstance(node, exp.Sub) else offset
+            node = node.this
+        if not isinstance(node, exp.Column):
+            raise self.error(
+                at, f"a join's time bound needs t.ts [+|- INTERVAL ...], got {node.sql()}"
+            )
+        side, table = self.scope.side_of(node)
+        if table.watermark is None or table.watermark.column != node.name:
+            raise self.error(
+                node,
+                f"{node.name} is not a time attribute of {table.name}: declare WATERMARK FOR "
+                f"{node.name}",
+            )
+        return side, offset
+
+    def time_bound(self, between: exp.Between) -> TimeBound:
+        """``x.ts BETWEEN y.ts + lo AND y.ts + hi`` as JoinWindows' before/after."""
+        subject, _ = self.time_point(between.this)
+        low_side, low = self.time_point(between.args["low"])
+        high_side, high = self.time_point(between.args["high"])
+        if low_side != high_side or low_side == subject:
+            raise self.error(
+                between,
+                "a join's time bound compares one table's time with the other's: "
+                "b.ts BETWEEN a.ts - INTERVAL ... AND a.ts + INTERVAL ...",
+            )
+        # right in [left + low, left + high], or left in [right + low, right + high]
+        before, after = (-low, high) if subject == "right" else (high, -low)
+        if before + after < 0:
+            raise self.error(
+                between, "the join's time bound is empty: its low end is above its high end"
+            )
+        return TimeBound(before, after)
+
+    # -- the topology -------------------------------------------------------------------
+
+    def build(self) -> tuple[Any, bool]:
+        """The joined rows: a KStream (False) or a KTable (True) of ``{"left", "right"}``."""
+        equality, bound = self.condition()
+        left, right = self.left, self.right
+        if left.is_upsert and right.is_upsert:
+            if bound is not None:
+                raise self.error(bound_node(self.join), "a join of two tables takes no time bound")
+            return self.table_table(equality), True
+        if left.is_upsert:
+            raise self.error(
+                self.join,
+                f"a join of the table {left.name} with the stream {right.name} is not "
+                "supported yet: put the stream first (FROM stream JOIN table)",
+            )
+        if right.is_upsert:
+            if bound is not None:
+                raise self.error(bound_node(self.join), "a stream-table join takes no time bound")
+            return self.stream_table(equality), False
+        if bound is None:
+            raise self.error(
+                self.join,
+                f"a join of two streams needs a time bound: ON ... AND "
+                f"{self.scope.right_alias}.ts BETWEEN {self.scope.left_alias}.ts - INTERVAL ... "
+                f"AND {self.scope.left_alias}.ts + INTERVAL ...",
+            )
+        return self.stream_stream(equality, bound), False
+
+    def no_version(self, what: str) -> None:
+        if self.version is not None:
+            raise self.error(self.join.this, f"FOR SYSTEM_TIME AS OF needs {what}")
+
+    def stream_of(self, table: TableDef) -> Any:
+        """The table's source stream, rows that are not JSON objects dropped."""
+        return self.compiler.source_of(table).filter(lambda k, v: isinstance(v, dict))
+
+    def stream_table(self, equality: Equality) -> Any:
+        left, right = self.left, self.right
+        if not plain_key(right, equality.right):
+            raise self.error(
+                equality.node,
+                f"a join needs an equality on the key of {right.name} "
+                f"({', '.join(right.key_fields) or 'none'}), not {right.name}.{equality.right}",
+            )
+        if self.side == "FULL":
+            raise self.error(self.join, "a stream-table join is INNER or LEFT, not FULL")
+        stream = self.stream_of(left)
+        if not (plain_key(left, equality.left) and same_key(left, right, equality)):
+            make = key_maker(equality.right, right.key_format)
+            column = equality.left
+            stream = stream.select_key(lambda k, v: make(v.get(column)))
+        joined_with = Joined.with_(key_serde=right.key_serde(), value_serde=serdes.Json())
+        if self.version is not None:
+            table, grace = self.versioned_table(), self.versioned_grace()
+            if grace > 0:
+                joined_with = joined_with.with_grace_period(grace)
+        else:
+            table = self.compiler.source_of(right)
+        if joined_with.grace_period_ms is None:
+            join = stream.left_join if self.side == "LEFT" else stream.join
+            return join(table, joined, joined=joined_with)
+        # The grace buffer takes no null keys (as in Kafka): an inner join drops such rows,
+        # a left join passes them on at once with no table row.
+        keyed = stream.filter(lambda k, v: k is not None)
+        result = (keyed.left_join if self.side == "LEFT" else keyed.join)(
+            table, joined, joined=joined_with
+        )
+        if self.side == "LEFT":
+            unkeyed = stream.filter(lambda k, v: k is None).map_values(lambda v: joined(v, None))
+            result = result.merge(unkeyed)
+        return result
+
+    def versioned_grace(self) -> int:
+        """The stream's WATERMARK delay: how long a row waits for the table's versions."""
+        return self.left.watermark.delay_ms if self.left.watermark else 0
+
+    def versioned_table(self) -> Any:
+        """``FOR SYSTEM_TIME AS OF l.ts``: the table in a versioned store that keeps
+        ``VERSIONED_HISTORY_MS`` of history."""
+        version = self.version
+        column = version.expression if version is not None else None
+        kind = version.args.get("kind") if version is not None else None
+        if not isinstance(column, exp.Column) or kind != "AS OF":
+            raise self.error(self.join.this, "expected FOR SYSTEM_TIME AS OF <stream>.<ts>")
+        side, table = self.scope.side_of(column)
+        if side != "left" or table.watermark is None or table.watermark.column != column.name:
+            raise self.error(
+                column,
+                f"FOR SYSTEM_TIME AS OF needs the time attribute of {self.left.name}"
+                + (f" ({self.left.watermark.column})" if self.left.watermark else ""),
+            )
+        return self.compiler.source_of(
+            self.right, materialized=self.versioned_store(VERSIONED_HISTORY_MS)
+        )
+
+    def versioned_store(self, retention_ms: int) -> Materialized:
+        name = self.compiler.unique(f"{self.right.name}-versioned")
+        return (
+            Materialized.as_versioned(name, retention_ms)
+            .with_key_serde(self.right.key_serde())
+            .with_value_serde(serdes.Json())
+        )
+
+    def stream_stream(self, equality: Equality, bound: TimeBound) -> Any:
+        self.no_version("a table on the right of a stream")
+        left, right = self.left, self.right
+        if plain_key(left, equality.left):
+            key_format = left.key_format
+            make = key_maker(equality.left, key_format)
+        elif plain_key(right, equality.right):
+            key_format = right.key_format
+            make = key_maker(equality.right, key_format)
+        else:
+            key_format = "raw"
+            make = key_maker(equality.left, key_format)
+        key_name = equality.left if plain_key(left, equality.left) else equality.right
+        streams = []
+        for table, column in ((left, equality.left), (right, equality.right)):
+            stream = self.stream_of(table)
+            keyed = plain_key(table, column) and table.key_format == key_format
+            if not keyed or (key_format == "json" and column != key_name):
+                stream = stream.select_key(lambda k, v, c=column: make(v.get(c)))
+            streams.append(stream)
+        grace = max(t.watermark.delay_ms if t.watermark else 0 for t in (left, right))
+        windows = JoinWindows(before_ms=bound.before_ms, after_ms=bound.after_ms, grace_ms=grace)
+        key_serde = serdes.Json() if key_format == "json" else serdes.String()
+        stream_joined = StreamJoined.with_(
+            key_serde=key_serde, value_serde=serdes.Json(), other_value_serde=serdes.Json()
+        )
+        first, second = streams
+        join = {"INNER": first.join, "LEFT": first.left_join, "FULL": first.outer_join}[self.side]
+        return join(second, joined, windows, stream_joined=stream_joined)
+
+    def table_table(self, equality: Equality) -> Any:
+        self.no_version("a stream on the left of the table")
+        left, right = self.left, self.right
+        for table, column in ((left, equality.left), (right, equality.right)):
+            if not plain_key(table, column):
+                raise self.error(
+                    equality.node,
+                    f"a join of two tables needs an equality on both keys: {table.name} is "
+                    f"keyed by {', '.join(table.key_fields) or 'nothing'}, not {column} "
+                    "(foreign-key joins are not supported yet)",
+                )
+        if not same_key(left, right, equality):
+            raise self.error(
+                equality.node,
+                f"join without co-partitioning: {left.name} and {right.name} write their keys "
+                f"differently ('key.format' {left.key_format} and {right.key_format})",
+            )
+        first = self.compiler.source_of(left)
+        second = self.compiler.source_of(right)
+        join = {"INNER": first.join, "LEFT": first.left_join, "FULL": first.outer_join}[self.side]
+        return join(second, joined)
+
+
+def same_key(left: TableDef, right: TableDef, equality: Equality) -> bool:
+    """Whether both tables write a key of their join column the same way (raw text, or
+    a JSON object of the same column name)."""
+    if left.key_format != right.key_format:
+        return False
+    return left.key_format == "raw" or equality.left == equality.right
+
+
+def bound_node(join: exp.Join) -> exp.Expr:
+    """The BETWEEN of a join's ON clause (for errors)."""
+    found = join.args["on"].find(exp.Between)
+    return found if found is not None else join
