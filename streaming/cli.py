@@ -1,4 +1,6 @@
-"""Command line: ``python -m streaming run module:topology_factory --config app.properties``.
+"""Command line: ``python -m streaming run module:topology_factory --config app.properties``,
+``python -m streaming sql FILE.sql --config app.properties`` and
+``python -m streaming sql --shell --server http://host:port``.
 
 ``topology_factory`` is a ``Topology``, a ``StreamsBuilder``, or a callable returning one
 (called with the config dict when it takes an argument). ``--config`` reads a
@@ -6,6 +8,11 @@
 settings. While running, a progress line shows the state, records processed, records/s,
 consumer lag and commits (a log line every few seconds when not on a terminal).
 Ctrl-C or SIGTERM closes the application cleanly (commit, checkpoint, leave the group).
+
+``sql`` compiles the statements of a SQL file (``streaming.sql.compile``) and runs them the
+same way; the tables' ``'scan.startup.mode'`` sets ``auto.offset.reset`` unless the config
+sets it. With ``application.server`` set, its query server answers pull and push queries
+at ``/sql``; ``--shell`` is a small client that sends statements there and prints rows.
 """
 
 from __future__ import annotations
@@ -64,16 +71,82 @@ def _progress_text(app: Any, started: float) -> str:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def _load_config(args: argparse.Namespace) -> dict[str, Any]:
     config: dict[str, Any] = {}
     for path in args.config or []:
         config.update(load_config_file(path))
     config.update(parse_sets(args.set or []))
-    from streaming.runtime.app import KafkaStreams, State
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    config = _load_config(args)
     from streaming.runtime.config import StreamsConfig
 
     streams_config = StreamsConfig.from_mapping(config)  # config errors before any import
     topology = load_topology(args.topology, config)
+    return _run_app(topology, streams_config, args)
+
+
+#: Flink's 'scan.startup.mode' values that map onto auto.offset.reset
+STARTUP_MODES = {"earliest-offset": "earliest", "latest-offset": "latest"}
+_OFFSET_RESET_KEYS = ("auto.offset.reset", "consumer.auto.offset.reset")
+
+
+def startup_offset_reset(catalog: Any) -> str | None:
+    """``auto.offset.reset`` from the tables' ``'scan.startup.mode'`` (None when no table
+    sets one). One consumer reads every source, so the tables must agree; modes with no
+    offset-reset equivalent (group-offsets, timestamp, specific-offsets) are errors."""
+    modes: dict[str, str] = {}
+    for table in catalog.tables.values():
+        mode = table.options.get("scan.startup.mode")
+        if mode is None:
+            continue
+        if mode not in STARTUP_MODES:
+            raise SystemExit(
+                f"table {table.name}: 'scan.startup.mode' = '{mode}' is not supported; use "
+                "'earliest-offset' or 'latest-offset' (committed offsets always win on a "
+                "restart, as with group-offsets)"
+            )
+        modes[table.name] = STARTUP_MODES[mode]
+    if len(set(modes.values())) > 1:
+        listed = ", ".join(f"{t}: {m}" for t, m in sorted(modes.items()))
+        raise SystemExit(
+            f"the tables' 'scan.startup.mode' disagree ({listed}); one application reads all "
+            "its sources with one auto.offset.reset"
+        )
+    return next(iter(modes.values()), None)
+
+
+def run_sql(args: argparse.Namespace) -> int:
+    """``sql FILE.sql``: compile the statements and run them as an application."""
+    from pathlib import Path
+
+    from streaming.runtime.config import StreamsConfig
+    from streaming.sql import SqlError, compile
+    from streaming.sql.results import catalog_of
+
+    config = _load_config(args)
+    StreamsConfig.from_mapping(config)  # config errors before compiling
+    try:
+        text = Path(args.file).read_text()
+    except OSError as exc:
+        raise SystemExit(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    try:
+        topology = compile(text, config)
+    except SqlError as exc:
+        print(f"{args.file}: {exc}", file=sys.stderr)
+        return 2
+    reset = startup_offset_reset(catalog_of(topology))
+    if reset is not None and not any(key in config for key in _OFFSET_RESET_KEYS):
+        config["consumer.auto.offset.reset"] = reset
+    return _run_app(topology, StreamsConfig.from_mapping(config), args)
+
+
+def _run_app(topology: Any, streams_config: Any, args: argparse.Namespace) -> int:
+    """Run ``topology`` until a signal or a fatal error; close cleanly; the exit code."""
+    from streaming.runtime.app import KafkaStreams, State
+
     app = KafkaStreams(topology, streams_config)
     stop = _STOP
     if stop.is_set():
@@ -146,15 +219,39 @@ def main(argv: list[str] | None = None) -> int:
         "--close-timeout", type=float, default=60.0, help="seconds to wait for a clean close"
     )
     run_p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    sql_p = sub.add_parser(
+        "sql", help="run a SQL file as an application, or --shell: query a running one"
+    )
+    sql_p.add_argument("file", nargs="?", help="the .sql file of the application")
+    sql_p.add_argument(
+        "--config", action="append", help="config file (.properties/.yaml/.json); repeatable"
+    )
+    sql_p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting")
+    sql_p.add_argument("--quiet", action="store_true", help="no progress line")
+    sql_p.add_argument(
+        "--close-timeout", type=float, default=60.0, help="seconds to wait for a clean close"
+    )
+    sql_p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    sql_p.add_argument("--shell", action="store_true", help="query a running app's /sql")
+    sql_p.add_argument("--server", help="the app's query server (http://host:port), --shell")
+    sql_p.add_argument("--token", help="bearer token of the query server, --shell")
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("streaming.runtime.librdkafka").setLevel(logging.WARNING)
-    if args.command == "run":
+    if args.command == "sql" and args.shell:
+        from streaming.sql.shell import shell
+
+        if not args.server:
+            parser.error("--shell needs --server http://host:port")
+        return shell(args.server, token=args.token)
+    if args.command == "sql" and not args.file:
+        parser.error("sql needs a FILE.sql (or --shell --server URL)")
+    if args.command in ("run", "sql"):
         try:
-            return run(args)
+            return run(args) if args.command == "run" else run_sql(args)
         except ConfigException as exc:
             print(f"configuration error: {_one_line(exc)}", file=sys.stderr)
             return 2

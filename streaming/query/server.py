@@ -77,13 +77,14 @@ def default_bind_host(advertised: str) -> str:
 
 
 class _Request:
-    __slots__ = ("headers", "keep_alive", "method", "target")
+    __slots__ = ("body", "headers", "keep_alive", "method", "target")
 
     def __init__(self, method: str, target: str, headers: dict[str, str], keep_alive: bool):
         self.method = method
         self.target = target
         self.headers = headers
         self.keep_alive = keep_alive
+        self.body = b""
 
 
 class _BadRequest(Exception):
@@ -399,9 +400,17 @@ class QueryServer:
                 forwarded = FORWARDED_HEADER.lower() in request.headers
                 pool = self._forwarded_pool if forwarded else self._pool
                 try:
-                    response = await loop.run_in_executor(
-                        pool, self._answer, url.path, query, forwarded
-                    )
+                    if _is_sql(url.path):
+                        text = request.body.decode("utf-8", "replace") or query.get("q", "")
+                        answer = await loop.run_in_executor(pool, self.service.sql, text, forwarded)
+                        if not isinstance(answer, Response):
+                            await self._stream_push(reader, writer, answer)
+                            return
+                        response = answer
+                    else:
+                        response = await loop.run_in_executor(
+                            pool, self._answer, url.path, query, forwarded
+                        )
                 except RuntimeError:  # the pool is shut down: stopping
                     response = _error(503, "the query server is stopping")
                     request.keep_alive = False
@@ -422,7 +431,9 @@ class QueryServer:
         if length < 0 or length > MAX_BODY_BYTES:
             raise _BadRequest(413, "request body too large")
         if length:
-            await asyncio.wait_for(reader.readexactly(length), self.keepalive_timeout)
+            body = await asyncio.wait_for(reader.readexactly(length), self.keepalive_timeout)
+            if request.method == "POST":
+                request.body = body
 
     def _precheck(self, request: _Request) -> Response | None:
         """Answers that need no worker: authentication, methods."""
@@ -434,12 +445,63 @@ class QueryServer:
                     "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
                     **{"WWW-Authenticate": 'Bearer realm="interactive-queries"'},
                 )
+        if request.method == "POST" and _is_sql(urllib.parse.urlsplit(request.target).path):
+            return None
         if request.method not in ("GET", "HEAD"):
-            return _error(405, "only GET is supported", Allow="GET, HEAD")
+            return _error(405, "only GET is supported (and POST to /sql)", Allow="GET, HEAD")
         return None
 
     def _answer(self, path: str, query: dict[str, str], forwarded: bool) -> Response:
         return self.service.handle(path, query, forwarded=forwarded)
+
+    async def _stream_push(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, push: Any
+    ) -> None:
+        """Stream a started push query's rows as JSON lines until the client disconnects
+        (or the server stops). A thread polls the topic and hands rows to this coroutine;
+        the answer has no length and ends when the connection closes."""
+        from streaming.query import codec
+
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[list[dict[str, Any]] | None] = asyncio.Queue()
+        stop = threading.Event()
+
+        def pump() -> None:
+            try:
+                while not stop.is_set():
+                    rows = push.poll(0.5)
+                    if rows and not stop.is_set():
+                        loop.call_soon_threadsafe(queue.put_nowait, rows)
+            except Exception as exc:
+                log.warning("push query stopped: %s", exc)
+            finally:
+                push.close()
+                with contextlib.suppress(RuntimeError):  # the loop is closed: stopping
+                    loop.call_soon_threadsafe(queue.put_nowait, None)
+
+        head = (
+            "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
+            "Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
+        )
+        threading.Thread(target=pump, name="sql-push-query", daemon=True).start()
+        eof = asyncio.ensure_future(reader.read(1))  # b"" (or anything) ends the stream
+        try:
+            writer.write(head.encode())
+            await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+            while not self._closing:
+                get = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({get, eof}, return_when=asyncio.FIRST_COMPLETED)
+                if get not in done:
+                    get.cancel()
+                    return
+                rows = get.result()
+                if rows is None:
+                    return
+                writer.write(b"".join(codec.dumps(row) + b"\n" for row in rows))
+                await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+        finally:
+            stop.set()
+            eof.cancel()
 
     async def _write(
         self, writer: asyncio.StreamWriter, response: Response, body: bool, keep_alive: bool
@@ -448,6 +510,10 @@ class QueryServer:
             _render(response, body=body, keep_alive=keep_alive, keepalive_s=self.keepalive_timeout)
         )
         await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+
+
+def _is_sql(path: str) -> bool:
+    return path.rstrip("/") == "/sql"
 
 
 __all__ = ["QueryServer", "default_bind_host"]

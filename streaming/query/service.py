@@ -11,7 +11,11 @@
 - ``/metadata`` every instance: host, stores, partitions, tasks;
   ``/metadata/<store>`` the instances hosting the store; ``/metadata/<store>/<key>`` the
   instance and partition of a key;
-- ``/metrics`` Prometheus text; ``/health`` the application state (503 unless running).
+- ``/metrics`` Prometheus text; ``/health`` the application state (503 unless running);
+- ``/sql`` (POST the statement as the body, or GET ``?q=``) of an application compiled
+  from SQL: a pull query answers a JSON list of rows (from the instance that owns the key,
+  forwarded like ``/keys``); a push query (``EMIT CHANGES``) is a started ``PushStream``
+  that the HTTP layer streams as JSON lines (``sql``).
 
 Remote keys are FORWARDED: the instance asks the owner (``metadata_for_key``) over HTTP and
 relays its answer, so any instance answers for every key; a forwarded request is never
@@ -215,8 +219,65 @@ class QueryService:
             404,
             f"unknown path /{'/'.join(parts)}; try /stores, /stores/<store>/keys/<key>, "
             "/stores/<store>/range?from=&to=, /stores/<store>/all, /metadata, "
-            "/metadata/<store>/<key>, /metrics, /health",
+            "/metadata/<store>/<key>, /metrics, /health, /sql",
         )
+
+    # -- SQL ------------------------------------------------------------------------------
+
+    def sql(self, text: str, forwarded: bool = False) -> Response | Any:
+        """The answer to a SQL query: a ``Response`` (pull query rows, or an error), or a
+        started ``PushStream`` for a push query."""
+        from streaming import serdes
+        from streaming.sql.errors import SqlError
+        from streaming.sql.queries import (
+            PullQuery,
+            PushStream,
+            execute_pull,
+            plan,
+            push_client_config,
+        )
+        from streaming.sql.results import catalog_of
+
+        catalog = catalog_of(self.streams.topology)
+        if catalog is None:
+            return _error(404, "this application was not compiled from SQL: no /sql queries")
+        if not text.strip():
+            return _error(400, "send the SQL statement as the POST body (or ?q=)")
+        try:
+            query = plan(catalog, text)
+        except SqlError as exc:
+            return _error(400, str(exc))
+        if not isinstance(query, PullQuery):
+            try:
+                return PushStream(query, push_client_config(self.streams)).start()
+            except SqlError as exc:
+                return _error(400, str(exc))
+            except Exception as exc:
+                return _error(503, f"cannot start the push query: {exc}")
+        store = query.result.store
+        try:
+            meta = self.streams.metadata_for_key(store, query.key, serdes.Json())
+            owner = meta.active_host
+            if not forwarded and owner != self.self_host:
+                if owner.port < 0:
+                    return _error(
+                        503,
+                        f"no instance hosts partition {meta.partition} of store {store!r} "
+                        "right now (the application is rebalancing); retry",
+                    )
+                return self._forward(owner, "/sql", {"q": text})
+            self._require_local_task(store, meta.partition)
+            return _json(200, execute_pull(query, self.streams.store(store)))
+        except _Abort as abort:
+            return abort.response
+        except Exception as exc:
+            from streaming.runtime.app import IllegalStateException
+            from streaming.runtime.queries import InvalidStateStoreException
+
+            if isinstance(exc, IllegalStateException | InvalidStateStoreException):
+                return _error(503, str(exc), state=self.streams.state.name)
+            log.exception("SQL query failed")
+            return _error(500, f"{type(exc).__name__}: {exc}")
 
     # -- health and metrics ---------------------------------------------------------------
 

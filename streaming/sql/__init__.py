@@ -10,9 +10,14 @@ functions or window TVFs) or none, and HAVING; joins of two tables (stream-table
 ``FOR SYSTEM_TIME AS OF``; interval joins of two streams; table-table on the keys);
 EMIT CHANGES / EMIT FINAL; EXPLAIN. Errors are ``SqlError`` with line and column.
 
+Running: ``python -m streaming sql FILE.sql --config app.properties`` (``streaming.cli``).
+Pull queries (``pull(streams, text)``, or POST to the query server's ``/sql``) read the
+state store of an aggregation's sink table, which is named after the table; push queries
+(``... EMIT CHANGES``: ``push(streams, text)`` or ``/sql``) stream a table's new rows
+(``streaming.sql.queries``).
+
 Not yet: RIGHT and foreign-key joins, joins of more than two tables, GROUP BY over joins
-or upsert tables, CREATE TABLE AS SELECT, pull and push queries, the CLI, the Dagster
-integration.
+or upsert tables, CREATE TABLE AS SELECT, the Dagster integration.
 """
 
 from __future__ import annotations
@@ -22,16 +27,62 @@ from typing import Any
 from streaming.sql.errors import SqlError
 from streaming.topology import Topology
 
-__all__ = ["SqlError", "compile", "explain"]
+__all__ = ["SqlError", "compile", "explain", "pull", "push"]
 
 
 def compile(text: str, config: dict[str, Any] | None = None) -> Topology:
-    """The topology of the statements in ``text`` (``config`` goes to ``build``)."""
+    """The topology of the statements in ``text`` (``config`` goes to ``build``); its SQL
+    catalog (tables, materialized results) is registered for pull and push queries."""
     from streaming.sql.compiler import Compiler
+    from streaming.sql.results import SqlCatalog, register
 
     compiler = Compiler(text)
     compiler.compile_all()
-    return compiler.builder.build(config)
+    topology = compiler.builder.build(config)
+    register(topology, SqlCatalog(dict(compiler.tables), dict(compiler.results)))
+    return topology
+
+
+def _catalog(streams: Any) -> Any:
+    from streaming.sql.results import catalog_of
+
+    catalog = catalog_of(streams.topology)
+    if catalog is None:
+        raise SqlError(
+            "this application was not compiled from SQL (streaming.sql.compile)", line=1, column=1
+        )
+    return catalog
+
+
+def pull(streams: Any, text: str) -> list[dict[str, Any]]:
+    """The rows of the pull query ``text`` from the stores of the running ``streams``.
+
+    Reads this instance's store; when the key belongs to another instance (known through
+    ``application.server``), raises ``SqlError`` naming it: its query server's ``/sql``
+    answers, or any instance's, which forwards."""
+    from streaming import serdes
+    from streaming.sql.queries import PullQuery, execute_pull, plan
+
+    query = plan(_catalog(streams), text)
+    if not isinstance(query, PullQuery):
+        raise SqlError("an EMIT CHANGES query streams: use push()", line=1, column=1)
+    store = query.result.store
+    if streams.host_info.port >= 0:
+        owner = streams.metadata_for_key(store, query.key, serdes.Json()).active_host
+        if owner.port >= 0 and owner != streams.host_info:
+            raise SqlError(f"the key is hosted by {owner}: query it there", line=1, column=1)
+    return execute_pull(query, streams.store(store))
+
+
+def push(streams: Any, text: str) -> Any:
+    """A started ``PushStream`` of the push query ``text`` (``... EMIT CHANGES``): iterate
+    it (or ``poll()``) for rows written after this call; ``close()`` it when done."""
+    from streaming.sql.queries import PushQuery, PushStream, plan, push_client_config
+
+    query = plan(_catalog(streams), text)
+    if not isinstance(query, PushQuery):
+        raise SqlError("a push query ends with EMIT CHANGES", line=1, column=1)
+    return PushStream(query, push_client_config(streams)).start()
 
 
 def explain(text: str) -> str:

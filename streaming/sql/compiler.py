@@ -27,6 +27,8 @@ by position, as in Flink.
   sink). Without sink key columns, or with EMIT FINAL (one row per window, nothing
   earlier to retract), it is dropped.
 - ``EMIT FINAL`` on a non-windowed aggregate is an error: such a result never closes.
+- The aggregate's state store is named after the sink table (a queryable store); the
+  compiler records it in ``results`` (``MaterializedResult``) for pull queries.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from streaming.sql.catalog import TableDef, table_from_ddl
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import NUMERIC, Compiled, compile_expression
 from streaming.sql.joins import JoinCompiler
+from streaming.sql.results import MaterializedResult
 from streaming.sql.rewrite import (
     SESSION_ALIAS,
     Statement,
@@ -103,6 +106,8 @@ class Compiler:
         self.builder = StreamsBuilder()
         self.tables: dict[str, TableDef] = {}
         self.explained = False
+        #: sink table name -> its aggregation's state store, for pull queries
+        self.results: dict[str, MaterializedResult] = {}
         self._names: set[str] = set()
 
     def compile_all(self) -> None:
@@ -130,7 +135,8 @@ class Compiler:
         elif isinstance(tree, exp.Select):
             raise self.error(
                 statement.start,
-                "a SELECT needs INSERT INTO <sink> (push queries are not supported yet)",
+                "a SELECT needs INSERT INTO <sink> here: pull and push queries go to a running "
+                "application (streaming.sql.pull, or POST to its query server's /sql)",
             )
         else:
             raise self.error(tree, f"unsupported statement {tree.key.upper()}")
@@ -418,8 +424,11 @@ class Compiler:
                 name=self.unique(f"{sink.name}-group-by"),
             ),
         )
+        # The store is named after the sink table (the queryable name pull queries look
+        # up); a second aggregation into the same sink gets a suffixed name.
+        store_name = self.unique(sink.name)
         store = (
-            Materialized.as_(self.unique(f"{sink.name}-aggregate"))
+            Materialized.as_(store_name)
             .with_key_serde(serdes.Json())
             .with_value_serde(serdes.Json())
         )
@@ -462,6 +471,24 @@ class Compiler:
                 return sink.key_of(row), None
             return sink.key_of(row), row
 
+        if sink.name not in self.results:
+            kind = (
+                "keyvalue"
+                if window is None
+                else "session"
+                if window.kind == "SESSION"
+                else "window"
+            )
+            self.results[sink.name] = MaterializedResult(
+                table=sink.name,
+                store=store_name,
+                kind=kind,
+                group_columns=tuple(group_columns),
+                group_kinds=tuple(source.columns[c] for c in group_columns),
+                window_size_ms=None if window is None else window.size_ms,
+                session_gap_ms=window.size_ms if window is not None and kind == "session" else 0,
+                row=lambda key, bounds, acc: output((key, bounds), acc)[1],
+            )
         out = table.to_stream().map(lambda k, acc: output(split(k), acc))
         may_delete = having is not None or (window is not None and window.kind == "SESSION")
         if may_delete and (not sink.key_fields or statement.emit == "FINAL"):
