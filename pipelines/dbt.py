@@ -3,9 +3,11 @@ lake: a profile naming the DuckDB database, and the ``lake_root`` var its source
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import orjson
@@ -32,7 +34,10 @@ def write_profile(folder: Path, database: str) -> Path:
             "outputs": {"platform": {"type": "duckdb", "path": database, "threads": 2}},
         }
     }
-    (folder / "profiles.yml").write_text(yaml.safe_dump(profile))
+    # written aside and renamed: a concurrent run never reads a half-written file
+    staged = folder / f".profiles.yml.{os.getpid()}.{threading.get_ident()}"
+    staged.write_text(yaml.safe_dump(profile))
+    staged.replace(folder / "profiles.yml")
     return folder
 
 

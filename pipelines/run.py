@@ -53,6 +53,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pipelines.connection import Kafka, KafkaConnection
+
 REPO = Path(__file__).resolve().parents[1]
 DAGSTER_HOME = REPO / ".dagster"
 STATE_DIR = REPO / ".state"
@@ -176,12 +178,14 @@ def start_local_broker(
     return cluster, new
 
 
-def describe_topics(bootstrap: str, timeout: float = 10.0) -> tuple[str | None, dict[str, int]]:
+def describe_topics(bootstrap: Kafka, timeout: float = 10.0) -> tuple[str | None, dict[str, int]]:
     """The cluster id and ``{topic: records}`` (end minus start offsets) of every
     non-internal topic."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "assets-run-describe"})
+    consumer = Consumer(
+        KafkaConnection.of(bootstrap).client_config(**{"group.id": "assets-run-describe"})
+    )
     try:
         meta = consumer.list_topics(timeout=timeout)
         counts = {}
@@ -316,20 +320,20 @@ def _some(items: list[str], most: int = 12) -> str:
 
 
 def _report_broker(
-    bootstrap: str, new: bool | None, data_dir: Path | None
+    kafka: KafkaConnection, new: bool | None, data_dir: Path | None
 ) -> tuple[str | None, dict[str, int]]:
     """Say which cluster this is and what it holds."""
     try:
-        cluster_id, topics = describe_topics(bootstrap)
+        cluster_id, topics = describe_topics(kafka)
     except Exception as exc:  # an external cluster that does not answer: create_topics says so
-        _log(f"could not describe the Kafka cluster at {bootstrap}: {exc}")
+        _log(f"could not describe the Kafka cluster at {kafka.bootstrap_servers}: {exc}")
         return None, {}
     if new is None:
         kind = "external Kafka cluster"
     else:
         kind = "NEW local Kafka broker" if new else "RESUMED local Kafka broker"
     where = f", data in {data_dir}" if data_dir is not None else ""
-    _log(f"{kind} at {bootstrap}: cluster id {cluster_id}{where}")
+    _log(f"{kind} at {kafka.bootstrap_servers}: cluster id {cluster_id}{where}")
     if topics:
         filled = _some([f"{name} ({n} records)" for name, n in topics.items() if n])
         empty = _some(sorted(name for name, n in topics.items() if not n))
@@ -733,7 +737,10 @@ def main(argv: list[str] | None = None) -> int:
                 _log(str(exc))
                 return 1
             bootstrap = cluster.bootstrap_servers
-        cluster_id, _ = _report_broker(bootstrap, new, KAFKA_DATA_DIR if cluster else None)
+        # an external cluster's TLS/SASL settings come from the environment, as the stream
+        # applications, the generator and Dagster's resources read them
+        kafka = KafkaConnection.from_env({**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap})
+        cluster_id, _ = _report_broker(kafka, new, KAFKA_DATA_DIR if cluster else None)
         for note in follow_cluster(cluster_id, bool(new), STATE_DIR):
             _log(f"WARNING: {note}")
         _log(
@@ -742,7 +749,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         from pipelines.topics import create_topics
 
-        create_topics(bootstrap)
+        create_topics(kafka)
         env = {
             **os.environ,
             "KAFKA_BOOTSTRAP_SERVERS": bootstrap,

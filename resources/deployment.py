@@ -7,8 +7,10 @@ configuration enters the platform.
 - ``cluster``: an existing deployment, described by a YAML file (``PLATFORM_CONFIG``) whose
   sections (``kafka``, ``lake``, ``spark``, ``stream_apps``, ``reconciliation``) hold the
   fields of the resources, and by environment variables, which win over the file
-  (``ENVIRONMENT``, ``SPARK_ENVIRONMENT``). The SASL password is only ever read from ``KAFKA_SASL_PASSWORD``, at
-  run time (a Dagster ``EnvVar``), so it never appears in the UI or the run storage.
+  (``ENVIRONMENT``, ``SPARK_ENVIRONMENT``). Secrets are only ever read from the environment,
+  at run time (Dagster ``EnvVar``s), so they never appear in the UI or the run storage: the
+  SASL password (``KAFKA_SASL_PASSWORD``) and the query servers' token
+  (``STREAM_QUERY_TOKEN``).
 
 Assets, checks and sensors receive these resources; nothing below them reads the
 environment for configuration.
@@ -34,6 +36,8 @@ from resources.stream_apps import StreamAppsResource
 DEPLOYMENT_VAR = "DAGSTER_DEPLOYMENT"
 CONFIG_VAR = "PLATFORM_CONFIG"
 PASSWORD_VAR = "KAFKA_SASL_PASSWORD"
+#: the interactive-query servers' bearer token (a secret: read at run time)
+QUERY_TOKEN_VAR = "STREAM_QUERY_TOKEN"
 DEFAULT_PARTITIONS_START = "2025-01-01-00:00"
 
 #: environment variable -> (section, field) of the deployment's settings
@@ -71,7 +75,8 @@ def deployment_name(env: Mapping[str, str] | None = None) -> str:
 
 
 def partitions_start(env: Mapping[str, str] | None = None) -> str:
-    """First hourly partition (``PLATFORM_PARTITIONS_START``, Dagster ``YYYY-MM-DD-HH:MM``)."""
+    """First hourly partition (``PLATFORM_PARTITIONS_START``, Dagster ``YYYY-MM-DD-HH:MM``),
+    read when the definitions load: partitions are part of the definitions, not of a run."""
     env = os.environ if env is None else env
     return env.get("PLATFORM_PARTITIONS_START") or DEFAULT_PARTITIONS_START
 
@@ -99,10 +104,18 @@ def settings(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     return sections
 
 
-def _resources(conf: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+def _resources(conf: Mapping[str, dict[str, Any]], env: Mapping[str, str]) -> dict[str, Any]:
     kafka = dict(conf["kafka"])
+    if "sasl_password" in kafka:
+        raise ValueError(
+            f"the SASL password is read from ${PASSWORD_VAR} only, never from a file: remove "
+            "kafka.sasl_password from the configuration"
+        )
     if str(kafka.get("security_protocol", "")).upper().startswith("SASL_"):
         kafka["sasl_password"] = EnvVar(PASSWORD_VAR)
+    stream_apps = dict(conf["stream_apps"])
+    if env.get(QUERY_TOKEN_VAR):
+        stream_apps["query_token"] = EnvVar(QUERY_TOKEN_VAR)
     spark = dict(conf["spark"])
     master = spark.pop("master", LOCAL_MASTER)
     spark_settings = spark.pop("settings", {})
@@ -113,7 +126,7 @@ def _resources(conf: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     return {
         "kafka": kafka_resource,
         "lake": LakeResource(**conf["lake"]),
-        "stream_apps": StreamAppsResource(**conf["stream_apps"]),
+        "stream_apps": StreamAppsResource(**stream_apps),
         "reconciliation": ReconciliationPolicy(**conf["reconciliation"]),
         "pyspark": spark_resource(master, spark_settings),
         "pyspark_kafka": kafka_spark_resource(master, spark_settings),
@@ -123,21 +136,20 @@ def _resources(conf: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
 
 def local_resources(env: Mapping[str, str]) -> dict[str, Any]:
     """The embedded platform's resources."""
-    return _resources(settings(env))
+    return _resources(settings(env), env)
 
 
 def cluster_resources(env: Mapping[str, str]) -> dict[str, Any]:
     """An existing deployment's resources; fails when it does not name its cluster."""
     conf = settings(env)
-    missing = [f"{s}.{f}" for s, f in CLUSTER_REQUIRED if not conf[s].get(f)]
+    missing = [(s, f) for s, f in CLUSTER_REQUIRED if not conf[s].get(f)]
     if missing:
-        names = {v: k for k, v in ENVIRONMENT.items()}
+        variables = {v: k for k, v in ENVIRONMENT.items()}
         raise ValueError(
-            f"the cluster deployment needs {', '.join(missing)}: set "
-            f"{', '.join(names[tuple(m.split('.'))] for m in missing)} or name them in the "  # type: ignore[index]
-            f"{CONFIG_VAR} file"
+            f"the cluster deployment needs {', '.join(f'{s}.{f}' for s, f in missing)}: set "
+            f"{', '.join(variables[m] for m in missing)} or name them in the {CONFIG_VAR} file"
         )
-    return _resources(conf)
+    return _resources(conf, env)
 
 
 def dbt_resource() -> DbtCliResource:

@@ -22,7 +22,9 @@ class KafkaResource(ConfigurableResource):
         default=None, description="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"
     )
     sasl_username: str | None = None
-    sasl_password: str | None = Field(default=None, description="use an EnvVar, never a literal")
+    sasl_password: str | None = Field(
+        default=None, repr=False, description="use an EnvVar, never a literal"
+    )
     ssl_ca_location: str | None = Field(
         default=None, description="PEM file of the CA that signed the brokers' certificates"
     )

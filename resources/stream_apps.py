@@ -67,6 +67,12 @@ class StreamAppsResource(ConfigurableResource):
         "http://{app}.streamplatform.svc:7070 (a Kubernetes Service)",
     )
 
+    query_token: str | None = Field(
+        default=None,
+        repr=False,
+        description="the query servers' bearer token (interactive.queries.http.token), if set",
+    )
+
     def query_url(self, app: str) -> str | None:
         """Where the instances of ``app`` answer queries, when configured."""
         if app in self.query_urls:

@@ -168,7 +168,10 @@ def build_health_sensor(
             url = stream_apps.query_url(name)
             if status is None and url:
                 # run elsewhere (pods): every instance asked over HTTP
-                status = monitor.instances_health(url)
+                try:
+                    status = monitor.instances_health(url, token=stream_apps.query_token)
+                except Exception as exc:  # never fail the tick: report it
+                    status = {"state": "UNREACHABLE", "error": str(exc)}
             elif status is not None and stale:
                 status = {**status, "status_age_s": round(age, 1)}
             meta, app_alerts = app_health(

@@ -330,37 +330,55 @@ def ensure_topics(
     return missing
 
 
-def _get_json(url: str, timeout: float) -> Any:
+def _get_json(url: str, timeout: float, token: str | None = None) -> Any:
     """The JSON body of ``url`` (an error status with a JSON body, as ``/health``'s 503,
-    counts as an answer)."""
+    counts as an answer); ``token``: the query servers' bearer token."""
     import urllib.error
     import urllib.request
 
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        with urllib.request.urlopen(
+            urllib.request.Request(url, headers=headers), timeout=timeout
+        ) as response:
             return orjson.loads(response.read())
     except urllib.error.HTTPError as exc:
         return orjson.loads(exc.read())
 
 
-def instances_health(base_url: str, timeout: float = 3.0) -> dict[str, Any]:
+def instances_health(
+    base_url: str, timeout: float = 3.0, token: str | None = None
+) -> dict[str, Any]:
     """The health of every instance of an application, asked over HTTP: its instances from
     ``<base_url>/metadata`` (any instance answers for the whole group), then each one's
-    ``/health``. For applications the supervisor does not run (pods on Kubernetes).
+    ``/health`` (same scheme as ``base_url``; ``token``: the servers' bearer token). For
+    applications the supervisor does not run (pods on Kubernetes).
 
     Returns ``state`` (``RUNNING`` when every instance is running, else the first other
-    instance's state, ``UNREACHABLE`` when it does not answer), ``instances``,
-    ``instances_running`` and ``instance_states`` (``host:port`` -> state)."""
+    instance's state, ``UNREACHABLE`` when it does not answer or answers with an error),
+    ``instances``, ``instances_running`` and ``instance_states`` (``host:port`` -> state)."""
+    import urllib.parse
+
+    def unreachable(why: str) -> dict[str, Any]:
+        return {"state": "UNREACHABLE", "instances": 0, "instances_running": 0, "error": why}
+
     try:
-        members = _get_json(f"{base_url.rstrip('/')}/metadata", timeout)
+        members = _get_json(f"{base_url.rstrip('/')}/metadata", timeout, token)
     except (OSError, ValueError) as exc:
-        return {"state": "UNREACHABLE", "instances": 0, "instances_running": 0, "error": str(exc)}
+        return unreachable(str(exc))
+    if not isinstance(members, list):  # an error answer: {"error": ..., "state": ...}
+        return unreachable(str(members.get("error") if isinstance(members, dict) else members))
+    scheme = urllib.parse.urlsplit(base_url).scheme or "http"
     states: dict[str, str] = {}
     for member in members:
-        address = f"{member['host']}:{member['port']}"
         try:
-            states[address] = str(_get_json(f"http://{address}/health", timeout)["state"])
-        except (OSError, ValueError, KeyError):
+            address = f"{member['host']}:{member['port']}"
+        except (KeyError, TypeError):
+            continue
+        try:
+            health = _get_json(f"{scheme}://{address}/health", timeout, token)
+            states[address] = str(health["state"])
+        except (OSError, ValueError, KeyError, TypeError):
             states[address] = "UNREACHABLE"
     others = [s for s in states.values() if s != "RUNNING"]
     return {

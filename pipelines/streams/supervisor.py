@@ -647,16 +647,18 @@ def _setting(item: str) -> tuple[str, str]:
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point: run applications until SIGINT/SIGTERM."""
     parser = argparse.ArgumentParser(description="Run the platform's stream applications")
-    kafka = KafkaConnection.from_env(os.environ)
-    parser.add_argument("--bootstrap", default=kafka.bootstrap_servers)
+    env = os.environ
+    parser.add_argument(
+        "--bootstrap", default=env.get("KAFKA_BOOTSTRAP_SERVERS") or "localhost:9092"
+    )
     parser.add_argument(
         "--security-protocol",
-        default=kafka.security_protocol,
+        default=env.get("KAFKA_SECURITY_PROTOCOL") or "PLAINTEXT",
         help="with SASL: --sasl-mechanism, --sasl-username and $KAFKA_SASL_PASSWORD",
     )
-    parser.add_argument("--sasl-mechanism", default=kafka.sasl_mechanism)
-    parser.add_argument("--sasl-username", default=kafka.sasl_username)
-    parser.add_argument("--ssl-ca-location", default=kafka.ssl_ca_location)
+    parser.add_argument("--sasl-mechanism", default=env.get("KAFKA_SASL_MECHANISM"))
+    parser.add_argument("--sasl-username", default=env.get("KAFKA_SASL_USERNAME"))
+    parser.add_argument("--ssl-ca-location", default=env.get("KAFKA_SSL_CA_LOCATION"))
     parser.add_argument(
         "--advertised-host",
         default=os.environ.get("STREAM_ADVERTISED_HOST", "127.0.0.1"),
@@ -716,15 +718,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     names = None if args.apps == "all" else [a.strip() for a in args.apps.split(",") if a.strip()]
-    settings = RunnerSettings(
-        bootstrap_servers=KafkaConnection(
+    try:
+        kafka = KafkaConnection(
             bootstrap_servers=args.bootstrap,
             security_protocol=args.security_protocol,
             sasl_mechanism=args.sasl_mechanism,
             sasl_username=args.sasl_username,
-            sasl_password=kafka.sasl_password,
+            sasl_password=env.get("KAFKA_SASL_PASSWORD"),
             ssl_ca_location=args.ssl_ca_location,
-        ),
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    settings = RunnerSettings(
+        bootstrap_servers=kafka,
         advertised_host=args.advertised_host,
         state_root=Path(args.state_dir),
         instance=args.instance,

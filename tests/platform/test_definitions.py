@@ -142,6 +142,54 @@ def test_a_cluster_deployment_without_its_cluster_fails_fast() -> None:
         )
 
 
+def test_secrets_never_come_from_the_file_nor_show_in_a_repr(tmp_path) -> None:
+    from dagster import EnvVar
+
+    from resources import platform_resources
+
+    config = tmp_path / "platform.yaml"
+    config.write_text("kafka:\n  bootstrap_servers: k:9093\n  sasl_password: in-a-file\n")
+    env = {"DAGSTER_DEPLOYMENT": "cluster", "PLATFORM_CONFIG": str(config), "LAKE_ROOT": "/l"}
+    with pytest.raises(ValueError, match="never from a file"):
+        platform_resources(env)
+    res = platform_resources(
+        {
+            **env,
+            "PLATFORM_CONFIG": "",
+            "KAFKA_BOOTSTRAP_SERVERS": "k:9093",
+            "STREAM_QUERY_TOKEN": "t0ken",
+        }
+    )
+    assert isinstance(res["stream_apps"].query_token, EnvVar)
+    from resources.kafka import KafkaResource
+
+    kafka = KafkaResource(
+        bootstrap_servers="k:9093",
+        security_protocol="SASL_SSL",
+        sasl_mechanism="PLAIN",
+        sasl_username="u",
+        sasl_password="topsecret",
+    )
+    assert "topsecret" not in repr(kafka) and "topsecret" not in repr(kafka.connection)
+
+
+def test_the_supervisor_says_what_is_missing_in_a_half_set_environment() -> None:
+    env = {**os.environ, "KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "PYTHONPATH": str(REPO)}
+    for name in ("KAFKA_SASL_MECHANISM", "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD"):
+        env.pop(name, None)
+    done = subprocess.run(
+        [sys.executable, "-m", "pipelines.streams.supervisor", "--apps", "orders-dedup"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "SASL_SSL needs a SASL mechanism" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_the_definitions_load_for_both_deployments(tmp_path) -> None:
     """The code location, loaded in a fresh interpreter per deployment."""
     env = {

@@ -392,3 +392,48 @@ def test_health_sensor_asks_instances_run_elsewhere_over_http(kafka_cluster, tmp
     meta, result = observe()
     assert meta["state"] == "UNREACHABLE" and meta["healthy"] is False
     assert "orders-dedup is UNREACHABLE" in result.skip_reason.skip_message
+
+
+def test_instances_health_reports_error_answers_and_sends_the_token() -> None:
+    """An instance answering /metadata with an error (503 while rebalancing, 401 without the
+    token) is UNREACHABLE, never a failed tick; the bearer token goes to every instance."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from pipelines.streams import monitor
+
+    token = "s3cret-token"
+
+    class Instance(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            authorized = self.headers.get("Authorization") == f"Bearer {token}"
+            port = self.server.server_address[1]
+            if not authorized:
+                status, body = 401, {"error": "missing or wrong bearer token"}
+            elif self.path == "/metadata":
+                status, body = 200, [{"host": "127.0.0.1", "port": port}]
+            else:
+                status, body = 503, {"state": "REBALANCING", "healthy": False}
+            payload = orjson.dumps(body)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Instance)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        refused = monitor.instances_health(url)
+        assert refused["state"] == "UNREACHABLE" and "bearer token" in refused["error"]
+        health = monitor.instances_health(url, token=token)
+        assert health["state"] == "REBALANCING"
+        assert health["instances"] == 1 and health["instances_running"] == 0
+    finally:
+        server.shutdown()
+    # nobody listens any more
+    assert monitor.instances_health(url, timeout=1)["state"] == "UNREACHABLE"
