@@ -21,6 +21,7 @@ import argparse
 import importlib
 import inspect
 import logging
+import os
 import signal
 import sys
 import threading
@@ -234,7 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     sql_p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     sql_p.add_argument("--shell", action="store_true", help="query a running app's /sql")
     sql_p.add_argument("--server", help="the app's query server (http://host:port), --shell")
-    sql_p.add_argument("--token", help="bearer token of the query server, --shell")
+    sql_p.add_argument(
+        "--token",
+        default=os.environ.get("STREAMING_QUERY_TOKEN"),
+        help="bearer token of the query server, --shell (default: the environment "
+        "variable STREAMING_QUERY_TOKEN, which keeps it out of the process list)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),

@@ -4,7 +4,9 @@ AVG, MIN, MAX.
 An accumulator is a list with one state per aggregate of the query (a number, ``[sum,
 count]`` for AVG, the list of distinct values seen for COUNT(DISTINCT)), so the state
 store and its changelog hold plain JSON. NULL arguments are skipped, as in SQL;
-``COUNT(*)`` counts rows. AVG returns a DOUBLE. ``merger`` combines two accumulators, as
+``COUNT(*)`` counts rows. AVG returns a DOUBLE. COUNT(DISTINCT) tells TRUE from 1 (1 and 1.0 are one value). MIN /
+MAX of a TIMESTAMP compare instants (epoch ms) and keep the value of the row that has it,
+as it was (source text, or epoch ms). ``merger`` combines two accumulators, as
 session windows need when a record bridges two sessions.
 """
 
@@ -13,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from streaming.sql.expressions import sql_equal
 
 Row = dict[str, Any]
 
@@ -24,6 +28,8 @@ class AggregateSpec:
     function: str
     argument: Callable[[Row], Any] | None
     sql: str
+    #: MIN/MAX: what values are compared by (epoch ms of a TIMESTAMP); None: the values
+    order: Callable[[Any], Any] | None = None
 
 
 def initial(spec: AggregateSpec) -> Any:
@@ -44,14 +50,29 @@ def add(spec: AggregateSpec, state: Any, row: Row) -> Any:
         return state + 1
     if spec.function == "COUNT_DISTINCT":
         # a new list: the accumulator the store holds is never changed in place
-        return state if value in state else [*state, value]
+        return state if _seen(value, state) else [*state, value]
     if spec.function == "AVG":
         return [state[0] + value, state[1] + 1]
+    if spec.order is not None and spec.order(value) is None:
+        return state  # an unreadable TIMESTAMP counts as NULL
     if state is None:
         return value
     if spec.function == "SUM":
         return state + value
-    return min(state, value) if spec.function == "MIN" else max(state, value)
+    return _extreme(spec, state, value)
+
+
+def _seen(value: Any, values: list[Any]) -> bool:
+    """Whether ``value`` is among ``values`` by SQL equality (TRUE is not 1)."""
+    return any(sql_equal(value, v) for v in values)
+
+
+def _extreme(spec: AggregateSpec, a: Any, b: Any) -> Any:
+    """MIN or MAX of two values (by ``spec.order`` when set); the earlier one on a tie."""
+    order = spec.order or (lambda v: v)
+    if spec.function == "MIN":
+        return b if order(b) < order(a) else a
+    return b if order(b) > order(a) else a
 
 
 def result(spec: AggregateSpec, state: Any) -> Any:
@@ -68,14 +89,14 @@ def merge(spec: AggregateSpec, a: Any, b: Any) -> Any:
     if spec.function == "COUNT":
         return a + b
     if spec.function == "COUNT_DISTINCT":
-        return [*a, *(v for v in b if v not in a)]
+        return [*a, *(v for v in b if not _seen(v, a))]
     if spec.function == "AVG":
         return [a[0] + b[0], a[1] + b[1]]
     if a is None or b is None:
         return b if a is None else a
     if spec.function == "SUM":
         return a + b
-    return min(a, b) if spec.function == "MIN" else max(a, b)
+    return _extreme(spec, a, b)
 
 
 def initializer(specs: list[AggregateSpec]) -> Callable[[], list[Any]]:

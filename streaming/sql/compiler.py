@@ -27,6 +27,9 @@ by position, as in Flink.
   sink). Without sink key columns, or with EMIT FINAL (one row per window, nothing
   earlier to retract), it is dropped.
 - ``EMIT FINAL`` on a non-windowed aggregate is an error: such a result never closes.
+- An aggregation's result is updating (updates, tombstones) unless it is windowed with
+  ``EMIT FINAL``: into an append-only sink (no primary key, not ``upsert-kafka``) it is an
+  error at the INSERT, as Flink rejects it.
 - The aggregate's state store is named after the sink table (a queryable store); the
   compiler records it in ``results`` (``MaterializedResult``) for pull queries.
 """
@@ -413,6 +416,20 @@ class Compiler:
         project = self.projection(select, sink, scope, self.keyword(statement, TokenType.SELECT))
         having_node = select.args.get("having")
         having = self.predicate(having_node, scope, "HAVING") if having_node else None
+        if not sink.is_upsert and not (window is not None and statement.emit == "FINAL"):
+            # as Flink: "Table sink doesn't support consuming update changes"
+            raise self.error(
+                self.keyword(statement, TokenType.INSERT),
+                f"the sink {sink.name} is append-only (no PRIMARY KEY, 'connector' = "
+                f"'{sink.connector}') but the result is updating: "
+                + (
+                    "a windowed aggregation under EMIT CHANGES updates its rows"
+                    if window is not None
+                    else "a non-windowed aggregation updates its rows"
+                )
+                + "; give the sink a PRIMARY KEY (or use 'upsert-kafka')"
+                + (" or EMIT FINAL" if window is not None else ""),
+            )
         specs = scope.specs
         key_fns = [rows.column(exp.column(c)).fn for c in group_columns]
         stream = self.source_of(source).filter(lambda k, v: isinstance(v, dict) and where(v))

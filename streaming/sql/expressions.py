@@ -6,13 +6,16 @@ TIMESTAMP or NULL (unknown). A ``Scope`` resolves column names, aggregates and w
 functions, so the same compiler serves rows of a source table and rows after GROUP BY.
 
 NULL follows SQL: operators and functions of NULL give NULL, AND/OR are three-valued, a
-WHERE that is NULL drops the row. ``/`` of two integers truncates (as in Flink); a CAST
+WHERE that is NULL drops the row. ``/`` of two integers truncates and ``%`` keeps the
+dividend's sign (as in Flink); a comparison with a TIMESTAMP compares epoch ms (window
+bounds are ms, source columns text); CASE tells TRUE from 1. A CAST
 that cannot convert gives NULL (Flink's TRY_CAST; a stream job should not stop on one
 bad row).
 """
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +25,7 @@ from sqlglot import exp
 
 from streaming.sql.catalog import type_kind
 from streaming.sql.errors import SqlError, error_at, node_offset
+from streaming.sql.timestamps import parse_timestamp
 
 Row = dict[str, Any]
 NUMERIC = ("BIGINT", "DOUBLE")
@@ -92,12 +96,23 @@ def _divide(a: Any, b: Any) -> Any:
     return a / b
 
 
+def _remainder(a: Any, b: Any) -> Any:
+    """``a % b`` as Flink/Java computes it: truncated, with the sign of ``a`` (-7 % 3 is
+    -1); NULL for a zero divisor, as ``/``."""
+    if b == 0:
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        remainder = abs(a) % abs(b)
+        return remainder if a >= 0 else -remainder
+    return math.fmod(a, b)
+
+
 _ARITHMETIC: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
     exp.Add: ("+", operator.add),
     exp.Sub: ("-", operator.sub),
     exp.Mul: ("*", operator.mul),
     exp.Div: ("/", _divide),
-    exp.Mod: ("%", lambda a, b: None if b == 0 else a % b),
+    exp.Mod: ("%", _remainder),
 }
 
 
@@ -143,11 +158,30 @@ def _comparable(left: Compiled, right: Compiled, node: exp.Expr, scope: Scope) -
         )
 
 
+def is_constant(node: exp.Expr) -> bool:
+    """Whether ``node`` reads nothing of a row (a literal, or operators of literals)."""
+    return node.find(exp.Column, exp.AggFunc, exp.Anonymous) is None
+
+
+def as_epoch_ms(compiled: Compiled, node: exp.Expr) -> Callable[[Row], Any]:
+    """``compiled``'s values as epoch ms (``parse_timestamp``; NULL when unreadable): a
+    window bound is epoch ms, a source TIMESTAMP column holds JSON text (or ms). A
+    constant is converted once, here."""
+    fn = compiled.fn
+    if is_constant(node):
+        millis = parse_timestamp(fn({}))
+        return lambda row: millis
+    return lambda row: parse_timestamp(fn(row))
+
+
 def _comparison(node: exp.Binary, scope: Scope) -> Compiled:
     op = _COMPARISON[type(node)]
     left, right = compile_expression(node.this, scope), compile_expression(node.expression, scope)
     _comparable(left, right, node, scope)
     lf, rf = left.fn, right.fn
+    if "TIMESTAMP" in (left.kind, right.kind):
+        # compare instants, not text (or int with text)
+        lf, rf = as_epoch_ms(left, node.this), as_epoch_ms(right, node.expression)
 
     def evaluate(row: Row) -> Any:
         a, b = lf(row), rf(row)
@@ -218,11 +252,19 @@ def _case(node: exp.Case, scope: Scope) -> Compiled:
     def evaluate(row: Row) -> Any:
         value = subject_fn(row) if subject_fn else True
         for condition, result in branches:
-            if condition(row) == value and (subject_fn is None or value is not None):
+            if sql_equal(condition(row), value) and (subject_fn is None or value is not None):
                 return result(row)
         return default_fn(row)
 
     return Compiled(evaluate, _common_kind(kinds))
+
+
+def sql_equal(a: Any, b: Any) -> bool:
+    """``a = b`` with SQL types: a BOOLEAN equals only a BOOLEAN (Python's ``True == 1``
+    does not hold); 1 and 1.0 are equal numbers."""
+    if isinstance(a, bool) != isinstance(b, bool):
+        return False
+    return bool(a == b)
 
 
 def _common_kind(kinds: set[str]) -> str:

@@ -105,9 +105,9 @@ def joined(left: Any, right: Any) -> dict[str, Any]:
 def key_maker(column: str, key_format: str) -> Callable[[Any], Any]:
     """``value -> Kafka key`` of a row keyed by ``column``, written as a table with that
     key column and ``key_format`` writes it (``raw``: the value's text; ``json``:
-    ``{column: value}``)."""
+    ``{column: value}``); None for a NULL value, which joins nothing."""
     if key_format == "json":
-        return lambda value: {column: value}
+        return lambda value: None if value is None else {column: value}
     return lambda value: None if value is None else raw_key(value)
 
 
@@ -393,13 +393,32 @@ class JoinCompiler:
             key_format = "raw"
             make = key_maker(equality.left, key_format)
         key_name = equality.left if plain_key(left, equality.left) else equality.right
-        streams = []
-        for table, column in ((left, equality.left), (right, equality.right)):
+        streams, unjoined = [], []
+        for side, table, column in (
+            ("left", left, equality.left),
+            ("right", right, equality.right),
+        ):
             stream = self.stream_of(table)
             keyed = plain_key(table, column) and table.key_format == key_format
             if not keyed or (key_format == "json" and column != key_name):
                 stream = stream.select_key(lambda k, v, c=column: make(v.get(c)))
-            streams.append(stream)
+            # SQL: a NULL join column equals nothing (not even NULL), so such a row never
+            # joins; a LEFT / FULL join passes it on at once with no other side.
+            if side == "left" and self.side in ("LEFT", "FULL"):
+                unjoined.append(
+                    stream.filter(lambda k, v, c=column: k is None or v.get(c) is None).map_values(
+                        lambda v: joined(v, None)
+                    )
+                )
+            elif side == "right" and self.side == "FULL":
+                unjoined.append(
+                    stream.filter(lambda k, v, c=column: k is None or v.get(c) is None).map_values(
+                        lambda v: joined(None, v)
+                    )
+                )
+            streams.append(
+                stream.filter(lambda k, v, c=column: k is not None and v.get(c) is not None)
+            )
         grace = max(t.watermark.delay_ms if t.watermark else 0 for t in (left, right))
         windows = JoinWindows(before_ms=bound.before_ms, after_ms=bound.after_ms, grace_ms=grace)
         key_serde = serdes.Json() if key_format == "json" else serdes.String()
@@ -408,7 +427,10 @@ class JoinCompiler:
         )
         first, second = streams
         join = {"INNER": first.join, "LEFT": first.left_join, "FULL": first.outer_join}[self.side]
-        return join(second, joined, windows, stream_joined=stream_joined)
+        result = join(second, joined, windows, stream_joined=stream_joined)
+        for rows in unjoined:
+            result = result.merge(rows)
+        return result
 
     def table_table(self, equality: Equality) -> Any:
         self.no_version("a stream on the left of the table")

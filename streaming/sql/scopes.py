@@ -17,6 +17,7 @@ from sqlglot import exp
 from streaming.sql.aggregates import AggregateSpec
 from streaming.sql.catalog import TableDef
 from streaming.sql.expressions import NUMERIC, Compiled, compile_expression, fail
+from streaming.sql.timestamps import parse_timestamp
 
 WINDOW_FUNCTIONS = {
     "TUMBLE_START": "start",
@@ -97,7 +98,14 @@ class GroupScope:
         sql = node.sql()
         keys = [spec.sql for spec in self.specs]
         if sql not in keys:
-            self.specs.append(AggregateSpec(function, compiled.fn if compiled else None, sql))
+            order = (
+                parse_timestamp
+                if function in ("MIN", "MAX") and compiled and compiled.kind == "TIMESTAMP"
+                else None
+            )
+            self.specs.append(
+                AggregateSpec(function, compiled.fn if compiled else None, sql, order)
+            )
             keys.append(sql)
         index = keys.index(sql)
         kind = {"COUNT": "BIGINT", "COUNT_DISTINCT": "BIGINT", "AVG": "DOUBLE"}.get(

@@ -7,6 +7,7 @@ event-time column holds epoch milliseconds.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,6 +20,8 @@ def parse_timestamp(value: Any) -> int | None:
     """Epoch milliseconds of a TIMESTAMP value (text or number), or None if unreadable."""
     if isinstance(value, bool) or value is None:
         return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # NaN / infinity: no instant
     if isinstance(value, int | float):
         return int(value)
     if not isinstance(value, str):

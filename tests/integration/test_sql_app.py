@@ -33,8 +33,9 @@ CREATE TABLE orders (id STRING, region STRING, amount DOUBLE, ts TIMESTAMP(3),
 ) WITH ('connector' = 'kafka', 'topic' = '{orders}', 'format' = 'json',
         'scan.startup.mode' = 'earliest-offset');
 
-CREATE TABLE revenue (region STRING, window_start TIMESTAMP(3), revenue DOUBLE, orders BIGINT)
-  WITH ('connector' = 'kafka', 'topic' = '{revenue}', 'format' = 'json',
+CREATE TABLE revenue (region STRING, window_start TIMESTAMP(3), revenue DOUBLE, orders BIGINT,
+  PRIMARY KEY (region, window_start) NOT ENFORCED
+) WITH ('connector' = 'kafka', 'topic' = '{revenue}', 'format' = 'json',
         'key.fields' = 'region');
 
 INSERT INTO revenue

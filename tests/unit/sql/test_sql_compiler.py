@@ -156,7 +156,8 @@ def windowed_dsl(size, slide, emit_final):
 
 SINK = """
 CREATE TABLE out (region STRING, window_start TIMESTAMP(3), window_end BIGINT, orders BIGINT,
-                  revenue DOUBLE, avg_amount DOUBLE, max_qty BIGINT)
+                  revenue DOUBLE, avg_amount DOUBLE, max_qty BIGINT,
+                  PRIMARY KEY (region, window_start) NOT ENFORCED)
   WITH ('connector' = 'kafka', 'topic' = 'out', 'key.fields' = 'region');
 """
 

@@ -497,3 +497,41 @@ def test_readme_sql_join_example_runs_as_written(capsys):
         "o1 {'id': 'o1', 'tier': 'gold', 'amount': 3.0}",
         "o2 {'id': 'o2', 'tier': 'unknown', 'amount': 8.0}",
     ]
+
+
+@pytest.mark.parametrize("right_key", ["k", "bid"])
+@pytest.mark.parametrize(
+    ("side", "expected"),
+    [
+        ("", [("x-z", "y-z")]),
+        ("LEFT", [("x-null", None), ("x-z", "y-z")]),
+        ("FULL", [(None, "y-null"), ("x-null", None), ("x-z", "y-z")]),
+    ],
+)
+def test_interval_join_never_matches_null_keys(right_key, side, expected):
+    # 'key.format' = 'json' keys a NULL join column as {"k": null}: SQL NULL still equals
+    # nothing, and LEFT / FULL joins pass such rows on unjoined
+    sql = f"""
+    CREATE TABLE a (k STRING, x STRING, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+      WITH ('topic' = 'a', 'key.fields' = 'k', 'key.format' = 'json');
+    CREATE TABLE b (k STRING, bid STRING, y STRING, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+      WITH ('topic' = 'b', 'key.fields' = '{right_key}', 'key.format' = 'json');
+    CREATE TABLE out (x STRING, y STRING) WITH ('topic' = 'out');
+    INSERT INTO out SELECT a.x, b.y FROM a {side} JOIN b
+    ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '1' MINUTE AND a.ts + INTERVAL '1' MINUTE;
+    """
+    ts = format_timestamp(1_000)
+    with TopologyTestDriver(compile(sql)) as driver:
+        a = driver.create_input_topic("a", key_serde=serdes.Json(), value_serde=serdes.Json())
+        b = driver.create_input_topic("b", key_serde=serdes.Json(), value_serde=serdes.Json())
+        for k in (None, "z"):
+            name = "null" if k is None else k
+            a.pipe_input({"k": k}, {"k": k, "x": f"x-{name}", "ts": ts}, timestamp=1_000)
+            b_key = {"k": k} if right_key == "k" else {"bid": f"b-{name}"}
+            row = {"k": k, "bid": f"b-{name}", "y": f"y-{name}", "ts": ts}
+            b.pipe_input(b_key, row, timestamp=1_000)
+        out = driver.create_output_topic(
+            "out", key_serde=serdes.String(), value_serde=serdes.Json()
+        )
+        rows = [(r.value["x"], r.value["y"]) for r in out.read_records_to_list()]
+    assert sorted(rows, key=str) == sorted(expected, key=str)

@@ -27,7 +27,8 @@ CREATE TABLE orders (id STRING, region STRING, amount DOUBLE, ts TIMESTAMP(3),
 WINDOWED = (
     ORDERS
     + """
-CREATE TABLE revenue (region STRING, window_start TIMESTAMP(3), revenue DOUBLE, orders BIGINT)
+CREATE TABLE revenue (region STRING, window_start TIMESTAMP(3), revenue DOUBLE, orders BIGINT,
+  PRIMARY KEY (region, window_start) NOT ENFORCED)
   WITH ('connector' = 'kafka', 'topic' = 'revenue', 'format' = 'json', 'key.fields' = 'region');
 INSERT INTO revenue
 SELECT region, window_start, SUM(amount), COUNT(*)
@@ -38,7 +39,7 @@ GROUP BY window_start, window_end, region;
 TOTALS = (
     ORDERS
     + """
-CREATE TABLE totals (region STRING, total DOUBLE, n BIGINT)
+CREATE TABLE totals (region STRING, total DOUBLE, n BIGINT, PRIMARY KEY (region) NOT ENFORCED)
   WITH ('connector' = 'kafka', 'topic' = 'totals', 'format' = 'json', 'key.fields' = 'region');
 INSERT INTO totals SELECT region, SUM(amount), COUNT(*) FROM orders GROUP BY region
 HAVING COUNT(*) > 1;
@@ -233,6 +234,20 @@ def test_the_shell_formats_rows_as_a_table():
         "US     | NULL   ",
     ]
     assert format_rows([]) == "(no rows)"
+
+
+def test_the_shell_token_defaults_to_the_environment(monkeypatch):
+    import streaming.sql.shell as shell_module
+    from streaming.cli import main
+
+    seen = []
+    monkeypatch.setattr(shell_module, "shell", lambda server, token=None: seen.append(token) or 0)
+    monkeypatch.setenv("STREAMING_QUERY_TOKEN", "from-env")
+    assert main(["sql", "--shell", "--server", "http://h:1"]) == 0
+    assert main(["sql", "--shell", "--server", "http://h:1", "--token", "from-argv"]) == 0
+    monkeypatch.delenv("STREAMING_QUERY_TOKEN")
+    assert main(["sql", "--shell", "--server", "http://h:1"]) == 0
+    assert seen == ["from-env", "from-argv", None]
 
 
 class FakeStreams:
