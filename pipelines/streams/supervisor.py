@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pipelines.connection import Kafka, KafkaConnection
+from pipelines.connection import ENV_VARS, Kafka, KafkaConnection
 from pipelines.streams import monitor
 from pipelines.streams.apps import STREAM_APPS, StreamApp
 from pipelines.streams.config import StreamAppConfig
@@ -649,16 +649,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run the platform's stream applications")
     env = os.environ
     parser.add_argument(
-        "--bootstrap", default=env.get("KAFKA_BOOTSTRAP_SERVERS") or "localhost:9092"
+        "--bootstrap", default=env.get(ENV_VARS["bootstrap_servers"]) or "localhost:9092"
     )
     parser.add_argument(
         "--security-protocol",
-        default=env.get("KAFKA_SECURITY_PROTOCOL") or "PLAINTEXT",
+        default=env.get(ENV_VARS["security_protocol"]) or "PLAINTEXT",
         help="with SASL: --sasl-mechanism, --sasl-username and $KAFKA_SASL_PASSWORD",
     )
-    parser.add_argument("--sasl-mechanism", default=env.get("KAFKA_SASL_MECHANISM"))
-    parser.add_argument("--sasl-username", default=env.get("KAFKA_SASL_USERNAME"))
-    parser.add_argument("--ssl-ca-location", default=env.get("KAFKA_SSL_CA_LOCATION"))
+    parser.add_argument("--sasl-mechanism", default=env.get(ENV_VARS["sasl_mechanism"]))
+    parser.add_argument("--sasl-username", default=env.get(ENV_VARS["sasl_username"]))
+    parser.add_argument("--ssl-ca-location", default=env.get(ENV_VARS["ssl_ca_location"]))
     parser.add_argument(
         "--advertised-host",
         default=os.environ.get("STREAM_ADVERTISED_HOST", "127.0.0.1"),
@@ -724,7 +724,7 @@ def main(argv: list[str] | None = None) -> int:
             security_protocol=args.security_protocol,
             sasl_mechanism=args.sasl_mechanism,
             sasl_username=args.sasl_username,
-            sasl_password=env.get("KAFKA_SASL_PASSWORD"),
+            sasl_password=env.get(ENV_VARS["sasl_password"]),
             ssl_ca_location=args.ssl_ca_location,
         )
     except ValueError as exc:
