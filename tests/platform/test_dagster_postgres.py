@@ -36,12 +36,11 @@ import requests
 from dagster import AssetKey, DagsterEventType, DagsterInstance, DagsterRunStatus
 from dagster._core.definitions.run_request import InstigatorType
 from dagster._core.scheduler.instigation import InstigatorStatus, TickStatus
+from dagster_graphql import LOCATION, REPOSITORY, graphql, location_loaded, stop_sensor
 from local_postgres import LocalPostgres, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_YAML = REPO / "platform" / "cluster" / "dagster.yaml"
-LOCATION = "streamplatform"
-REPOSITORY = "__repository__"
 HOURLY_JOB = "hourly_batch_reconcile"
 RECONCILIATION = AssetKey(["reconcile", "stream_vs_batch"])
 #: the run tag every Spark job carries; the instance lets one such run go at a time
@@ -134,42 +133,6 @@ def _no_data_batch_results(lake: Path, keys: tuple[str, ...]) -> None:
             write_result(result, hour, read_topic_hours(topic, [hour], lake), lake)
 
 
-def graphql(url: str, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
-    response = requests.post(
-        f"{url}/graphql", json={"query": query, "variables": variables or {}}, timeout=60
-    )
-    response.raise_for_status()
-    body = response.json()
-    assert "errors" not in body, body
-    return body["data"]
-
-
-def _location_loaded(url: str, reloads: list[str]) -> bool:
-    """True once the code location loaded; a load error triggers a reload (the code server
-    may not have answered yet), twice at most."""
-    data = graphql(
-        url,
-        "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus "
-        "locationOrLoadError { __typename ... on PythonError { message } } } } } }",
-    )
-    for entry in data["workspaceOrError"]["locationEntries"]:
-        if entry["name"] != LOCATION:
-            continue
-        error = entry["locationOrLoadError"]
-        if error is not None and error["__typename"] == "PythonError":
-            assert len(reloads) < 2, f"the code location failed to load: {reloads}"
-            reloads.append(error["message"][:1000])
-            graphql(
-                url,
-                "mutation($n: String!) { reloadRepositoryLocation(repositoryLocationName: $n) "
-                "{ __typename } }",
-                {"n": LOCATION},
-            )
-            return False
-        return entry["loadStatus"] == "LOADED" and error is not None
-    return False
-
-
 def _sensors(url: str) -> dict[str, dict[str, Any]]:
     data = graphql(
         url,
@@ -179,18 +142,6 @@ def _sensors(url: str) -> dict[str, dict[str, Any]]:
     )["repositoryOrError"]
     assert data["__typename"] == "Repository", data
     return {s["name"]: s for s in data["sensors"]}
-
-
-def _stop_sensor(url: str, sensor: dict[str, Any]) -> None:
-    result = graphql(
-        url,
-        "mutation($id: String) { stopSensor(id: $id) { __typename "
-        "... on StopSensorMutationResult { instigationState { status } } "
-        "... on PythonError { message } } }",
-        {"id": sensor["id"]},
-    )["stopSensor"]
-    assert result["__typename"] == "StopSensorMutationResult", result
-    assert result["instigationState"]["status"] == "STOPPED", result
 
 
 def _start_sensor(url: str, name: str) -> None:
@@ -287,7 +238,7 @@ def platform(tmp_path_factory) -> Iterator[Platform]:
             while True:
                 deployment.check_alive()
                 with contextlib.suppress(requests.RequestException):
-                    if _location_loaded(deployment.url, reloads):
+                    if location_loaded(deployment.url, reloads):
                         break
                 assert time.monotonic() < deadline, (
                     f"the code location did not load in {LOAD_TIMEOUT_S} s\n"
@@ -298,7 +249,7 @@ def platform(tmp_path_factory) -> Iterator[Platform]:
             # runs (the stop is stored in Postgres)
             for sensor in _sensors(deployment.url).values():
                 if sensor["sensorState"]["status"] == "RUNNING":
-                    _stop_sensor(deployment.url, sensor)
+                    stop_sensor(deployment.url, sensor["id"])
             yield deployment
     finally:
         _stop(list(procs.values()))

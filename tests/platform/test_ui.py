@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 import requests
+from dagster_graphql import LOCATION, REPOSITORY, graphql, location_loaded, stop_sensor
 from feeding import feed, wait_caught_up
 
 from pipelines.quality.suites import DATASETS
@@ -41,9 +42,7 @@ from streaming.testing import LocalKafkaCluster
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
-REPO_NAME = "__repository__"
-LOCATION = "streamplatform"
-REPO_PATH = f"{REPO_NAME}@{LOCATION}"
+REPO_PATH = f"{REPOSITORY}@{LOCATION}"
 HOUR_MS = 3_600_000
 # three complete hours of data, entirely in the past of the data fed after them (the
 # topics keep records this recent)
@@ -115,10 +114,13 @@ def dagster_ui(broker, tmp_path_factory) -> Iterator[dict[str, str]]:
         )
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 420
+        reloads: list[str] = []
         while time.monotonic() < deadline:
             assert proc.poll() is None, "dg dev exited"
             try:
-                if requests.get(f"{url}/server_info", timeout=2).ok and _location_loaded(url):
+                if requests.get(f"{url}/server_info", timeout=2).ok and location_loaded(
+                    url, reloads
+                ):
                     break
             except requests.RequestException:
                 pass
@@ -126,7 +128,7 @@ def dagster_ui(broker, tmp_path_factory) -> Iterator[dict[str, str]]:
         else:
             raise AssertionError("the Dagster UI did not come up in 420 s")
         for name in RUN_LAUNCHING_SENSORS:
-            _stop_sensor(url, name)
+            _stop_sensor_named(url, name)
         # three hours of events, paced so the applications keep up (nothing dropped as
         # late but the generator's injected late orders)
         gen = GeneratorConfig(
@@ -153,53 +155,14 @@ def dagster_ui(broker, tmp_path_factory) -> Iterator[dict[str, str]]:
         supervisor.close(90)
 
 
-def _graphql(url: str, query: str, variables: dict | None = None) -> dict:
-    response = requests.post(
-        f"{url}/graphql", json={"query": query, "variables": variables or {}}, timeout=60
-    )
-    response.raise_for_status()
-    body = response.json()
-    assert "errors" not in body, body
-    return body["data"]
-
-
-_RELOADS: list[str] = []
-
-
-def _location_loaded(url: str) -> bool:
-    """True once the code location loaded. A load error (e.g. the code server was not
-    reachable while it started) triggers a reload, three times at most, then fails."""
-    data = _graphql(
-        url,
-        "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus "
-        "locationOrLoadError { __typename ... on PythonError { message } } } } } }",
-    )
-    for entry in data["workspaceOrError"]["locationEntries"]:
-        error = entry["locationOrLoadError"]
-        if error is not None and error["__typename"] == "PythonError":
-            if len(_RELOADS) >= 3:
-                raise AssertionError(f"code location failed to load: {_RELOADS}")
-            _RELOADS.append(error["message"][:500])
-            _graphql(
-                url,
-                "mutation($n: String!) { reloadRepositoryLocation(repositoryLocationName: $n) "
-                "{ __typename } }",
-                {"n": entry["name"]},
-            )
-            return False
-        if entry["loadStatus"] == "LOADED" and error is not None:
-            return True
-    return False
-
-
-def _stop_sensor(url: str, name: str) -> None:
-    sensor = _graphql(
+def _stop_sensor_named(url: str, name: str) -> None:
+    sensor = graphql(
         url,
         "query($s: SensorSelector!) { sensorOrError(sensorSelector: $s) { __typename "
         "... on Sensor { id sensorState { status } } } }",
         {
             "s": {
-                "repositoryName": REPO_NAME,
+                "repositoryName": REPOSITORY,
                 "repositoryLocationName": LOCATION,
                 "sensorName": name,
             }
@@ -208,19 +171,11 @@ def _stop_sensor(url: str, name: str) -> None:
     assert sensor["__typename"] == "Sensor", sensor
     if sensor["sensorState"]["status"] != "RUNNING":
         return
-    result = _graphql(
-        url,
-        "mutation($id: String) { stopSensor(id: $id) { __typename "
-        "... on StopSensorMutationResult { instigationState { status } } "
-        "... on PythonError { message } } }",
-        {"id": sensor["id"]},
-    )["stopSensor"]
-    assert result["__typename"] == "StopSensorMutationResult", result
-    assert result["instigationState"]["status"] == "STOPPED", result
+    stop_sensor(url, sensor["id"])
 
 
 def _run_ids(url: str) -> set[str]:
-    runs = _graphql(url, "{ runsOrError(limit: 50) { ... on Runs { results { runId } } } }")
+    runs = graphql(url, "{ runsOrError(limit: 50) { ... on Runs { results { runId } } } }")
     return {r["runId"] for r in runs["runsOrError"]["results"]}
 
 
@@ -253,7 +208,7 @@ def _new_run(url: str, before: set[str], timeout: float = 120, page: Any = None)
 
 
 def _run_status(url: str, run_id: str) -> str:
-    data = _graphql(
+    data = graphql(
         url,
         "query($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }",
         {"id": run_id},
@@ -277,7 +232,7 @@ def _events(url: str, run_id: str) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     cursor = None
     while True:
-        data = _graphql(
+        data = graphql(
             url,
             "query($id: ID!, $c: String) { runOrError(runId: $id) { ... on Run { "
             "eventConnection(afterCursor: $c) { cursor hasMore events { __typename "
@@ -303,13 +258,13 @@ def _check_results(url: str, run_id: str) -> dict[str, dict[str, Any]]:
 
 
 def _asset_keys(url: str, group: str) -> list[list[str]]:
-    nodes = _graphql(
+    nodes = graphql(
         url,
         "query($g: AssetGroupSelector!) { assetNodes(group: $g) { assetKey { path } } }",
         {
             "g": {
                 "groupName": group,
-                "repositoryName": REPO_NAME,
+                "repositoryName": REPOSITORY,
                 "repositoryLocationName": LOCATION,
             }
         },
@@ -322,7 +277,7 @@ def _wait_backfill(url: str, backfill_id: str, timeout: float = 1200) -> dict[st
     deadline = time.monotonic() + timeout
     backfill: dict[str, Any] = {}
     while time.monotonic() < deadline:
-        backfill = _graphql(
+        backfill = graphql(
             url,
             "query($id: String!) { partitionBackfillOrError(backfillId: $id) { "
             "... on PartitionBackfill { status runs { runId status "
@@ -430,7 +385,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
             for group in ("batch", "reconciliation")
             for key in _asset_keys(url, group)
         ]
-        result = _graphql(
+        result = graphql(
             url,
             "mutation($p: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $p) "
             "{ __typename ... on LaunchBackfillSuccess { backfillId } "
