@@ -214,12 +214,9 @@ class KafkaStreams:
                 self.client_id = f"{self.client_id}-{self.process_id}"
                 from confluent_kafka.admin import AdminClient
 
-                admin_config = {
-                    "bootstrap.servers": self.config.bootstrap_servers,
-                    "client.id": f"{self.client_id}-admin",
-                    "logger": self.client_logger,
-                    **self.config.admin,
-                }
+                admin_config = self.config.clients(self.client_logger).admin(
+                    client_id=f"{self.client_id}-admin"
+                )
                 # an unreachable cluster fails here, naming bootstrap.servers (bounded wait)
                 check_bootstrap_servers(admin_config, self.config.bootstrap_timeout_ms / 1000)
                 self.admin = AdminClient(admin_config)

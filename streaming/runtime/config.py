@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from streaming import serdes as serdes_mod
+from streaming.runtime.clients import ClientConfigs
 from streaming.runtime.nodes import StreamsException
 
 log = logging.getLogger(__name__)
@@ -427,9 +428,10 @@ class StreamsConfig:
             out[DEFAULT_TIMESTAMP_EXTRACTOR] = self.default_timestamp_extractor
         return out
 
-    def common_client_config(self) -> dict[str, Any]:
-        """Settings every client gets."""
-        return {BOOTSTRAP_SERVERS: self.bootstrap_servers}
+    def clients(self, logger: Any = None) -> ClientConfigs:
+        """The settings of each Kafka client this instance creates (``logger`` receives
+        librdkafka's log lines)."""
+        return ClientConfigs(self, logger)
 
 
 def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -570,64 +572,6 @@ _MANAGED = {
 }
 #: the consumers' settings that only the stream threads' consumer gets
 _MAIN_CONSUMER_ONLY = frozenset({"group.instance.id"})
-
-#: defaults of the consumers that read changelogs and global topics: librdkafka waits
-#: ``fetch.queue.backoff.ms`` (1 s by default) before it fetches again once its queue is
-#: full, and a restore spent most of its time in that wait instead of reading
-STATE_CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
-
-
-def state_consumer_config(
-    config: StreamsConfig,
-    user: Mapping[str, Any],
-    *,
-    role: str,
-    client_id: str,
-    logger: Any,
-    partition_eof: bool = True,
-) -> dict[str, Any]:
-    """Settings of a restore, standby or global consumer (``role``): the defaults above, then
-    the user's (``consumer.`` and ``restore.consumer.`` / ``global.consumer.``), then what the
-    runtime relies on: assigned partitions read committed from the start, never a group."""
-    fixed: dict[str, Any] = {
-        "bootstrap.servers": config.bootstrap_servers,
-        "group.id": f"{config.application_id}-{role}-unused",
-        "client.id": client_id,
-        "enable.auto.commit": False,
-        "isolation.level": "read_committed",
-        "auto.offset.reset": "earliest",
-        "logger": logger,
-    }
-    if partition_eof:
-        fixed["enable.partition.eof"] = True
-    return {**STATE_CONSUMER_DEFAULTS, **user, **fixed}
-
-
-def main_consumer_membership(
-    settings: Mapping[str, Any], process_id: str, index: int
-) -> tuple[str | None, bool]:
-    """The ``group.instance.id`` of stream thread ``index``'s consumer, and whether the
-    thread leaves the group when it closes.
-
-    - ``group.instance.id`` set by the user: ``<it>-<index>``, and no leave on close (KIP-345
-      as in Kafka Streams: an instance restarted within ``session.timeout.ms`` gets its
-      partitions back without a rebalance);
-    - set to ``""``: none, dynamic membership;
-    - unset: ``<process id>-<index>`` (the process id is kept in ``state.dir``, so a restart
-      has the same ids), leaving the group on close like a dynamic member. librdkafka ends
-      its session by itself after ``session.timeout.ms`` without an answer from the
-      coordinator (a broker outage) and joins again; a dynamic member gets a new member id
-      and the coordinator holds the rebalance until the old member's session expires too
-      (45 s after the broker is back), a static member takes its old place at once. The
-      same goes for an instance killed and restarted."""
-    given = settings.get("group.instance.id")
-    if given is not None:
-        given = str(given).strip()
-        return (f"{given}-{index}", False) if given else (None, False)
-    if not process_id:
-        return None, False
-    return f"{process_id}-{index}", True
-
 
 # librdkafka's configuration properties (``rd_kafka_conf_properties_show()`` of librdkafka
 # 2.16.0) by the clients they apply to: "*" all, "C" consumers, "P" producers. The installed

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from streaming.runtime import errors
-from streaming.runtime.config import state_consumer_config
 from streaming.runtime.nodes import StreamsException
 from streaming.runtime.state_directory import read_checkpoint, wipe_task_dir, write_checkpoint
 from streaming.runtime.task import ConsumerRecord, StampedRecord, StreamTask
@@ -79,12 +78,10 @@ class GlobalStreamThread(threading.Thread):
         self.task.initialize()
         cfg = self.config
         self._consumer = Consumer(
-            state_consumer_config(
-                cfg,
-                cfg.global_consumer,
+            cfg.clients(self.app.client_logger).state_consumer(
                 role="global",
                 client_id=f"{self.app.client_id}-global-consumer",
-                logger=self.app.client_logger,
+                user=cfg.global_consumer,
             )
         )
         meta = self._consumer.list_topics(timeout=30)

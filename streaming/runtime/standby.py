@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from streaming.runtime.assignment import Subtopology, task_id
-from streaming.runtime.config import state_consumer_config
 from streaming.runtime.failures import Kind, classify, error_of
 from streaming.runtime.metadata import process_from_client_id
 from streaming.runtime.state_directory import read_checkpoint, wipe_task_dir, write_checkpoint
@@ -180,12 +179,9 @@ class StandbyManager(threading.Thread):
     def run(self) -> None:
         cfg = self.app.config
         self._consumer = Consumer(  # Kafka's standby tasks read with the restore consumer
-            state_consumer_config(
-                cfg,
-                cfg.restore_consumer,
+            cfg.clients(self.app.client_logger).state_consumer(
                 role="standby",
                 client_id=f"{self.app.client_id}-standby-consumer",
-                logger=self.app.client_logger,
                 partition_eof=False,
             )
         )

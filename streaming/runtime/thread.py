@@ -51,7 +51,7 @@ from confluent_kafka import (
 
 from streaming.runtime import metrics as metrics_mod
 from streaming.runtime.active_task import CLOSED, RESTORING, RUNNING, ActiveTask
-from streaming.runtime.config import main_consumer_membership, state_consumer_config
+from streaming.runtime.clients import main_consumer_membership
 from streaming.runtime.failures import (
     Kind,
     RetriableStreamsException,
@@ -177,33 +177,24 @@ class StreamThread(threading.Thread):
         cfg = self.config
         eos = cfg.exactly_once
         server = cfg.application_server
-        consumer_conf: dict[str, Any] = {
-            "bootstrap.servers": cfg.bootstrap_servers,
-            "group.id": cfg.application_id,
-            "client.id": f"{self.thread_client_id}-consumer" + (f"@{server}" if server else ""),
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "auto.offset.reset": "earliest",
-            "partition.assignment.strategy": "range",
-            "isolation.level": "read_committed" if eos else "read_uncommitted",
-            "logger": self.app.client_logger,
-        }
-        consumer_conf.update(cfg.consumer)
+        clients = cfg.clients(self.app.client_logger)
         # static membership, one member per stream thread (see main_consumer_membership)
         instance_id, self._leave_on_close = main_consumer_membership(
             cfg.consumer, self.app.process_id, self.index
         )
-        consumer_conf.pop("group.instance.id", None)
-        if instance_id:
-            consumer_conf["group.instance.id"] = instance_id
         self.group_instance_id = instance_id
-        self._producer_conf = self._producer_config()
-        restore_conf = state_consumer_config(
-            cfg,
-            cfg.restore_consumer,
-            role="restore",
-            client_id=f"{self.thread_client_id}-restore-consumer",
-            logger=self.app.client_logger,
+        consumer_conf = clients.main_consumer(
+            client_id=f"{self.thread_client_id}-consumer" + (f"@{server}" if server else ""),
+            group_instance_id=instance_id,
+        )
+        self._producer_conf = clients.producer(
+            client_id=f"{self.thread_client_id}-producer",
+            transactional_id=(
+                f"{cfg.application_id}-{self.app.process_id}-{self.index}" if eos else None
+            ),
+        )
+        restore_conf = clients.state_consumer(
+            role="restore", client_id=f"{self.thread_client_id}-restore-consumer"
         )
         self.producer = self._new_producer()
         self.collector = RecordCollector(
@@ -221,24 +212,6 @@ class StreamThread(threading.Thread):
         self.restore_consumer = Consumer(restore_conf)
         self.reader = ChangelogReader(self.restore_consumer, self.app.restore_listener)
         self.consumer = Consumer(consumer_conf)
-
-    def _producer_config(self) -> dict[str, Any]:
-        cfg = self.config
-        producer_conf: dict[str, Any] = {
-            "bootstrap.servers": cfg.bootstrap_servers,
-            "client.id": f"{self.thread_client_id}-producer",
-            "partitioner": "murmur2_random",
-            "delivery.report.only.error": True,
-            "logger": self.app.client_logger,
-        }
-        if cfg.exactly_once:
-            producer_conf["transactional.id"] = (
-                f"{cfg.application_id}-{self.app.process_id}-{self.index}"
-            )
-            producer_conf["transaction.timeout.ms"] = 10_000
-            producer_conf["enable.idempotence"] = True
-        producer_conf.update(cfg.producer)
-        return producer_conf
 
     def _new_producer(self) -> Producer:
         """A producer whose delivery reports reach the collector while it is the current

@@ -381,18 +381,12 @@ class PushStream:
 def push_client_config(streams: Any) -> dict[str, Any]:
     """Consumer settings of a push query against ``streams``: the application's consumer
     settings (security included) with a group id of its own that is never joined."""
-    from streaming.runtime.config import state_consumer_config
-
     config = streams.config
-    settings = state_consumer_config(
-        config,
-        config.consumer,
+    settings = config.clients(getattr(streams, "client_logger", None)).state_consumer(
         role="sql-push",
         client_id=f"{config.application_id}-sql-push",
-        logger=getattr(streams, "client_logger", None),
+        user=config.consumer,
         partition_eof=False,
     )
     settings.pop("group.instance.id", None)
-    if settings.get("logger") is None:
-        settings.pop("logger", None)
     return settings

@@ -327,9 +327,7 @@ def test_client_settings_reach_their_clients_and_prefixes_override():
 def test_state_consumers_fetch_again_quickly_unless_told_otherwise():
     # a restore spent most of its time in librdkafka's fetch.queue.backoff.ms (1 s)
     def restore_config(cfg):
-        return config_mod.state_consumer_config(
-            cfg, cfg.restore_consumer, role="restore", client_id="c", logger=None
-        )
+        return cfg.clients().state_consumer(role="restore", client_id="c")
 
     cfg = build()
     assert restore_config(cfg) == {
@@ -340,7 +338,6 @@ def test_state_consumers_fetch_again_quickly_unless_told_otherwise():
         "enable.auto.commit": False,
         "isolation.level": "read_committed",
         "auto.offset.reset": "earliest",
-        "logger": None,
         "enable.partition.eof": True,
     }
     cfg = build(

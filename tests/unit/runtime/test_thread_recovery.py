@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from streaming.runtime.config import StreamsConfig, main_consumer_membership
+from streaming.runtime.clients import main_consumer_membership
+from streaming.runtime.config import StreamsConfig
 from streaming.runtime.failures import Stall, TaskCorruptedException, TaskMigratedException
 from streaming.runtime.producer import RecordCollector
 from streaming.runtime.task import StreamTask

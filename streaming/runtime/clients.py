@@ -1,0 +1,128 @@
+"""The settings of every Kafka client a ``KafkaStreams`` instance creates, built in one
+place from its ``StreamsConfig``: the stream threads' consumer and producer, the restore,
+standby and global consumers, and the admin client.
+
+Each is the runtime's defaults, then the user's prefixed settings (``consumer.``,
+``restore.consumer.``, ``producer.`` ...), then what the runtime relies on and the user
+cannot change."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from streaming.runtime.config import StreamsConfig
+
+#: defaults of the consumers that read changelogs and global topics: librdkafka waits
+#: ``fetch.queue.backoff.ms`` (1 s by default) before it fetches again once its queue is
+#: full, and a restore spent most of its time in that wait instead of reading
+STATE_CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
+
+#: how long a transaction may stay open before the broker aborts it
+TRANSACTION_TIMEOUT_MS = 10_000
+
+
+@dataclass(frozen=True)
+class ClientConfigs:
+    """The client settings of one instance; ``logger`` receives librdkafka's log lines."""
+
+    config: StreamsConfig
+    logger: Any = None
+
+    def _base(self, client_id: str) -> dict[str, Any]:
+        base: dict[str, Any] = {
+            "bootstrap.servers": self.config.bootstrap_servers,
+            "client.id": client_id,
+        }
+        if self.logger is not None:
+            base["logger"] = self.logger
+        return base
+
+    def main_consumer(self, *, client_id: str, group_instance_id: str | None) -> dict[str, Any]:
+        """The stream thread's group consumer: offsets committed by the runtime (in the
+        transaction under exactly-once), the range assignor, ``read_committed`` under
+        exactly-once."""
+        settings: dict[str, Any] = {
+            **self._base(client_id),
+            "group.id": self.config.application_id,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            "partition.assignment.strategy": "range",
+            "isolation.level": "read_committed" if self.config.exactly_once else "read_uncommitted",
+        }
+        settings.update(self.config.consumer)
+        settings.pop("group.instance.id", None)
+        if group_instance_id:
+            settings["group.instance.id"] = group_instance_id
+        return settings
+
+    def producer(self, *, client_id: str, transactional_id: str | None) -> dict[str, Any]:
+        """The stream thread's producer: Java's partitioner (murmur2), errors-only delivery
+        reports; transactional and idempotent with ``transactional_id`` (exactly-once)."""
+        settings: dict[str, Any] = {
+            **self._base(client_id),
+            "partitioner": "murmur2_random",
+            "delivery.report.only.error": True,
+        }
+        if transactional_id is not None:
+            settings["transactional.id"] = transactional_id
+            settings["transaction.timeout.ms"] = TRANSACTION_TIMEOUT_MS
+            settings["enable.idempotence"] = True
+        settings.update(self.config.producer)
+        return settings
+
+    def state_consumer(
+        self,
+        *,
+        role: str,
+        client_id: str,
+        user: Mapping[str, Any] | None = None,
+        partition_eof: bool = True,
+    ) -> dict[str, Any]:
+        """A restore, standby or global consumer (``role``): the defaults above, then the
+        user's (``user``: ``restore_consumer`` unless given), then what the runtime relies
+        on: assigned partitions read committed from the start, never a group."""
+        fixed: dict[str, Any] = {
+            **self._base(client_id),
+            "group.id": f"{self.config.application_id}-{role}-unused",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+        }
+        if partition_eof:
+            fixed["enable.partition.eof"] = True
+        given = self.config.restore_consumer if user is None else user
+        return {**STATE_CONSUMER_DEFAULTS, **given, **fixed}
+
+    def admin(self, *, client_id: str) -> dict[str, Any]:
+        """The admin client (internal topics, metadata, the assignment directory)."""
+        return {**self._base(client_id), **self.config.admin}
+
+
+def main_consumer_membership(
+    settings: Mapping[str, Any], process_id: str, index: int
+) -> tuple[str | None, bool]:
+    """The ``group.instance.id`` of stream thread ``index``'s consumer, and whether the
+    thread leaves the group when it closes.
+
+    - ``group.instance.id`` set by the user: ``<it>-<index>``, and no leave on close (KIP-345
+      as in Kafka Streams: an instance restarted within ``session.timeout.ms`` gets its
+      partitions back without a rebalance);
+    - set to ``""``: none, dynamic membership;
+    - unset: ``<process id>-<index>`` (the process id is kept in ``state.dir``, so a restart
+      has the same ids), leaving the group on close like a dynamic member. librdkafka ends
+      its session by itself after ``session.timeout.ms`` without an answer from the
+      coordinator (a broker outage) and joins again; a dynamic member gets a new member id
+      and the coordinator holds the rebalance until the old member's session expires too
+      (45 s after the broker is back), a static member takes its old place at once. The
+      same goes for an instance killed and restarted."""
+    given = settings.get("group.instance.id")
+    if given is not None:
+        given = str(given).strip()
+        return (f"{given}-{index}", False) if given else (None, False)
+    if not process_id:
+        return None, False
+    return f"{process_id}-{index}", True
