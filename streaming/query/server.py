@@ -62,6 +62,8 @@ MAX_HEAD_BYTES = 64 * 1024
 MAX_BODY_BYTES = 1024 * 1024
 #: seconds to write an answer before giving up on the client
 WRITE_TIMEOUT_S = 30.0
+#: polls of a push query waiting for a slow client before the query stops polling
+PUSH_QUEUE_BATCHES = 8
 #: seconds an over-the-cap connection gets to send its request before its 503
 REJECT_READ_TIMEOUT_S = 1.0
 RETRY_AFTER_S = 1
@@ -458,26 +460,38 @@ class QueryServer:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, push: Any
     ) -> None:
         """Stream a started push query's rows as JSON lines until the client disconnects
-        (or the server stops). A thread polls the topic and hands rows to this coroutine;
-        the answer has no length and ends when the connection closes."""
+        (or the server stops). A thread polls the topic and hands rows to this coroutine
+        through a queue of at most ``PUSH_QUEUE_BATCHES`` polls: a client that reads slower
+        than the topic grows stops the polling instead of the server's memory. The answer
+        has no length and ends when the connection closes."""
         from streaming.query import codec
 
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[list[dict[str, Any]] | None] = asyncio.Queue()
+        queue: asyncio.Queue[list[dict[str, Any]]] = asyncio.Queue(PUSH_QUEUE_BATCHES)
+        finished = asyncio.Event()
         stop = threading.Event()
+
+        def hand_over(rows: list[dict[str, Any]]) -> None:
+            """Wait for room in the queue (checking ``stop`` while waiting)."""
+            put = asyncio.run_coroutine_threadsafe(queue.put(rows), loop)
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    put.result(0.5)
+                    return
+            put.cancel()
 
         def pump() -> None:
             try:
                 while not stop.is_set():
                     rows = push.poll(0.5)
                     if rows and not stop.is_set():
-                        loop.call_soon_threadsafe(queue.put_nowait, rows)
+                        hand_over(rows)
             except Exception as exc:
                 log.warning("push query stopped: %s", exc)
             finally:
                 push.close()
                 with contextlib.suppress(RuntimeError):  # the loop is closed: stopping
-                    loop.call_soon_threadsafe(queue.put_nowait, None)
+                    loop.call_soon_threadsafe(finished.set)
 
         head = (
             "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
@@ -485,23 +499,24 @@ class QueryServer:
         )
         threading.Thread(target=pump, name="sql-push-query", daemon=True).start()
         eof = asyncio.ensure_future(reader.read(1))  # b"" (or anything) ends the stream
+        ended = asyncio.ensure_future(finished.wait())
         try:
             writer.write(head.encode())
             await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
             while not self._closing:
                 get = asyncio.ensure_future(queue.get())
-                done, _ = await asyncio.wait({get, eof}, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait({get, eof, ended}, return_when=asyncio.FIRST_COMPLETED)
                 if get not in done:
                     get.cancel()
-                    return
-                rows = get.result()
-                if rows is None:
-                    return
-                writer.write(b"".join(codec.dumps(row) + b"\n" for row in rows))
+                    if eof in done or queue.empty():
+                        return
+                    continue  # the pump ended: write what it handed over first
+                writer.write(b"".join(codec.dumps(row) + b"\n" for row in get.result()))
                 await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
         finally:
             stop.set()
             eof.cancel()
+            ended.cancel()
 
     async def _write(
         self, writer: asyncio.StreamWriter, response: Response, body: bool, keep_alive: bool

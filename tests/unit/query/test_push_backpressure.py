@@ -1,0 +1,105 @@
+"""A push query's rows reach the client through a bounded hand-over: a client that stops
+reading stops the query's polling (the topic is the buffer), and one that reads gets every
+row in order. The push query is a stand-in for the Kafka consumer behind it; the HTTP server
+and its threads are the real ones."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+from types import SimpleNamespace
+
+import orjson
+
+from streaming.query import QueryServer
+
+ROWS_PER_POLL = 500
+#: more than the client's and the server's socket buffers hold together on loopback
+SOCKET_BUFFERS_BYTES = 16 * 1024 * 1024
+
+
+class EndlessPush:
+    """A push query over a topic that always has more rows: poll() returns the next ones."""
+
+    def __init__(self) -> None:
+        self.polls = 0
+        self.closed = threading.Event()
+
+    def poll(self, timeout: float) -> list[dict]:
+        start = self.polls * ROWS_PER_POLL
+        self.polls += 1
+        return [{"n": n, "pad": "x" * 200} for n in range(start, start + ROWS_PER_POLL)]
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+def _serve(push: EndlessPush) -> QueryServer:
+    streams = SimpleNamespace(host_info=SimpleNamespace(host="", port=-1), config=None)
+    server = QueryServer(streams, bind=("127.0.0.1", 0))
+    server.service.sql = lambda text, forwarded=False: push  # type: ignore[method-assign]
+    return server.start()
+
+
+def _request(port: int, rcvbuf: int | None = None) -> socket.socket:
+    sock = socket.socket()
+    if rcvbuf is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.connect(("127.0.0.1", port))
+    body = b"SELECT * FROM t EMIT CHANGES"
+    sock.sendall(
+        b"POST /sql HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    return sock
+
+
+def _settled(read: Callable[[], int], step: float = 0.5, rounds: int = 40) -> int:
+    """The value of read() once it stopped changing for a step."""
+    last = read()
+    for _ in range(rounds):
+        time.sleep(step)
+        now = read()
+        if now == last:
+            return now
+        last = now
+    raise AssertionError(f"still changing after {step * rounds} s: {last}")
+
+
+def test_a_client_that_stops_reading_stops_the_polling():
+    push = EndlessPush()
+    server = _serve(push)
+    try:
+        sock = _request(server.port, rcvbuf=4096)
+        # nothing is read: the socket buffers fill, then the bounded queue, then poll() waits
+        polls = _settled(lambda: push.polls)
+        # what was polled sits in the kernel's socket buffers (a few MB on loopback) and the
+        # hand-over queue; without the bound it was tens of thousands of polls and growing
+        assert polls * ROWS_PER_POLL * 200 <= SOCKET_BUFFERS_BYTES, polls
+        time.sleep(1.5)
+        assert push.polls == polls, "the query kept polling for a client that reads nothing"
+        sock.close()
+        assert push.closed.wait(10), "the push query was not closed with the connection"
+    finally:
+        server.stop()
+
+
+def test_a_reading_client_gets_every_row_in_order():
+    push = EndlessPush()
+    server = _serve(push)
+    try:
+        sock = _request(server.port)
+        buf = b""
+        while buf.count(b"\n") < 20 * ROWS_PER_POLL + 10:
+            chunk = sock.recv(1 << 16)
+            assert chunk, "the stream ended"
+            buf += chunk
+        head, _, body = buf.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 OK")
+        lines = body.split(b"\n")[: 20 * ROWS_PER_POLL]
+        assert [orjson.loads(line)["n"] for line in lines] == list(range(20 * ROWS_PER_POLL))
+        sock.close()
+        assert push.closed.wait(10)
+    finally:
+        server.stop()
