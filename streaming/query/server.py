@@ -447,8 +447,11 @@ class QueryServer:
                     "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
                     **{"WWW-Authenticate": 'Bearer realm="interactive-queries"'},
                 )
-        if request.method == "POST" and _is_sql(urllib.parse.urlsplit(request.target).path):
-            return None
+        if _is_sql(urllib.parse.urlsplit(request.target).path):
+            if request.method in ("GET", "POST"):
+                return None
+            # a HEAD would start a push query only to drop its rows
+            return _error(405, "/sql answers GET ?q= and POST", Allow="GET, POST")
         if request.method not in ("GET", "HEAD"):
             return _error(405, "only GET is supported (and POST to /sql)", Allow="GET, HEAD")
         return None

@@ -103,3 +103,25 @@ def test_a_reading_client_gets_every_row_in_order():
         assert push.closed.wait(10)
     finally:
         server.stop()
+
+
+def test_head_on_sql_starts_no_query():
+    push = EndlessPush()
+    server = _serve(push)
+    try:
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        sock.sendall(
+            b"HEAD /sql?q=SELECT%20*%20FROM%20t%20EMIT%20CHANGES HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = sock.recv(4096)
+            assert chunk, "the server closed the connection without an answer"
+            head += chunk
+        assert head.startswith(b"HTTP/1.1 405 "), head
+        assert b"Allow: GET, POST" in head, head
+        time.sleep(1)
+        assert push.polls == 0
+        sock.close()
+    finally:
+        server.stop()
