@@ -1,0 +1,183 @@
+"""Value formats of SQL tables (csv, avro, raw): the bytes each writes, what it reads back,
+and a clear SerializationError for bytes it cannot read."""
+
+from __future__ import annotations
+
+import random
+import struct
+
+import pytest
+
+from streaming.serdes import SerializationError
+from streaming.sql.formats import AvroRows, ColumnType, CsvRows, RawRows, avro_schema
+from streaming.sql.timestamps import format_timestamp
+
+COLUMNS = {
+    "id": ColumnType("STRING", "VARCHAR"),
+    "qty": ColumnType("BIGINT", "INT"),
+    "total": ColumnType("BIGINT", "BIGINT"),
+    "price": ColumnType("DOUBLE", "DOUBLE"),
+    "ok": ColumnType("BOOLEAN", "BOOLEAN"),
+    "ts": ColumnType("TIMESTAMP", "TIMESTAMP", 3),
+}
+
+
+def _zigzag(n: int) -> bytes:
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def test_avro_schema_is_flinks_record_of_nullable_fields():
+    schema = avro_schema(
+        {
+            **COLUMNS,
+            "amount": ColumnType("DOUBLE", "DECIMAL", 10, 2),
+            "f": ColumnType("DOUBLE", "FLOAT"),
+        }
+    )
+    assert schema["type"] == "record" and schema["name"] == "record"
+    assert [(f["name"], f["type"]) for f in schema["fields"]] == [
+        ("id", ["null", "string"]),
+        ("qty", ["null", "int"]),
+        ("total", ["null", "long"]),
+        ("price", ["null", "double"]),
+        ("ok", ["null", "boolean"]),
+        ("ts", ["null", {"type": "long", "logicalType": "timestamp-millis"}]),
+        (
+            "amount",
+            ["null", {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}],
+        ),
+        ("f", ["null", "float"]),
+    ]
+    assert all(f["default"] is None for f in schema["fields"])
+
+
+def test_avro_writes_the_binary_encoding_of_the_spec():
+    rows = AvroRows(COLUMNS)
+    ts = 1_704_103_260_123  # 2024-01-01 10:01:00.123
+    value = {
+        "id": "o1",
+        "qty": -3,
+        "total": 1 << 40,
+        "price": 1.5,
+        "ok": True,
+        "ts": format_timestamp(ts),
+    }
+    expected = (
+        b"\x02"
+        + _zigzag(2)
+        + b"o1"  # union branch 1 (string), length, bytes
+        + b"\x02"
+        + _zigzag(-3)
+        + b"\x02"
+        + _zigzag(1 << 40)
+        + b"\x02"
+        + struct.pack("<d", 1.5)
+        + b"\x02"
+        + b"\x01"
+        + b"\x02"
+        + _zigzag(ts)
+    )
+    assert rows.serialize("t", value) == expected
+    assert rows.deserialize("t", expected) == value
+    # NULLs are the union's first branch
+    nulls = dict.fromkeys(COLUMNS)
+    assert rows.serialize("t", nulls) == b"\x00" * len(COLUMNS)
+    assert rows.deserialize("t", b"\x00" * len(COLUMNS)) == nulls
+
+
+def test_avro_round_trips_random_rows_and_reads_timestamps_as_sql_text():
+    rows = AvroRows({**COLUMNS, "amount": ColumnType("DOUBLE", "DECIMAL", 10, 2)})
+    rng = random.Random(3)
+    for _ in range(300):
+        ts = rng.randint(0, 4_000_000_000_000)
+        value = {
+            "id": rng.choice([None, "", "é€", "x" * rng.randint(0, 300)]),
+            "qty": rng.choice([None, 0, -(1 << 31), (1 << 31) - 1]),
+            "total": rng.choice([None, -(1 << 63), (1 << 63) - 1, rng.randint(-9, 9)]),
+            "price": rng.choice([None, 0.1, -2.5e300, rng.random()]),
+            "ok": rng.choice([None, True, False]),
+            "ts": rng.choice([None, ts, format_timestamp(ts)]),
+            "amount": rng.choice([None, 12.34, -0.01, 99999999.99]),
+        }
+        back = rows.deserialize("t", rows.serialize("t", value))
+        assert back == {**value, "ts": None if value["ts"] is None else format_timestamp(ts)}
+
+
+def test_avro_refuses_what_it_cannot_encode_or_read():
+    rows = AvroRows(COLUMNS)
+    with pytest.raises(SerializationError, match="not a TIMESTAMP"):
+        rows.serialize("t", {"ts": "yesterday"})
+    with pytest.raises(SerializationError, match="cannot encode"):
+        rows.serialize("t", {"qty": "three"})
+    good = rows.serialize("t", {"id": "a", "qty": 1})
+    with pytest.raises(SerializationError, match="invalid Avro"):
+        rows.deserialize("t", good[:1] + b"\x7f")
+    with pytest.raises(SerializationError, match="bytes after the record"):
+        rows.deserialize("t", good + b"\x00")
+    assert rows.serialize("t", None) is None and rows.deserialize("t", None) is None
+
+
+def test_csv_writes_declared_order_quotes_when_needed_and_nulls_empty():
+    rows = CsvRows(COLUMNS)
+    value = {
+        "ok": False,
+        "id": 'say "hi", bye',
+        "qty": 3,
+        "total": None,
+        "price": 2.5,
+        "ts": "2024-01-01 10:00:00.000",
+    }
+    data = rows.serialize("t", value)
+    assert data == b'"say ""hi"", bye",3,,2.5,false,2024-01-01 10:00:00.000'
+    assert rows.deserialize("t", data) == value
+    assert rows.deserialize("t", b",,,,,") == {**dict.fromkeys(COLUMNS), "id": ""}
+
+
+def test_csv_options_and_errors():
+    rows = CsvRows(
+        {"a": ColumnType("STRING"), "n": ColumnType("BIGINT")}, delimiter="|", null_literal="\\N"
+    )
+    assert rows.serialize("t", {"a": None, "n": 7}) == b"\\N|7"
+    assert rows.deserialize("t", b"\\N|7") == {"a": None, "n": 7}
+    assert rows.deserialize("t", b"a,b|") == {"a": "a,b", "n": None}
+    with pytest.raises(SerializationError, match="2 columns"):
+        rows.deserialize("t", b"1|2|3")
+    with pytest.raises(SerializationError, match="n is not a BIGINT"):
+        rows.deserialize("t", b"x|seven")
+    with pytest.raises(SerializationError, match="not a BOOLEAN"):
+        CsvRows({"b": ColumnType("BOOLEAN")}).deserialize("t", b"yes")
+
+
+def test_csv_round_trips_random_rows():
+    rows = CsvRows(COLUMNS)
+    rng = random.Random(5)
+    alphabet = ["a", ",", '"', "\n", " ", "é"]
+    for _ in range(300):
+        value = {
+            "id": "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8))),
+            "qty": rng.choice([None, -5, 0, 12]),
+            "total": rng.choice([None, 1 << 50]),
+            "price": rng.choice([None, 0.1, 1e-300, -3.25]),
+            "ok": rng.choice([None, True, False]),
+            "ts": rng.choice([None, "2024-01-01 10:00:00.250"]),
+        }
+        assert rows.deserialize("t", rows.serialize("t", value)) == value
+
+
+def test_raw_is_one_string_column():
+    rows = RawRows({"line": ColumnType("STRING")})
+    assert rows.serialize("t", {"line": "héllo"}) == "héllo".encode()
+    assert rows.deserialize("t", b"hi") == {"line": "hi"}
+    assert rows.serialize("t", {"line": None}) is None
+    assert rows.deserialize("t", None) is None
+    with pytest.raises(SerializationError, match="UTF-8"):
+        rows.deserialize("t", b"\xff")
