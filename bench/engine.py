@@ -67,8 +67,7 @@ def run(records: list[ConsumerRecord], batch: int, commit_every: int) -> float:
         since_commit = 0
         for i in range(0, len(records), batch):
             first.add_records(records[i : i + batch])
-            while first.process():
-                pass
+            first.process(len(records))
             repart = [
                 ConsumerRecord(t, 0, j, ts, k, v)
                 for j, (t, k, v, ts) in enumerate(produced)
@@ -76,8 +75,7 @@ def run(records: list[ConsumerRecord], batch: int, commit_every: int) -> float:
             ]
             produced.clear()
             second.add_records(repart)
-            while second.process():
-                pass
+            second.process(len(repart))
             since_commit += batch
             if since_commit >= commit_every:
                 first.commit()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,12 +55,14 @@ CREATED, RESTORING, RUNNING, SUSPENDED, CLOSED = (
 
 RUNTIME_FAILURES = (RetriableStreamsException, TaskCorruptedException, TaskMigratedException)
 
-#: how long a task waits for a partition whose lag is unknown before processing without it
-UNKNOWN_LAG_WAIT_MS = 500
 #: how long one attempt to read a task's committed offsets and metadata may take (under
 #: exactly-once the broker answers once a previous owner's open transaction is resolved);
 #: a timeout is retriable: the thread tries again after its backoff, within task.timeout.ms
 COMMITTED_METADATA_TIMEOUT_S = 15.0
+
+
+def _no_lag(tp: tuple[str, int]) -> int | None:
+    return None
 
 
 class ActiveTask:
@@ -88,8 +91,6 @@ class ActiveTask:
         self._deser_handler = config.deserialization_handler
         self._proc_handler = config.processing_handler
         self._collector = thread.collector
-        self._max_idle = config.max_task_idle_ms
-        self._idle_deadlines: dict[tuple[str, int], int] = {}
         self.dropped = 0
         self.pending_restore: list[RestoreRequest] = []
         self.logged_since_checkpoint = 0
@@ -113,7 +114,9 @@ class ActiveTask:
         )
         self.stream_task.context.changelog_writer = self._log_change
         self.stream_task.context.global_stores = thread.app.global_stores
-        self.queues = self.stream_task.queues
+        self.partition_group = self.stream_task.partition_group
+        self.partition_group.input_partitions = self.input_partitions
+        self.partition_group.max_idle_ms = config.max_task_idle_ms
 
     # -- state ----------------------------------------------------------------------------
 
@@ -218,7 +221,7 @@ class ActiveTask:
             and store not in self.source_changelogs
         }
         # a source topic serving as changelog: the store holds what was processed
-        processed = self.stream_task.processed_offsets
+        processed = self.partition_group.processed_offsets
         for store in self.source_changelogs:
             tp = (self.changelogs[store], self.partition)
             if tp in processed and getattr(stores.get(store), "persistent", True):
@@ -250,92 +253,20 @@ class ActiveTask:
         """Queue confluent-kafka messages (see ``StreamTask.add_messages``)."""
         self.stream_task.add_messages(msgs)
 
-    def buffered(self) -> int:
-        return sum(len(q) for q in self.queues.values())
-
-    def clear_buffers(self) -> None:
-        for queue in self.queues.values():
-            queue.clear()
-
-    def ready(self, now_ms: int, lag: Callable[[tuple[str, int]], int | None]) -> bool:
-        """Kafka's ``PartitionGroup.readyToProcess``: all partitions buffered, or enforced."""
-        queues = self.queues
-        if len(self.input_partitions) == 1:
-            queue = queues.get(self.input_partitions[0])
-            return bool(queue)
-        empty = [tp for tp in self.input_partitions if not queues.get(tp)]
-        if not empty:
-            self._idle_deadlines.clear()
-            return True
-        if len(empty) == len(self.input_partitions):
-            return False
-        if self._max_idle < 0:
-            return True
-        deadlines = self._idle_deadlines
-        for tp in empty:
-            fetched_lag = lag(tp)
-            if fetched_lag is not None and fetched_lag > 0:
-                deadlines.pop(tp, None)
-                return False  # data is on its way
-            wait = (
-                self._max_idle
-                if fetched_lag is not None
-                else max(self._max_idle, UNKNOWN_LAG_WAIT_MS)
-            )
-            deadline = deadlines.setdefault(tp, now_ms + wait)
-            if now_ms < deadline:
-                return False
-        return True  # enforced processing
-
     # -- processing -----------------------------------------------------------------------
 
-    def process_one(self) -> bool:
-        """Process the buffered record with the smallest timestamp (handlers applied)."""
+    def process(
+        self, limit: int, now_ms: int = 0, lag: Callable[[tuple[str, int]], int | None] = _no_lag
+    ) -> int:
+        """Process up to ``limit`` buffered records (handlers applied) while the partition
+        group is ready (``max.task.idle.ms``; a task of one input partition is ready while
+        it has records); returns how many were processed."""
         task = self.stream_task
         if not task.initialized:
             self._complete()
-        queue = task._next_queue()
-        if queue is None:
-            return False
-        rec = queue.popleft()
-        if rec.timestamp > task.stream_time:
-            task.stream_time = rec.timestamp
-        task.processed_offsets[(rec.topic, rec.partition)] = rec.offset
-        try:
-            task.process_stamped(rec)
-        except Exception as exc:
-            self._on_processing_error(rec, exc)
-        if task.context.stream_time_punctuations:
-            task.maybe_punctuate_stream_time()
-        return True
-
-    def process_batch(self, limit: int) -> int:
-        """``process_one`` up to ``limit`` times without asking ``ready`` (one input
-        partition: always ready while it has records); returns how many were processed."""
-        task = self.stream_task
-        if not task.initialized:
-            self._complete()
-        context = task.context
-        next_queue = task._next_queue
-        process_stamped = task.process_stamped
-        processed_offsets = task.processed_offsets
-        n = 0
-        while n < limit:
-            queue = next_queue()
-            if queue is None:
-                break
-            rec = queue.popleft()
-            if rec.timestamp > task.stream_time:
-                task.stream_time = rec.timestamp
-            processed_offsets[(rec.topic, rec.partition)] = rec.offset
-            try:
-                process_stamped(rec)
-            except Exception as exc:
-                self._on_processing_error(rec, exc)
-            if context.stream_time_punctuations:
-                task.maybe_punctuate_stream_time()
-            n += 1
-        return n
+        group = self.partition_group
+        ready = None if len(self.input_partitions) == 1 else partial(group.ready, now_ms, lag)
+        return task.process(limit, on_error=self._on_processing_error, ready=ready)
 
     def _context_for(self, rec: StampedRecord | ConsumerRecord, node: str | None) -> Any:
         return errors.ErrorHandlerContext(
@@ -397,9 +328,9 @@ class ActiveTask:
 
         Every offset is committed with ``commit_metadata()[0][tp]`` as its metadata."""
         out = {}
-        processed = self.stream_task.processed_offsets
+        processed = self.partition_group.processed_offsets
         for tp in self.input_partitions:
-            queue = self.queues.get(tp)
+            queue = self.partition_group.queues.get(tp)
             if not queue:
                 pos = position(tp)
                 if pos is not None and pos >= 0:

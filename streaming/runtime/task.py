@@ -1,8 +1,9 @@
 """A stream task: one instance of (part of) a topology, with its stores and record queues.
 
-Records are deserialised and time-stamped when they enter the task's per-partition
-queues; ``process()`` takes the queued record with the smallest timestamp, as Kafka
-Streams' ``PartitionGroup`` does, and runs it through the processor graph.
+Records are deserialised and time-stamped when they enter the task's ``PartitionGroup``
+(one queue per input partition); ``process()`` takes the queued record with the smallest
+timestamp from it and runs it through the processor graph: the one processing loop of the
+runtime and of the test driver.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from streaming.runtime.nodes import (
     SourceNode,
     StreamsException,
 )
+from streaming.runtime.partition_group import UNKNOWN, PartitionGroup
 from streaming.runtime.processor_metadata import ProcessorMetadata
 from streaming.runtime.punctuation import PunctuationSchedule
 from streaming.serdes import SerializationError
@@ -32,8 +34,6 @@ from streaming.topology import graph
 from streaming.topology.processor import NO_HEADERS, Headers, Record, RecordContext
 
 log = logging.getLogger(__name__)
-
-UNKNOWN = -1
 
 
 @dataclass(slots=True)
@@ -135,7 +135,7 @@ class StreamTask:
         self.topology = topology
         self.partition = partition
         self.application_id = application_id
-        self.stream_time = UNKNOWN
+        self.partition_group = PartitionGroup()
         self.commit_requested = False
         self.commit_needed = False
         self.processed = 0
@@ -184,11 +184,17 @@ class StreamTask:
         if not caching_enabled:
             for builder in self.store_builders:
                 builder.with_caching_disabled()
-        self.queues: dict[tuple[str, int], deque[StampedRecord]] = {}
-        #: offset of the last record taken from each input partition (for offset commits)
-        self.processed_offsets: dict[tuple[str, int], int] = {}
         self._stores_open = False
         self._initialized = False
+
+    @property
+    def stream_time(self) -> int:
+        """The largest timestamp processed so far (``UNKNOWN`` before the first record)."""
+        return self.partition_group.stream_time
+
+    @stream_time.setter
+    def stream_time(self, value: int) -> None:
+        self.partition_group.stream_time = value
 
     # -- construction -----------------------------------------------------------------
 
@@ -310,15 +316,12 @@ class StreamTask:
                     f"error. A deserialization error occurred for {raw.topic}-{raw.partition} at "
                     f"offset {raw.offset}: {exc}"
                 ) from exc
-            queue_key = (raw.topic, raw.partition)
-            queue = self.queues.get(queue_key)
-            if queue is None:
-                queue = self.queues[queue_key] = deque()
+            tp = (raw.topic, raw.partition)
             extractor = source.timestamp_extractor or self._default_extractor
             if extractor.__class__ is RecordTimestampExtractor:
                 timestamp = raw.timestamp
             else:
-                partition_time = queue[-1].timestamp if queue else self.stream_time
+                partition_time = self.partition_group.partition_time(tp)
                 timestamp = extractor.extract(_Consumed(raw, key, value), partition_time)
             stamped = StampedRecord(
                 raw.topic,
@@ -342,7 +345,7 @@ class StreamTask:
                 if self._on_skipped is not None:
                     self._on_skipped("negative-timestamp", stamped)
                 continue
-            queue.append(stamped)
+            self.partition_group.queue(tp).append(stamped)
 
     def add_messages(self, msgs: Iterable[Any]) -> None:
         """``add_records`` straight from confluent-kafka ``Message`` objects (the hot path).
@@ -351,7 +354,7 @@ class StreamTask:
         queues the stamped record directly; anything else goes through ``add_records``.
         """
         source_for = self.source_for
-        queues = self.queues
+        queue_for = self.partition_group.queue
         last_topic = None
         last_tp: tuple[str, int] | None = None
         queue: deque[StampedRecord] | None = None
@@ -384,9 +387,7 @@ class StreamTask:
                 else:
                     if last_tp is None or last_tp[1] != partition:
                         last_tp = (topic, partition)
-                        queue = queues.get(last_tp)
-                        if queue is None:
-                            queue = queues[last_tp] = deque()
+                        queue = queue_for(last_tp)
                     queue.append(  # type: ignore[union-attr]
                         StampedRecord(
                             topic,
@@ -410,35 +411,44 @@ class StreamTask:
             )
 
     def has_records(self) -> bool:
-        return any(self.queues.values())
-
-    def _next_queue(self) -> deque[StampedRecord] | None:
-        queues = self.queues
-        if len(queues) == 1:  # one input partition (the common case): nothing to choose
-            for queue in queues.values():
-                return queue if queue else None
-        best = None
-        best_ts = None
-        for queue in queues.values():
-            if queue:
-                ts = queue[0].timestamp
-                if best_ts is None or ts < best_ts:
-                    best, best_ts = queue, ts
-        return best
+        return self.partition_group.has_records()
 
     # -- processing -------------------------------------------------------------------
 
-    def process(self) -> bool:
-        """Process the queued record with the smallest timestamp; False when none is queued."""
-        queue = self._next_queue()
-        if queue is None:
-            return False
-        rec = queue.popleft()
-        if rec.timestamp > self.stream_time:
-            self.stream_time = rec.timestamp
-        self.processed_offsets[(rec.topic, rec.partition)] = rec.offset
-        self.process_stamped(rec)
-        return True
+    def process(
+        self,
+        limit: int = 1,
+        *,
+        on_error: Callable[[StampedRecord, Exception], None] | None = None,
+        ready: Callable[[], bool] | None = None,
+    ) -> int:
+        """Process up to ``limit`` queued records, the smallest timestamp first, each
+        followed by the stream-time punctuations it makes due; returns how many.
+
+        ``ready`` (asked before each record) ends the batch early when it says no (a task
+        idling for an empty partition); ``on_error`` handles a record's processing failure
+        instead of raising it (the exception handlers of a running application)."""
+        next_record = self.partition_group.next_record
+        process_stamped = self.process_stamped
+        context = self.context
+        n = 0
+        while n < limit:
+            if ready is not None and not ready():
+                break
+            rec = next_record()
+            if rec is None:
+                break
+            if on_error is None:
+                process_stamped(rec)
+            else:
+                try:
+                    process_stamped(rec)
+                except Exception as exc:
+                    on_error(rec, exc)
+            if context.stream_time_punctuations:
+                self.maybe_punctuate_stream_time()
+            n += 1
+        return n
 
     def source_for(self, topic: str) -> SourceNode | None:
         """The source node reading ``topic``: by name, else the first pattern that matches it

@@ -381,7 +381,7 @@ class StreamThread(threading.Thread):
         limit = self.config.buffered_records_per_partition
         for task, batch in by_task.items():
             task.add_messages(batch)
-            for tp, queue in task.queues.items():
+            for tp, queue in task.partition_group.queues.items():
                 if len(queue) > limit and tp not in self._paused:
                     self.consumer.pause([TopicPartition(tp[0], tp[1])])  # type: ignore[union-attr]
                     self._paused.add(tp)
@@ -414,7 +414,7 @@ class StreamThread(threading.Thread):
         resume = []
         for tp in list(self._paused):
             task = self.by_partition.get(tp)
-            queue = task.queues.get(tp) if task is not None else None
+            queue = task.partition_group.queues.get(tp) if task is not None else None
             if task is None or queue is None or len(queue) <= limit:
                 self._paused.discard(tp)
                 if task is not None:
@@ -463,14 +463,7 @@ class StreamThread(threading.Thread):
             if task.state != RUNNING:
                 continue
             self._current_task = task
-            n = 0
-            if len(task.input_partitions) == 1:
-                n = task.process_batch(PROCESS_BATCH)
-            else:
-                while n < PROCESS_BATCH and task.ready(now, self._lag):
-                    task.process_one()
-                    n += 1
-            total += n
+            total += task.process(PROCESS_BATCH, now, self._lag)
         self._current_task = None
         if total:
             self.metrics.processed += total
@@ -798,7 +791,7 @@ class StreamThread(threading.Thread):
                     log.warning("Commit before revocation failed on %s: %s", self.name, exc)
                     self._drop_tasks_after_failure(exc)
             for task in self.tasks.values():
-                task.clear_buffers()
+                task.partition_group.clear()
                 if task.state == RESTORING:
                     task.close(clean=False)
             self.tasks = {tid: t for tid, t in self.tasks.items() if t.state != CLOSED}

@@ -238,7 +238,6 @@ class TopologyTestDriver:
         task = self._task
         self._capture_outputs()
         while task.process():
-            task.maybe_punctuate_stream_time()
             task.commit()
             self._capture_outputs()
 

@@ -12,6 +12,7 @@ from streaming.runtime.active_task import ActiveTask
 from streaming.runtime.assignment import TopologyPlan
 from streaming.runtime.config import StreamsConfig
 from streaming.runtime.metrics import ThreadMetrics
+from streaming.runtime.partition_group import UNKNOWN_LAG_WAIT_MS
 from streaming.runtime.state_directory import StateDirectory
 from streaming.runtime.task import ConsumerRecord
 
@@ -66,26 +67,26 @@ def test_waits_for_the_empty_partition_then_enforces_processing(tmp_path):
     task, collector = _task(tmp_path, 100)
     task.add_records([_rec("left", 0, 10)])
     lag = {("right", 0): 0}
-    assert not task.ready(1_000, lag.get)  # caught up but empty: idle for up to 100 ms
-    assert not task.ready(1_099, lag.get)
-    assert task.ready(1_100, lag.get)  # enforced processing
-    task.process_one()
+    assert task.process(10, 1_000, lag.get) == 0  # caught up but empty: idle for up to 100 ms
+    assert task.process(10, 1_099, lag.get) == 0
+    assert task.process(10, 1_100, lag.get) == 1  # enforced processing
     assert [v for _, _, v, _ in collector.sent] == [b'"left0"']
 
 
 def test_lag_means_data_is_coming(tmp_path):
     task, _ = _task(tmp_path, 0)
     task.add_records([_rec("left", 0, 10)])
-    assert not task.ready(5_000, {("right", 0): 3}.get)
-    assert task.ready(5_000, {("right", 0): 0}.get)  # max.task.idle.ms=0: process at once
+    assert task.process(10, 5_000, {("right", 0): 3}.get) == 0
+    assert task.process(10, 5_000, {("right", 0): 0}.get) == 1  # max.task.idle.ms=0: at once
 
 
 def test_both_buffered_is_ready_and_picks_the_smaller_timestamp(tmp_path):
     task, collector = _task(tmp_path, 100)
     task.add_records([_rec("left", 0, 20), _rec("right", 0, 10)])
-    assert task.ready(0, {}.get)
-    task.process_one()
-    task.process_one()
+    # both buffered: ready, and the smaller timestamp first; then "right" is empty with an
+    # unknown lag and the task waits for it (UNKNOWN_LAG_WAIT_MS) before enforcing
+    assert task.process(10, 0, {}.get) == 1
+    assert task.process(10, UNKNOWN_LAG_WAIT_MS, {}.get) == 1
     assert [v for _, _, v, _ in collector.sent] == [b'"right0"', b'"left0"']
 
 
@@ -94,15 +95,15 @@ def test_unknown_lag(tmp_path, idle, ready):
     task, _ = _task(tmp_path, idle)
     task.add_records([_rec("left", 0, 10)])
     # -1 disables idling; with an unknown lag the task waits a little before enforcing
-    assert task.ready(0, {}.get) is ready
-    assert task.ready(10_000, {}.get)
+    assert task.partition_group.ready(0, {}.get) is ready
+    assert task.partition_group.ready(10_000, {}.get)
 
 
 def test_committable_offsets_use_position_when_drained(tmp_path):
     task, _ = _task(tmp_path, -1)
     task.add_records([_rec("left", 5, 10), _rec("left", 6, 11)])
-    task.process_one()
+    task.process(1)
     positions = {("left", 0): 9, ("right", 0): 4}
     assert task.committable_offsets(positions.get) == {("left", 0): 6, ("right", 0): 4}
-    task.process_one()
+    task.process(1)
     assert task.committable_offsets(positions.get) == {("left", 0): 9, ("right", 0): 4}

@@ -225,7 +225,7 @@ def test_active_task_commits_its_metadata_and_a_new_task_reads_it_back(tmp_path)
     consumer = _CommittedOffsets({0: (-1001, None)})  # nothing committed yet
     task, collector = _active_task(tmp_path / "one", consumer)
     task.add_records(_records(100, 2500))
-    assert task.process_batch(10) == 2
+    assert task.process(10) == 2
     assert consumer.calls == 1  # read once, before the processors' init
     offsets = task.committable_offsets(lambda tp: None)
     assert offsets == {("in", 0): 2}
@@ -245,7 +245,7 @@ def test_active_task_commits_its_metadata_and_a_new_task_reads_it_back(tmp_path)
     # [0, 1000) is in its window store again (as if restored from the changelog): it was
     # emitted already and must not come out a second time
     task.add_records(_records(100, 2600, 3100, start=2))
-    task.process_batch(10)
+    task.process(10)
     keys = [key for topic, key, _value, _ts in collector.sent if topic == "out"]
     assert keys == [b"k@2000"]
     metadata, changed = task.commit_metadata()
