@@ -15,7 +15,10 @@ maps by what the two tables are:
   ``KStream.join`` / ``left_join`` / ``outer_join`` with ``JoinWindows`` whose before/after
   come from the bounds and whose grace is the larger WATERMARK delay of the two.
   Both sides are re-keyed by their join column where needed, written the same way.
-- table-table: ``KTable.join`` / ``left_join`` / ``outer_join`` on the primary keys.
+- table-table: ``KTable.join`` / ``left_join`` / ``outer_join`` on the primary keys; when
+  the ON clause equates a non-key column of the left table with the right table's key,
+  a foreign-key join (``KTable.join`` / ``left_join`` with a ``foreign_key_extractor``),
+  keyed by the left table's key.
 
 The joined row is ``{"left": l_row, "right": r_row}`` (a side may be None in outer
 joins); ``JoinScope`` resolves qualified and unqualified column names on it. WHERE filters
@@ -286,6 +289,12 @@ class JoinCompiler:
             if bound is not None:
                 raise self.error(bound_node(self.join), "a join of two tables takes no time bound")
             return self.table_table(equality), True
+        if left.is_upsert and not plain_key(left, equality.left):
+            raise self.error(
+                self.join.this,
+                f"a foreign-key join needs a PRIMARY KEY on {right.name} ({right.name} is an "
+                f"append stream): {left.name}.{equality.left} must name a row of a table",
+            )
         if left.is_upsert:
             raise self.error(
                 self.join,
@@ -435,14 +444,21 @@ class JoinCompiler:
     def table_table(self, equality: Equality) -> Any:
         self.no_version("a stream on the left of the table")
         left, right = self.left, self.right
-        for table, column in ((left, equality.left), (right, equality.right)):
-            if not plain_key(table, column):
-                raise self.error(
-                    equality.node,
-                    f"a join of two tables needs an equality on both keys: {table.name} is "
-                    f"keyed by {', '.join(table.key_fields) or 'nothing'}, not {column} "
-                    "(foreign-key joins are not supported yet)",
-                )
+        if plain_key(right, equality.right) and not plain_key(left, equality.left):
+            return self.foreign_key(equality)
+        if not plain_key(right, equality.right):
+            raise self.error(
+                equality.node,
+                f"a join of two tables needs an equality on the key of the right table "
+                f"{right.name} ({', '.join(right.key_fields) or 'none'}), not "
+                f"{right.name}.{equality.right}"
+                + (
+                    " (for a foreign-key join put the table whose column names the other's "
+                    "key first)"
+                    if plain_key(left, equality.left)
+                    else ""
+                ),
+            )
         if not same_key(left, right, equality):
             raise self.error(
                 equality.node,
@@ -453,6 +469,22 @@ class JoinCompiler:
         second = self.compiler.source_of(right)
         join = {"INNER": first.join, "LEFT": first.left_join, "FULL": first.outer_join}[self.side]
         return join(second, joined)
+
+    def foreign_key(self, equality: Equality) -> Any:
+        """``l.fk = r.key``: ``KTable.join`` / ``left_join`` with a foreign-key extractor.
+
+        Each left row joins the right row its column names (written as the right table
+        writes its key); the result is keyed by the left's key and updates when either
+        side changes. A NULL foreign key joins nothing (a LEFT join keeps the left row).
+        """
+        if self.side == "FULL":
+            raise self.error(self.join, "a foreign-key join is INNER or LEFT, not FULL")
+        make = key_maker(equality.right, self.right.key_format)
+        column = equality.left
+        first = self.compiler.source_of(self.left)
+        second = self.compiler.source_of(self.right)
+        join = first.left_join if self.side == "LEFT" else first.join
+        return join(second, lambda v: make(v.get(column)) if isinstance(v, dict) else None, joined)
 
 
 def same_key(left: TableDef, right: TableDef, equality: Equality) -> bool:

@@ -432,9 +432,14 @@ LINE = BASE.count("\n") + 1
             "a stream-table join is INNER or LEFT, not FULL",
         ),
         (
-            "INSERT INTO out SELECT c.id, c.name, balance, balance FROM customers c JOIN accounts a ON c.name = a.customer_id;",
-            91,
-            "a join of two tables needs an equality on both keys: customers is keyed by id, not name",
+            "INSERT INTO out SELECT a.customer_id, c.name, balance, balance FROM accounts a JOIN customers c ON a.customer_id = c.name;",
+            100,
+            "a join of two tables needs an equality on the key of the right table customers (id), not customers.name (for a foreign-key join put the table",
+        ),
+        (
+            "INSERT INTO out SELECT c.id, c.name, paid, paid FROM customers c JOIN payments p ON c.name = p.pid;",
+            71,
+            "a foreign-key join needs a PRIMARY KEY on payments (payments is an append stream)",
         ),
         (
             "INSERT INTO out SELECT o.id, c.name, amount, amount FROM orders o JOIN customers FOR SYSTEM_TIME AS OF o.amount AS c ON o.customer_id = c.id;",
