@@ -39,7 +39,8 @@ def compile(text: str, config: dict[str, Any] | None = None) -> Topology:
     compiler = Compiler(text)
     compiler.compile_all()
     topology = compiler.builder.build(config)
-    register(topology, SqlCatalog(dict(compiler.tables), dict(compiler.results)))
+    tables = {name: t for name, t in compiler.tables.items() if not t.is_view}
+    register(topology, SqlCatalog(tables, dict(compiler.results)))
     return topology
 
 

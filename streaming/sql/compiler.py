@@ -56,7 +56,7 @@ from streaming.dsl import (
     TimeWindows,
 )
 from streaming.sql import aggregates
-from streaming.sql.catalog import TableDef, table_from_ddl
+from streaming.sql.catalog import INFERRED, TableDef, table_from_ddl
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import NUMERIC, Compiled, compile_expression
 from streaming.sql.joins import JoinCompiler
@@ -71,6 +71,7 @@ from streaming.sql.rewrite import (
 )
 from streaming.sql.scopes import GroupScope, RowScope, row_of
 from streaming.sql.timestamps import ColumnTimestampExtractor, format_timestamp
+from streaming.sql.views import DerivedTables
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,11 @@ class Compiler:
         #: sink table name -> its aggregation's state store, for pull queries
         self.results: dict[str, MaterializedResult] = {}
         self._names: set[str] = set()
+        #: view name -> the stream of its rows (sink key, row), as a sink topic would get
+        self.views: dict[str, Any] = {}
+        #: tables whose column kinds come from the query being compiled
+        self.inferring: set[str] = set()
+        self.derived = DerivedTables(self)
 
     def compile_all(self) -> None:
         """Compile every statement of the source text."""
@@ -124,7 +130,9 @@ class Compiler:
         return error_at(self.source, offset, message)
 
     def compile_statement(self, statement: Statement, tree: exp.Expr) -> None:
-        if isinstance(tree, exp.Create) and isinstance(tree.this, exp.Schema):
+        if isinstance(tree, exp.Create) and tree.expression is not None:
+            self.derived.create(statement, tree)
+        elif isinstance(tree, exp.Create) and isinstance(tree.this, exp.Schema):
             table = table_from_ddl(tree, statement.watermark, self.source)
             if table.name in self.tables:
                 raise self.error(tree.this, f"table {table.name} already exists")
@@ -132,9 +140,7 @@ class Compiler:
         elif isinstance(tree, exp.Insert):
             self.compile_insert(statement, tree)
         elif isinstance(tree, exp.Create):
-            raise self.error(
-                tree, "CREATE TABLE ... AS SELECT is not supported yet: use INSERT INTO"
-            )
+            raise self.error(tree, "CREATE TABLE needs a column list or AS SELECT")
         elif isinstance(tree, exp.Select):
             raise self.error(
                 statement.start,
@@ -171,9 +177,19 @@ class Compiler:
 
     def compile_insert(self, statement: Statement, insert: exp.Insert) -> None:
         sink = self.table(insert.this)
+        if sink.is_view:
+            raise self.error(insert.this, f"{sink.name} is a view: INSERT INTO needs a table")
         select = insert.expression
         if not isinstance(select, exp.Select):
             raise self.error(insert, "INSERT INTO needs a SELECT")
+        self.compile_query(statement, select, sink)
+
+    def compile_query(self, statement: Statement, select: exp.Select, sink: TableDef) -> None:
+        """The topology of ``select`` writing into ``sink`` (a table's topic or a view)."""
+        with self.derived.subqueries(statement, select) as outer:
+            self.dispatch_query(outer, select, sink)
+
+    def dispatch_query(self, statement: Statement, select: exp.Select, sink: TableDef) -> None:
         if select.args.get("joins"):
             self.join_query(statement, select, sink)
             return
@@ -237,6 +253,9 @@ class Compiler:
     ) -> Callable[[Any], Any]:
         """The evaluator of one output column, converted to the sink column's type."""
         target, kind = sink.columns[name], compiled.kind
+        if sink.name in self.inferring and target == INFERRED:
+            # the column's kind is the query's (a NULL literal: STRING)
+            target = sink.columns[name] = "STRING" if kind == "NULL" else kind
         compatible = (
             kind == "NULL"
             or kind == target
@@ -254,9 +273,24 @@ class Compiler:
             return lambda row: v if not isinstance(v := fn(row), int) else format_timestamp(v)
         return fn
 
+    def write(self, out: Any, sink: TableDef) -> None:
+        """Send a stream of (sink key, sink row) to the sink's topic, or keep it as the
+        rows of a view."""
+        if sink.is_view:
+            self.views[sink.name] = out
+        else:
+            out.to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+
     def source_of(self, table: TableDef, materialized: Materialized | None = None) -> Any:
         """The table's topic as a KStream (append) or KTable (upsert, in ``materialized``
-        when given), with its event-time column as the timestamp."""
+        when given), with its event-time column as the timestamp; a view's rows as they
+        were written (an upsert view as a table of them)."""
+        if table.is_view:
+            rows = self.views[table.name]
+            if not table.is_upsert:
+                return rows
+            store = materialized or Materialized.with_(table.key_serde(), serdes.Json())
+            return rows.to_table(store)
         extractor = ColumnTimestampExtractor(table.watermark.column) if table.watermark else None
         serde_args = dict(
             key_serde=table.key_serde(), value_serde=serdes.Json(), timestamp_extractor=extractor
@@ -293,12 +327,12 @@ class Compiler:
         if is_table:
             table = joined.filter(lambda k, v: isinstance(v, dict) and where(v))
             table = table.map_values(lambda v: None if v is None else project(v))
-            table.to_stream().to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+            self.write(table.to_stream(), sink)
             return
         out = joined.filter(lambda k, v: where(v)).map(
             lambda k, v: (sink.key_of(row := project(v)), row)
         )
-        out.to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+        self.write(out, sink)
 
     def stateless(
         self,
@@ -314,12 +348,12 @@ class Compiler:
         if source.is_upsert:
             table = stream.filter(lambda k, v: isinstance(v, dict) and where(v))
             table = table.map_values(lambda v: None if v is None else project(v))
-            table.to_stream().to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+            self.write(table.to_stream(), sink)
             return
         out = stream.filter(lambda k, v: isinstance(v, dict) and where(v)).map(
             lambda k, v: (sink.key_of(row := project(v)), row)
         )
-        out.to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+        self.write(out, sink)
 
     # -- GROUP BY ----------------------------------------------------------------------
 
@@ -416,6 +450,12 @@ class Compiler:
         project = self.projection(select, sink, scope, self.keyword(statement, TokenType.SELECT))
         having_node = select.args.get("having")
         having = self.predicate(having_node, scope, "HAVING") if having_node else None
+        if sink.is_view and not sink.is_upsert and not (window and statement.emit == "FINAL"):
+            raise self.error(
+                select,
+                f"the result of {sink.name} is updating but has no key: put every GROUP BY "
+                "column in its SELECT list",
+            )
         if not sink.is_upsert and not (window is not None and statement.emit == "FINAL"):
             # as Flink: "Table sink doesn't support consuming update changes"
             raise self.error(
@@ -510,4 +550,4 @@ class Compiler:
         may_delete = having is not None or (window is not None and window.kind == "SESSION")
         if may_delete and (not sink.key_fields or statement.emit == "FINAL"):
             out = out.filter(lambda k, row: row is not None)
-        out.to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+        self.write(out, sink)

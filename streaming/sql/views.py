@@ -1,0 +1,227 @@
+"""Compiling tables defined by a query: ``CREATE TABLE ... AS SELECT``, ``CREATE
+[TEMPORARY] VIEW ... AS SELECT`` and subqueries in FROM.
+
+- ``CREATE TABLE t [(columns, PRIMARY KEY ...)] WITH (...) AS SELECT ...`` declares
+  ``t`` with the query's columns (``derived``) and compiles the query into it as
+  ``INSERT INTO t`` would; later statements read ``t`` from its topic.
+- ``CREATE VIEW v [(names)] AS SELECT ...`` compiles the query once, into a stream kept
+  in the topology instead of a topic (``Compiler.write``); statements that read ``v`` use
+  that stream (``Compiler.source_of``): an append view as a KStream, an updating one
+  (it has a key) as a KTable of it (``to_table``, which repartitions after a key change).
+- ``FROM (SELECT ...) AS q`` (also as a join side) is an anonymous view named by its
+  alias for the one statement. A window TVF inside it is its own; a windowed aggregation
+  in a view or a subquery emits final results (EMIT FINAL: one row per window once it
+  closes, append-only), as Flink's window aggregations do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from itertools import pairwise
+from typing import Any
+
+from sqlglot import exp
+from sqlglot.tokens import TokenType
+
+from streaming.sql.catalog import INFERRED, TableDef, schema_elements, table_def
+from streaming.sql.derived import (
+    QuerySources,
+    is_aggregation,
+    is_windowed,
+    outputs,
+    span,
+    time_attribute,
+    upsert_key,
+)
+from streaming.sql.errors import SqlError, error_at, node_offset
+from streaming.sql.rewrite import Statement, tokenize
+
+
+class DerivedTables:
+    """Defines tables and views from queries for one ``Compiler``."""
+
+    def __init__(self, compiler: Any) -> None:
+        self.compiler = compiler
+        self.source = compiler.source
+
+    def error(self, node: exp.Expr | int, message: str) -> SqlError:
+        offset = node if isinstance(node, int) else node_offset(node)
+        return error_at(self.source, offset, message)
+
+    def create(self, statement: Statement, create: exp.Create) -> None:
+        """``CREATE TABLE ... AS SELECT`` or ``CREATE [TEMPORARY] VIEW ... AS SELECT``."""
+        kind = str(create.args.get("kind") or "").upper()
+        if kind not in ("TABLE", "VIEW"):
+            raise self.error(create, f"CREATE {kind} ... AS is not supported")
+        select = create.expression
+        if not isinstance(select, exp.Select):
+            raise self.error(create, f"CREATE {kind} ... AS needs a SELECT")
+        target = create.this
+        schema = target if isinstance(target, exp.Schema) else None
+        name_node = schema.this if schema is not None else target
+        names: list[str] = []
+        kinds: dict[str, str] = {}
+        primary_key: tuple[str, ...] = ()
+        if schema is not None and kind == "VIEW":
+            names = [item.name for item in schema.expressions]
+        elif schema is not None:
+            kinds, primary_key = schema_elements(schema, self.source)
+            names = list(kinds)
+        if kind == "VIEW" and statement.watermark is not None:
+            raise self.error(statement.watermark.offset, "a view takes no WATERMARK")
+        if kind == "TABLE" and statement.watermark is not None:
+            raise self.error(
+                statement.watermark.offset,
+                "CREATE TABLE ... AS SELECT takes no WATERMARK: the time attribute is the query's",
+            )
+        if (
+            kind == "VIEW"
+            and statement.emit is None
+            and is_windowed(select, statement.window_tvf is not None)
+        ):
+            statement = replace(statement, emit="FINAL")
+        self.define(
+            statement,
+            select,
+            name_node,
+            create,
+            names=names,
+            kinds=kinds,
+            primary_key=primary_key,
+            view=kind == "VIEW",
+        )
+
+    def define(
+        self,
+        statement: Statement,
+        select: exp.Select,
+        name_node: exp.Expr,
+        create: exp.Create,
+        *,
+        names: list[str],
+        kinds: dict[str, str],
+        primary_key: tuple[str, ...],
+        view: bool,
+    ) -> TableDef:
+        """Declare the table of ``select``'s output and compile the query into it."""
+        compiler = self.compiler
+        name = name_node.name
+        if name in compiler.tables:
+            raise self.error(name_node, f"table {name} already exists")
+        with self.subqueries(statement, select) as outer:
+            columns = outputs(select, self.source)
+            if names and len(names) != len(columns):
+                raise self.error(
+                    name_node,
+                    f"{name} lists {len(names)} columns, its query has {len(columns)}",
+                )
+            sources = self.sources(select)
+            final = outer.emit == "FINAL"
+            windowed = is_windowed(select, outer.window_tvf is not None)
+            key = primary_key or upsert_key(
+                select, columns, sources, windowed=windowed, final=final
+            )
+            watermark = time_attribute(select, columns, sources)
+            renamed = {c.name: n for c, n in zip(columns, names, strict=False)}
+            if watermark is not None:
+                watermark = replace(
+                    watermark, column=renamed.get(watermark.column, watermark.column)
+                )
+            key = tuple(renamed.get(k, k) for k in key) if not primary_key else key
+            table_columns = {
+                renamed.get(c.name, c.name): kinds.get(renamed.get(c.name, c.name), INFERRED)
+                for c in columns
+            }
+            table = table_def(name, table_columns, key, create, watermark, self.source, view=view)
+            if (
+                key
+                and not primary_key
+                and not is_aggregation(select)
+                and "key.format" not in table.options
+            ):
+                # the rows keep the source's Kafka key, written as the source writes it
+                table = replace(table, key_format=sources.left.key_format)
+            compiler.tables[name] = table
+            compiler.inferring.add(name)
+            try:
+                compiler.dispatch_query(outer, select, table)
+            finally:
+                compiler.inferring.discard(name)
+        return table
+
+    def sources(self, select: exp.Select) -> QuerySources:
+        """The tables a query reads (its subqueries already replaced by their views)."""
+        from_ = select.args.get("from_") or select.args.get("from")
+        if from_ is None or not isinstance(from_.this, exp.Table):
+            raise self.error(select, "SELECT needs FROM <table>")
+        left = self.compiler.table(from_.this)
+        joins = select.args.get("joins") or []
+        right = None
+        if joins and isinstance(joins[0].this, exp.Table):
+            right = self.compiler.table(joins[0].this)
+        return QuerySources(left, from_.this.alias or left.name, right)
+
+    @contextmanager
+    def subqueries(self, statement: Statement, select: exp.Select) -> Iterator[Statement]:
+        """Compile each ``(SELECT ...) AS q`` in ``select``'s FROM and joins into a view
+        ``q`` and put the table ``q`` in its place; yields the statement for the outer
+        query (without the window TVF of a subquery). The views last for the block."""
+        from_ = select.args.get("from_") or select.args.get("from")
+        nodes = [from_.this] if from_ is not None else []
+        nodes += [join.this for join in select.args.get("joins") or []]
+        defined: list[str] = []
+        outer = statement
+        try:
+            for node in nodes:
+                if not isinstance(node, exp.Subquery):
+                    continue
+                alias = node.args.get("alias")
+                if alias is None or not node.alias:
+                    raise self.error(
+                        self.opening(statement, node),
+                        "a subquery in FROM needs an alias: (SELECT ...) AS q",
+                    )
+                inner_select = node.this
+                if not isinstance(inner_select, exp.Select):
+                    raise self.error(node, "a subquery in FROM needs a SELECT")
+                start, end = span(node)
+                tvf = statement.window_tvf
+                inside = tvf is not None and start <= tvf.offset <= end
+                inner = replace(statement, window_tvf=tvf if inside else None, emit=None)
+                if inside:
+                    outer = replace(outer, window_tvf=None)
+                if is_windowed(inner_select, inside):
+                    inner = replace(inner, emit="FINAL")
+                name_node = alias.this
+                create = exp.Create(this=exp.Table(this=name_node.copy()), kind="VIEW")
+                self.define(
+                    inner,
+                    inner_select,
+                    name_node,
+                    create,
+                    names=[c.name for c in alias.columns],
+                    kinds={},
+                    primary_key=(),
+                    view=True,
+                )
+                defined.append(node.alias)
+                node.replace(exp.Table(this=name_node.copy()))
+            yield outer
+        finally:
+            for name in defined:
+                self.compiler.tables.pop(name, None)
+
+    def opening(self, statement: Statement, node: exp.Subquery) -> int:
+        """The offset of a subquery's ``(`` (sqlglot keeps no position for it): the last
+        ``( SELECT`` before the subquery's first positioned token."""
+        first = node_offset(node)
+        tokens = tokenize(statement.text)
+        opening = first
+        for token, following in pairwise(tokens):
+            if following.start > first:
+                break
+            if token.token_type == TokenType.L_PAREN and following.token_type == TokenType.SELECT:
+                opening = token.start
+        return opening
