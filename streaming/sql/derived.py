@@ -158,19 +158,37 @@ def upsert_key(
 
 
 def _is_window_bound(node: exp.Expr) -> bool:
+    """Whether ``node`` is ``window_start`` / ``window_end`` or a ``*_START`` / ``*_END``
+    group-window function."""
     if isinstance(node, exp.Column):
         return node.name in WINDOW_COLUMNS
     return isinstance(node, exp.Anonymous) and node.name.upper() in WINDOW_BOUND_CALLS
 
 
 def time_attribute(
-    select: exp.Select, columns: list[Output], sources: QuerySources
+    select: exp.Select,
+    columns: list[Output],
+    sources: QuerySources,
+    window_size_ms: int | None,
 ) -> Watermark | None:
-    """The source's WATERMARK, renamed to the output that passes its column through (a
-    query without aggregation), else None."""
+    """The result's time attribute: the source's WATERMARK renamed to the output that
+    passes its column through (a query without aggregation); for a final TUMBLE/HOP
+    aggregation (``window_size_ms`` given) its first window bound in the SELECT list,
+    whose delay is the source's plus, for the window start, the window's size (a row
+    comes out once its window closes). Else None."""
     watermark = sources.left.watermark
-    if watermark is None or is_aggregation(select):
+    if watermark is None:
         return None
+    if is_aggregation(select):
+        if window_size_ms is None:
+            return None
+        bound = next((o for o in columns if _is_window_bound(o.node)), None)
+        if bound is None:
+            return None
+        node = bound.node
+        bound_name = node.name if isinstance(node, exp.Column) else node.name.upper()
+        delay = watermark.delay_ms + (0 if bound_name.endswith("end") else window_size_ms)
+        return Watermark(column=bound.name, delay_ms=delay, offset=watermark.offset)
     name = passthrough(columns, watermark.column, (sources.left.name, sources.left_alias))
     if name is None:
         return None

@@ -37,6 +37,7 @@ from streaming.sql.derived import (
 )
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.rewrite import Statement, tokenize
+from streaming.sql.timestamps import ColumnTimestamper
 
 
 class DerivedTables:
@@ -123,7 +124,9 @@ class DerivedTables:
             key = primary_key or upsert_key(
                 select, columns, sources, windowed=windowed, final=final
             )
-            watermark = time_attribute(select, columns, sources)
+            watermark = time_attribute(
+                select, columns, sources, self.window_size(outer, select) if final else None
+            )
             renamed = {c.name: n for c, n in zip(columns, names, strict=False)}
             if watermark is not None:
                 watermark = replace(
@@ -149,7 +152,24 @@ class DerivedTables:
                 compiler.dispatch_query(outer, select, table)
             finally:
                 compiler.inferring.discard(name)
+            if view and watermark is not None and is_aggregation(select):
+                # a window's rows come out at its close: their time becomes the bound's
+                column = watermark.column
+                compiler.views[name] = compiler.views[name].process_values(
+                    lambda: ColumnTimestamper(column)
+                )
         return table
+
+    def window_size(self, statement: Statement, select: exp.Select) -> int | None:
+        """The size of the query's TUMBLE or HOP window (None: no such window)."""
+        tvf = statement.window_tvf
+        if tvf is not None:
+            return tvf.size_ms if tvf.kind in ("TUMBLE", "HOP") else None
+        group = select.args.get("group")
+        for item in group.expressions if group else []:
+            if isinstance(item, exp.Anonymous) and item.name.upper() in ("TUMBLE", "HOP"):
+                return int(self.compiler.group_window(item).size_ms)
+        return None
 
     def sources(self, select: exp.Select) -> QuerySources:
         """The tables a query reads (its subqueries already replaced by their views)."""
@@ -172,7 +192,7 @@ class DerivedTables:
         nodes = [from_.this] if from_ is not None else []
         nodes += [join.this for join in select.args.get("joins") or []]
         defined: list[str] = []
-        outer = statement
+        outer_tvfs = list(statement.window_tvfs)
         try:
             for node in nodes:
                 if not isinstance(node, exp.Subquery):
@@ -187,12 +207,12 @@ class DerivedTables:
                 if not isinstance(inner_select, exp.Select):
                     raise self.error(node, "a subquery in FROM needs a SELECT")
                 start, end = span(node)
-                tvf = statement.window_tvf
-                inside = tvf is not None and start <= tvf.offset <= end
-                inner = replace(statement, window_tvf=tvf if inside else None, emit=None)
-                if inside:
-                    outer = replace(outer, window_tvf=None)
-                if is_windowed(inner_select, inside):
+                own = tuple(t for t in statement.window_tvfs if start <= t.offset <= end)
+                outer_tvfs = [t for t in outer_tvfs if t not in own]
+                inner = replace(
+                    statement, window_tvf=own[0] if own else None, window_tvfs=own, emit=None
+                )
+                if is_windowed(inner_select, bool(own)):
                     inner = replace(inner, emit="FINAL")
                 name_node = alias.this
                 create = exp.Create(this=exp.Table(this=name_node.copy()), kind="VIEW")
@@ -208,7 +228,11 @@ class DerivedTables:
                 )
                 defined.append(node.alias)
                 node.replace(exp.Table(this=name_node.copy()))
-            yield outer
+            yield replace(
+                statement,
+                window_tvf=outer_tvfs[0] if outer_tvfs else None,
+                window_tvfs=tuple(outer_tvfs),
+            )
         finally:
             for name in defined:
                 self.compiler.tables.pop(name, None)

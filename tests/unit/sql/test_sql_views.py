@@ -4,6 +4,7 @@ the same random trace through both, the same output records; errors at line and 
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 
 import pytest
 
@@ -21,6 +22,7 @@ from streaming import (
 from streaming.sql import SqlError, compile
 from streaming.sql.compiler import Compiler
 from streaming.sql.timestamps import ColumnTimestampExtractor, format_timestamp
+from streaming.topology.processor import FixedKeyProcessor
 
 TABLES = """
 CREATE TABLE orders (
@@ -80,6 +82,17 @@ def orders(builder: StreamsBuilder):
     return builder.stream("orders", **S, timestamp_extractor=ColumnTimestampExtractor("ts")).filter(
         lambda k, v: isinstance(v, dict)
     )
+
+
+class StampAt(FixedKeyProcessor):
+    """Sets each record's time to the epoch ms of its row's TIMESTAMP column."""
+
+    def __init__(self, column: str) -> None:
+        self.column = column
+
+    def process(self, record):
+        when = datetime.fromisoformat(record.value[self.column]).replace(tzinfo=UTC)
+        self.context.forward(record.with_timestamp(int(when.timestamp() * 1000)))
 
 
 def store(name: str):
@@ -253,6 +266,8 @@ def test_aggregation_of_a_windowed_subquery_matches_the_dsl(seed):
                 },
             )
         )
+        # the window start is the subquery's time attribute: each row at its window start
+        .process_values(lambda: StampAt("starttime"))
     )
     (
         windows.filter(lambda k, v: isinstance(v, dict))
