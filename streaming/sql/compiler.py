@@ -115,6 +115,8 @@ class Compiler:
         self._names: set[str] = set()
         #: view name -> the stream of its rows (sink key, row), as a sink topic would get
         self.views: dict[str, Any] = {}
+        #: table name -> its topic's KStream / KTable (one source node per topic)
+        self._sources: dict[str, Any] = {}
         #: tables whose column kinds come from the query being compiled
         self.inferring: set[str] = set()
         self.derived = DerivedTables(self)
@@ -295,9 +297,16 @@ class Compiler:
         serde_args = dict(
             key_serde=table.key_serde(), value_serde=serdes.Json(), timestamp_extractor=extractor
         )
+        # a topic has one source node: every query that reads the table shares it
+        if materialized is None and table.name in self._sources:
+            return self._sources[table.name]
         if table.is_upsert:
-            return self.builder.table(table.topic, materialized=materialized, **serde_args)
-        return self.builder.stream(table.topic, **serde_args)
+            source = self.builder.table(table.topic, materialized=materialized, **serde_args)
+        else:
+            source = self.builder.stream(table.topic, **serde_args)
+        if materialized is None:
+            self._sources[table.name] = source
+        return source
 
     # -- joins -------------------------------------------------------------------------
 

@@ -167,6 +167,7 @@ class JoinCompiler:
         if self.scope.left_alias == self.scope.right_alias:
             raise self.error(right_node, f"both tables are called {self.scope.left_alias}")
         self.version = right_node.args.get("version")
+        self.adopt_where()
         self.side = self.join_side()
 
     def error(self, node: exp.Expr | int, message: str) -> SqlError:
@@ -193,12 +194,68 @@ class JoinCompiler:
 
     # -- the ON clause ------------------------------------------------------------------
 
+    def adopt_where(self) -> None:
+        """Move an inner join's conditions that Flink also takes from WHERE into ON: the
+        equalities of a comma join (``FROM a, b WHERE a.x = b.y``) and, for two streams,
+        a BETWEEN time bound on both time attributes. Other WHERE terms stay filters."""
+        where = self.select.args.get("where")
+        join = self.join
+        inner = not join.side and (join.kind or "").upper() in ("", "INNER")
+        if where is None or not inner or join.args.get("using"):
+            return
+        on = join.args.get("on")
+        comma = on is None and not join.kind
+        streams = not self.left.is_upsert and not self.right.is_upsert
+        has_bound = on is not None and on.find(exp.Between) is not None
+        moved, kept = [], []
+        for term in _conjuncts(where.this):
+            if comma and self.is_equality(term):
+                moved.append(term)
+            elif streams and not has_bound and isinstance(term, exp.Between) and self.bounds(term):
+                moved.append(term)
+                has_bound = True
+            else:
+                kept.append(term)
+        if not moved:
+            return
+        join.set("on", exp.and_(*([on] if on is not None else []), *moved))
+        self.select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+
+    def is_equality(self, term: exp.Expr) -> bool:
+        """Whether ``term`` is ``a.x = b.y`` on a column of each side."""
+        if not (
+            isinstance(term, exp.EQ)
+            and isinstance(term.this, exp.Column)
+            and isinstance(term.expression, exp.Column)
+        ):
+            return False
+        try:
+            return self.scope.side_of(term.this)[0] != self.scope.side_of(term.expression)[0]
+        except SqlError:
+            return False
+
+    def bounds(self, between: exp.Between) -> bool:
+        """Whether ``between`` is a valid time bound of the two sides."""
+        try:
+            self.time_bound(between)
+        except SqlError:
+            return False
+        return True
+
+    def is_time_attribute(self, node: exp.Column) -> bool:
+        table = self.scope.side_of(node)[1]
+        return table.watermark is not None and table.watermark.column == node.name
+
     def condition(self) -> tuple[Equality, TimeBound | None]:
-        """The ON clause's key equality and (two streams) time bound."""
+        """The ON clause's key equality and (two streams) time bound. For two streams an
+        equality of the two time attributes is the bound ``[0, 0]``; further equalities
+        of an inner join filter the joined rows (added to WHERE)."""
         on = self.join.args["on"]
-        terms = list(on.flatten()) if isinstance(on, exp.And) else [on]
+        terms = _conjuncts(on)
         equality: Equality | None = None
         bound: TimeBound | None = None
+        streams = not self.left.is_upsert and not self.right.is_upsert
+        filters: list[exp.Expr] = []
         for term in terms:
             if (
                 isinstance(term, exp.EQ)
@@ -212,8 +269,21 @@ class JoinCompiler:
                         f"a join needs an equality on a column of each table, {term.sql()} "
                         "compares one table's columns",
                     )
+                if (
+                    streams
+                    and bound is None
+                    and self.is_time_attribute(term.this)
+                    and self.is_time_attribute(term.expression)
+                ):
+                    bound = TimeBound(0, 0)
+                    continue
                 if equality is not None:
-                    raise self.error(term, "a join on several columns is not supported yet")
+                    if self.side != "INNER":
+                        raise self.error(
+                            term, f"a {self.side} join on several columns is not supported yet"
+                        )
+                    filters.append(term)
+                    continue
                 columns = {a[0]: term.this.name, b[0]: term.expression.name}
                 equality = Equality(columns["left"], columns["right"], term)
             elif isinstance(term, exp.Between):
@@ -228,6 +298,10 @@ class JoinCompiler:
                 )
         if equality is None:
             raise self.error(on, "a join needs an equality on a column of each table: ON a.x = b.y")
+        if filters:
+            where = self.select.args.get("where")
+            rest = [where.this] if where is not None else []
+            self.select.set("where", exp.Where(this=exp.and_(*filters, *rest)))
         left_kind = self.left.columns[equality.left]
         right_kind = self.right.columns[equality.right]
         if left_kind != right_kind and not {left_kind, right_kind} <= set(NUMERIC):
@@ -485,6 +559,13 @@ class JoinCompiler:
         second = self.compiler.source_of(self.right)
         join = first.left_join if self.side == "LEFT" else first.join
         return join(second, lambda v: make(v.get(column)) if isinstance(v, dict) else None, joined)
+
+
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    """The terms of ``a AND b AND ...`` (parentheses around the whole dropped)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return list(node.flatten()) if isinstance(node, exp.And) else [node]
 
 
 def same_key(left: TableDef, right: TableDef, equality: Equality) -> bool:

@@ -1,0 +1,331 @@
+"""Nexmark queries over subqueries (q7: a window result joined back to its stream; q8:
+two window results joined on key and window) vs the hand-written DSL topology and a
+brute-force evaluation of the SQL over the same random trace."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+
+import pytest
+
+from streaming import (
+    BufferConfig,
+    Grouped,
+    JoinWindows,
+    Materialized,
+    StreamJoined,
+    StreamsBuilder,
+    Suppressed,
+    TimeWindows,
+    TopologyTestDriver,
+    serdes,
+)
+from streaming.sql import SqlError, compile
+from streaming.sql.timestamps import ColumnTimestampExtractor, format_timestamp
+from streaming.topology.processor import FixedKeyProcessor
+
+NEXMARK = """
+CREATE TABLE person (
+  id BIGINT, name STRING, emailAddress STRING, creditCard STRING, city STRING,
+  state STRING, dateTime TIMESTAMP(3), extra STRING,
+  WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND
+) WITH ('connector' = 'kafka', 'topic' = 'person', 'format' = 'json');
+CREATE TABLE auction (
+  id BIGINT, itemName STRING, description STRING, initialBid BIGINT, reserve BIGINT,
+  dateTime TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT, category BIGINT, extra STRING,
+  WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND
+) WITH ('connector' = 'kafka', 'topic' = 'auction', 'format' = 'json');
+CREATE TABLE bid (
+  auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING,
+  dateTime TIMESTAMP(3), extra STRING,
+  WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND
+) WITH ('connector' = 'kafka', 'topic' = 'bid', 'format' = 'json');
+"""
+
+Q7 = """
+CREATE TABLE out (auction BIGINT, price BIGINT, bidder BIGINT, dateTime TIMESTAMP(3))
+  WITH ('connector' = 'kafka', 'topic' = 'out', 'format' = 'json');
+INSERT INTO out
+SELECT B.auction, B.price, B.bidder, B.dateTime
+FROM bid B
+JOIN (
+  SELECT MAX(price) AS maxprice, window_end AS dateTime
+  FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))
+  GROUP BY window_start, window_end
+) B1 ON B.price = B1.maxprice
+WHERE B.dateTime BETWEEN B1.dateTime - INTERVAL '10' SECOND AND B1.dateTime;
+"""
+
+Q8 = """
+CREATE TABLE out (id BIGINT, name STRING, starttime TIMESTAMP(3))
+  WITH ('connector' = 'kafka', 'topic' = 'out', 'format' = 'json');
+INSERT INTO out
+SELECT P.id, P.name, P.starttime
+FROM (
+  SELECT id, name, window_start AS starttime, window_end AS endtime
+  FROM TABLE(TUMBLE(TABLE person, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))
+  GROUP BY id, name, window_start, window_end
+) P
+JOIN (
+  SELECT seller, window_start AS starttime, window_end AS endtime
+  FROM TABLE(TUMBLE(TABLE auction, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))
+  GROUP BY seller, window_start, window_end
+) A
+ON P.id = A.seller AND P.starttime = A.starttime AND P.endtime = A.endtime;
+"""
+
+S = {"key_serde": serdes.String(), "value_serde": serdes.Json()}
+J = {"key_serde": serdes.Json(), "value_serde": serdes.Json()}
+
+
+def trace(seed: int, n: int = 300) -> list[tuple[str, dict, int]]:
+    """Random Nexmark events, in event-time order (ts every 0.7 s)."""
+    rng = random.Random(seed)
+    records = []
+    for i in range(n):
+        ts = i * 700
+        when = format_timestamp(ts)
+        bid = {"auction": rng.randint(1, 5), "bidder": rng.randint(1, 9)}
+        bid |= {"price": rng.randint(1, 40), "dateTime": when}
+        records.append(("bid", bid, ts))
+        if i % 3 == 0:
+            person = {"id": rng.randint(1, 6), "name": rng.choice(["ann", "bo"]), "dateTime": when}
+            records.append(("person", person, ts))
+        if i % 2 == 0:
+            auction = {"id": i, "seller": rng.randint(1, 6), "category": 1, "dateTime": when}
+            records.append(("auction", auction, ts))
+    return records
+
+
+def run(topology, records) -> list[tuple]:
+    described = str(topology.describe())
+    with TopologyTestDriver(topology) as driver:
+        topics = {
+            name: driver.create_input_topic(name, **S)
+            for name in ("person", "auction", "bid")
+            if f"topics: [{name}]" in described
+        }
+        for topic, value, ts in records:
+            if topic in topics:
+                topics[topic].pipe_input(None, value, timestamp=ts)
+        out = driver.create_output_topic("out", **S)
+        return [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+
+
+class StampAt(FixedKeyProcessor):
+    """Sets each record's time to the epoch ms of its row's TIMESTAMP column."""
+
+    def __init__(self, column: str) -> None:
+        self.column = column
+
+    def process(self, record):
+        when = datetime.fromisoformat(record.value[self.column]).replace(tzinfo=UTC)
+        self.context.forward(record.with_timestamp(int(when.timestamp() * 1000)))
+
+
+def source(builder: StreamsBuilder, topic: str):
+    return builder.stream(
+        topic, **S, timestamp_extractor=ColumnTimestampExtractor("dateTime")
+    ).filter(lambda k, v: isinstance(v, dict))
+
+
+def final_windows(stream, key, init, add, row, name: str):
+    """A 10 s tumbling aggregation with the 4 s watermark delay, final rows only."""
+    return (
+        stream.group_by(key, Grouped.with_(**J))
+        .windowed_by(TimeWindows.of_size_and_grace(10_000, 4_000))
+        .aggregate(
+            init,
+            add,
+            materialized=Materialized.as_(name)
+            .with_key_serde(serdes.Json())
+            .with_value_serde(serdes.Json()),
+        )
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        .to_stream()
+        .map(lambda k, a: (None, row(k, a)))
+    )
+
+
+def closed_windows(records, topic):
+    """(start, rows) of each 10 s window that closed (stream time >= end + 4 s)."""
+    last = max(ts for _, _, ts in records)
+    rows = [(v, ts) for t, v, ts in records if t == topic]
+    start = 0
+    while start + 10_000 + 4_000 <= last:
+        yield start, [(v, ts) for v, ts in rows if start <= ts < start + 10_000]
+        start += 10_000
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_q7_highest_bid_matches_the_dsl_and_the_sql(seed):
+    builder = StreamsBuilder()
+    bids = source(builder, "bid")
+    highest = (
+        final_windows(
+            bids,
+            lambda k, v: [],
+            lambda: [None],
+            lambda k, v, a: [v["price"] if a[0] is None else max(a[0], v["price"])],
+            lambda k, a: {"maxprice": a[0], "dateTime": format_timestamp(k.window.end)},
+            "w",
+        )
+        .process_values(lambda: StampAt("dateTime"))  # window_end: the time attribute
+        .filter(lambda k, v: isinstance(v, dict))
+        .select_key(lambda k, v: str(v["maxprice"]))
+        .filter(lambda k, v: v["maxprice"] is not None)
+    )
+    by_price = bids.select_key(lambda k, v: str(v["price"])).filter(
+        lambda k, v: v["price"] is not None
+    )
+    (
+        by_price.join(
+            highest,
+            lambda b, h: {"left": b, "right": h},
+            JoinWindows(before_ms=0, after_ms=10_000, grace_ms=4_000),
+            stream_joined=StreamJoined.with_(
+                key_serde=serdes.String(),
+                value_serde=serdes.Json(),
+                other_value_serde=serdes.Json(),
+            ),
+        )
+        .map(
+            lambda k, v: (
+                None,
+                {
+                    "auction": v["left"]["auction"],
+                    "price": v["left"]["price"],
+                    "bidder": v["left"]["bidder"],
+                    "dateTime": v["left"]["dateTime"],
+                },
+            )
+        )
+        .to("out", **S)
+    )
+    records = trace(seed)
+    expected = run(builder.build(), records)
+    got = run(compile(NEXMARK + Q7), records)
+    assert got == expected
+    # the SQL's meaning: every bid at its window's highest price, within 10 s before the end
+    brute = []
+    for start, rows in closed_windows(records, "bid"):
+        top = max(v["price"] for v, _ in rows)
+        end = start + 10_000
+        brute += [
+            (v["auction"], v["price"], v["bidder"], v["dateTime"])
+            for t, v, ts in records
+            if t == "bid" and v["price"] == top and end - 10_000 <= ts <= end
+        ]
+    assert sorted(tuple(v.values()) for _, v, _ in got) == sorted(brute)
+    assert len(brute) > 10
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_q8_new_users_match_the_dsl_and_the_sql(seed):
+    builder = StreamsBuilder()
+
+    def bounds(k):
+        return {
+            "starttime": format_timestamp(k.window.start),
+            "endtime": format_timestamp(k.window.end),
+        }
+
+    people = final_windows(
+        source(builder, "person"),
+        lambda k, v: [v["id"], v["name"]],
+        lambda: [],
+        lambda k, v, a: [],
+        lambda k, a: {"id": k.key[0], "name": k.key[1], **bounds(k)},
+        "p",
+    ).process_values(lambda: StampAt("starttime"))
+    sellers = final_windows(
+        source(builder, "auction"),
+        lambda k, v: [v["seller"]],
+        lambda: [],
+        lambda k, v, a: [],
+        lambda k, a: {"seller": k.key[0], **bounds(k)},
+        "a",
+    ).process_values(lambda: StampAt("starttime"))
+    left = (
+        people.filter(lambda k, v: isinstance(v, dict))
+        .select_key(lambda k, v: str(v["id"]))
+        .filter(lambda k, v: v["id"] is not None)
+    )
+    right = (
+        sellers.filter(lambda k, v: isinstance(v, dict))
+        .select_key(lambda k, v: str(v["seller"]))
+        .filter(lambda k, v: v["seller"] is not None)
+    )
+    (
+        left.join(
+            right,
+            lambda p, a: {"left": p, "right": a},
+            # starttime = starttime on the time attributes: a window of [0, 0]; the
+            # delay is the source's plus the window size (rows come out at its close)
+            JoinWindows(before_ms=0, after_ms=0, grace_ms=14_000),
+            stream_joined=StreamJoined.with_(
+                key_serde=serdes.String(),
+                value_serde=serdes.Json(),
+                other_value_serde=serdes.Json(),
+            ),
+        )
+        .filter(lambda k, v: v["left"]["endtime"] == v["right"]["endtime"])
+        .map(
+            lambda k, v: (
+                None,
+                {
+                    "id": v["left"]["id"],
+                    "name": v["left"]["name"],
+                    "starttime": v["left"]["starttime"],
+                },
+            )
+        )
+        .to("out", **S)
+    )
+    records = trace(seed)
+    expected = run(builder.build(), records)
+    got = run(compile(NEXMARK + Q8), records)
+    assert got == expected
+    # the SQL's meaning: a person who opened an auction in the window they appeared in
+    sellers_in = {
+        start: {v["seller"] for v, _ in rows} for start, rows in closed_windows(records, "auction")
+    }
+    brute = set()
+    for start, rows in closed_windows(records, "person"):
+        for v, _ in rows:
+            if v["id"] in sellers_in.get(start, ()):
+                brute.add((v["id"], v["name"], format_timestamp(start)))
+    assert sorted(tuple(v.values()) for _, v, _ in got) == sorted(brute)
+    assert len(brute) > 10
+
+
+@pytest.mark.parametrize(
+    ("query", "line", "column", "message"),
+    [
+        (
+            "SELECT B.auction, B.price, B.bidder, B.dateTime FROM bid B JOIN (SELECT MAX(price) "
+            "AS maxprice, window_end AS dateTime FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(dateTime), "
+            "INTERVAL '10' SECOND)) GROUP BY window_start, window_end) ON B.price = maxprice;",
+            1,
+            65,
+            "a subquery in FROM needs an alias: (SELECT ...) AS q",
+        ),
+        (
+            "SELECT B.auction, B.price, B.bidder, B.dateTime FROM bid B JOIN (SELECT MAX(price) "
+            "AS maxprice, window_start AS dateTime FROM TABLE(SESSION(TABLE bid, DESCRIPTOR(dateTime), "
+            "INTERVAL '10' SECOND)) GROUP BY window_start, window_end) B1 ON B.price = B1.maxprice "
+            "WHERE B.dateTime BETWEEN B1.dateTime - INTERVAL '10' SECOND AND B1.dateTime;",
+            1,
+            232,
+            "a join of two streams needs a time bound",
+        ),
+    ],
+)
+def test_nexmark_shape_errors(query, line, column, message):
+    header = NEXMARK + Q7.split("INSERT INTO out", 1)[0] + "INSERT INTO out\n"
+    with pytest.raises(SqlError) as info:
+        compile(header + query)
+    assert message in info.value.message
+    expected = (header.count("\n") + line, column)
+    assert (info.value.line, info.value.column) == expected, str(info.value)
