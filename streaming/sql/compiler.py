@@ -430,11 +430,13 @@ class Compiler:
         rows: RowScope,
         where: Callable,
     ) -> None:
-        if source.is_upsert:
-            raise self.error(
-                select, f"GROUP BY over the upsert table {source.name} is not supported yet"
-            )
         window, items = self.window_of(statement, select.args.get("group"), source)
+        if source.is_upsert and window is not None:
+            raise self.error(
+                window.offset,
+                f"a window over the updating table {source.name} is not supported: windows "
+                "need an append stream",
+            )
         group_columns = []
         for item in items:
             if not isinstance(item, exp.Column):
@@ -481,15 +483,17 @@ class Compiler:
             )
         specs = scope.specs
         key_fns = [rows.column(exp.column(c)).fn for c in group_columns]
-        stream = self.source_of(source).filter(lambda k, v: isinstance(v, dict) and where(v))
-        grouped = stream.group_by(
-            lambda k, v: [fn(v) for fn in key_fns],
-            Grouped.with_(
-                key_serde=serdes.Json(),
-                value_serde=serdes.Json(),
-                name=self.unique(f"{sink.name}-group-by"),
-            ),
+        rows_in = self.source_of(source).filter(lambda k, v: isinstance(v, dict) and where(v))
+        grouping = Grouped.with_(
+            key_serde=serdes.Json(),
+            value_serde=serdes.Json(),
+            name=self.unique(f"{sink.name}-group-by"),
         )
+        if source.is_upsert:
+            # an updating input: KGroupedTable.aggregate takes each old row back
+            grouped = rows_in.group_by(lambda k, v: ([fn(v) for fn in key_fns], v), grouping)
+        else:
+            grouped = rows_in.group_by(lambda k, v: [fn(v) for fn in key_fns], grouping)
         # The store is named after the sink table (the queryable name pull queries look
         # up); a second aggregation into the same sink gets a suffixed name.
         store_name = self.unique(sink.name)
@@ -499,8 +503,18 @@ class Compiler:
             .with_value_serde(serdes.Json())
         )
         init, add = aggregates.initializer(specs), aggregates.aggregator(specs)
+        values = aggregates.results
         split: Callable[[Any], tuple[Any, tuple[int, int] | None]]
-        if window is None:
+        if source.is_upsert:
+            init, values = aggregates.updating_initializer(specs), aggregates.updating_results
+            table = grouped.aggregate(
+                init,
+                aggregates.adder(specs),
+                aggregates.subtractor(specs),
+                materialized=store,
+            )
+            split = lambda k: (k, None)  # noqa: E731
+        elif window is None:
             table = grouped.aggregate(init, add, materialized=store)
             split = lambda k: (k, None)  # noqa: E731
         else:
@@ -529,9 +543,7 @@ class Compiler:
             """(sink key, sink row) of a (grouping key, window bounds); the row is None (a
             delete) for a merged-away session or a row that fails HAVING."""
             key, bounds = group
-            group_row = row_of(
-                key, bounds, aggregates.results(specs, init() if acc is None else acc)
-            )
+            group_row = row_of(key, bounds, values(specs, init() if acc is None else acc))
             row = project(group_row)
             if acc is None or (having is not None and not having(group_row)):
                 return sink.key_of(row), None
