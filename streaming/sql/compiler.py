@@ -57,8 +57,10 @@ from streaming.dsl import (
 )
 from streaming.sql import aggregates
 from streaming.sql.catalog import INFERRED, TableDef, table_from_ddl
+from streaming.sql.derived import is_aggregation
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import NUMERIC, Compiled, compile_expression
+from streaming.sql.join_groups import aggregation_over_join
 from streaming.sql.joins import JoinCompiler
 from streaming.sql.results import MaterializedResult
 from streaming.sql.rewrite import (
@@ -311,16 +313,18 @@ class Compiler:
     # -- joins -------------------------------------------------------------------------
 
     def join_query(self, statement: Statement, select: exp.Select, sink: TableDef) -> None:
-        """``SELECT ... FROM l JOIN r ON ...``: the joined rows filtered and projected."""
-        for clause in ("group", "having", "order", "limit", "distinct"):
+        """``SELECT ... FROM l JOIN r ON ...``: the joined rows filtered and projected; an
+        aggregation over the join aggregates a subquery of it (``join_groups``)."""
+        for clause in ("order", "limit", "distinct"):
             if select.args.get(clause):
-                word = {"group": "GROUP BY", "order": "ORDER BY"}.get(clause, clause.upper())
+                word = {"order": "ORDER BY"}.get(clause, clause.upper())
                 raise self.error(select.args[clause], f"{word} over a join is not supported yet")
-        aggregate = next(
-            (e.find(exp.AggFunc) for e in select.expressions if e.find(exp.AggFunc)), None
-        )
-        if aggregate is not None:
-            raise self.error(aggregate, "aggregates over a join are not supported yet")
+        if is_aggregation(select) or select.args.get("having"):
+            from_ = select.args.get("from_") or select.args.get("from")
+            left = self.table(from_.this)
+            outer = aggregation_over_join(select, left, from_.this.alias or left.name, self.source)
+            self.compile_query(statement, outer, sink)
+            return
         if statement.emit == "FINAL":
             raise self.error(statement.emit_offset, "EMIT FINAL needs a windowed aggregation")
         if statement.window_tvf is not None:
@@ -464,8 +468,12 @@ class Compiler:
         if sink.is_view and not sink.is_upsert and not (window and statement.emit == "FINAL"):
             raise self.error(
                 select,
-                f"the result of {sink.name} is updating but has no key: put every GROUP BY "
-                "column in its SELECT list",
+                f"the result of {sink.name} is updating but has no key: "
+                + (
+                    "a view of an aggregation without GROUP BY is not supported yet"
+                    if not group_columns
+                    else "put every GROUP BY column in its SELECT list"
+                ),
             )
         if not sink.is_upsert and not (window is not None and statement.emit == "FINAL"):
             # as Flink: "Table sink doesn't support consuming update changes"

@@ -167,6 +167,8 @@ class JoinCompiler:
         if self.scope.left_alias == self.scope.right_alias:
             raise self.error(right_node, f"both tables are called {self.scope.left_alias}")
         self.version = right_node.args.get("version")
+        #: why a BETWEEN in WHERE could not be the time bound of two streams
+        self.bound_error: SqlError | None = None
         self.adopt_where()
         self.side = self.join_side()
 
@@ -209,6 +211,8 @@ class JoinCompiler:
         has_bound = on is not None and on.find(exp.Between) is not None
         moved, kept = [], []
         for term in _conjuncts(where.this):
+            if streams and not has_bound and isinstance(term, exp.Between):
+                self.bound_error = self.bound_error or self.why_not_bound(term)
             if comma and self.is_equality(term):
                 moved.append(term)
             elif streams and not has_bound and isinstance(term, exp.Between) and self.bounds(term):
@@ -233,6 +237,15 @@ class JoinCompiler:
             return self.scope.side_of(term.this)[0] != self.scope.side_of(term.expression)[0]
         except SqlError:
             return False
+
+    def why_not_bound(self, between: exp.Between) -> SqlError | None:
+        """Why a BETWEEN of a WHERE clause is not a time bound of the two streams (None
+        when it is one)."""
+        try:
+            self.time_bound(between)
+        except SqlError as e:
+            return e
+        return None
 
     def bounds(self, between: exp.Between) -> bool:
         """Whether ``between`` is a valid time bound of the two sides."""
@@ -379,6 +392,13 @@ class JoinCompiler:
             if bound is not None:
                 raise self.error(bound_node(self.join), "a stream-table join takes no time bound")
             return self.stream_table(equality), False
+        if bound is None and self.bound_error is not None:
+            raise SqlError(
+                "a join of two streams needs a time bound between the time attributes: "
+                + self.bound_error.message,
+                line=self.bound_error.line,
+                column=self.bound_error.column,
+            )
         if bound is None:
             raise self.error(
                 self.join,

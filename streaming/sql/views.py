@@ -27,6 +27,8 @@ from sqlglot.tokens import TokenType
 
 from streaming.sql.catalog import INFERRED, TableDef, schema_elements, table_def
 from streaming.sql.derived import (
+    WINDOW_COLUMNS,
+    Output,
     QuerySources,
     is_aggregation,
     is_windowed,
@@ -124,6 +126,9 @@ class DerivedTables:
             key = primary_key or upsert_key(
                 select, columns, sources, windowed=windowed, final=final
             )
+            if view and not key and is_aggregation(select) and not (windowed and final):
+                columns = self.expose_group_key(select, columns)
+                key = upsert_key(select, columns, sources, windowed=windowed, final=final)
             watermark = time_attribute(
                 select, columns, sources, self.window_size(outer, select) if final else None
             )
@@ -159,6 +164,21 @@ class DerivedTables:
                     lambda: ColumnTimestamper(column)
                 )
         return table
+
+    def expose_group_key(self, select: exp.Select, columns: list[Output]) -> list[Output]:
+        """Add the GROUP BY columns to an updating view's SELECT list (named ``$column``)
+        so its rows carry their group's key: the view is then a table keyed by the
+        group, as Flink keeps an aggregation's rows by group even when the SELECT list
+        leaves its columns out."""
+        group = select.args.get("group")
+        taken = {c.name for c in columns}
+        for item in group.expressions if group else []:
+            if isinstance(item, exp.Column) and item.name not in WINDOW_COLUMNS:
+                hidden = f"${item.table}.{item.name}" if item.table else f"${item.name}"
+                if hidden not in taken:
+                    select.append("expressions", exp.alias_(item.copy(), hidden, quoted=True))
+                    taken.add(hidden)
+        return outputs(select, self.source)
 
     def window_size(self, statement: Statement, select: exp.Select) -> int | None:
         """The size of the query's TUMBLE or HOP window (None: no such window)."""
