@@ -126,6 +126,16 @@ class DerivedTables:
             key = primary_key or upsert_key(
                 select, columns, sources, windowed=windowed, final=final
             )
+            updating_source = sources.left.is_upsert and (
+                sources.right is None or sources.right.is_upsert
+            )
+            if not key and updating_source and not is_aggregation(select):
+                keys = ", ".join(sources.left.primary_key) or "none"
+                raise self.error(
+                    name_node,
+                    f"the result of {name} is updating (it reads the table "
+                    f"{sources.left.name}) but has no key: select its primary key ({keys})",
+                )
             if view and not key and is_aggregation(select) and not (windowed and final):
                 columns = self.expose_group_key(select, columns)
                 key = upsert_key(select, columns, sources, windowed=windowed, final=final)
@@ -143,14 +153,8 @@ class DerivedTables:
                 for c in columns
             }
             table = table_def(name, table_columns, key, create, watermark, self.source, view=view)
-            if (
-                key
-                and not primary_key
-                and not is_aggregation(select)
-                and "key.format" not in table.options
-            ):
-                # the rows keep the source's Kafka key, written as the source writes it
-                table = replace(table, key_format=sources.left.key_format)
+            if updating_source and not is_aggregation(select):
+                table = self.keep_source_key(table, sources.left, name_node)
             compiler.tables[name] = table
             compiler.inferring.add(name)
             try:
@@ -164,6 +168,26 @@ class DerivedTables:
                     lambda: ColumnTimestamper(column)
                 )
         return table
+
+    def keep_source_key(self, table: TableDef, source: TableDef, at: exp.Expr) -> TableDef:
+        """A query over a table keeps its rows' Kafka keys (``to_stream`` of the filtered
+        table): the new table's key must be the source's, written the same way."""
+        if table.key_format != source.key_format and "key.format" in table.options:
+            raise self.error(
+                at,
+                f"{table.name} keeps the keys of {source.name}: its 'key.format' is "
+                f"{source.key_format!r}",
+            )
+        if len(table.key_fields) != len(source.key_fields) or (
+            source.key_format == "json" and table.key_fields != source.key_fields
+        ):
+            raise self.error(
+                at,
+                f"{table.name} keeps the keys of {source.name}: its key is "
+                f"({', '.join(source.key_fields)})"
+                + (", not renamed ('key.format' json)" if source.key_format == "json" else ""),
+            )
+        return replace(table, key_format=source.key_format)
 
     def expose_group_key(self, select: exp.Select, columns: list[Output]) -> list[Output]:
         """Add the GROUP BY columns to an updating view's SELECT list (named ``$column``)

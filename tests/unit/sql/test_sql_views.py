@@ -137,7 +137,8 @@ def test_create_table_as_select_declares_the_table():
     CREATE TABLE totals WITH ('topic' = 'totals') AS
     SELECT region, customerId, COUNT(*), AVG(amount) AS mean, MAX(ts) AS last
     FROM orders GROUP BY customerId, region;
-    CREATE TABLE big WITH ('topic' = 'out') AS SELECT region, mean FROM totals WHERE mean > 10;
+    CREATE TABLE big WITH ('topic' = 'out') AS
+    SELECT customerId, region, mean FROM totals WHERE mean > 10;
     """
     )
     compiler.compile_all()
@@ -152,8 +153,9 @@ def test_create_table_as_select_declares_the_table():
     assert totals.primary_key == ("customerId", "region") and totals.is_upsert
     assert totals.key_format == "json" and totals.topic == "totals"
     big = compiler.tables["big"]
-    # a query over an upsert table keeps its key only when the key is selected
-    assert big.primary_key == () and big.columns == {"region": "STRING", "mean": "DOUBLE"}
+    # a query over an upsert table keeps its key, written as the table writes it
+    assert big.primary_key == ("customerId", "region") and big.key_format == "json"
+    assert big.columns == {"customerId": "STRING", "region": "STRING", "mean": "DOUBLE"}
 
 
 def test_create_table_as_select_with_columns_and_primary_key():
@@ -398,3 +400,24 @@ def test_view_and_query_table_errors_point_at_line_and_column(query, column, mes
     assert (info.value.line, info.value.column) == ((TABLES + OUT).count("\n") + 1, column), str(
         info.value
     )
+
+
+def test_a_query_over_a_table_must_keep_its_key():
+    with pytest.raises(SqlError) as info:
+        compile(TABLES + "CREATE VIEW v AS SELECT tier FROM customers;")
+    assert (
+        "the result of v is updating (it reads the table customers) but has no key: select "
+        "its primary key (id)" in info.value.message
+    )
+    assert (info.value.line, info.value.column) == (TABLES.count("\n") + 1, 13)
+
+
+def test_a_query_over_a_json_keyed_table_keeps_its_key_names():
+    sql = """
+    CREATE TABLE t (a STRING, b STRING, x DOUBLE, PRIMARY KEY (a, b) NOT ENFORCED)
+      WITH ('connector' = 'upsert-kafka', 'topic' = 't');
+    CREATE VIEW v AS SELECT a AS aa, b, x FROM t;"""
+    with pytest.raises(SqlError) as info:
+        compile(sql)
+    assert "v keeps the keys of t: its key is (a, b), not renamed" in info.value.message
+    assert (info.value.line, info.value.column) == (4, 17), str(info.value)
