@@ -45,8 +45,10 @@ def compile(text: str, config: dict[str, Any] | None = None) -> Topology:
     compiler = Compiler(text)
     compiler.compile_all()
     topology = compiler.builder.build(config)
+    # views live inside the topology: pull and push queries read declared tables
     tables = {name: t for name, t in compiler.tables.items() if not t.is_view}
-    register(topology, SqlCatalog(tables, dict(compiler.results)))
+    results = {name: r for name, r in compiler.results.items() if name in tables}
+    register(topology, SqlCatalog(tables, results))
     return topology
 
 

@@ -36,6 +36,7 @@ by position, as in Flink.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -169,7 +170,9 @@ class Compiler:
         return self.tables[name]
 
     def unique(self, name: str) -> str:
-        """A processor/store name not used yet in this topology."""
+        """A processor/store name not used yet in this topology, made of the characters a
+        Kafka topic name may hold (stores and repartitions name topics after it)."""
+        name = re.sub(r"[^a-zA-Z0-9._-]", "-", name)
         candidate, n = name, 1
         while candidate in self._names:
             n += 1

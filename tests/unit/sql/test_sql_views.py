@@ -421,3 +421,17 @@ def test_a_query_over_a_json_keyed_table_keeps_its_key_names():
         compile(sql)
     assert "v keeps the keys of t: its key is (a, b), not renamed" in info.value.message
     assert (info.value.line, info.value.column) == (4, 17), str(info.value)
+
+
+def test_readme_sql_composition_example_runs_as_written(capsys):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme.split("## Streaming SQL\n", 1)[1]
+    section = section.split("Queries compose without intermediate topics", 1)[1]
+    block = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(block, {})
+    assert capsys.readouterr().out.splitlines() == [
+        "{'auction': 2, 'price': 9, 'dateTime': '2024-01-01 10:00:04'}",
+        "{'auction': 1, 'price': 9, 'dateTime': '2024-01-01 10:00:08'}",
+    ]
