@@ -305,6 +305,7 @@ class Compiler:
         # a topic has one source node: every query that reads the table shares it
         if materialized is None and table.name in self._sources:
             return self._sources[table.name]
+        source: Any
         if table.is_upsert:
             source = self.builder.table(table.topic, materialized=materialized, **serde_args)
         else:
@@ -324,6 +325,8 @@ class Compiler:
                 raise self.error(select.args[clause], f"{word} over a join is not supported yet")
         if is_aggregation(select) or select.args.get("having"):
             from_ = select.args.get("from_") or select.args.get("from")
+            if from_ is None or not isinstance(from_.this, exp.Table):
+                raise self.error(select, "SELECT needs FROM <table>")
             left = self.table(from_.this)
             outer = aggregation_over_join(select, left, from_.this.alias or left.name, self.source)
             self.compile_query(statement, outer, sink)
