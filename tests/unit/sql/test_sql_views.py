@@ -435,3 +435,61 @@ def test_readme_sql_composition_example_runs_as_written(capsys):
         "{'auction': 2, 'price': 9, 'dateTime': '2024-01-01 10:00:04'}",
         "{'auction': 1, 'price': 9, 'dateTime': '2024-01-01 10:00:08'}",
     ]
+
+
+def test_a_view_of_a_foreign_key_join_feeds_two_tables():
+    # one view, read by two statements; renamed by its column list; an updating view
+    # (keyed by the orders' key) whose changes the aggregation takes back
+    sql = """
+    CREATE TABLE orders_t (id STRING, customer_id STRING, amount DOUBLE,
+      PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'upsert-kafka', 'topic' = 'orders_t');
+    CREATE TABLE customers (id STRING, name STRING, PRIMARY KEY (id) NOT ENFORCED)
+      WITH ('connector' = 'upsert-kafka', 'topic' = 'customers');
+    CREATE VIEW named (oid, who, amount) AS
+      SELECT o.id, c.name, o.amount FROM orders_t o JOIN customers c ON o.customer_id = c.id;
+    CREATE TABLE per_name WITH ('topic' = 'per_name') AS
+      SELECT who, SUM(amount) AS total, COUNT(*) AS n FROM named GROUP BY who;
+    CREATE TABLE big WITH ('topic' = 'big') AS SELECT oid, who FROM named WHERE amount > 10;
+    """
+    compiler = Compiler(sql)
+    compiler.compile_all()
+    named = compiler.tables["named"]
+    assert named.is_view and named.primary_key == ("oid",)
+    assert compiler.tables["per_name"].primary_key == ("who",)
+    assert compiler.tables["big"].primary_key == ("oid",)
+    with TopologyTestDriver(compile(sql)) as driver:
+        orders_t = driver.create_input_topic("orders_t", **S)
+        customers = driver.create_input_topic("customers", **S)
+        customers.pipe_input("c1", {"id": "c1", "name": "ann"})
+        orders_t.pipe_input("o1", {"id": "o1", "customer_id": "c1", "amount": 20.0})
+        orders_t.pipe_input("o2", {"id": "o2", "customer_id": "c1", "amount": 5.0})
+        customers.pipe_input("c1", {"id": "c1", "name": "bea"})  # both orders move
+        orders_t.pipe_input("o1", None)
+        per_name = driver.create_output_topic("per_name", **S).read_records_to_list()
+        big = driver.create_output_topic("big", **S).read_records_to_list()
+    assert [(r.key, r.value and (r.value["total"], r.value["n"])) for r in per_name] == [
+        ("ann", (20.0, 1)),
+        ("ann", (25.0, 2)),
+        ("ann", (5.0, 1)),
+        ("bea", (20.0, 1)),
+        ("ann", None),
+        ("bea", (25.0, 2)),
+        ("bea", (5.0, 1)),
+    ]
+    assert [(r.key, r.value) for r in big] == [
+        ("o1", {"oid": "o1", "who": "ann"}),
+        ("o2", None),
+        ("o1", {"oid": "o1", "who": "bea"}),
+        ("o2", None),
+        ("o1", None),
+    ]
+
+
+def test_explain_shows_a_create_table_as_select():
+    from streaming.sql import explain
+
+    text = explain(
+        TABLES + "EXPLAIN CREATE TABLE out WITH ('topic' = 'out') AS "
+        "SELECT region, COUNT(*) AS n FROM orders GROUP BY region;"
+    )
+    assert "out-group-by-repartition" in text and "topic: out" in text
