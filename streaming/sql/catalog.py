@@ -71,6 +71,9 @@ class TableDef:
     key_format: str
     watermark: Watermark | None
     options: dict[str, str]
+    #: its rows are window results stamped at a window bound (the time attribute): a
+    #: GROUP BY that column groups by window
+    window_bound: bool = False
 
     @property
     def is_view(self) -> bool:

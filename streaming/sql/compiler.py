@@ -58,7 +58,7 @@ from streaming.dsl import (
 )
 from streaming.sql import aggregates
 from streaming.sql.catalog import INFERRED, TableDef, table_from_ddl
-from streaming.sql.derived import is_aggregation
+from streaming.sql.derived import is_aggregation, window_column
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import NUMERIC, Compiled, compile_expression
 from streaming.sql.join_groups import aggregation_over_join
@@ -398,6 +398,11 @@ class Compiler:
             ):
                 window = self.group_window(item)
                 items.remove(item)
+        column = window_column(source)
+        for item in items if window is None and column is not None else []:
+            if isinstance(item, exp.Column) and item.name == column:
+                # window results grouped by their window bound: one window per bound value
+                window = Window("TUMBLE", column, 1, 1, node_offset(item))
         if window is not None:
             self.check_time_attribute(window, source)
         return window, items

@@ -91,13 +91,23 @@ def is_aggregation(select: exp.Select) -> bool:
     )
 
 
-def is_windowed(select: exp.Select, has_window_tvf: bool) -> bool:
-    """Whether the query's GROUP BY makes windows (a window TVF or a group window)."""
+def window_column(source: TableDef) -> str | None:
+    """The window-bound time attribute of window results (a GROUP BY of it groups by
+    window), else None."""
+    if source.window_bound and source.watermark is not None and not source.is_upsert:
+        return source.watermark.column
+    return None
+
+
+def is_windowed(select: exp.Select, has_window_tvf: bool, time_column: str | None = None) -> bool:
+    """Whether the query's GROUP BY makes windows: a window TVF, a group window, or the
+    window-bound column ``time_column`` of window results."""
     group = select.args.get("group")
     if group is None:
         return False
     return has_window_tvf or any(
-        isinstance(item, exp.Anonymous) and item.name.upper() in WINDOW_CALLS
+        (isinstance(item, exp.Anonymous) and item.name.upper() in WINDOW_CALLS)
+        or _is_column(item, time_column)
         for item in group.expressions
     )
 
@@ -157,6 +167,11 @@ def upsert_key(
     return tuple(n for n in names if n is not None)
 
 
+def _is_column(node: exp.Expr, name: str | None) -> bool:
+    """Whether ``node`` is a reference to the column ``name`` (never, for None)."""
+    return name is not None and isinstance(node, exp.Column) and node.name == name
+
+
 def _is_window_bound(node: exp.Expr) -> bool:
     """Whether ``node`` is ``window_start`` / ``window_end`` or a ``*_START`` / ``*_END``
     group-window function."""
@@ -170,12 +185,15 @@ def time_attribute(
     columns: list[Output],
     sources: QuerySources,
     window_size_ms: int | None,
+    time_column: str | None = None,
 ) -> Watermark | None:
     """The result's time attribute: the source's WATERMARK renamed to the output that
     passes its column through (a query without aggregation); for a final TUMBLE/HOP
-    aggregation (``window_size_ms`` given) its first window bound in the SELECT list,
-    whose delay is the source's plus, for the window start, the window's size (a row
-    comes out once its window closes). Else None."""
+    aggregation (``window_size_ms`` given) its first window bound in the SELECT list (or
+    the passed-through ``time_column`` of window results grouped by it). A row comes out
+    once its window closes, so the delay is the source's plus, for a window start, the
+    window's size, plus once more the source's when the source is itself window results
+    (its own time runs that far behind). Else None."""
     watermark = sources.left.watermark
     if watermark is None:
         return None
@@ -183,11 +201,16 @@ def time_attribute(
         if window_size_ms is None:
             return None
         bound = next((o for o in columns if _is_window_bound(o.node)), None)
-        if bound is None:
+        passed = next((o for o in columns if _is_column(o.node, time_column)), None)
+        if bound is not None:
+            end = bound.node.name.lower().endswith("end")
+        elif passed is not None:
+            bound, end = passed, False  # rows at that time: like a window start
+        else:
             return None
-        node = bound.node
-        bound_name = node.name if isinstance(node, exp.Column) else node.name.upper()
-        delay = watermark.delay_ms + (0 if bound_name.endswith("end") else window_size_ms)
+        delay = watermark.delay_ms + (0 if end else window_size_ms)
+        if sources.left.window_bound:
+            delay += watermark.delay_ms
         return Watermark(column=bound.name, delay_ms=delay, offset=watermark.offset)
     name = passthrough(columns, watermark.column, (sources.left.name, sources.left_alias))
     if name is None:

@@ -262,13 +262,14 @@ class JoinCompiler:
     def condition(self) -> tuple[Equality, TimeBound | None]:
         """The ON clause's key equality and (two streams) time bound. For two streams an
         equality of the two time attributes is the bound ``[0, 0]``; further equalities
-        of an inner join filter the joined rows (added to WHERE)."""
+        and other conditions of an inner join filter the joined rows (added to WHERE)."""
         on = self.join.args["on"]
         terms = _conjuncts(on)
         equality: Equality | None = None
         bound: TimeBound | None = None
         streams = not self.left.is_upsert and not self.right.is_upsert
         filters: list[exp.Expr] = []
+        unsupported: list[exp.Expr] = []
         for term in terms:
             if (
                 isinstance(term, exp.EQ)
@@ -303,12 +304,23 @@ class JoinCompiler:
                 if bound is not None:
                     raise self.error(term, "a join takes one time bound")
                 bound = self.time_bound(term)
+            elif self.side == "INNER":
+                unsupported.append(term)
+                filters.append(term)  # an inner join's other conditions filter its rows
             else:
                 raise self.error(
                     term,
-                    f"unsupported join condition {term.sql()}: a join needs an equality on a "
-                    "column of each table (and, for two streams, a BETWEEN time bound)",
+                    f"unsupported join condition {term.sql()}: a {self.side} join needs an "
+                    "equality on a column of each table (and, for two streams, a BETWEEN "
+                    "time bound)",
                 )
+        if equality is None and unsupported:
+            raise self.error(
+                unsupported[0],
+                f"unsupported join condition {unsupported[0].sql()}: a join needs an "
+                "equality on a column of each table (and, for two streams, a BETWEEN time "
+                "bound)",
+            )
         if equality is None:
             raise self.error(on, "a join needs an equality on a column of each table: ON a.x = b.y")
         if filters:

@@ -36,6 +36,7 @@ from streaming.sql.derived import (
     span,
     time_attribute,
     upsert_key,
+    window_column,
 )
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.rewrite import Statement, tokenize
@@ -79,12 +80,6 @@ class DerivedTables:
                 statement.watermark.offset,
                 "CREATE TABLE ... AS SELECT takes no WATERMARK: the time attribute is the query's",
             )
-        if (
-            kind == "VIEW"
-            and statement.emit is None
-            and is_windowed(select, statement.window_tvf is not None)
-        ):
-            statement = replace(statement, emit="FINAL")
         self.define(
             statement,
             select,
@@ -121,8 +116,11 @@ class DerivedTables:
                     f"{name} lists {len(names)} columns, its query has {len(columns)}",
                 )
             sources = self.sources(select)
+            time_column = window_column(sources.left)
+            windowed = is_windowed(select, outer.window_tvf is not None, time_column)
+            if view and outer.emit is None and windowed:
+                outer = replace(outer, emit="FINAL")  # window results in a view are final
             final = outer.emit == "FINAL"
-            windowed = is_windowed(select, outer.window_tvf is not None)
             key = primary_key or upsert_key(
                 select, columns, sources, windowed=windowed, final=final
             )
@@ -139,9 +137,8 @@ class DerivedTables:
             if view and not key and is_aggregation(select) and not (windowed and final):
                 columns = self.expose_group_key(select, columns)
                 key = upsert_key(select, columns, sources, windowed=windowed, final=final)
-            watermark = time_attribute(
-                select, columns, sources, self.window_size(outer, select) if final else None
-            )
+            size = self.window_size(outer, select, time_column) if final else None
+            watermark = time_attribute(select, columns, sources, size, time_column)
             renamed = {c.name: n for c, n in zip(columns, names, strict=False)}
             if watermark is not None:
                 watermark = replace(
@@ -153,6 +150,8 @@ class DerivedTables:
                 for c in columns
             }
             table = table_def(name, table_columns, key, create, watermark, self.source, view=view)
+            if watermark is not None and is_aggregation(select):
+                table = replace(table, window_bound=True)
             if updating_source and not is_aggregation(select):
                 table = self.keep_source_key(table, sources.left, name_node)
             compiler.tables[name] = table
@@ -204,8 +203,11 @@ class DerivedTables:
                     taken.add(hidden)
         return outputs(select, self.source)
 
-    def window_size(self, statement: Statement, select: exp.Select) -> int | None:
-        """The size of the query's TUMBLE or HOP window (None: no such window)."""
+    def window_size(
+        self, statement: Statement, select: exp.Select, time_column: str | None
+    ) -> int | None:
+        """The size of the query's TUMBLE or HOP window (1 ms: a GROUP BY the window
+        bound of window results; None: no such window)."""
         tvf = statement.window_tvf
         if tvf is not None:
             return tvf.size_ms if tvf.kind in ("TUMBLE", "HOP") else None
@@ -213,6 +215,8 @@ class DerivedTables:
         for item in group.expressions if group else []:
             if isinstance(item, exp.Anonymous) and item.name.upper() in ("TUMBLE", "HOP"):
                 return int(self.compiler.group_window(item).size_ms)
+            if isinstance(item, exp.Column) and item.name == time_column:
+                return 1
         return None
 
     def sources(self, select: exp.Select) -> QuerySources:
@@ -256,8 +260,6 @@ class DerivedTables:
                 inner = replace(
                     statement, window_tvf=own[0] if own else None, window_tvfs=own, emit=None
                 )
-                if is_windowed(inner_select, bool(own)):
-                    inner = replace(inner, emit="FINAL")
                 name_node = alias.this
                 create = exp.Create(this=exp.Table(this=name_node.copy()), kind="VIEW")
                 self.define(
