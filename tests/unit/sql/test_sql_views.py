@@ -493,3 +493,47 @@ def test_explain_shows_a_create_table_as_select():
         "SELECT region, COUNT(*) AS n FROM orders GROUP BY region;"
     )
     assert "out-group-by-repartition" in text and "topic: out" in text
+
+
+@pytest.mark.parametrize("seed", [9, 10])
+def test_group_by_over_a_stream_table_join_matches_the_dsl(seed):
+    # the join is a subquery passing on the columns the aggregation names
+    sql = (
+        TABLES
+        + """
+    CREATE TABLE out (tier STRING, n BIGINT, total DOUBLE, PRIMARY KEY (tier) NOT ENFORCED)
+      WITH ('topic' = 'out');
+    INSERT INTO out SELECT c.tier, COUNT(*), SUM(o.amount)
+    FROM orders o JOIN customers c ON o.customerId = c.id
+    WHERE o.amount > 5 GROUP BY c.tier;
+    """
+    )
+    builder = StreamsBuilder()
+    customers = builder.table("customers", **S)
+    joined = (
+        orders(builder)
+        .select_key(lambda k, v: v["customerId"])
+        .join(
+            customers,
+            lambda o, c: {"left": o, "right": c},
+            joined=Joined.with_(key_serde=serdes.String(), value_serde=serdes.Json()),
+        )
+        .filter(lambda k, v: v["left"]["amount"] is not None and v["left"]["amount"] > 5)
+        .map(lambda k, v: (None, {"c.tier": v["right"]["tier"], "o.amount": v["left"]["amount"]}))
+    )
+
+    def add(k, v, a):
+        return [a[0] + 1, (a[1] or 0) + v["o.amount"]]
+
+    (
+        joined.filter(lambda k, v: isinstance(v, dict))
+        .group_by(lambda k, v: [v["c.tier"]], Grouped.with_(**J))
+        .aggregate(lambda: [0, None], add, materialized=store("out"))
+        .to_stream()
+        .map(lambda k, a: (k[0], {"tier": k[0], "n": a[0], "total": a[1]}))
+        .to("out", **S)
+    )
+    records = trace(seed)
+    expected = run(builder.build(), records)
+    assert len(expected) > 10
+    assert run(compile(sql), records) == expected
