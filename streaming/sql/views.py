@@ -12,6 +12,12 @@
   alias for the one statement. A window TVF inside it is its own; a windowed aggregation
   in a view or a subquery emits final results (EMIT FINAL: one row per window once it
   closes, append-only), as Flink's window aggregations do.
+- A view of final window results keeps its first window bound as its time attribute:
+  its rows are re-stamped to it (``ColumnTimestamper``) and the table is marked
+  ``window_bound``, so a later GROUP BY of that column is one window per value.
+- An updating view (a non-windowed aggregation) is keyed by its GROUP BY columns; those
+  its SELECT list leaves out are added to it as hidden ``$column`` outputs. A query over
+  a table keeps the table's Kafka keys, so it must select the table's key.
 """
 
 from __future__ import annotations
