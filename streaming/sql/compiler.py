@@ -120,6 +120,9 @@ class Compiler:
         self.views: dict[str, Any] = {}
         #: table name -> its topic's KStream / KTable (one source node per topic)
         self._sources: dict[str, Any] = {}
+        #: tables read into a versioned store (FOR SYSTEM_TIME AS OF)
+        self.versioned: set[str] = set()
+        self.statement_start = 0
         #: tables whose column kinds come from the query being compiled
         self.inferring: set[str] = set()
         self.derived = DerivedTables(self)
@@ -128,6 +131,7 @@ class Compiler:
         """Compile every statement of the source text."""
         for statement in split_statements(self.source):
             self.explained |= statement.explain
+            self.statement_start = statement.start
             self.compile_statement(statement, parse(statement, self.source))
 
     def error(self, node: exp.Expr | int, message: str) -> SqlError:
@@ -303,6 +307,12 @@ class Compiler:
             key_serde=table.key_serde(), value_serde=serdes.Json(), timestamp_extractor=extractor
         )
         # a topic has one source node: every query that reads the table shares it
+        if table.name in self.versioned:
+            raise self.error(
+                self.statement_start,
+                f"{table.name} is read FOR SYSTEM_TIME AS OF (into a versioned store): "
+                "reading it again is not supported yet",
+            )
         if materialized is None and table.name in self._sources:
             return self._sources[table.name]
         source: Any

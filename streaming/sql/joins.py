@@ -483,9 +483,17 @@ class JoinCompiler:
                 f"FOR SYSTEM_TIME AS OF needs the time attribute of {self.left.name}"
                 + (f" ({self.left.watermark.column})" if self.left.watermark else ""),
             )
-        return self.compiler.source_of(
+        if self.right.name in self.compiler._sources or self.right.is_view:
+            raise self.error(
+                self.join.this,
+                f"FOR SYSTEM_TIME AS OF needs {self.right.name} read into a versioned store: "
+                f"{self.right.name} is read elsewhere too (or is a view), not supported yet",
+            )
+        table = self.compiler.source_of(
             self.right, materialized=self.versioned_store(VERSIONED_HISTORY_MS)
         )
+        self.compiler.versioned.add(self.right.name)
+        return table
 
     def versioned_store(self, retention_ms: int) -> Materialized:
         name = self.compiler.unique(f"{self.right.name}-versioned")

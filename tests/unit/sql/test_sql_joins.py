@@ -540,3 +540,42 @@ def test_interval_join_never_matches_null_keys(right_key, side, expected):
         )
         rows = [(r.value["x"], r.value["y"]) for r in out.read_records_to_list()]
     assert sorted(rows, key=str) == sorted(expected, key=str)
+
+
+@pytest.mark.parametrize(
+    ("queries", "line", "column", "message"),
+    [
+        (
+            "INSERT INTO out SELECT o.id, c.name, amount, amount FROM orders o JOIN customers c ON o.customer_id = c.id;\n"
+            "INSERT INTO out SELECT o.id, c.name, amount, amount FROM orders o JOIN customers FOR SYSTEM_TIME AS OF o.ts AS c ON o.customer_id = c.id;",
+            2,
+            72,
+            "FOR SYSTEM_TIME AS OF needs customers read into a versioned store: customers is read elsewhere too",
+        ),
+        (
+            "INSERT INTO out SELECT o.id, c.name, amount, amount FROM orders o JOIN customers FOR SYSTEM_TIME AS OF o.ts AS c ON o.customer_id = c.id;\n"
+            "INSERT INTO out SELECT o.id, c.name, amount, amount FROM orders o JOIN customers c ON o.customer_id = c.id;",
+            2,
+            1,
+            "customers is read FOR SYSTEM_TIME AS OF (into a versioned store): reading it again is not supported yet",
+        ),
+    ],
+)
+def test_a_versioned_table_is_read_once(queries, line, column, message):
+    error = error_of(BASE + queries)
+    assert message in error.message
+    assert (error.line, error.column) == (LINE + line - 1, column), str(error)
+
+
+def test_two_queries_read_one_topic():
+    # every statement that reads a table shares its topic's source node
+    sql = (
+        BASE
+        + "INSERT INTO out SELECT id, customer_id, amount, amount FROM orders WHERE amount > 10;\n"
+        + "INSERT INTO out SELECT id, customer_id, amount, amount FROM orders WHERE amount <= 10;"
+    )
+    records = [r for r in trace(3) if r[0] == "orders"]
+    rows = run(compile(sql), records)
+    assert sorted(v["id"] for _, v, _ in rows) == sorted(
+        v["id"] for _, _, v, _ in records if v["amount"] is not None
+    )
