@@ -578,7 +578,7 @@ class Compiler:
                 return sink.key_of(row), None
             return sink.key_of(row), row
 
-        if sink.name not in self.results:
+        if sink.name not in self.results and not sink.is_view:  # views: no pull queries
             kind = (
                 "keyvalue"
                 if window is None

@@ -537,3 +537,27 @@ def test_group_by_over_a_stream_table_join_matches_the_dsl(seed):
     expected = run(builder.build(), records)
     assert len(expected) > 10
     assert run(compile(sql), records) == expected
+
+
+def test_a_create_table_as_select_aggregation_is_queryable():
+    # its store is named after the table (pull queries); a subquery's store is not
+    from streaming.sql.results import catalog_of
+
+    topology = compile(
+        TABLES
+        + """
+    CREATE TABLE region_max WITH ('topic' = 'region_max') AS
+    SELECT region, MAX(n) AS top
+    FROM (SELECT region, customerId, COUNT(*) AS n FROM orders GROUP BY region, customerId) q
+    GROUP BY region;
+    """
+    )
+    catalog = catalog_of(topology)
+    assert set(catalog.results) == {"region_max"}
+    result = catalog.results["region_max"]
+    assert (result.store, result.kind, result.group_columns) == (
+        "region_max",
+        "keyvalue",
+        ("region",),
+    )
+    assert "q" not in catalog.tables and "region_max" in catalog.tables
