@@ -30,8 +30,15 @@ by position, as in Flink.
 - An aggregation's result is updating (updates, tombstones) unless it is windowed with
   ``EMIT FINAL``: into an append-only sink (no primary key, not ``upsert-kafka``) it is an
   error at the INSERT, as Flink rejects it.
+- ``GROUP BY`` on an updating input (an upsert table, an updating view): ``KTable``
+  ``group_by`` + ``KGroupedTable.aggregate`` with an adder and a subtractor (the
+  accumulators of ``aggregates`` that take rows back); windows need an append stream.
 - The aggregate's state store is named after the sink table (a queryable store); the
   compiler records it in ``results`` (``MaterializedResult``) for pull queries.
+- ``CREATE TABLE ... AS SELECT``, ``CREATE VIEW`` and subqueries in FROM are
+  ``views.DerivedTables``: a query writes to its sink's topic or, for a view, keeps its
+  output stream (``write``) for the statements that read the view (``source_of``).
+  Every statement that reads a table shares its topic's source node.
 """
 
 from __future__ import annotations
@@ -306,13 +313,13 @@ class Compiler:
         serde_args = dict(
             key_serde=table.key_serde(), value_serde=serdes.Json(), timestamp_extractor=extractor
         )
-        # a topic has one source node: every query that reads the table shares it
         if table.name in self.versioned:
             raise self.error(
                 self.statement_start,
                 f"{table.name} is read FOR SYSTEM_TIME AS OF (into a versioned store): "
                 "reading it again is not supported yet",
             )
+        # a topic has one source node: every query that reads the table shares it
         if materialized is None and table.name in self._sources:
             return self._sources[table.name]
         source: Any
