@@ -127,6 +127,8 @@ class Compiler:
         self.views: dict[str, Any] = {}
         #: table name -> its topic's KStream / KTable (one source node per topic)
         self._sources: dict[str, Any] = {}
+        #: topic -> the table whose source node reads it
+        self._topics: dict[str, str] = {}
         #: tables read into a versioned store (FOR SYSTEM_TIME AS OF)
         self.versioned: set[str] = set()
         self.statement_start = 0
@@ -322,6 +324,13 @@ class Compiler:
         # a topic has one source node: every query that reads the table shares it
         if materialized is None and table.name in self._sources:
             return self._sources[table.name]
+        other = self._topics.setdefault(table.topic, table.name)
+        if other != table.name:
+            raise self.error(
+                self.statement_start,
+                f"tables {other} and {table.name} both read the topic {table.topic}: a topic "
+                "has one source in a topology, so declare it once",
+            )
         source: Any
         if table.is_upsert:
             source = self.builder.table(table.topic, materialized=materialized, **serde_args)

@@ -561,3 +561,16 @@ def test_a_create_table_as_select_aggregation_is_queryable():
         ("region",),
     )
     assert "q" not in catalog.tables and "region_max" in catalog.tables
+
+
+def test_two_tables_on_one_topic_are_an_error():
+    sql = (
+        TABLES
+        + "CREATE TABLE again (id STRING) WITH ('topic' = 'orders');\n"
+        + "CREATE TABLE x WITH ('topic' = 'x') AS SELECT id FROM orders;\n"
+        + "CREATE TABLE y WITH ('topic' = 'y') AS SELECT id FROM again;"
+    )
+    with pytest.raises(SqlError) as info:
+        compile(sql)
+    assert "tables orders and again both read the topic orders" in info.value.message
+    assert (info.value.line, info.value.column) == (sql.count("\n") + 1, 1)
