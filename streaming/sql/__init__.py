@@ -7,7 +7,8 @@ expressions (arithmetic, comparison, AND/OR/NOT, IS NULL, CASE, CAST, COALESCE, 
 LOWER, CONCAT / ``||``, SUBSTRING, CHAR_LENGTH, TRIM); GROUP BY on a stream with COUNT,
 COUNT(DISTINCT), SUM, AVG, MIN, MAX, over TUMBLE/HOP/SESSION windows (group-window
 functions or window TVFs) or none, and HAVING; joins of two tables (stream-table, also
-``FOR SYSTEM_TIME AS OF``; interval joins of two streams; table-table on the keys);
+``FOR SYSTEM_TIME AS OF``; interval joins of two streams; table-table on the keys or a
+foreign key);
 EMIT CHANGES / EMIT FINAL; EXPLAIN. Errors are ``SqlError`` with line and column.
 
 Running: ``python -m streaming sql FILE.sql --config app.properties`` (``streaming.cli``).
@@ -16,8 +17,13 @@ state store of an aggregation's sink table, which is named after the table; push
 (``... EMIT CHANGES``: ``push(streams, text)`` or ``/sql``) stream a table's new rows
 (``streaming.sql.queries``).
 
-Not yet: RIGHT and foreign-key joins, joins of more than two tables, GROUP BY over joins
-or upsert tables, CREATE TABLE AS SELECT, the Dagster integration.
+Queries compose: ``CREATE TABLE ... AS SELECT`` (``views``, ``derived``), ``CREATE VIEW``
+and subqueries in FROM (kept inside the topology), GROUP BY over joins
+(``join_groups``) and over updating tables (``KGroupedTable`` with a subtractor);
+foreign-key table-table joins.
+
+Not yet: RIGHT joins, joins of more than two tables, windows over joins or updating
+tables, the Dagster integration.
 """
 
 from __future__ import annotations
@@ -39,7 +45,10 @@ def compile(text: str, config: dict[str, Any] | None = None) -> Topology:
     compiler = Compiler(text)
     compiler.compile_all()
     topology = compiler.builder.build(config)
-    register(topology, SqlCatalog(dict(compiler.tables), dict(compiler.results)))
+    # views live inside the topology: pull and push queries read declared tables
+    tables = {name: t for name, t in compiler.tables.items() if not t.is_view}
+    results = {name: r for name, r in compiler.results.items() if name in tables}
+    register(topology, SqlCatalog(tables, results))
     return topology
 
 

@@ -8,6 +8,12 @@ store and its changelog hold plain JSON. NULL arguments are skipped, as in SQL;
 MAX of a TIMESTAMP compare instants (epoch ms) and keep the value of the row that has it,
 as it was (source text, or epoch ms). ``merger`` combines two accumulators, as
 session windows need when a record bridges two sessions.
+
+Over an updating input (a table: rows change and go away) the accumulator must also
+take rows back (``subtractor``, for ``KGroupedTable.aggregate``): it starts with the
+group's row count (the group is gone, a delete, when it reaches 0), SUM and AVG keep
+``[sum, count]``, and MIN, MAX and COUNT(DISTINCT) keep their values with how often each
+was seen (``[[value, n], ...]``), so a retracted extreme falls back to the next one.
 """
 
 from __future__ import annotations
@@ -119,3 +125,77 @@ def results(specs: list[AggregateSpec], acc: list[Any]) -> list[Any]:
 def merger(specs: list[AggregateSpec]) -> Callable[[Any, list[Any], list[Any]], list[Any]]:
     """``Merger(key, a, b)`` for the DSL's session-windowed ``aggregate``."""
     return lambda key, a, b: [merge(spec, x, y) for spec, x, y in zip(specs, a, b, strict=True)]
+
+
+# -- over an updating input: accumulators that take rows back --------------------------
+
+_MULTISET = ("MIN", "MAX", "COUNT_DISTINCT")
+
+
+def _initial_updating(spec: AggregateSpec) -> Any:
+    if spec.function == "COUNT":
+        return 0
+    return [] if spec.function in _MULTISET else [0, 0]
+
+
+def _change(spec: AggregateSpec, state: Any, row: Row, sign: int) -> Any:
+    """The state with ``row`` added (``sign`` 1) or taken back (``sign`` -1)."""
+    value = 1 if spec.argument is None else spec.argument(row)
+    if value is None or (spec.order is not None and spec.order(value) is None):
+        return state
+    if spec.function == "COUNT":
+        return state + sign
+    if spec.function not in _MULTISET:  # SUM, AVG
+        return [state[0] + sign * value, state[1] + sign]
+    counts = [[v, n] for v, n in state]  # a new list: the store's state is never changed
+    for pair in counts:
+        if sql_equal(pair[0], value):
+            pair[1] += sign
+            return [p for p in counts if p[1] > 0]
+    return [*counts, [value, 1]] if sign > 0 else counts
+
+
+def _result_updating(spec: AggregateSpec, state: Any) -> Any:
+    if spec.function == "COUNT":
+        return state
+    if spec.function == "COUNT_DISTINCT":
+        return len(state)
+    if spec.function in ("MIN", "MAX"):
+        best = None
+        for value, _ in state:
+            best = value if best is None else _extreme(spec, best, value)
+        return best
+    if not state[1]:
+        return None
+    return state[0] / state[1] if spec.function == "AVG" else state[0]
+
+
+def updating_initializer(specs: list[AggregateSpec]) -> Callable[[], list[Any]]:
+    """``Initializer`` of ``KGroupedTable.aggregate``: ``[row count, state, ...]``."""
+    return lambda: [0, *(_initial_updating(spec) for spec in specs)]
+
+
+def adder(specs: list[AggregateSpec]) -> Callable[[Any, Row, list[Any]], list[Any]]:
+    """``adder(key, row, accumulator)`` of ``KGroupedTable.aggregate``."""
+    return lambda key, row, acc: [
+        acc[0] + 1,
+        *(_change(spec, state, row, 1) for spec, state in zip(specs, acc[1:], strict=True)),
+    ]
+
+
+def subtractor(specs: list[AggregateSpec]) -> Callable[[Any, Row, list[Any]], list[Any] | None]:
+    """``subtractor(key, old row, accumulator)``: None (the group is deleted) when its
+    last row goes."""
+
+    def subtract(key: Any, row: Row, acc: list[Any]) -> list[Any] | None:
+        if acc[0] <= 1:
+            return None
+        states = zip(specs, acc[1:], strict=True)
+        return [acc[0] - 1, *(_change(spec, state, row, -1) for spec, state in states)]
+
+    return subtract
+
+
+def updating_results(specs: list[AggregateSpec], acc: list[Any]) -> list[Any]:
+    """The aggregates' values from an accumulator of ``updating_initializer``."""
+    return [_result_updating(spec, state) for spec, state in zip(specs, acc[1:], strict=True)]

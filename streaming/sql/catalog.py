@@ -1,7 +1,9 @@
 """DDL -> table definitions: ``CREATE TABLE ... WITH (...)`` over a Kafka topic.
 
 A table without a primary key (connector ``kafka``) is an append stream; a primary key,
-or connector ``upsert-kafka``, makes it an upsert table. Values are JSON objects with
+or connector ``upsert-kafka``, makes it an upsert table. A view (``CREATE VIEW``, a
+subquery in FROM) is a table of connector ``view``: no topic, its rows stay in the
+topology. Values are JSON objects with
 one field per column; keys are raw strings (``'key.format' = 'raw'``, the default for one
 key column) or JSON (``'key.format' = 'json'``, the default for several: an object of the
 key columns). The key columns are ``'key.fields'`` (``;``-separated, Flink's syntax) or
@@ -38,6 +40,10 @@ TYPE_KINDS = {
     "DATETIME": "TIMESTAMP",
 }
 
+#: The kind of a column whose type comes from its query (``CREATE TABLE ... AS SELECT``, a
+#: view), filled in as the query compiles.
+INFERRED = "INFERRED"
+
 _KNOWN_OPTIONS = {
     "connector",
     "topic",
@@ -65,6 +71,14 @@ class TableDef:
     key_format: str
     watermark: Watermark | None
     options: dict[str, str]
+    #: its rows are window results stamped at a window bound (the time attribute): a
+    #: GROUP BY that column groups by window
+    window_bound: bool = False
+
+    @property
+    def is_view(self) -> bool:
+        """A view (or a subquery in FROM): its rows stay inside the topology, no topic."""
+        return self.connector == "view"
 
     @property
     def is_upsert(self) -> bool:
@@ -106,7 +120,12 @@ def table_from_ddl(create: exp.Create, watermark: Watermark | None, source: str)
     schema = create.this
     if not isinstance(schema, exp.Schema):
         raise error_at(source, node_offset(create), "CREATE TABLE needs a column list")
-    name = schema.this.name
+    columns, primary_key = schema_elements(schema, source)
+    return table_def(schema.this.name, columns, primary_key, create, watermark, source)
+
+
+def schema_elements(schema: exp.Schema, source: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The columns (name -> kind) and the primary key of a ``CREATE TABLE``'s list."""
     columns: dict[str, str] = {}
     primary_key: tuple[str, ...] = ()
     for item in schema.expressions:
@@ -118,16 +137,37 @@ def table_from_ddl(create: exp.Create, watermark: Watermark | None, source: str)
             primary_key = tuple(e.name for e in item.expressions)
         else:
             raise error_at(source, node_offset(item), f"unsupported table element {item.sql()}")
+    return columns, primary_key
+
+
+def table_def(
+    name: str,
+    columns: dict[str, str],
+    primary_key: tuple[str, ...],
+    create: exp.Create,
+    watermark: Watermark | None,
+    source: str,
+    *,
+    view: bool = False,
+) -> TableDef:
+    """The ``TableDef`` of a table's columns, primary key and ``WITH`` options (checked).
+
+    A view (``view=True``) has no topic and takes no options: its rows stay inside the
+    topology (``connector`` ``view``).
+    """
+    schema = create.this
     for column in primary_key:
         _check_column(columns, column, source, schema, "PRIMARY KEY")
     options = _options(create, source)
+    if view and options:
+        raise error_at(source, node_offset(create), "a view takes no WITH options")
     unknown = sorted(set(options) - _KNOWN_OPTIONS)
     if unknown:
         raise error_at(source, node_offset(create), f"unknown table option {unknown[0]!r}")
     if options.get("value.format", options.get("format", "json")) != "json":
         raise error_at(source, node_offset(create), "only 'json' values are supported yet")
-    connector = options.get("connector", "kafka")
-    if connector not in ("kafka", "upsert-kafka"):
+    connector = "view" if view else options.get("connector", "kafka")
+    if connector not in ("kafka", "upsert-kafka", "view"):
         raise error_at(source, node_offset(create), f"unsupported connector {connector!r}")
     key_fields = tuple(f.strip() for f in options.get("key.fields", "").split(";") if f.strip())
     key_fields = key_fields or primary_key
@@ -142,7 +182,7 @@ def table_from_ddl(create: exp.Create, watermark: Watermark | None, source: str)
         )
     if watermark is not None:
         _check_column(columns, watermark.column, source, schema, "WATERMARK", watermark.offset)
-        if columns[watermark.column] not in ("TIMESTAMP", "BIGINT"):
+        if columns[watermark.column] not in ("TIMESTAMP", "BIGINT", INFERRED):
             raise error_at(
                 source,
                 watermark.offset,
@@ -151,7 +191,7 @@ def table_from_ddl(create: exp.Create, watermark: Watermark | None, source: str)
     return TableDef(
         name=name,
         columns=columns,
-        topic=options.get("topic", name),
+        topic="" if view else options.get("topic", name),
         connector=connector,
         primary_key=primary_key,
         key_fields=key_fields,
@@ -179,6 +219,8 @@ def _options(create: exp.Create, source: str) -> dict[str, str]:
     properties = create.args.get("properties")
     options: dict[str, str] = {}
     for prop in properties.expressions if properties else []:
+        if isinstance(prop, exp.TemporaryProperty):
+            continue  # CREATE TEMPORARY VIEW: every view lives as long as its topology
         if not isinstance(prop, exp.Property):
             raise error_at(source, node_offset(create), f"unsupported table property {prop.sql()}")
         key = prop.this.name if isinstance(prop.this, exp.Expr) else str(prop.this)

@@ -30,12 +30,20 @@ by position, as in Flink.
 - An aggregation's result is updating (updates, tombstones) unless it is windowed with
   ``EMIT FINAL``: into an append-only sink (no primary key, not ``upsert-kafka``) it is an
   error at the INSERT, as Flink rejects it.
+- ``GROUP BY`` on an updating input (an upsert table, an updating view): ``KTable``
+  ``group_by`` + ``KGroupedTable.aggregate`` with an adder and a subtractor (the
+  accumulators of ``aggregates`` that take rows back); windows need an append stream.
 - The aggregate's state store is named after the sink table (a queryable store); the
   compiler records it in ``results`` (``MaterializedResult``) for pull queries.
+- ``CREATE TABLE ... AS SELECT``, ``CREATE VIEW`` and subqueries in FROM are
+  ``views.DerivedTables``: a query writes to its sink's topic or, for a view, keeps its
+  output stream (``write``) for the statements that read the view (``source_of``).
+  Every statement that reads a table shares its topic's source node.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,9 +64,11 @@ from streaming.dsl import (
     TimeWindows,
 )
 from streaming.sql import aggregates
-from streaming.sql.catalog import TableDef, table_from_ddl
+from streaming.sql.catalog import INFERRED, TableDef, table_from_ddl
+from streaming.sql.derived import is_aggregation, window_column
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import NUMERIC, Compiled, compile_expression
+from streaming.sql.join_groups import aggregation_over_join
 from streaming.sql.joins import JoinCompiler
 from streaming.sql.results import MaterializedResult
 from streaming.sql.rewrite import (
@@ -71,6 +81,7 @@ from streaming.sql.rewrite import (
 )
 from streaming.sql.scopes import GroupScope, RowScope, row_of
 from streaming.sql.timestamps import ColumnTimestampExtractor, format_timestamp
+from streaming.sql.views import DerivedTables
 
 
 @dataclass(frozen=True)
@@ -112,11 +123,24 @@ class Compiler:
         #: sink table name -> its aggregation's state store, for pull queries
         self.results: dict[str, MaterializedResult] = {}
         self._names: set[str] = set()
+        #: view name -> the stream of its rows (sink key, row), as a sink topic would get
+        self.views: dict[str, Any] = {}
+        #: table name -> its topic's KStream / KTable (one source node per topic)
+        self._sources: dict[str, Any] = {}
+        #: topic -> the table whose source node reads it
+        self._topics: dict[str, str] = {}
+        #: tables read into a versioned store (FOR SYSTEM_TIME AS OF)
+        self.versioned: set[str] = set()
+        self.statement_start = 0
+        #: tables whose column kinds come from the query being compiled
+        self.inferring: set[str] = set()
+        self.derived = DerivedTables(self)
 
     def compile_all(self) -> None:
         """Compile every statement of the source text."""
         for statement in split_statements(self.source):
             self.explained |= statement.explain
+            self.statement_start = statement.start
             self.compile_statement(statement, parse(statement, self.source))
 
     def error(self, node: exp.Expr | int, message: str) -> SqlError:
@@ -124,7 +148,9 @@ class Compiler:
         return error_at(self.source, offset, message)
 
     def compile_statement(self, statement: Statement, tree: exp.Expr) -> None:
-        if isinstance(tree, exp.Create) and isinstance(tree.this, exp.Schema):
+        if isinstance(tree, exp.Create) and tree.expression is not None:
+            self.derived.create(statement, tree)
+        elif isinstance(tree, exp.Create) and isinstance(tree.this, exp.Schema):
             table = table_from_ddl(tree, statement.watermark, self.source)
             if table.name in self.tables:
                 raise self.error(tree.this, f"table {table.name} already exists")
@@ -132,9 +158,7 @@ class Compiler:
         elif isinstance(tree, exp.Insert):
             self.compile_insert(statement, tree)
         elif isinstance(tree, exp.Create):
-            raise self.error(
-                tree, "CREATE TABLE ... AS SELECT is not supported yet: use INSERT INTO"
-            )
+            raise self.error(tree, "CREATE TABLE needs a column list or AS SELECT")
         elif isinstance(tree, exp.Select):
             raise self.error(
                 statement.start,
@@ -159,7 +183,9 @@ class Compiler:
         return self.tables[name]
 
     def unique(self, name: str) -> str:
-        """A processor/store name not used yet in this topology."""
+        """A processor/store name not used yet in this topology, made of the characters a
+        Kafka topic name may hold (stores and repartitions name topics after it)."""
+        name = re.sub(r"[^a-zA-Z0-9._-]", "-", name)
         candidate, n = name, 1
         while candidate in self._names:
             n += 1
@@ -171,9 +197,19 @@ class Compiler:
 
     def compile_insert(self, statement: Statement, insert: exp.Insert) -> None:
         sink = self.table(insert.this)
+        if sink.is_view:
+            raise self.error(insert.this, f"{sink.name} is a view: INSERT INTO needs a table")
         select = insert.expression
         if not isinstance(select, exp.Select):
             raise self.error(insert, "INSERT INTO needs a SELECT")
+        self.compile_query(statement, select, sink)
+
+    def compile_query(self, statement: Statement, select: exp.Select, sink: TableDef) -> None:
+        """The topology of ``select`` writing into ``sink`` (a table's topic or a view)."""
+        with self.derived.subqueries(statement, select) as outer:
+            self.dispatch_query(outer, select, sink)
+
+    def dispatch_query(self, statement: Statement, select: exp.Select, sink: TableDef) -> None:
         if select.args.get("joins"):
             self.join_query(statement, select, sink)
             return
@@ -237,6 +273,9 @@ class Compiler:
     ) -> Callable[[Any], Any]:
         """The evaluator of one output column, converted to the sink column's type."""
         target, kind = sink.columns[name], compiled.kind
+        if sink.name in self.inferring and target == INFERRED:
+            # the column's kind is the query's (a NULL literal: STRING)
+            target = sink.columns[name] = "STRING" if kind == "NULL" else kind
         compatible = (
             kind == "NULL"
             or kind == target
@@ -254,30 +293,70 @@ class Compiler:
             return lambda row: v if not isinstance(v := fn(row), int) else format_timestamp(v)
         return fn
 
+    def write(self, out: Any, sink: TableDef) -> None:
+        """Send a stream of (sink key, sink row) to the sink's topic, or keep it as the
+        rows of a view."""
+        if sink.is_view:
+            self.views[sink.name] = out
+        else:
+            out.to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+
     def source_of(self, table: TableDef, materialized: Materialized | None = None) -> Any:
         """The table's topic as a KStream (append) or KTable (upsert, in ``materialized``
-        when given), with its event-time column as the timestamp."""
+        when given), with its event-time column as the timestamp; a view's rows as they
+        were written (an upsert view as a table of them)."""
+        if table.is_view:
+            rows = self.views[table.name]
+            if not table.is_upsert:
+                return rows
+            store = materialized or Materialized.with_(table.key_serde(), serdes.Json())
+            return rows.to_table(store)
         extractor = ColumnTimestampExtractor(table.watermark.column) if table.watermark else None
         serde_args = dict(
             key_serde=table.key_serde(), value_serde=serdes.Json(), timestamp_extractor=extractor
         )
+        if table.name in self.versioned:
+            raise self.error(
+                self.statement_start,
+                f"{table.name} is read FOR SYSTEM_TIME AS OF (into a versioned store): "
+                "reading it again is not supported yet",
+            )
+        # a topic has one source node: every query that reads the table shares it
+        if materialized is None and table.name in self._sources:
+            return self._sources[table.name]
+        other = self._topics.setdefault(table.topic, table.name)
+        if other != table.name:
+            raise self.error(
+                self.statement_start,
+                f"tables {other} and {table.name} both read the topic {table.topic}: a topic "
+                "has one source in a topology, so declare it once",
+            )
+        source: Any
         if table.is_upsert:
-            return self.builder.table(table.topic, materialized=materialized, **serde_args)
-        return self.builder.stream(table.topic, **serde_args)
+            source = self.builder.table(table.topic, materialized=materialized, **serde_args)
+        else:
+            source = self.builder.stream(table.topic, **serde_args)
+        if materialized is None:
+            self._sources[table.name] = source
+        return source
 
     # -- joins -------------------------------------------------------------------------
 
     def join_query(self, statement: Statement, select: exp.Select, sink: TableDef) -> None:
-        """``SELECT ... FROM l JOIN r ON ...``: the joined rows filtered and projected."""
-        for clause in ("group", "having", "order", "limit", "distinct"):
+        """``SELECT ... FROM l JOIN r ON ...``: the joined rows filtered and projected; an
+        aggregation over the join aggregates a subquery of it (``join_groups``)."""
+        for clause in ("order", "limit", "distinct"):
             if select.args.get(clause):
-                word = {"group": "GROUP BY", "order": "ORDER BY"}.get(clause, clause.upper())
+                word = {"order": "ORDER BY"}.get(clause, clause.upper())
                 raise self.error(select.args[clause], f"{word} over a join is not supported yet")
-        aggregate = next(
-            (e.find(exp.AggFunc) for e in select.expressions if e.find(exp.AggFunc)), None
-        )
-        if aggregate is not None:
-            raise self.error(aggregate, "aggregates over a join are not supported yet")
+        if is_aggregation(select) or select.args.get("having"):
+            from_ = select.args.get("from_") or select.args.get("from")
+            if from_ is None or not isinstance(from_.this, exp.Table):
+                raise self.error(select, "SELECT needs FROM <table>")
+            left = self.table(from_.this)
+            outer = aggregation_over_join(select, left, from_.this.alias or left.name, self.source)
+            self.compile_query(statement, outer, sink)
+            return
         if statement.emit == "FINAL":
             raise self.error(statement.emit_offset, "EMIT FINAL needs a windowed aggregation")
         if statement.window_tvf is not None:
@@ -293,12 +372,12 @@ class Compiler:
         if is_table:
             table = joined.filter(lambda k, v: isinstance(v, dict) and where(v))
             table = table.map_values(lambda v: None if v is None else project(v))
-            table.to_stream().to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+            self.write(table.to_stream(), sink)
             return
         out = joined.filter(lambda k, v: where(v)).map(
             lambda k, v: (sink.key_of(row := project(v)), row)
         )
-        out.to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+        self.write(out, sink)
 
     def stateless(
         self,
@@ -314,12 +393,12 @@ class Compiler:
         if source.is_upsert:
             table = stream.filter(lambda k, v: isinstance(v, dict) and where(v))
             table = table.map_values(lambda v: None if v is None else project(v))
-            table.to_stream().to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+            self.write(table.to_stream(), sink)
             return
         out = stream.filter(lambda k, v: isinstance(v, dict) and where(v)).map(
             lambda k, v: (sink.key_of(row := project(v)), row)
         )
-        out.to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+        self.write(out, sink)
 
     # -- GROUP BY ----------------------------------------------------------------------
 
@@ -345,6 +424,11 @@ class Compiler:
             ):
                 window = self.group_window(item)
                 items.remove(item)
+        column = window_column(source)
+        for item in items if window is None and column is not None else []:
+            if isinstance(item, exp.Column) and item.name == column:
+                # window results grouped by their window bound: one window per bound value
+                window = Window("TUMBLE", column, 1, 1, node_offset(item))
         if window is not None:
             self.check_time_attribute(window, source)
         return window, items
@@ -387,11 +471,13 @@ class Compiler:
         rows: RowScope,
         where: Callable,
     ) -> None:
-        if source.is_upsert:
-            raise self.error(
-                select, f"GROUP BY over the upsert table {source.name} is not supported yet"
-            )
         window, items = self.window_of(statement, select.args.get("group"), source)
+        if source.is_upsert and window is not None:
+            raise self.error(
+                window.offset,
+                f"a window over the updating table {source.name} is not supported: windows "
+                "need an append stream",
+            )
         group_columns = []
         for item in items:
             if not isinstance(item, exp.Column):
@@ -416,6 +502,16 @@ class Compiler:
         project = self.projection(select, sink, scope, self.keyword(statement, TokenType.SELECT))
         having_node = select.args.get("having")
         having = self.predicate(having_node, scope, "HAVING") if having_node else None
+        if sink.is_view and not sink.is_upsert and not (window and statement.emit == "FINAL"):
+            raise self.error(
+                select,
+                f"the result of {sink.name} is updating but has no key: "
+                + (
+                    "a view of an aggregation without GROUP BY is not supported yet"
+                    if not group_columns
+                    else "put every GROUP BY column in its SELECT list"
+                ),
+            )
         if not sink.is_upsert and not (window is not None and statement.emit == "FINAL"):
             # as Flink: "Table sink doesn't support consuming update changes"
             raise self.error(
@@ -432,15 +528,17 @@ class Compiler:
             )
         specs = scope.specs
         key_fns = [rows.column(exp.column(c)).fn for c in group_columns]
-        stream = self.source_of(source).filter(lambda k, v: isinstance(v, dict) and where(v))
-        grouped = stream.group_by(
-            lambda k, v: [fn(v) for fn in key_fns],
-            Grouped.with_(
-                key_serde=serdes.Json(),
-                value_serde=serdes.Json(),
-                name=self.unique(f"{sink.name}-group-by"),
-            ),
+        rows_in = self.source_of(source).filter(lambda k, v: isinstance(v, dict) and where(v))
+        grouping = Grouped.with_(
+            key_serde=serdes.Json(),
+            value_serde=serdes.Json(),
+            name=self.unique(f"{sink.name}-group-by"),
         )
+        if source.is_upsert:
+            # an updating input: KGroupedTable.aggregate takes each old row back
+            grouped = rows_in.group_by(lambda k, v: ([fn(v) for fn in key_fns], v), grouping)
+        else:
+            grouped = rows_in.group_by(lambda k, v: [fn(v) for fn in key_fns], grouping)
         # The store is named after the sink table (the queryable name pull queries look
         # up); a second aggregation into the same sink gets a suffixed name.
         store_name = self.unique(sink.name)
@@ -450,8 +548,18 @@ class Compiler:
             .with_value_serde(serdes.Json())
         )
         init, add = aggregates.initializer(specs), aggregates.aggregator(specs)
+        values = aggregates.results
         split: Callable[[Any], tuple[Any, tuple[int, int] | None]]
-        if window is None:
+        if source.is_upsert:
+            init, values = aggregates.updating_initializer(specs), aggregates.updating_results
+            table = grouped.aggregate(
+                init,
+                aggregates.adder(specs),
+                aggregates.subtractor(specs),
+                materialized=store,
+            )
+            split = lambda k: (k, None)  # noqa: E731
+        elif window is None:
             table = grouped.aggregate(init, add, materialized=store)
             split = lambda k: (k, None)  # noqa: E731
         else:
@@ -480,15 +588,13 @@ class Compiler:
             """(sink key, sink row) of a (grouping key, window bounds); the row is None (a
             delete) for a merged-away session or a row that fails HAVING."""
             key, bounds = group
-            group_row = row_of(
-                key, bounds, aggregates.results(specs, init() if acc is None else acc)
-            )
+            group_row = row_of(key, bounds, values(specs, init() if acc is None else acc))
             row = project(group_row)
             if acc is None or (having is not None and not having(group_row)):
                 return sink.key_of(row), None
             return sink.key_of(row), row
 
-        if sink.name not in self.results:
+        if sink.name not in self.results and not sink.is_view:  # views: no pull queries
             kind = (
                 "keyvalue"
                 if window is None
@@ -510,4 +616,4 @@ class Compiler:
         may_delete = having is not None or (window is not None and window.kind == "SESSION")
         if may_delete and (not sink.key_fields or statement.emit == "FINAL"):
             out = out.filter(lambda k, row: row is not None)
-        out.to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+        self.write(out, sink)

@@ -15,17 +15,20 @@ maps by what the two tables are:
   ``KStream.join`` / ``left_join`` / ``outer_join`` with ``JoinWindows`` whose before/after
   come from the bounds and whose grace is the larger WATERMARK delay of the two.
   Both sides are re-keyed by their join column where needed, written the same way.
-- table-table: ``KTable.join`` / ``left_join`` / ``outer_join`` on the primary keys.
+- table-table: ``KTable.join`` / ``left_join`` / ``outer_join`` on the primary keys; when
+  the ON clause equates a non-key column of the left table with the right table's key,
+  a foreign-key join (``KTable.join`` / ``left_join`` with a ``foreign_key_extractor``),
+  keyed by the left table's key.
 
 The joined row is ``{"left": l_row, "right": r_row}`` (a side may be None in outer
-joins); ``JoinScope`` resolves qualified and unqualified column names on it. WHERE filters
-joined rows, the SELECT list maps them onto the sink as for one table.
+joins); ``JoinScope`` resolves qualified and unqualified column names on it and
+``OnClause`` reads the ON clause (``join_conditions``). WHERE filters joined rows, the
+SELECT list maps them onto the sink as for one table.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
@@ -34,67 +37,12 @@ from streaming import serdes
 from streaming.dsl import Joined, JoinWindows, Materialized, StreamJoined
 from streaming.sql.catalog import TableDef, raw_key
 from streaming.sql.errors import SqlError, error_at, node_offset
-from streaming.sql.expressions import NUMERIC, Compiled, fail
-from streaming.sql.rewrite import interval_ms
+from streaming.sql.join_conditions import Equality, JoinScope, OnClause, TimeBound, bound_node
 
 #: How long (in the table's stream time) a versioned table keeps old rows. Flink keeps a
 #: version until the join's watermark passes it; a stream and its table advance apart
 #: here, so a day covers how far a stream's time usually lags its table's.
 VERSIONED_HISTORY_MS = 24 * 60 * 60 * 1000
-
-
-@dataclass
-class JoinScope:
-    """Columns of a joined row ``{"left": row, "right": row}``, by ``alias.column`` or by a
-    column name that only one side has."""
-
-    left: TableDef
-    right: TableDef
-    left_alias: str
-    right_alias: str
-    source: str
-
-    def side_of(self, node: exp.Column) -> tuple[str, TableDef]:
-        """Which side (``"left"``/``"right"``) and table a column reference names."""
-        sides = (("left", self.left, self.left_alias), ("right", self.right, self.right_alias))
-        if node.table:
-            for side, table, alias in sides:
-                if node.table == alias:
-                    if node.name not in table.columns:
-                        raise fail(self, node, f"unknown column {node.name} in table {table.name}")
-                    return side, table
-            raise fail(self, node, f"unknown table {node.table} in {node.sql()}")
-        found = [(side, table, alias) for side, table, alias in sides if node.name in table.columns]
-        if not found:
-            raise fail(
-                self,
-                node,
-                f"unknown column {node.name} in tables {self.left.name}, {self.right.name}",
-            )
-        if len(found) > 1:
-            raise fail(
-                self,
-                node,
-                f"ambiguous column {node.name}: qualify it as "
-                f"{self.left_alias}.{node.name} or {self.right_alias}.{node.name}",
-            )
-        return found[0][0], found[0][1]
-
-    def column(self, node: exp.Column) -> Compiled:
-        side, table = self.side_of(node)
-        name = node.name
-
-        def read(row: dict[str, Any]) -> Any:
-            values = row[side]
-            return None if values is None else values.get(name)
-
-        return Compiled(read, table.columns[name])
-
-    def aggregate(self, node: exp.AggFunc) -> Compiled:
-        raise fail(self, node, f"aggregate {node.sql()} is not allowed here")
-
-    def window_function(self, node: exp.Anonymous) -> Compiled:
-        raise fail(self, node, f"unknown function {node.name}")
 
 
 def joined(left: Any, right: Any) -> dict[str, Any]:
@@ -109,23 +57,6 @@ def key_maker(column: str, key_format: str) -> Callable[[Any], Any]:
     if key_format == "json":
         return lambda value: None if value is None else {column: value}
     return lambda value: None if value is None else raw_key(value)
-
-
-@dataclass(frozen=True)
-class Equality:
-    """``left.column = right.column`` of an ON clause (the columns of each side)."""
-
-    left: str
-    right: str
-    node: exp.Expr
-
-
-@dataclass(frozen=True)
-class TimeBound:
-    """An interval join's bound: the right row's time in ``[left - before, left + after]``."""
-
-    before_ms: int
-    after_ms: int
 
 
 def plain_key(table: TableDef, column: str) -> bool:
@@ -164,128 +95,27 @@ class JoinCompiler:
         if self.scope.left_alias == self.scope.right_alias:
             raise self.error(right_node, f"both tables are called {self.scope.left_alias}")
         self.version = right_node.args.get("version")
-        self.side = self.join_side()
+        self.on = OnClause(self.scope, select, self.join, self.source)
+        self.side = self.on.side
 
     def error(self, node: exp.Expr | int, message: str) -> SqlError:
         offset = node if isinstance(node, int) else node_offset(node)
         return error_at(self.source, offset, message)
 
-    def join_side(self) -> str:
-        """INNER, LEFT or FULL (RIGHT and USING are errors)."""
-        side = (self.join.side or "").upper()
-        kind = (self.join.kind or "").upper()
-        if kind not in ("", "INNER", "OUTER"):
-            raise self.error(self.join, f"{kind} JOIN is not supported yet")
-        if side == "RIGHT":
-            raise self.error(
-                self.join, "RIGHT JOIN is not supported yet: swap the tables for a LEFT JOIN"
-            )
-        if self.join.args.get("using"):
-            raise self.error(self.join, "JOIN ... USING is not supported yet: use ON")
-        if self.join.args.get("on") is None:
-            raise self.error(
-                self.join, "a join needs an equality on a column of each table: ON a.x = b.y"
-            )
-        return side or "INNER"
-
-    # -- the ON clause ------------------------------------------------------------------
-
-    def condition(self) -> tuple[Equality, TimeBound | None]:
-        """The ON clause's key equality and (two streams) time bound."""
-        on = self.join.args["on"]
-        terms = list(on.flatten()) if isinstance(on, exp.And) else [on]
-        equality: Equality | None = None
-        bound: TimeBound | None = None
-        for term in terms:
-            if (
-                isinstance(term, exp.EQ)
-                and isinstance(term.this, exp.Column)
-                and isinstance(term.expression, exp.Column)
-            ):
-                a, b = self.scope.side_of(term.this), self.scope.side_of(term.expression)
-                if a[0] == b[0]:
-                    raise self.error(
-                        term,
-                        f"a join needs an equality on a column of each table, {term.sql()} "
-                        "compares one table's columns",
-                    )
-                if equality is not None:
-                    raise self.error(term, "a join on several columns is not supported yet")
-                columns = {a[0]: term.this.name, b[0]: term.expression.name}
-                equality = Equality(columns["left"], columns["right"], term)
-            elif isinstance(term, exp.Between):
-                if bound is not None:
-                    raise self.error(term, "a join takes one time bound")
-                bound = self.time_bound(term)
-            else:
-                raise self.error(
-                    term,
-                    f"unsupported join condition {term.sql()}: a join needs an equality on a "
-                    "column of each table (and, for two streams, a BETWEEN time bound)",
-                )
-        if equality is None:
-            raise self.error(on, "a join needs an equality on a column of each table: ON a.x = b.y")
-        left_kind = self.left.columns[equality.left]
-        right_kind = self.right.columns[equality.right]
-        if left_kind != right_kind and not {left_kind, right_kind} <= set(NUMERIC):
-            raise self.error(
-                equality.node,
-                f"type mismatch: join columns {equality.node.sql()} are {left_kind} and "
-                f"{right_kind}",
-            )
-        return equality, bound
-
-    def time_point(self, node: exp.Expr) -> tuple[str, int]:
-        """``side.ts [+|- INTERVAL ...]`` -> (side, offset ms); the column must be the
-        side's time attribute."""
-        offset = 0
-        at = node_offset(node)
-        if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
-            offset = interval_ms(node.expression, self.source, at)
-            offset = -offset if isinstance(node, exp.Sub) else offset
-            node = node.this
-        if not isinstance(node, exp.Column):
-            raise self.error(
-                at, f"a join's time bound needs t.ts [+|- INTERVAL ...], got {node.sql()}"
-            )
-        side, table = self.scope.side_of(node)
-        if table.watermark is None or table.watermark.column != node.name:
-            raise self.error(
-                node,
-                f"{node.name} is not a time attribute of {table.name}: declare WATERMARK FOR "
-                f"{node.name}",
-            )
-        return side, offset
-
-    def time_bound(self, between: exp.Between) -> TimeBound:
-        """``x.ts BETWEEN y.ts + lo AND y.ts + hi`` as JoinWindows' before/after."""
-        subject, _ = self.time_point(between.this)
-        low_side, low = self.time_point(between.args["low"])
-        high_side, high = self.time_point(between.args["high"])
-        if low_side != high_side or low_side == subject:
-            raise self.error(
-                between,
-                "a join's time bound compares one table's time with the other's: "
-                "b.ts BETWEEN a.ts - INTERVAL ... AND a.ts + INTERVAL ...",
-            )
-        # right in [left + low, left + high], or left in [right + low, right + high]
-        before, after = (-low, high) if subject == "right" else (high, -low)
-        if before + after < 0:
-            raise self.error(
-                between, "the join's time bound is empty: its low end is above its high end"
-            )
-        return TimeBound(before, after)
-
-    # -- the topology -------------------------------------------------------------------
-
     def build(self) -> tuple[Any, bool]:
         """The joined rows: a KStream (False) or a KTable (True) of ``{"left", "right"}``."""
-        equality, bound = self.condition()
+        equality, bound = self.on.condition()
         left, right = self.left, self.right
         if left.is_upsert and right.is_upsert:
             if bound is not None:
                 raise self.error(bound_node(self.join), "a join of two tables takes no time bound")
             return self.table_table(equality), True
+        if left.is_upsert and not plain_key(left, equality.left):
+            raise self.error(
+                self.join.this,
+                f"a foreign-key join needs a PRIMARY KEY on {right.name} ({right.name} is an "
+                f"append stream): {left.name}.{equality.left} must name a row of a table",
+            )
         if left.is_upsert:
             raise self.error(
                 self.join,
@@ -296,6 +126,13 @@ class JoinCompiler:
             if bound is not None:
                 raise self.error(bound_node(self.join), "a stream-table join takes no time bound")
             return self.stream_table(equality), False
+        if bound is None and self.on.bound_error is not None:
+            raise SqlError(
+                "a join of two streams needs a time bound between the time attributes: "
+                + self.on.bound_error.message,
+                line=self.on.bound_error.line,
+                column=self.on.bound_error.column,
+            )
         if bound is None:
             raise self.error(
                 self.join,
@@ -368,9 +205,17 @@ class JoinCompiler:
                 f"FOR SYSTEM_TIME AS OF needs the time attribute of {self.left.name}"
                 + (f" ({self.left.watermark.column})" if self.left.watermark else ""),
             )
-        return self.compiler.source_of(
+        if self.right.name in self.compiler._sources or self.right.is_view:
+            raise self.error(
+                self.join.this,
+                f"FOR SYSTEM_TIME AS OF needs {self.right.name} read into a versioned store: "
+                f"{self.right.name} is read elsewhere too (or is a view), not supported yet",
+            )
+        table = self.compiler.source_of(
             self.right, materialized=self.versioned_store(VERSIONED_HISTORY_MS)
         )
+        self.compiler.versioned.add(self.right.name)
+        return table
 
     def versioned_store(self, retention_ms: int) -> Materialized:
         name = self.compiler.unique(f"{self.right.name}-versioned")
@@ -435,14 +280,21 @@ class JoinCompiler:
     def table_table(self, equality: Equality) -> Any:
         self.no_version("a stream on the left of the table")
         left, right = self.left, self.right
-        for table, column in ((left, equality.left), (right, equality.right)):
-            if not plain_key(table, column):
-                raise self.error(
-                    equality.node,
-                    f"a join of two tables needs an equality on both keys: {table.name} is "
-                    f"keyed by {', '.join(table.key_fields) or 'nothing'}, not {column} "
-                    "(foreign-key joins are not supported yet)",
-                )
+        if plain_key(right, equality.right) and not plain_key(left, equality.left):
+            return self.foreign_key(equality)
+        if not plain_key(right, equality.right):
+            raise self.error(
+                equality.node,
+                f"a join of two tables needs an equality on the key of the right table "
+                f"{right.name} ({', '.join(right.key_fields) or 'none'}), not "
+                f"{right.name}.{equality.right}"
+                + (
+                    " (for a foreign-key join put the table whose column names the other's "
+                    "key first)"
+                    if plain_key(left, equality.left)
+                    else ""
+                ),
+            )
         if not same_key(left, right, equality):
             raise self.error(
                 equality.node,
@@ -454,6 +306,22 @@ class JoinCompiler:
         join = {"INNER": first.join, "LEFT": first.left_join, "FULL": first.outer_join}[self.side]
         return join(second, joined)
 
+    def foreign_key(self, equality: Equality) -> Any:
+        """``l.fk = r.key``: ``KTable.join`` / ``left_join`` with a foreign-key extractor.
+
+        Each left row joins the right row its column names (written as the right table
+        writes its key); the result is keyed by the left's key and updates when either
+        side changes. A NULL foreign key joins nothing (a LEFT join keeps the left row).
+        """
+        if self.side == "FULL":
+            raise self.error(self.join, "a foreign-key join is INNER or LEFT, not FULL")
+        make = key_maker(equality.right, self.right.key_format)
+        column = equality.left
+        first = self.compiler.source_of(self.left)
+        second = self.compiler.source_of(self.right)
+        join = first.left_join if self.side == "LEFT" else first.join
+        return join(second, lambda v: make(v.get(column)) if isinstance(v, dict) else None, joined)
+
 
 def same_key(left: TableDef, right: TableDef, equality: Equality) -> bool:
     """Whether both tables write a key of their join column the same way (raw text, or
@@ -461,9 +329,3 @@ def same_key(left: TableDef, right: TableDef, equality: Equality) -> bool:
     if left.key_format != right.key_format:
         return False
     return left.key_format == "raw" or equality.left == equality.right
-
-
-def bound_node(join: exp.Join) -> exp.Expr:
-    """The BETWEEN of a join's ON clause (for errors)."""
-    found = join.args["on"].find(exp.Between)
-    return found if found is not None else join

@@ -68,6 +68,8 @@ class WindowTvf:
     slide_ms: int
     offset: int
     partition: tuple[str, ...] = ()
+    #: where the TVF's text ends
+    end: int = 0
 
 
 @dataclass
@@ -82,7 +84,10 @@ class Statement:
     emit: str | None = None
     emit_offset: int = 0
     watermark: Watermark | None = None
+    #: the statement's first window TVF (of its outer query once subqueries take theirs)
     window_tvf: WindowTvf | None = None
+    #: every window TVF of the statement, in text order (subqueries may have one each)
+    window_tvfs: tuple[WindowTvf, ...] = ()
 
 
 def interval_ms(node: exp.Expr, source: str, offset: int | None = None) -> int:
@@ -171,7 +176,11 @@ def _prepare(text: str, tokens: list[Token], *, explain: bool) -> Statement:
         _blank(chars, tokens[-2].start, tokens[-1].end)
         tokens = tokens[:-2]
     statement.watermark = _take_watermark(text, tokens, chars)
-    statement.window_tvf = _take_window_tvf(text, tokens, chars)
+    tvfs: list[WindowTvf] = []
+    while (tvf := _take_window_tvf(text, tokens, chars, tvfs[-1].end if tvfs else -1)) is not None:
+        tvfs.append(tvf)
+    statement.window_tvfs = tuple(tvfs)
+    statement.window_tvf = tvfs[0] if tvfs else None
     for token, following in pairwise(tokens):
         if (
             token.text.upper() == "SESSION"
@@ -259,11 +268,15 @@ def _take_watermark(text: str, tokens: list[Token], chars: list[str]) -> Waterma
     return Watermark(column=column, delay_ms=delay, offset=token.start)
 
 
-def _take_window_tvf(text: str, tokens: list[Token], chars: list[str]) -> WindowTvf | None:
-    """Replace ``TABLE(TUMBLE|HOP|SESSION(TABLE t, DESCRIPTOR(ts), ...))`` by ``t``."""
+def _take_window_tvf(
+    text: str, tokens: list[Token], chars: list[str], after: int
+) -> WindowTvf | None:
+    """Replace the first ``TABLE(TUMBLE|HOP|SESSION(TABLE t, DESCRIPTOR(ts), ...))`` that
+    starts after offset ``after`` by ``t``."""
     for i in range(len(tokens) - 3):
         if (
-            tokens[i].token_type == TokenType.TABLE
+            tokens[i].start > after
+            and tokens[i].token_type == TokenType.TABLE
             and tokens[i + 1].token_type == TokenType.L_PAREN
             and tokens[i + 3].token_type == TokenType.L_PAREN
         ):
@@ -314,4 +327,5 @@ def _take_window_tvf(text: str, tokens: list[Token], chars: list[str]) -> Window
         slide_ms=slide,
         offset=tokens[i].start,
         partition=partition,
+        end=tokens[outer_close].end,
     )

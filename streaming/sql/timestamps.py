@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from streaming.time import ConsumedRecord
+from streaming.topology.processor import FixedKeyProcessor, Record
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -59,3 +60,21 @@ class ColumnTimestampExtractor:
             if millis is not None:
                 return millis
         return record.timestamp
+
+
+class ColumnTimestamper(FixedKeyProcessor):
+    """Forwards each row with its record time set from a column (TIMESTAMP text or epoch
+    ms), as a source's ``ColumnTimestampExtractor`` would read it; a row without a
+    readable value (or a delete) keeps its time.
+
+    A view of window results makes a window bound its time attribute this way: windows
+    and interval joins over the view then see each row at its window's bound.
+    """
+
+    def __init__(self, column: str) -> None:
+        self.column = column
+
+    def process(self, record: Record) -> None:
+        value = record.value
+        millis = parse_timestamp(value.get(self.column)) if isinstance(value, dict) else None
+        self.context.forward(record if millis is None else record.with_timestamp(millis))

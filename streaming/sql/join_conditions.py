@@ -1,0 +1,335 @@
+"""The ON clause of a join of two tables: which columns it joins on and its time bound.
+
+``JoinScope`` resolves ``alias.column`` and unambiguous column names on a joined row
+``{"left": row, "right": row}``. ``OnClause`` reads the join's kind (INNER, LEFT, FULL)
+and conditions: one equality of a column of each side is the join key; for two streams
+a ``BETWEEN`` of the time attributes (``r.ts BETWEEN l.ts - INTERVAL ... AND l.ts +
+INTERVAL ...``), or an equality of the two time attributes (``[0, 0]``), is the time
+bound. An inner join also takes these from WHERE, as Flink does (a comma join ``FROM a,
+b WHERE a.x = b.y``, a time bound in WHERE), and its further equalities and other
+conditions filter the joined rows (added to WHERE).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from streaming.sql.catalog import TableDef
+from streaming.sql.errors import SqlError, error_at, node_offset
+from streaming.sql.expressions import NUMERIC, Compiled, fail
+from streaming.sql.rewrite import interval_ms
+
+
+@dataclass
+class JoinScope:
+    """Columns of a joined row ``{"left": row, "right": row}``, by ``alias.column`` or by a
+    column name that only one side has."""
+
+    left: TableDef
+    right: TableDef
+    left_alias: str
+    right_alias: str
+    source: str
+
+    def side_of(self, node: exp.Column) -> tuple[str, TableDef]:
+        """Which side (``"left"``/``"right"``) and table a column reference names."""
+        sides = (("left", self.left, self.left_alias), ("right", self.right, self.right_alias))
+        if node.table:
+            for side, table, alias in sides:
+                if node.table == alias:
+                    if node.name not in table.columns:
+                        raise fail(self, node, f"unknown column {node.name} in table {table.name}")
+                    return side, table
+            raise fail(self, node, f"unknown table {node.table} in {node.sql()}")
+        found = [(side, table, alias) for side, table, alias in sides if node.name in table.columns]
+        if not found:
+            raise fail(
+                self,
+                node,
+                f"unknown column {node.name} in tables {self.left.name}, {self.right.name}",
+            )
+        if len(found) > 1:
+            raise fail(
+                self,
+                node,
+                f"ambiguous column {node.name}: qualify it as "
+                f"{self.left_alias}.{node.name} or {self.right_alias}.{node.name}",
+            )
+        return found[0][0], found[0][1]
+
+    def column(self, node: exp.Column) -> Compiled:
+        side, table = self.side_of(node)
+        name = node.name
+
+        def read(row: dict[str, Any]) -> Any:
+            values = row[side]
+            return None if values is None else values.get(name)
+
+        return Compiled(read, table.columns[name])
+
+    def aggregate(self, node: exp.AggFunc) -> Compiled:
+        raise fail(self, node, f"aggregate {node.sql()} is not allowed here")
+
+    def window_function(self, node: exp.Anonymous) -> Compiled:
+        raise fail(self, node, f"unknown function {node.name}")
+
+
+@dataclass(frozen=True)
+class Equality:
+    """``left.column = right.column`` of an ON clause (the columns of each side)."""
+
+    left: str
+    right: str
+    node: exp.Expr
+
+
+@dataclass(frozen=True)
+class TimeBound:
+    """An interval join's bound: the right row's time in ``[left - before, left + after]``."""
+
+    before_ms: int
+    after_ms: int
+
+
+class OnClause:
+    """The kind and conditions of one join (``select``'s only join)."""
+
+    def __init__(
+        self,
+        scope: JoinScope,
+        select: exp.Select,
+        join: exp.Join,
+        source: str,
+    ) -> None:
+        self.scope = scope
+        self.select = select
+        self.join = join
+        self.left = scope.left
+        self.right = scope.right
+        self.source = source
+        #: why a BETWEEN in WHERE could not be the time bound of two streams
+        self.bound_error: SqlError | None = None
+        self.adopt_where()
+        self.side = self.join_side()
+
+    def error(self, node: exp.Expr | int, message: str) -> SqlError:
+        offset = node if isinstance(node, int) else node_offset(node)
+        return error_at(self.source, offset, message)
+
+    def join_side(self) -> str:
+        """INNER, LEFT or FULL (RIGHT and USING are errors)."""
+        side = (self.join.side or "").upper()
+        kind = (self.join.kind or "").upper()
+        if kind not in ("", "INNER", "OUTER"):
+            raise self.error(self.join, f"{kind} JOIN is not supported yet")
+        if side == "RIGHT":
+            raise self.error(
+                self.join, "RIGHT JOIN is not supported yet: swap the tables for a LEFT JOIN"
+            )
+        if self.join.args.get("using"):
+            raise self.error(self.join, "JOIN ... USING is not supported yet: use ON")
+        if self.join.args.get("on") is None:
+            raise self.error(
+                self.join, "a join needs an equality on a column of each table: ON a.x = b.y"
+            )
+        return side or "INNER"
+
+    # -- the topology -------------------------------------------------------------------
+
+    def adopt_where(self) -> None:
+        """Move an inner join's conditions that Flink also takes from WHERE into ON: the
+        equalities of a comma join (``FROM a, b WHERE a.x = b.y``) and, for two streams,
+        a BETWEEN time bound on both time attributes. Other WHERE terms stay filters."""
+        where = self.select.args.get("where")
+        join = self.join
+        inner = not join.side and (join.kind or "").upper() in ("", "INNER")
+        if where is None or not inner or join.args.get("using"):
+            return
+        on = join.args.get("on")
+        comma = on is None and not join.kind
+        streams = not self.left.is_upsert and not self.right.is_upsert
+        has_bound = on is not None and on.find(exp.Between) is not None
+        moved, kept = [], []
+        for term in _conjuncts(where.this):
+            if streams and not has_bound and isinstance(term, exp.Between):
+                self.bound_error = self.bound_error or self.why_not_bound(term)
+            if comma and self.is_equality(term):
+                moved.append(term)
+            elif streams and not has_bound and isinstance(term, exp.Between) and self.bounds(term):
+                moved.append(term)
+                has_bound = True
+            else:
+                kept.append(term)
+        if not moved:
+            return
+        join.set("on", exp.and_(*([on] if on is not None else []), *moved))
+        self.select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+
+    def is_equality(self, term: exp.Expr) -> bool:
+        """Whether ``term`` is ``a.x = b.y`` on a column of each side."""
+        if not (
+            isinstance(term, exp.EQ)
+            and isinstance(term.this, exp.Column)
+            and isinstance(term.expression, exp.Column)
+        ):
+            return False
+        try:
+            return self.scope.side_of(term.this)[0] != self.scope.side_of(term.expression)[0]
+        except SqlError:
+            return False
+
+    def why_not_bound(self, between: exp.Between) -> SqlError | None:
+        """Why a BETWEEN of a WHERE clause is not a time bound of the two streams (None
+        when it is one)."""
+        try:
+            self.time_bound(between)
+        except SqlError as e:
+            return e
+        return None
+
+    def bounds(self, between: exp.Between) -> bool:
+        """Whether ``between`` is a valid time bound of the two sides."""
+        try:
+            self.time_bound(between)
+        except SqlError:
+            return False
+        return True
+
+    def is_time_attribute(self, node: exp.Column) -> bool:
+        table = self.scope.side_of(node)[1]
+        return table.watermark is not None and table.watermark.column == node.name
+
+    def condition(self) -> tuple[Equality, TimeBound | None]:
+        """The ON clause's key equality and (two streams) time bound. For two streams an
+        equality of the two time attributes is the bound ``[0, 0]``; further equalities
+        and other conditions of an inner join filter the joined rows (added to WHERE)."""
+        on = self.join.args["on"]
+        terms = _conjuncts(on)
+        equality: Equality | None = None
+        bound: TimeBound | None = None
+        streams = not self.left.is_upsert and not self.right.is_upsert
+        filters: list[exp.Expr] = []
+        unsupported: list[exp.Expr] = []
+        for term in terms:
+            if (
+                isinstance(term, exp.EQ)
+                and isinstance(term.this, exp.Column)
+                and isinstance(term.expression, exp.Column)
+            ):
+                a, b = self.scope.side_of(term.this), self.scope.side_of(term.expression)
+                if a[0] == b[0]:
+                    raise self.error(
+                        term,
+                        f"a join needs an equality on a column of each table, {term.sql()} "
+                        "compares one table's columns",
+                    )
+                if (
+                    streams
+                    and bound is None
+                    and self.is_time_attribute(term.this)
+                    and self.is_time_attribute(term.expression)
+                ):
+                    bound = TimeBound(0, 0)
+                    continue
+                if equality is not None:
+                    if self.side != "INNER":
+                        raise self.error(
+                            term, f"a {self.side} join on several columns is not supported yet"
+                        )
+                    filters.append(term)
+                    continue
+                columns = {a[0]: term.this.name, b[0]: term.expression.name}
+                equality = Equality(columns["left"], columns["right"], term)
+            elif isinstance(term, exp.Between):
+                if bound is not None:
+                    raise self.error(term, "a join takes one time bound")
+                bound = self.time_bound(term)
+            elif self.side == "INNER":
+                unsupported.append(term)
+                filters.append(term)  # an inner join's other conditions filter its rows
+            else:
+                raise self.error(
+                    term,
+                    f"unsupported join condition {term.sql()}: a {self.side} join needs an "
+                    "equality on a column of each table (and, for two streams, a BETWEEN "
+                    "time bound)",
+                )
+        if equality is None and unsupported:
+            raise self.error(
+                unsupported[0],
+                f"unsupported join condition {unsupported[0].sql()}: a join needs an "
+                "equality on a column of each table (and, for two streams, a BETWEEN time "
+                "bound)",
+            )
+        if equality is None:
+            raise self.error(on, "a join needs an equality on a column of each table: ON a.x = b.y")
+        if filters:
+            where = self.select.args.get("where")
+            rest = [where.this] if where is not None else []
+            self.select.set("where", exp.Where(this=exp.and_(*filters, *rest)))
+        left_kind = self.left.columns[equality.left]
+        right_kind = self.right.columns[equality.right]
+        if left_kind != right_kind and not {left_kind, right_kind} <= set(NUMERIC):
+            raise self.error(
+                equality.node,
+                f"type mismatch: join columns {equality.node.sql()} are {left_kind} and "
+                f"{right_kind}",
+            )
+        return equality, bound
+
+    def time_point(self, node: exp.Expr) -> tuple[str, int]:
+        """``side.ts [+|- INTERVAL ...]`` -> (side, offset ms); the column must be the
+        side's time attribute."""
+        offset = 0
+        at = node_offset(node)
+        if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
+            offset = interval_ms(node.expression, self.source, at)
+            offset = -offset if isinstance(node, exp.Sub) else offset
+            node = node.this
+        if not isinstance(node, exp.Column):
+            raise self.error(
+                at, f"a join's time bound needs t.ts [+|- INTERVAL ...], got {node.sql()}"
+            )
+        side, table = self.scope.side_of(node)
+        if table.watermark is None or table.watermark.column != node.name:
+            raise self.error(
+                node,
+                f"{node.name} is not a time attribute of {table.name}: declare WATERMARK FOR "
+                f"{node.name}",
+            )
+        return side, offset
+
+    def time_bound(self, between: exp.Between) -> TimeBound:
+        """``x.ts BETWEEN y.ts + lo AND y.ts + hi`` as JoinWindows' before/after."""
+        subject, _ = self.time_point(between.this)
+        low_side, low = self.time_point(between.args["low"])
+        high_side, high = self.time_point(between.args["high"])
+        if low_side != high_side or low_side == subject:
+            raise self.error(
+                between,
+                "a join's time bound compares one table's time with the other's: "
+                "b.ts BETWEEN a.ts - INTERVAL ... AND a.ts + INTERVAL ...",
+            )
+        # right in [left + low, left + high], or left in [right + low, right + high]
+        before, after = (-low, high) if subject == "right" else (high, -low)
+        if before + after < 0:
+            raise self.error(
+                between, "the join's time bound is empty: its low end is above its high end"
+            )
+        return TimeBound(before, after)
+
+
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    """The terms of ``a AND b AND ...`` (parentheses around the whole dropped)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return list(node.flatten()) if isinstance(node, exp.And) else [node]
+
+
+def bound_node(join: exp.Join) -> exp.Expr:
+    """The BETWEEN of a join's ON clause (for errors)."""
+    found = join.args["on"].find(exp.Between)
+    return found if found is not None else join

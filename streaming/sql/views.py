@@ -1,0 +1,303 @@
+"""Compiling tables defined by a query: ``CREATE TABLE ... AS SELECT``, ``CREATE
+[TEMPORARY] VIEW ... AS SELECT`` and subqueries in FROM.
+
+- ``CREATE TABLE t [(columns, PRIMARY KEY ...)] WITH (...) AS SELECT ...`` declares
+  ``t`` with the query's columns (``derived``) and compiles the query into it as
+  ``INSERT INTO t`` would; later statements read ``t`` from its topic.
+- ``CREATE VIEW v [(names)] AS SELECT ...`` compiles the query once, into a stream kept
+  in the topology instead of a topic (``Compiler.write``); statements that read ``v`` use
+  that stream (``Compiler.source_of``): an append view as a KStream, an updating one
+  (it has a key) as a KTable of it (``to_table``, which repartitions after a key change).
+- ``FROM (SELECT ...) AS q`` (also as a join side) is an anonymous view named by its
+  alias for the one statement. A window TVF inside it is its own; a windowed aggregation
+  in a view or a subquery emits final results (EMIT FINAL: one row per window once it
+  closes, append-only), as Flink's window aggregations do.
+- A view of final window results keeps its first window bound as its time attribute:
+  its rows are re-stamped to it (``ColumnTimestamper``) and the table is marked
+  ``window_bound``, so a later GROUP BY of that column is one window per value.
+- An updating view (a non-windowed aggregation) is keyed by its GROUP BY columns; those
+  its SELECT list leaves out are added to it as hidden ``$column`` outputs. A query over
+  a table keeps the table's Kafka keys, so it must select the table's key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from itertools import pairwise
+from typing import Any
+
+from sqlglot import exp
+from sqlglot.tokens import TokenType
+
+from streaming.sql.catalog import INFERRED, TableDef, schema_elements, table_def
+from streaming.sql.derived import (
+    WINDOW_COLUMNS,
+    Output,
+    QuerySources,
+    is_aggregation,
+    is_windowed,
+    outputs,
+    span,
+    time_attribute,
+    upsert_key,
+    window_column,
+)
+from streaming.sql.errors import SqlError, error_at, node_offset
+from streaming.sql.rewrite import Statement, tokenize
+from streaming.sql.timestamps import ColumnTimestamper
+
+
+class DerivedTables:
+    """Defines tables and views from queries for one ``Compiler``."""
+
+    def __init__(self, compiler: Any) -> None:
+        self.compiler = compiler
+        self.source = compiler.source
+
+    def error(self, node: exp.Expr | int, message: str) -> SqlError:
+        offset = node if isinstance(node, int) else node_offset(node)
+        return error_at(self.source, offset, message)
+
+    def create(self, statement: Statement, create: exp.Create) -> None:
+        """``CREATE TABLE ... AS SELECT`` or ``CREATE [TEMPORARY] VIEW ... AS SELECT``."""
+        kind = str(create.args.get("kind") or "").upper()
+        if kind not in ("TABLE", "VIEW"):
+            raise self.error(create, f"CREATE {kind} ... AS is not supported")
+        select = create.expression
+        if not isinstance(select, exp.Select):
+            raise self.error(create, f"CREATE {kind} ... AS needs a SELECT")
+        target = create.this
+        schema = target if isinstance(target, exp.Schema) else None
+        name_node = schema.this if schema is not None else target
+        names: list[str] = []
+        kinds: dict[str, str] = {}
+        primary_key: tuple[str, ...] = ()
+        if schema is not None and kind == "VIEW":
+            names = [item.name for item in schema.expressions]
+        elif schema is not None:
+            kinds, primary_key = schema_elements(schema, self.source)
+            names = list(kinds)
+        if kind == "VIEW" and statement.watermark is not None:
+            raise self.error(statement.watermark.offset, "a view takes no WATERMARK")
+        if kind == "TABLE" and statement.watermark is not None:
+            raise self.error(
+                statement.watermark.offset,
+                "CREATE TABLE ... AS SELECT takes no WATERMARK: the time attribute is the query's",
+            )
+        self.define(
+            statement,
+            select,
+            name_node,
+            create,
+            names=names,
+            kinds=kinds,
+            primary_key=primary_key,
+            view=kind == "VIEW",
+        )
+
+    def define(
+        self,
+        statement: Statement,
+        select: exp.Select,
+        name_node: exp.Expr,
+        create: exp.Create,
+        *,
+        names: list[str],
+        kinds: dict[str, str],
+        primary_key: tuple[str, ...],
+        view: bool,
+    ) -> TableDef:
+        """Declare the table of ``select``'s output and compile the query into it."""
+        compiler = self.compiler
+        name = name_node.name
+        if name in compiler.tables:
+            raise self.error(name_node, f"table {name} already exists")
+        with self.subqueries(statement, select) as outer:
+            columns = outputs(select, self.source)
+            if names and len(names) != len(columns):
+                raise self.error(
+                    name_node,
+                    f"{name} lists {len(names)} columns, its query has {len(columns)}",
+                )
+            sources = self.sources(select)
+            time_column = window_column(sources.left)
+            windowed = is_windowed(select, outer.window_tvf is not None, time_column)
+            if view and outer.emit is None and windowed:
+                outer = replace(outer, emit="FINAL")  # window results in a view are final
+            final = outer.emit == "FINAL"
+            key = primary_key or upsert_key(
+                select, columns, sources, windowed=windowed, final=final
+            )
+            updating_source = sources.left.is_upsert and (
+                sources.right is None or sources.right.is_upsert
+            )
+            if not key and updating_source and not is_aggregation(select):
+                keys = ", ".join(sources.left.primary_key) or "none"
+                raise self.error(
+                    name_node,
+                    f"the result of {name} is updating (it reads the table "
+                    f"{sources.left.name}) but has no key: select its primary key ({keys})",
+                )
+            if view and not key and is_aggregation(select) and not (windowed and final):
+                columns = self.expose_group_key(select, columns)
+                key = upsert_key(select, columns, sources, windowed=windowed, final=final)
+            size = self.window_size(outer, select, time_column) if final else None
+            watermark = time_attribute(select, columns, sources, size, time_column)
+            renamed = {c.name: n for c, n in zip(columns, names, strict=False)}
+            if watermark is not None:
+                watermark = replace(
+                    watermark, column=renamed.get(watermark.column, watermark.column)
+                )
+            key = tuple(renamed.get(k, k) for k in key) if not primary_key else key
+            table_columns = {
+                renamed.get(c.name, c.name): kinds.get(renamed.get(c.name, c.name), INFERRED)
+                for c in columns
+            }
+            table = table_def(name, table_columns, key, create, watermark, self.source, view=view)
+            if watermark is not None and is_aggregation(select):
+                table = replace(table, window_bound=True)
+            if updating_source and not is_aggregation(select):
+                table = self.keep_source_key(table, sources.left, name_node)
+            compiler.tables[name] = table
+            compiler.inferring.add(name)
+            try:
+                compiler.dispatch_query(outer, select, table)
+            finally:
+                compiler.inferring.discard(name)
+            if view and watermark is not None and is_aggregation(select):
+                # a window's rows come out at its close: their time becomes the bound's
+                column = watermark.column
+                compiler.views[name] = compiler.views[name].process_values(
+                    lambda: ColumnTimestamper(column)
+                )
+        return table
+
+    def keep_source_key(self, table: TableDef, source: TableDef, at: exp.Expr) -> TableDef:
+        """A query over a table keeps its rows' Kafka keys (``to_stream`` of the filtered
+        table): the new table's key must be the source's, written the same way."""
+        if table.key_format != source.key_format and "key.format" in table.options:
+            raise self.error(
+                at,
+                f"{table.name} keeps the keys of {source.name}: its 'key.format' is "
+                f"{source.key_format!r}",
+            )
+        if len(table.key_fields) != len(source.key_fields) or (
+            source.key_format == "json" and table.key_fields != source.key_fields
+        ):
+            raise self.error(
+                at,
+                f"{table.name} keeps the keys of {source.name}: its key is "
+                f"({', '.join(source.key_fields)})"
+                + (", not renamed ('key.format' json)" if source.key_format == "json" else ""),
+            )
+        return replace(table, key_format=source.key_format)
+
+    def expose_group_key(self, select: exp.Select, columns: list[Output]) -> list[Output]:
+        """Add the GROUP BY columns to an updating view's SELECT list (named ``$column``)
+        so its rows carry their group's key: the view is then a table keyed by the
+        group, as Flink keeps an aggregation's rows by group even when the SELECT list
+        leaves its columns out."""
+        group = select.args.get("group")
+        taken = {c.name for c in columns}
+        for item in group.expressions if group else []:
+            if isinstance(item, exp.Column) and item.name not in WINDOW_COLUMNS:
+                hidden = f"${item.table}.{item.name}" if item.table else f"${item.name}"
+                if hidden not in taken:
+                    select.append("expressions", exp.alias_(item.copy(), hidden, quoted=True))
+                    taken.add(hidden)
+        return outputs(select, self.source)
+
+    def window_size(
+        self, statement: Statement, select: exp.Select, time_column: str | None
+    ) -> int | None:
+        """The size of the query's TUMBLE or HOP window (1 ms: a GROUP BY the window
+        bound of window results; None: no such window)."""
+        tvf = statement.window_tvf
+        if tvf is not None:
+            return tvf.size_ms if tvf.kind in ("TUMBLE", "HOP") else None
+        group = select.args.get("group")
+        for item in group.expressions if group else []:
+            if isinstance(item, exp.Anonymous) and item.name.upper() in ("TUMBLE", "HOP"):
+                return int(self.compiler.group_window(item).size_ms)
+            if isinstance(item, exp.Column) and item.name == time_column:
+                return 1
+        return None
+
+    def sources(self, select: exp.Select) -> QuerySources:
+        """The tables a query reads (its subqueries already replaced by their views)."""
+        from_ = select.args.get("from_") or select.args.get("from")
+        if from_ is None or not isinstance(from_.this, exp.Table):
+            raise self.error(select, "SELECT needs FROM <table>")
+        left = self.compiler.table(from_.this)
+        joins = select.args.get("joins") or []
+        right = None
+        if joins and isinstance(joins[0].this, exp.Table):
+            right = self.compiler.table(joins[0].this)
+        return QuerySources(left, from_.this.alias or left.name, right)
+
+    @contextmanager
+    def subqueries(self, statement: Statement, select: exp.Select) -> Iterator[Statement]:
+        """Compile each ``(SELECT ...) AS q`` in ``select``'s FROM and joins into a view
+        ``q`` and put the table ``q`` in its place; yields the statement for the outer
+        query (without the window TVF of a subquery). The views last for the block."""
+        from_ = select.args.get("from_") or select.args.get("from")
+        nodes = [from_.this] if from_ is not None else []
+        nodes += [join.this for join in select.args.get("joins") or []]
+        defined: list[str] = []
+        outer_tvfs = list(statement.window_tvfs)
+        try:
+            for node in nodes:
+                if not isinstance(node, exp.Subquery):
+                    continue
+                alias = node.args.get("alias")
+                if alias is None or not node.alias:
+                    raise self.error(
+                        self.opening(statement, node),
+                        "a subquery in FROM needs an alias: (SELECT ...) AS q",
+                    )
+                inner_select = node.this
+                if not isinstance(inner_select, exp.Select):
+                    raise self.error(node, "a subquery in FROM needs a SELECT")
+                start, end = span(node)
+                own = tuple(t for t in statement.window_tvfs if start <= t.offset <= end)
+                outer_tvfs = [t for t in outer_tvfs if t not in own]
+                inner = replace(
+                    statement, window_tvf=own[0] if own else None, window_tvfs=own, emit=None
+                )
+                name_node = alias.this
+                create = exp.Create(this=exp.Table(this=name_node.copy()), kind="VIEW")
+                self.define(
+                    inner,
+                    inner_select,
+                    name_node,
+                    create,
+                    names=[c.name for c in alias.columns],
+                    kinds={},
+                    primary_key=(),
+                    view=True,
+                )
+                defined.append(node.alias)
+                node.replace(exp.Table(this=name_node.copy()))
+            yield replace(
+                statement,
+                window_tvf=outer_tvfs[0] if outer_tvfs else None,
+                window_tvfs=tuple(outer_tvfs),
+            )
+        finally:
+            for name in defined:
+                self.compiler.tables.pop(name, None)
+
+    def opening(self, statement: Statement, node: exp.Subquery) -> int:
+        """The offset of a subquery's ``(`` (sqlglot keeps no position for it): the last
+        ``( SELECT`` before the subquery's first positioned token."""
+        first = node_offset(node)
+        tokens = tokenize(statement.text)
+        opening = first
+        for token, following in pairwise(tokens):
+            if following.start > first:
+                break
+            if token.token_type == TokenType.L_PAREN and following.token_type == TokenType.SELECT:
+                opening = token.start
+        return opening
