@@ -12,13 +12,14 @@ else the primary key.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlglot import exp
 
 from streaming import serdes
 from streaming.sql.errors import error_at, node_offset
+from streaming.sql.formats import FORMAT_OPTIONS, ColumnType, format_problem, value_serde
 from streaming.sql.rewrite import Watermark
 
 #: SQL types this slice knows, each mapped onto one of five value kinds.
@@ -55,6 +56,7 @@ _KNOWN_OPTIONS = {
     "properties.bootstrap.servers",
     "properties.group.id",
     "value.fields-include",
+    *FORMAT_OPTIONS["csv"],
 }
 
 
@@ -74,6 +76,9 @@ class TableDef:
     #: its rows are window results stamped at a window bound (the time attribute): a
     #: GROUP BY that column groups by window
     window_bound: bool = False
+    #: the declared SQL types (binary value formats encode INT and BIGINT, FLOAT and
+    #: DOUBLE, DECIMAL(p, s) differently); a column not here is its kind's widest type
+    column_types: dict[str, ColumnType] = field(default_factory=dict)
 
     @property
     def is_view(self) -> bool:
@@ -88,6 +93,22 @@ class TableDef:
     def key_serde(self) -> Any:
         """The key serde: raw strings or JSON."""
         return serdes.Json() if self.key_format == "json" else serdes.String()
+
+    @property
+    def value_format(self) -> str:
+        """``'value.format'`` (or ``'format'``): json, csv, avro or raw."""
+        return self.options.get("value.format", self.options.get("format", "json"))
+
+    def format_columns(self) -> dict[str, ColumnType]:
+        """Each column's type as the value format sees it."""
+        return {
+            name: self.column_types.get(name) or ColumnType(kind, kind)
+            for name, kind in self.columns.items()
+        }
+
+    def value_serde(self) -> Any:
+        """The serde of the topic's values (rows as dicts of columns), in its format."""
+        return value_serde(self.value_format, self.format_columns(), self.options)
 
     def key_of(self, row: dict[str, Any] | None) -> Any:
         """The Kafka key of an output row: None without key columns (as Flink writes)."""
@@ -121,7 +142,15 @@ def table_from_ddl(create: exp.Create, watermark: Watermark | None, source: str)
     if not isinstance(schema, exp.Schema):
         raise error_at(source, node_offset(create), "CREATE TABLE needs a column list")
     columns, primary_key = schema_elements(schema, source)
-    return table_def(schema.this.name, columns, primary_key, create, watermark, source)
+    return table_def(
+        schema.this.name,
+        columns,
+        primary_key,
+        create,
+        watermark,
+        source,
+        types=declared_types(schema, source),
+    )
 
 
 def schema_elements(schema: exp.Schema, source: str) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -140,6 +169,19 @@ def schema_elements(schema: exp.Schema, source: str) -> tuple[dict[str, str], tu
     return columns, primary_key
 
 
+def declared_types(schema: exp.Schema, source: str) -> dict[str, ColumnType]:
+    """The declared type of each column of a ``CREATE TABLE``'s list (NOT NULL kept)."""
+    types: dict[str, ColumnType] = {}
+    for item in schema.expressions:
+        if isinstance(item, exp.ColumnDef):
+            not_null = any(
+                isinstance(c.kind, exp.NotNullColumnConstraint) for c in item.constraints
+            )
+            data_type = item.args["kind"]
+            types[item.name] = ColumnType.of(type_kind(data_type, source), data_type, not not_null)
+    return types
+
+
 def table_def(
     name: str,
     columns: dict[str, str],
@@ -149,6 +191,7 @@ def table_def(
     source: str,
     *,
     view: bool = False,
+    types: dict[str, ColumnType] | None = None,
 ) -> TableDef:
     """The ``TableDef`` of a table's columns, primary key and ``WITH`` options (checked).
 
@@ -164,8 +207,15 @@ def table_def(
     unknown = sorted(set(options) - _KNOWN_OPTIONS)
     if unknown:
         raise error_at(source, node_offset(create), f"unknown table option {unknown[0]!r}")
-    if options.get("value.format", options.get("format", "json")) != "json":
-        raise error_at(source, node_offset(create), "only 'json' values are supported yet")
+    value_format = options.get("value.format", options.get("format", "json"))
+    if not view and value_format != "json":
+        format_types = {
+            column: (types or {}).get(column) or ColumnType(kind, kind)
+            for column, kind in columns.items()
+        }
+        problem = format_problem(value_format, format_types, options)
+        if problem:
+            raise error_at(source, node_offset(create), problem)
     connector = "view" if view else options.get("connector", "kafka")
     if connector not in ("kafka", "upsert-kafka", "view"):
         raise error_at(source, node_offset(create), f"unsupported connector {connector!r}")
@@ -198,6 +248,7 @@ def table_def(
         key_format=key_format,
         watermark=watermark,
         options=options,
+        column_types=dict(types or {}),
     )
 
 

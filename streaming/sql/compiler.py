@@ -299,7 +299,7 @@ class Compiler:
         if sink.is_view:
             self.views[sink.name] = out
         else:
-            out.to(sink.topic, key_serde=sink.key_serde(), value_serde=serdes.Json())
+            out.to(sink.topic, key_serde=sink.key_serde(), value_serde=sink.value_serde())
 
     def source_of(self, table: TableDef, materialized: Materialized | None = None) -> Any:
         """The table's topic as a KStream (append) or KTable (upsert, in ``materialized``
@@ -313,7 +313,9 @@ class Compiler:
             return rows.to_table(store)
         extractor = ColumnTimestampExtractor(table.watermark.column) if table.watermark else None
         serde_args = dict(
-            key_serde=table.key_serde(), value_serde=serdes.Json(), timestamp_extractor=extractor
+            key_serde=table.key_serde(),
+            value_serde=table.value_serde(),
+            timestamp_extractor=extractor,
         )
         if table.name in self.versioned:
             raise self.error(

@@ -35,6 +35,9 @@ from streaming.sql.timestamps import format_timestamp, parse_timestamp
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
+#: the value kinds a column may have
+KINDS = ("STRING", "BIGINT", "DOUBLE", "BOOLEAN", "TIMESTAMP")
+
 VALUE_FORMATS = ("json", "csv", "avro", "raw")
 #: the options each format reads (besides 'format' / 'value.format')
 FORMAT_OPTIONS = {
@@ -91,6 +94,10 @@ def format_problem(fmt: str, columns: Mapping[str, ColumnType], options: Mapping
         for option in ("csv.field-delimiter", "csv.quote-character"):
             if option in options and len(options[option]) != 1:
                 return f"{option!r} must be one character"
+    if fmt in ("csv", "avro"):
+        for name, column in columns.items():
+            if column.kind not in KINDS:
+                return f"column {name}: declare its type, the {fmt!r} format needs it"
     if fmt == "avro":
         for name, column in columns.items():
             if column.declared == "DECIMAL" and column.precision is None:

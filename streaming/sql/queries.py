@@ -20,13 +20,13 @@ when it starts, and applies the compiled WHERE and projection to each JSON value
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
 
+from streaming.serdes import SerializationError
 from streaming.sql.catalog import TableDef
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import compile_expression
@@ -312,6 +312,7 @@ class PushStream:
     def __init__(self, query: PushQuery, client_config: dict[str, Any]) -> None:
         self.query = query
         self.client_config = client_config
+        self._values = query.table.value_serde()
         self._consumer: Any = None
 
     def start(self, timeout: float = 10.0) -> PushStream:
@@ -351,12 +352,13 @@ class PushStream:
         if self._consumer is None:
             raise RuntimeError("PushStream.poll before start()")
         rows = []
+        values = self._values
         for msg in self._consumer.consume(num_messages=500, timeout=timeout):
             if msg.error() or msg.value() is None:
                 continue
             try:
-                value = json.loads(msg.value())
-            except ValueError:
+                value = values.deserialize(msg.topic(), msg.value())
+            except SerializationError:
                 continue
             if isinstance(value, dict) and self.query.where(value):
                 rows.append(self.query.project(value))

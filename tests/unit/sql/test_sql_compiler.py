@@ -414,8 +414,8 @@ def test_ddl_errors_name_the_problem():
     )
     assert (error.line, error.column) == (2, 3)
     assert "must be TIMESTAMP(3) or BIGINT" in error.message
-    error = error_of("CREATE TABLE t (k STRING) WITH ('topic' = 't', 'format' = 'avro');")
-    assert "only 'json' values are supported yet" in error.message
+    error = error_of("CREATE TABLE t (k STRING) WITH ('topic' = 't', 'format' = 'xml');")
+    assert "unsupported 'format' 'xml': use one of json, csv, avro, raw" in error.message
 
 
 def test_readme_sql_example_runs_as_written(capsys):

@@ -4,6 +4,7 @@ and a clear SerializationError for bytes it cannot read."""
 from __future__ import annotations
 
 import random
+import re
 import struct
 
 import pytest
@@ -181,3 +182,134 @@ def test_raw_is_one_string_column():
     assert rows.deserialize("t", None) is None
     with pytest.raises(SerializationError, match="UTF-8"):
         rows.deserialize("t", b"\xff")
+
+
+# -- tables in these formats, compiled ---------------------------------------------------
+
+ORDERS_COLUMNS = """id STRING, region STRING, amount DECIMAL(10, 2), qty INT, ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '30' SECOND"""
+QUERY = """
+INSERT INTO revenue
+SELECT region, window_start, SUM(amount), SUM(qty), COUNT(*)
+FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
+WHERE region IS NOT NULL
+GROUP BY window_start, window_end, region
+EMIT FINAL;
+"""
+
+
+def _program(in_format: str, out_format: str) -> str:
+    # CSV reads an empty field of a STRING column as '' (as Flink does): a NULL string
+    # needs a null literal to come back as NULL
+    def extra(fmt: str) -> str:
+        return ", 'csv.null-literal' = 'N/A'" if fmt == "csv" else ""
+
+    return f"""
+CREATE TABLE orders ({ORDERS_COLUMNS}) WITH ('connector' = 'kafka', 'topic' = 'orders',
+  'format' = '{in_format}'{extra(in_format)});
+CREATE TABLE revenue (region STRING, window_start TIMESTAMP(3), revenue DOUBLE, qty BIGINT,
+  n BIGINT) WITH ('connector' = 'kafka', 'topic' = 'revenue', 'value.format' = '{out_format}',
+  'key.fields' = 'region'{extra(out_format)});
+{QUERY}"""
+
+
+def _orders(seed: int, n: int = 120) -> list[tuple[str, dict, int]]:
+    rng = random.Random(seed)
+    records, clock = [], 0
+    for i in range(n):
+        clock += rng.randint(0, 20_000)
+        ts = max(0, clock - rng.choice([0, 0, 10_000, 70_000]))
+        value = {
+            "id": f"o{i}",
+            "region": rng.choice(["EU", "US, east", 'say "x"', None]),
+            "amount": rng.choice([None, 1.25, 10.5, 99.99]),
+            "qty": rng.choice([None, 0, 3]),
+            "ts": format_timestamp(ts),
+        }
+        records.append((f"o{i}", value, ts))
+    return records
+
+
+def _run(in_format: str, out_format: str, records) -> list[tuple]:
+    from streaming import TopologyTestDriver, serdes
+    from streaming.sql import compile
+    from streaming.sql.results import catalog_of
+
+    topology = compile(_program(in_format, out_format))
+    # the tables' own serdes put the rows on the topic and read them back
+    tables = catalog_of(topology).tables
+    orders_serde = tables["orders"].value_serde()
+    revenue_serde = tables["revenue"].value_serde()
+    with TopologyTestDriver(topology) as driver:
+        src = driver.create_input_topic(
+            "orders", key_serde=serdes.String(), value_serde=orders_serde
+        )
+        for key, value, ts in records:
+            src.pipe_input(key, value, timestamp=ts)
+        out = driver.create_output_topic(
+            "revenue", key_serde=serdes.String(), value_serde=revenue_serde
+        )
+        return [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "avro"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_query_over_csv_or_avro_writes_what_it_writes_over_json(fmt, seed):
+    records = _orders(seed)
+    expected = _run("json", "json", records)
+    assert len(expected) > 5
+    assert _run(fmt, fmt, records) == expected
+    assert _run(fmt, "json", records) == expected
+
+
+def test_undecodable_values_fail_with_the_formats_reason():
+    from streaming import TopologyTestDriver, serdes
+    from streaming.runtime.nodes import StreamsException
+    from streaming.sql import compile
+
+    with TopologyTestDriver(compile(_program("csv", "json"))) as driver:
+        src = driver.create_input_topic(
+            "orders", key_serde=serdes.String(), value_serde=serdes.Bytes()
+        )
+        with pytest.raises(StreamsException, match="amount is not a DOUBLE"):
+            src.pipe_input("o1", b"o1,EU,lots,1,2024-01-01 10:00:00.000", timestamp=0)
+
+
+@pytest.mark.parametrize(
+    ("ddl", "message"),
+    [
+        ("(a STRING) WITH ('format' = 'protobuf')", "unsupported 'format' 'protobuf'"),
+        ("(a STRING, b STRING) WITH ('format' = 'raw')", "holds one STRING column"),
+        ("(a BIGINT) WITH ('format' = 'raw')", "holds one STRING column"),
+        ("(a DECIMAL) WITH ('format' = 'avro')", "needs a precision"),
+        ("(a STRING) WITH ('format' = 'csv', 'csv.field-delimiter' = '||')", "one character"),
+    ],
+)
+def test_format_errors_point_at_the_table(ddl, message):
+    from streaming.sql import SqlError, compile
+
+    with pytest.raises(SqlError, match=rf"line 2, column \d+: .*{re.escape(message)}"):
+        compile(f"\nCREATE TABLE t {ddl};")
+
+
+def test_raw_table_lines_through_a_query():
+    from streaming import TopologyTestDriver, serdes
+    from streaming.sql import compile
+
+    topology = compile(
+        """
+CREATE TABLE lines (line STRING) WITH ('topic' = 'lines', 'format' = 'raw');
+CREATE TABLE shouted (line STRING) WITH ('topic' = 'shouted', 'format' = 'raw');
+INSERT INTO shouted SELECT UPPER(line) FROM lines WHERE CHAR_LENGTH(line) > 2;
+"""
+    )
+    with TopologyTestDriver(topology) as driver:
+        src = driver.create_input_topic(
+            "lines", key_serde=serdes.String(), value_serde=serdes.Bytes()
+        )
+        for text in (b"hello", b"no", "\u00e9t\u00e9".encode()):
+            src.pipe_input(None, text, timestamp=0)
+        out = driver.create_output_topic(
+            "shouted", key_serde=serdes.String(), value_serde=serdes.Bytes()
+        )
+        assert [r.value for r in out.read_records_to_list()] == [b"HELLO", "\u00c9T\u00c9".encode()]
