@@ -372,6 +372,9 @@ class Compiler:
             select, sink, plan.scope, self.keyword(statement, TokenType.SELECT)
         )
         if is_table:
+            self.require_upsert_sink(
+                statement, sink, "a join of two tables updates and deletes its rows"
+            )
             table = joined.filter(lambda k, v: isinstance(v, dict) and where(v))
             table = table.map_values(lambda v: None if v is None else project(v))
             self.write(table.to_stream(), sink)
@@ -380,6 +383,18 @@ class Compiler:
             lambda k, v: (sink.key_of(row := project(v)), row)
         )
         self.write(out, sink)
+
+    def require_upsert_sink(self, statement: Statement, sink: TableDef, why: str) -> None:
+        """An updating result needs a sink with a key to update (a view keeps its rows)."""
+        if sink.is_upsert or sink.is_view:
+            return
+        # as Flink: "Table sink doesn't support consuming update and delete changes"
+        raise self.error(
+            self.keyword(statement, TokenType.INSERT),
+            f"the sink {sink.name} is append-only (no PRIMARY KEY, 'connector' = "
+            f"'{sink.connector}') but the result is updating: {why}; give the sink a "
+            "PRIMARY KEY (or use 'upsert-kafka')",
+        )
 
     def stateless(
         self,
@@ -393,6 +408,11 @@ class Compiler:
         project = self.projection(select, sink, rows, self.keyword(statement, TokenType.SELECT))
         stream = self.source_of(source)
         if source.is_upsert:
+            self.require_upsert_sink(
+                statement,
+                sink,
+                f"the rows of {source.name} (an upsert table) are updated and deleted",
+            )
             table = stream.filter(lambda k, v: isinstance(v, dict) and where(v))
             table = table.map_values(lambda v: None if v is None else project(v))
             self.write(table.to_stream(), sink)

@@ -429,3 +429,32 @@ def test_readme_sql_example_runs_as_written(capsys):
     assert lines == [
         "EU {'region': 'EU', 'window_start': '2024-01-01 10:00:00.000', 'revenue': 14.5, 'orders': 2}"
     ]
+
+
+@pytest.mark.parametrize(
+    ("query", "why"),
+    [
+        ("INSERT INTO out SELECT id, tier FROM c;", "the rows of c (an upsert table) are updated"),
+        (
+            "INSERT INTO out SELECT a.id, b.tier FROM c a JOIN c2 b ON a.id = b.id;",
+            "a join of two tables updates and deletes its rows",
+        ),
+    ],
+)
+def test_an_updating_result_needs_a_sink_with_a_key(query, why):
+    tables = """CREATE TABLE c (id STRING, tier STRING, PRIMARY KEY (id) NOT ENFORCED)
+  WITH ('connector' = 'upsert-kafka', 'topic' = 'c');
+CREATE TABLE c2 (id STRING, tier STRING, PRIMARY KEY (id) NOT ENFORCED)
+  WITH ('connector' = 'upsert-kafka', 'topic' = 'c2');
+CREATE TABLE out (id STRING, tier STRING) WITH ('topic' = 'out');
+"""
+    error = error_of(tables + query)
+    assert (error.line, error.column) == (6, 1)
+    assert "the sink out is append-only" in error.message and why in error.message
+    # with a key the sink takes the updates
+    compile(
+        tables.replace(
+            "WITH ('topic' = 'out')", "WITH ('connector' = 'upsert-kafka', 'topic' = 'out')"
+        )
+        + query
+    )
