@@ -129,6 +129,7 @@ def _fresh_stream_topics(root: Path) -> None:
         domain.REVENUE_HOPPING,
         domain.FRAUD_ALERTS,
         domain.CLICK_SESSIONS,
+        domain.REVENUE_5M_SQL,
     ):
         shutil.rmtree(root / topic, ignore_errors=True)
         (root / "_manifest" / f"{topic}.json").unlink(missing_ok=True)
@@ -138,6 +139,7 @@ def _stream_like_batch(root: Path) -> None:
     _fresh_stream_topics(root)
     for result, topic, key in (
         ("revenue_5m", domain.REVENUE_5M, "region"),
+        ("revenue_5m", domain.REVENUE_5M_SQL, "region"),
         ("revenue_hopping", domain.REVENUE_HOPPING, "region"),
         ("fraud_alerts", domain.FRAUD_ALERTS, "customer_id"),
         ("click_sessions", domain.CLICK_SESSIONS, "user_id"),
@@ -164,7 +166,16 @@ def test_reconciliation_passes_when_stream_and_batch_agree(lake: tuple[Path, lis
     )
     assert result.success
     checks = result.get_asset_check_evaluations()
-    assert len(checks) == 4 and all(c.passed for c in checks)
+    # four stream results, the SQL revenue app vs batch and vs DSL, and vs DuckDB
+    assert len(checks) == 7 and all(c.passed for c in checks), [
+        (c.check_name, c.description) for c in checks if not c.passed
+    ]
+    names = {c.check_name for c in checks}
+    assert {
+        "revenue_5m_sql_stream_matches_batch",
+        "revenue_5m_sql_matches_dsl",
+        "revenue_5m_sql_matches_duckdb",
+    } <= names
 
 
 def test_reconciliation_detects_an_injected_difference(lake: tuple[Path, list]) -> None:
