@@ -14,6 +14,7 @@ from pipelines.streams import (
     build_fraud_alerts,
     build_orders_dedup,
     build_windowed_revenue,
+    kappa,
 )
 from pipelines.streams.apps import STREAM_APPS
 from pipelines.streams.config import StreamAppConfig
@@ -79,6 +80,8 @@ def test_catalogue_builds_every_app() -> None:
         "windowed-revenue-sql",
         "enriched-orders-sql",
     }
+    # a kappa replay of any of them can be compared with the live results
+    assert set(kappa.IDENTITY) == set(STREAM_APPS)
     for app in STREAM_APPS.values():
         topology = app.factory(cfg)
         described = str(topology.describe())
