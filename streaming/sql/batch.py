@@ -114,7 +114,7 @@ def to_duckdb(text: str, sink: str | None = None) -> BatchQuery:
     chosen = [(s, t) for s, t in inserts if sink is None or _target(t) == sink]
     if len(chosen) != 1:
         what = f"an INSERT INTO {sink}" if sink else "exactly one INSERT"
-        raise SqlError(f"expected {what} in the statements, found {len(chosen)}", 1, 1)
+        raise SqlError(f"expected {what} in the statements, found {len(chosen)}", line=1, column=1)
     statement, insert = chosen[0]
     return _Translation(text, compiler.tables, statement, insert).translate()
 

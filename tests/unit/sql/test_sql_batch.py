@@ -330,3 +330,22 @@ def test_the_statements_are_compiled_first_and_relations_are_required() -> None:
     assert query.columns[:3] == ("region", "window_start", "window_end")
     with pytest.raises(ValueError, match="no relation for table"):
         query.run(duckdb.connect(), {})
+
+
+def test_the_insert_is_chosen_by_its_sink() -> None:
+    # (a second INSERT from the same table fails to compile: the compiler registers the
+    # source topic once per INSERT)
+    two = (
+        REVENUE
+        + """
+CREATE TABLE returns (id STRING, amount DOUBLE) WITH ('topic' = 'returns');
+CREATE TABLE shaped (id STRING, cents BIGINT) WITH ('topic' = 'shaped');
+INSERT INTO shaped SELECT id, CAST(amount * 100 AS BIGINT) FROM returns;
+"""
+    )
+    with pytest.raises(SqlError, match="expected exactly one INSERT in the statements, found 2"):
+        to_duckdb(two)
+    assert to_duckdb(two, sink="shaped").sink.name == "shaped"
+    assert to_duckdb(two, sink="revenue").columns[-1] == "half_units"
+    with pytest.raises(SqlError, match="expected an INSERT INTO nowhere"):
+        to_duckdb(two, sink="nowhere")
