@@ -54,6 +54,8 @@ class GatedStreamsBuilder(StreamsBuilder):
         self.max_ahead_ms = max_ahead_ms
 
     def stream(self, topics: Any, *args: Any, **kwargs: Any) -> Any:
+        """The source stream, behind the gate when its topic has one (the compiler calls
+        this for every append table it reads)."""
         stream = super().stream(topics, *args, **kwargs)
         problem = self.gates.get(topics) if isinstance(topics, str) else None
         if problem is None:
@@ -72,6 +74,8 @@ class PlatformSqlCompiler(Compiler):
         self._renamed: set[str] = set()
 
     def compile_statement(self, statement: Statement, tree: Any) -> None:
+        """Compile one statement; a table it declared reads or writes the deployed topic
+        from then on (INSERTs after it see the renamed catalog)."""
         super().compile_statement(statement, tree)
         for name, table in list(self.tables.items()):
             if name in self._renamed:
