@@ -33,9 +33,9 @@ from pipelines.reconcile.late import late_report
 from pipelines.reconcile.reconcile import (
     REVENUE_KEYS,
     REVENUE_VALUES,
-    _batch,
-    _closed,
-    _late_records,
+    batch_result,
+    closed_mask,
+    late_records_of_hour,
 )
 from pipelines.reconcile.tolerance import Tolerance
 from pipelines.streams.sql import REVENUE_SQL
@@ -63,7 +63,7 @@ def _sql_results(hour: str, lake: Path | None) -> pd.DataFrame:
 
 
 def _late(hour: str, lake: Path | None) -> pd.DataFrame:
-    return late_report(_late_records(domain.REVENUE_LATE, hour_start_ms(hour), lake), RESULT)
+    return late_report(late_records_of_hour(domain.REVENUE_LATE, hour_start_ms(hour), lake), RESULT)
 
 
 def _compare(
@@ -77,10 +77,10 @@ def _compare(
     """``stream`` vs ``other`` on the closed windows (end + grace at or before the
     watermark); ``late`` explains a stream shortfall of exactly the records dropped."""
     grace = domain.REVENUE_GRACE_MS
-    closed_other = _closed(other, "window_end", grace, watermark_ms)
+    closed_other = closed_mask(other, "window_end", grace, watermark_ms)
     report = compare_keyed(
         name,
-        stream[_closed(stream, "window_end", grace, watermark_ms)],
+        stream[closed_mask(stream, "window_end", grace, watermark_ms)],
         other[closed_other],
         keys=REVENUE_KEYS,
         values=REVENUE_VALUES,
@@ -105,7 +105,7 @@ def vs_batch(
     source: str = LAKE,
 ) -> Reconciliation:
     """The SQL application's windows of ``hour`` vs the batch recompute's ``revenue_5m``."""
-    batch = _batch(RESULT, hour_of(hour_start_ms(hour)), lake, source)
+    batch = batch_result(RESULT, hour_of(hour_start_ms(hour)), lake, source)
     return _compare(
         "revenue_5m_sql",
         _sql_results(hour, lake),
