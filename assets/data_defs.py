@@ -3,7 +3,10 @@
 - ``LAKE_ASSETS``: ``lake/<topic>`` for every raw and derived topic (deps ``kafka/<topic>``)
 - ``BATCH_ASSETS``: ``batch/<result>``, hourly partitions ``HOURLY`` (deps ``lake/...``)
 - ``RECONCILE_ASSETS``: ``reconcile/stream_vs_batch`` (hourly, group ``reconciliation``) with blocking checks
-  ``<result>_stream_matches_batch`` (worst keys as a metadata table)
+  ``<result>_stream_matches_batch`` (worst keys as a metadata table), the SQL revenue
+  application's ``revenue_5m_sql_stream_matches_batch`` and ``revenue_5m_sql_matches_dsl``;
+  ``reconcile/sql_vs_duckdb`` with ``revenue_5m_sql_matches_duckdb`` (the SQL app vs its
+  query run by DuckDB over the lake's orders)
 - ``KAFKA_BATCH_ASSETS`` + ``KAFKA_RECONCILE_ASSETS`` (group ``kappa_batch``): the same
   recompute read straight from the Kafka topics (``kappa_batch/<result>``, deps
   ``kafka/...``; resource ``pyspark_kafka``) and ``reconcile/stream_vs_kafka_batch`` with

@@ -1,8 +1,11 @@
 """The reconciliation assets (hourly): stream vs batch, with blocking asset checks.
 
 ``reconcile/stream_vs_batch`` compares the stream with the batch recompute from the lake
-(group ``reconciliation``); ``reconcile/stream_vs_kafka_batch`` with the one read straight
-from Kafka (group ``kappa_batch``, checks ``<result>_stream_matches_kafka_batch``).
+(group ``reconciliation``), the SQL revenue application's results too (with the batch and
+with the DSL application's); ``reconcile/stream_vs_kafka_batch`` with the one read
+straight from Kafka (group ``kappa_batch``, checks ``<result>_stream_matches_kafka_batch``);
+``reconcile/sql_vs_duckdb`` the SQL revenue application with its own query run by DuckDB
+over the lake's orders.
 """
 
 from collections.abc import Iterator, Mapping
@@ -27,6 +30,7 @@ from assets.batch import HOURLY
 from assets.keys import (
     KAFKA_RECONCILIATION_KEY,
     RECONCILIATION_KEY,
+    SQL_DUCKDB_KEY,
     batch_key,
     kafka_batch_key,
     lake_key,
@@ -34,6 +38,7 @@ from assets.keys import (
 from pipelines import domain
 from pipelines.batch.recompute import RESULTS
 from pipelines.batch.store import KAFKA, LAKE
+from pipelines.reconcile import sql as sql_reconcile
 from pipelines.reconcile.compare import Reconciliation
 from pipelines.reconcile.reconcile import reconcile_hour, stream_watermark
 from resources.lake import LakeResource
@@ -42,6 +47,12 @@ from resources.reconciliation import ReconciliationPolicy
 RECONCILED = ("revenue_5m", "revenue_hopping", "fraud_alerts", "click_sessions")
 CHECK_NAMES = {name: f"{name}_stream_matches_batch" for name in RECONCILED}
 KAFKA_CHECK_NAMES = {name: f"{name}_stream_matches_kafka_batch" for name in RECONCILED}
+# the SQL revenue application (pipelines/streams/sql/revenue.sql), in stream_vs_batch
+SQL_CHECK_NAMES = {
+    "revenue_5m_sql": "revenue_5m_sql_stream_matches_batch",
+    "revenue_5m_sql_vs_dsl": "revenue_5m_sql_matches_dsl",
+}
+DUCKDB_CHECK_NAMES = {"revenue_5m_sql_vs_duckdb": "revenue_5m_sql_matches_duckdb"}
 _WORST_COLUMNS = 8
 
 
@@ -134,6 +145,19 @@ _STREAM_DEPS = [
     lake_key(domain.ORDERS),
     *(lake_key(t) for t in domain.LATE_TOPICS),
 ]
+_SQL_DEPS = [lake_key(domain.REVENUE_5M_SQL), lake_key(domain.REVENUE_5M)]
+
+
+def _sql_reports(
+    hour: str, root: Any, tolerance: Any, watermark: int | None
+) -> dict[str, Reconciliation]:
+    """The SQL revenue application's reconciliations of ``hour`` with the batch recompute
+    from the lake and with the DSL application."""
+    common = {"tolerance": tolerance, "watermark_ms": watermark}
+    return {
+        "revenue_5m_sql": sql_reconcile.vs_batch(hour, root, **common),
+        "revenue_5m_sql_vs_dsl": sql_reconcile.vs_dsl(hour, root, **common),
+    }
 
 
 def _reconcile(
@@ -142,14 +166,22 @@ def _reconcile(
     check_names: Mapping[str, str],
     lake: LakeResource,
     policy: ReconciliationPolicy,
+    *,
+    with_sql: bool = False,
 ) -> Iterator[Any]:
     """Compare every stream result of the run's hours with their batch recompute from
-    ``source``; the materialization, then one check result per reconciliation."""
+    ``source`` (``with_sql``: the SQL revenue application's too, checks
+    ``SQL_CHECK_NAMES``); the materialization, then one check result per reconciliation."""
     root = lake.path
     watermark = stream_watermark(root)
     tolerance = policy.tolerance
     by_hour = {
-        hour: reconcile_hour(hour, root, tolerance=tolerance, watermark_ms=watermark, source=source)
+        hour: {
+            **reconcile_hour(
+                hour, root, tolerance=tolerance, watermark_ms=watermark, source=source
+            ),
+            **(_sql_reports(hour, root, tolerance, watermark) if with_sql else {}),
+        }
         for hour in context.partition_keys
     }
     metadata: dict[str, Any] = {"watermark_ms": watermark or 0}
@@ -163,35 +195,35 @@ def _reconcile(
                     if isinstance(value, int | float):
                         metadata[f"{name}.{stat}"] = value
     yield MaterializeResult(metadata=metadata)
-    for name in RECONCILED:
-        yield check_result(
-            name, {hour: reports[name] for hour, reports in by_hour.items()}, check_names
-        )
+    names = {**check_names, **(SQL_CHECK_NAMES if with_sql else {})}
+    for name in names:
+        yield check_result(name, {hour: reports[name] for hour, reports in by_hour.items()}, names)
 
 
 @asset(
     key=RECONCILIATION_KEY,
-    deps=[*(batch_key(r) for r in RECONCILED), *_STREAM_DEPS],
+    deps=[*(batch_key(r) for r in RECONCILED), *_STREAM_DEPS, *_SQL_DEPS],
     partitions_def=HOURLY,
     backfill_policy=BackfillPolicy.single_run(),
     group_name="reconciliation",
     kinds={"pandas"},
     check_specs=[
-        AssetCheckSpec(CHECK_NAMES[name], asset=RECONCILIATION_KEY, blocking=True)
-        for name in RECONCILED
+        AssetCheckSpec(check, asset=RECONCILIATION_KEY, blocking=True)
+        for check in (*CHECK_NAMES.values(), *SQL_CHECK_NAMES.values())
     ],
     description=(
         "Lambda reconciliation of each hour of the run: stream results (lake) vs batch recompute. A "
         "difference is explained only by the records the stream reported dropping as late "
-        "(`<app>-late` topics); the batch result is the corrected value. An hour without "
-        "data is reported as such."
+        "(`<app>-late` topics); the batch result is the corrected value. The SQL revenue "
+        "application's results are compared with the batch and with the DSL application's. "
+        "An hour without data is reported as such."
     ),
 )
 def stream_vs_batch(
     context: AssetExecutionContext, lake: LakeResource, reconciliation: ReconciliationPolicy
 ) -> Iterator[Any]:
     """Compare every stream result of the run's hours with their batch recompute."""
-    yield from _reconcile(context, LAKE, CHECK_NAMES, lake, reconciliation)
+    yield from _reconcile(context, LAKE, CHECK_NAMES, lake, reconciliation, with_sql=True)
 
 
 @asset(
@@ -218,6 +250,49 @@ def stream_vs_kafka_batch(
     yield from _reconcile(context, KAFKA, KAFKA_CHECK_NAMES, lake, reconciliation)
 
 
+@asset(
+    key=SQL_DUCKDB_KEY,
+    deps=[lake_key(domain.ORDERS), lake_key(domain.REVENUE_5M_SQL), lake_key(domain.REVENUE_LATE)],
+    partitions_def=HOURLY,
+    backfill_policy=BackfillPolicy.single_run(),
+    group_name="reconciliation",
+    kinds={"duckdb", "sql"},
+    check_specs=[
+        AssetCheckSpec(check, asset=SQL_DUCKDB_KEY, blocking=True)
+        for check in DUCKDB_CHECK_NAMES.values()
+    ],
+    description=(
+        "The lambda check applied to SQL: the SELECT of `pipelines/streams/sql/revenue.sql`, "
+        "translated to DuckDB (`streaming.sql.batch`) and run over the lake's orders of each "
+        "hour, agrees with what the SQL application wrote for every closed window; a window "
+        "that differs by exactly the orders reported dropped as late is explained."
+    ),
+)
+def sql_vs_duckdb(
+    context: AssetExecutionContext, lake: LakeResource, reconciliation: ReconciliationPolicy
+) -> Iterator[Any]:
+    """Compare the SQL revenue application's windows with its query run by DuckDB."""
+    root = lake.path
+    watermark = stream_watermark(root)
+    by_hour = {
+        hour: sql_reconcile.vs_duckdb(
+            hour, root, tolerance=reconciliation.tolerance, watermark_ms=watermark
+        )
+        for hour in context.partition_keys
+    }
+    metadata: dict[str, Any] = {
+        "watermark_ms": watermark or 0,
+        "duckdb_sql": MetadataValue.md(f"```sql\n{sql_reconcile.revenue_batch_query().sql}\n```"),
+    }
+    for hour, report in by_hour.items():
+        context.log.info(f"{hour} {report.summary()}")
+        if len(by_hour) == 1:
+            metadata.update({k: v for k, v in report.stats.items() if isinstance(v, int | float)})
+    yield MaterializeResult(metadata=metadata)
+    for name, check in DUCKDB_CHECK_NAMES.items():
+        yield check_result(name, by_hour, {name: check})
+
+
 assert set(RECONCILED) <= set(RESULTS)
-RECONCILE_ASSETS = [stream_vs_batch]
+RECONCILE_ASSETS = [stream_vs_batch, sql_vs_duckdb]
 KAFKA_RECONCILE_ASSETS = [stream_vs_kafka_batch]

@@ -3,7 +3,9 @@
 - Raw topics (``kafka/orders``, ``kafka/customers``, ``kafka/payments``, ``kafka/clicks``) are
   materialised by the ``generator`` asset (a burst of synthetic events; ``make run`` also
   runs the generator continuously outside Dagster).
-- Each stream application is a long-running streaming asset producing its output topics
+- Each stream application (DSL or SQL, ``apps.STREAM_APPS``; a SQL application's input and
+  output topics are read from its statements) is a long-running streaming asset producing
+  its output topics
   (``kafka/revenue-per-region-5m`` ...): a run starts the application with ``KafkaStreams``
   (same ``application.id`` as the supervisor's instance, so they share the partitions),
   logs observations with throughput, lag, closed windows and health every
@@ -236,6 +238,15 @@ class RunTermination:
             time.sleep(min(0.2, left))
 
 
+def _app_metadata(app: StreamApp) -> dict[str, Any]:
+    """The static metadata of a stream application's output assets (and, for a SQL
+    application, the file its topology and lineage are read from)."""
+    meta: dict[str, Any] = {"stream_app": app.name, "stores": ", ".join(app.stores)}
+    if app.sql is not None:
+        meta["sql_file"] = MetadataValue.path(str(app.sql.file))
+    return meta
+
+
 def build_stream_asset(app: StreamApp) -> Any:
     """The long-running streaming asset of ``app``."""
     config = StreamAppConfig()
@@ -249,9 +260,9 @@ def build_stream_asset(app: StreamApp) -> Any:
                 kafka_key(t),
                 deps=inputs,
                 group_name=STREAMS_GROUP,
-                kinds={"kafka", "python"},
+                kinds={"kafka", "python" if app.sql is None else "sql"},
                 description=f"`{t}`, written by the `{app.name}` stream application",
-                metadata={"stream_app": app.name, "stores": ", ".join(app.stores)},
+                metadata=_app_metadata(app),
                 # results keep coming while the supervisor runs the application (reported
                 # by topic_materializations_sensor); the late-record topic may stay quiet
                 freshness_policy=None if t.endswith(config.late_suffix) else OUTPUT_FRESHNESS,

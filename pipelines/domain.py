@@ -68,6 +68,9 @@ ENRICHED_ORDERS = "enriched-orders"
 FRAUD_ALERTS = "fraud-alerts"
 CLICK_SESSIONS = "click-sessions"
 ORDERS_DEDUPED = "orders-deduped"
+# Topics the SQL versions of two applications write (pipelines/streams/sql/*.sql).
+REVENUE_5M_SQL = "revenue-per-region-5m-sql"
+ENRICHED_ORDERS_SQL = "enriched-orders-sql"
 # The records a windowed application dropped as late, one per (record, window):
 # "<app>-late" (pipelines/streams/late.py); reconciliation explains differences with them.
 LATE_SUFFIX = "-late"
@@ -81,6 +84,8 @@ DERIVED_TOPICS = (
     FRAUD_ALERTS,
     CLICK_SESSIONS,
     ORDERS_DEDUPED,
+    REVENUE_5M_SQL,
+    ENRICHED_ORDERS_SQL,
     *LATE_TOPICS,
 )
 DEAD_LETTER_SUFFIX = "-dlq"
@@ -91,6 +96,8 @@ STREAM_APPS = (
     "fraud-alerts",
     "click-sessions",
     "orders-dedup",
+    "windowed-revenue-sql",
+    "enriched-orders-sql",
 )
 DEAD_LETTER_TOPICS = tuple(app + DEAD_LETTER_SUFFIX for app in STREAM_APPS)
 
@@ -181,6 +188,12 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "event_time": "int",
     },
 }
+# the SQL apps write the DSL apps' columns (enriched: without the known_locations list,
+# which the SQL dialect has no type for)
+SCHEMAS[REVENUE_5M_SQL] = SCHEMAS[REVENUE_5M]
+SCHEMAS[ENRICHED_ORDERS_SQL] = {
+    k: v for k, v in SCHEMAS[ENRICHED_ORDERS].items() if k != "known_locations"
+}
 LATE_SCHEMA = {
     "result": "str",
     "window_start": "int",
@@ -200,12 +213,15 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     FRAUD_ALERTS: ("rule", "customer_id"),
     CLICK_SESSIONS: ("user_id", "session_start", "session_end"),
     ORDERS_DEDUPED: ("order_id", "event_time"),
+    REVENUE_5M_SQL: ("region", "window_start", "revenue", "order_count"),
+    ENRICHED_ORDERS_SQL: ("order_id", "customer_id", "event_time"),
     **{topic: ("result", "window_start", "event_time") for topic in LATE_TOPICS},
 }
 # The column whose hour places a record in the lake (falls back to the record timestamp).
 EVENT_TIME_COLUMN: dict[str, str] = {
     REVENUE_5M: "window_start",
     REVENUE_HOPPING: "window_start",
+    REVENUE_5M_SQL: "window_start",
     CLICK_SESSIONS: "session_start",
     **{topic: "window_start" for topic in LATE_TOPICS},
 }

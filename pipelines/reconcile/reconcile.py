@@ -38,7 +38,9 @@ def stream_watermark(lake: Path | None = None, hours: list[str] | None = None) -
     return None if orders.empty else int(orders["event_time"].max())
 
 
-def _batch(result: str, hour: str, lake: Path | None, source: str = LAKE) -> pd.DataFrame:
+def batch_result(result: str, hour: str, lake: Path | None, source: str = LAKE) -> pd.DataFrame:
+    """The stored batch ``result`` of ``hour`` from ``source``; an error saying so when it
+    was not computed (a reconciliation never compares with nothing)."""
     frame = read_result(result, hour, lake, source=source)
     if frame is None:
         raise FileNotFoundError(
@@ -48,7 +50,7 @@ def _batch(result: str, hour: str, lake: Path | None, source: str = LAKE) -> pd.
     return frame
 
 
-def _late_records(topic: str, start: int, lake: Path | None) -> pd.DataFrame:
+def late_records_of_hour(topic: str, start: int, lake: Path | None) -> pd.DataFrame:
     """What the stream reported dropping as late for windows starting in the hour."""
     late = read_topic_hours(topic, _hours(start - HOUR_MS, start + 2 * HOUR_MS), lake)
     if late.empty:
@@ -72,7 +74,11 @@ def _explainable_bursts(batch_bursts: pd.DataFrame, late: pd.DataFrame) -> pd.Da
     return bursts.assign(ref=bursts["window_start"].astype("int64").astype(str))[columns]
 
 
-def _closed(frame: pd.DataFrame, end_column: str, wait_ms: int, watermark: int | None) -> pd.Series:
+def closed_mask(
+    frame: pd.DataFrame, end_column: str, wait_ms: int, watermark: int | None
+) -> pd.Series:
+    """Which rows' windows (or sessions) are closed at ``watermark``: ``end + wait_ms`` at
+    or before it (all of them without a watermark)."""
     if watermark is None:
         return pd.Series(True, index=frame.index)
     return frame[end_column].astype("int64") + wait_ms <= watermark
@@ -102,13 +108,13 @@ def reconcile_revenue(
             domain.REVENUE_5M,
         )
     )
-    batch = _batch(result, lake_hour, lake, source)
+    batch = batch_result(result, lake_hour, lake, source)
     stream = read_topic_hours(topic, [lake_hour], lake)
     stream = stream[(stream["window_start"] >= start) & (stream["window_start"] < start + HOUR_MS)]
-    late = late_report(_late_records(domain.REVENUE_LATE, start, lake), result)
+    late = late_report(late_records_of_hour(domain.REVENUE_LATE, start, lake), result)
     grace = domain.REVENUE_GRACE_MS
-    closed_batch = _closed(batch, "window_end", grace, watermark_ms)
-    closed_stream = _closed(stream, "window_end", grace, watermark_ms)
+    closed_batch = closed_mask(batch, "window_end", grace, watermark_ms)
+    closed_stream = closed_mask(stream, "window_end", grace, watermark_ms)
     report = compare_keyed(
         result,
         stream[closed_stream],
@@ -136,7 +142,7 @@ def reconcile_fraud(
     """Fraud alerts of ``hour``: the same (rule, customer, order | window) alerts?"""
     start = hour_start_ms(hour)
     lake_hour = hour_of(start)
-    batch = _batch("fraud_alerts", lake_hour, lake, source).copy()
+    batch = batch_result("fraud_alerts", lake_hour, lake, source).copy()
     stream = read_topic_hours(
         domain.FRAUD_ALERTS, _hours(start - HOUR_MS, start + 2 * HOUR_MS), lake
     )
@@ -158,7 +164,7 @@ def reconcile_fraud(
         batch_bursts = batch_bursts[batch_bursts["window_start"] + wait <= watermark_ms]
         stream_bursts = stream_bursts[stream_bursts["window_start"] + wait <= watermark_ms]
     keys = ["rule", "customer_id", "ref"]
-    late = _explainable_bursts(batch_bursts, _late_records(domain.FRAUD_LATE, start, lake))
+    late = _explainable_bursts(batch_bursts, late_records_of_hour(domain.FRAUD_LATE, start, lake))
     return compare_keyed(
         "fraud_alerts",
         pd.concat(
@@ -191,16 +197,16 @@ def reconcile_sessions(
     """Click sessions starting in ``hour``: same bounds and click counts?"""
     start = hour_start_ms(hour)
     lake_hour = hour_of(start)
-    batch = _batch("click_sessions", lake_hour, lake, source)
+    batch = batch_result("click_sessions", lake_hour, lake, source)
     stream = read_topic_hours(domain.CLICK_SESSIONS, [lake_hour], lake)
     stream = stream[
         (stream["session_start"] >= start) & (stream["session_start"] < start + HOUR_MS)
     ]
     wait = domain.SESSION_GAP_MS + grace_ms
-    closed = _closed(batch, "session_end", wait, watermark_ms)
+    closed = closed_mask(batch, "session_end", wait, watermark_ms)
     report = compare_keyed(
         "click_sessions",
-        stream[_closed(stream, "session_end", wait, watermark_ms)],
+        stream[closed_mask(stream, "session_end", wait, watermark_ms)],
         batch[closed],
         keys=("user_id", "session_start"),
         values=("session_end", "click_count"),

@@ -12,7 +12,14 @@ enriched-orders    ``enriched.build_enriched_orders``             enriched-order
 fraud-alerts       ``fraud.build_fraud_alerts``                   fraud-alerts
 click-sessions     ``sessions.build_click_sessions``              click-sessions
 orders-dedup       ``dedup.build_orders_dedup``                   orders-deduped
+windowed-revenue-  ``sql/revenue.sql`` (``sql.REVENUE_SQL``)      revenue-per-region-5m-sql
+sql
+enriched-orders-   ``sql/enriched.sql`` (``sql.ENRICHED_SQL``)    enriched-orders-sql
+sql
 =================  =============================================  ==============================
+
+The last two are written in Streaming SQL (``pipelines.streams.sql``); their topics are read
+from their statements.
 
 Every application also writes records it cannot use to ``<application>-dlq``.
 ``apps.STREAM_APPS`` lists them; ``supervisor`` runs them with ``KafkaStreams``; the Dagster

@@ -1,4 +1,8 @@
-"""The catalogue of the platform's stream applications: name, factory, topics, stores."""
+"""The catalogue of the platform's stream applications: name, factory, topics, stores.
+
+The DSL applications list their topics here; the SQL applications (``pipelines/streams/
+sql/*.sql``) take theirs from their statements (``sql.lineage``), never by hand.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 
 from pipelines.streams import dedup, enriched, fraud, revenue, sessions
 from pipelines.streams.config import StreamAppConfig
+from pipelines.streams.sql import ENRICHED_SQL, REVENUE_SQL, SqlApp
 from streaming import Topology
 
 
@@ -25,6 +30,25 @@ class StreamApp:
     windowed_store: tuple[str, str, str] | None = None
     # writes the records its windowed aggregations drop as late to "<name>-late"
     reports_late: bool = False
+    # the SQL file the application is compiled from (None: a DSL topology factory)
+    sql: SqlApp | None = None
+
+    @staticmethod
+    def from_sql(
+        sql: SqlApp, description: str, windowed_store: tuple[str, str, str] | None = None
+    ) -> StreamApp:
+        """The catalogue entry of a SQL application: its input and output topics read from
+        its ``CREATE TABLE`` / ``INSERT INTO`` statements, its stores from its aggregations."""
+        return StreamApp(
+            sql.name,
+            sql.build,
+            description,
+            sql.input_fields,
+            sql.output_fields,
+            sql.stores,
+            windowed_store,
+            sql=sql,
+        )
 
     def input_topics(self, config: StreamAppConfig) -> list[str]:
         """The input topic names under ``config``."""
@@ -95,6 +119,18 @@ STREAM_APPS: dict[str, StreamApp] = {
             ("orders_topic",),
             ("dedup_topic",),
             (dedup.STORE,),
+        ),
+        StreamApp.from_sql(
+            REVENUE_SQL,
+            "SQL version of windowed-revenue's 5-minute tumbling revenue per region "
+            "(final on close), compiled from pipelines/streams/sql/revenue.sql",
+            # the window and grace in the SQL are the config's defaults (a test checks it)
+            (REVENUE_SQL.stores[0], "revenue_window_ms", "revenue_grace_ms"),
+        ),
+        StreamApp.from_sql(
+            ENRICHED_SQL,
+            "SQL version of enriched-orders: orders left-joined with the customers, "
+            "compiled from pipelines/streams/sql/enriched.sql",
         ),
     )
 }

@@ -47,6 +47,9 @@ IDENTITY: dict[str, tuple[Callable[[str, dict], Any], Callable[[dict], Any]]] = 
     ),
     "orders-dedup": (lambda k, v: v.get("order_id"), lambda v: v.get("event_time")),
 }
+# the SQL versions write the DSL applications' columns
+IDENTITY["windowed-revenue-sql"] = IDENTITY["windowed-revenue"]
+IDENTITY["enriched-orders-sql"] = IDENTITY["enriched-orders"]
 
 
 @dataclass

@@ -20,14 +20,16 @@ from pipelines.streams.config import StreamAppConfig
 SLICE_MS = 30_000
 
 
-def wait_caught_up(bootstrap: str, timeout: float = 120.0) -> None:
-    """Until every stream application's consumer group has no lag."""
+def wait_caught_up(
+    bootstrap: str, timeout: float = 120.0, apps: Sequence[str] | None = None
+) -> None:
+    """Until the consumer group of every stream application (or of ``apps``) has no lag."""
     config = StreamAppConfig()
     deadline = time.monotonic() + timeout
     lag = -1
     while time.monotonic() < deadline:
         lag = 0
-        for app in STREAM_APPS.values():
+        for app in (STREAM_APPS[a] for a in apps or STREAM_APPS):
             lag += sum(monitor.consumer_lag(bootstrap, app.name, app.input_topics(config)).values())
         if lag == 0:
             return
@@ -35,9 +37,12 @@ def wait_caught_up(bootstrap: str, timeout: float = 120.0) -> None:
     raise AssertionError(f"stream applications still lag {lag} records after {timeout}s")
 
 
-def feed(bootstrap: str, events: Sequence[Any], start_ms: int) -> int:
+def feed(
+    bootstrap: str, events: Sequence[Any], start_ms: int, apps: Sequence[str] | None = None
+) -> int:
     """Produce ``events`` (sorted by ``emit_ms``) slice by slice from ``start_ms``, waiting
-    for the applications after each; returns how many were produced."""
+    for the applications (every one, or ``apps``) after each; returns how many were
+    produced."""
     producer = Producer(
         {"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 5}
     )
@@ -55,5 +60,5 @@ def feed(bootstrap: str, events: Sequence[Any], start_ms: int) -> int:
             )
             i += 1
         assert producer.flush(30) == 0
-        wait_caught_up(bootstrap)
+        wait_caught_up(bootstrap, apps=apps)
     return i

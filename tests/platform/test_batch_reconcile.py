@@ -129,6 +129,7 @@ def _fresh_stream_topics(root: Path) -> None:
         domain.REVENUE_HOPPING,
         domain.FRAUD_ALERTS,
         domain.CLICK_SESSIONS,
+        domain.REVENUE_5M_SQL,
     ):
         shutil.rmtree(root / topic, ignore_errors=True)
         (root / "_manifest" / f"{topic}.json").unlink(missing_ok=True)
@@ -138,6 +139,7 @@ def _stream_like_batch(root: Path) -> None:
     _fresh_stream_topics(root)
     for result, topic, key in (
         ("revenue_5m", domain.REVENUE_5M, "region"),
+        ("revenue_5m", domain.REVENUE_5M_SQL, "region"),
         ("revenue_hopping", domain.REVENUE_HOPPING, "region"),
         ("fraud_alerts", domain.FRAUD_ALERTS, "customer_id"),
         ("click_sessions", domain.CLICK_SESSIONS, "user_id"),
@@ -164,7 +166,16 @@ def test_reconciliation_passes_when_stream_and_batch_agree(lake: tuple[Path, lis
     )
     assert result.success
     checks = result.get_asset_check_evaluations()
-    assert len(checks) == 4 and all(c.passed for c in checks)
+    # four stream results, the SQL revenue app vs batch and vs DSL, and vs DuckDB
+    assert len(checks) == 7 and all(c.passed for c in checks), [
+        (c.check_name, c.description) for c in checks if not c.passed
+    ]
+    names = {c.check_name for c in checks}
+    assert {
+        "revenue_5m_sql_stream_matches_batch",
+        "revenue_5m_sql_matches_dsl",
+        "revenue_5m_sql_matches_duckdb",
+    } <= names
 
 
 def test_reconciliation_detects_an_injected_difference(lake: tuple[Path, list]) -> None:
@@ -329,10 +340,15 @@ def test_reconciliation_asset_leaves_open_windows_and_sessions_out(
     )
     assert result.success
     checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
-    assert len(checks) == 4 and all(c.passed for c in checks.values()), {
+    # (the SQL revenue app's, landed with every window: the open ones are pending too)
+    assert len(checks) == 7 and all(c.passed for c in checks.values()), {
         n: c.description for n, c in checks.items() if not c.passed
     }
-    (event,) = result.get_asset_materialization_events()
+    (event,) = [
+        e
+        for e in result.get_asset_materialization_events()
+        if e.asset_key == AssetKey(["reconcile", "stream_vs_batch"])
+    ]
     meta = {k: v.value for k, v in event.materialization.metadata.items()}
     assert meta["watermark_ms"] == watermark
     assert meta["click_sessions.pending_sessions"] == int((~closed).sum())
@@ -358,7 +374,7 @@ def test_an_hour_without_data_is_reported_not_passed(lake: tuple[Path, list]) ->
         resources=resources_for(lake[0]),
     )
     checks = result.get_asset_check_evaluations()
-    assert len(checks) == 4
+    assert len(checks) == 7  # four stream results, three of the SQL revenue app
     for check in checks:
         assert not check.passed and check.severity.value == "WARN", check
         assert "no data for hour" in check.description
@@ -384,7 +400,7 @@ def test_a_range_backfill_is_one_run_over_every_hour(lake: tuple[Path, list]) ->
     materialized = defaultdict(set)
     for event in result.get_asset_materialization_events():
         materialized[event.asset_key].add(event.partition)
-    assert len(materialized) == len(BATCH_ASSETS) + 1
+    assert len(materialized) == len(BATCH_ASSETS) + len(RECONCILE_ASSETS)
     assert all(partitions == set(keys) for partitions in materialized.values()), materialized
     # the data's hour agrees; the two hours after it are named as empty, not passed
     for check in result.get_asset_check_evaluations():

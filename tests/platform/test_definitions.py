@@ -24,6 +24,8 @@ STREAM_TOPICS = [
     domain.FRAUD_ALERTS,
     domain.CLICK_SESSIONS,
     domain.ORDERS_DEDUPED,
+    domain.REVENUE_5M_SQL,
+    domain.ENRICHED_ORDERS_SQL,
 ]
 
 
@@ -278,3 +280,57 @@ def test_stream_outputs_are_judged_fresh_or_stale(repo) -> None:
         assert policy is not None and policy.fail_window.to_timedelta().total_seconds() > 0, topic
     for topic in domain.LATE_TOPICS:  # quiet when nothing is late: never stale
         assert graph.get(AssetKey(["kafka", topic])).freshness_policy is None
+
+
+def test_sql_apps_lineage_is_read_from_their_statements(repo, tmp_path) -> None:
+    """The SQL apps' assets: fed by the topics their SELECTs read, producing the topics they
+    INSERT INTO, as the compiler's catalog says (a different file, different lineage)."""
+    from pipelines.streams.apps import StreamApp
+    from pipelines.streams.sql import ENRICHED_SQL, REVENUE_SQL, SqlApp
+
+    graph = repo.asset_graph
+    for sql in (REVENUE_SQL, ENRICHED_SQL):
+        app = STREAM_APPS[sql.name]
+        assert app.sql is sql
+        for topic in sql.lineage.sink_topics:
+            node = graph.get(AssetKey(["kafka", topic]))
+            assert {k.path[-1] for k in node.parent_keys} == set(sql.lineage.source_topics)
+            assert "sql" in node.kinds
+            assert node.metadata["sql_file"].path == str(sql.file)
+    assert REVENUE_SQL.lineage.source_topics == (domain.ORDERS,)
+    assert REVENUE_SQL.lineage.sink_topics == (domain.REVENUE_5M_SQL,)
+    assert ENRICHED_SQL.lineage.source_topics == (domain.ORDERS, domain.CUSTOMERS)
+    assert ENRICHED_SQL.lineage.sink_topics == (domain.ENRICHED_ORDERS_SQL,)
+    # the catalogue entry follows the statements: another file, other topics
+    other = tmp_path / "clicks.sql"
+    other.write_text(
+        "CREATE TABLE clicks (user_id STRING, page STRING) WITH ('topic' = 'clicks');\n"
+        "CREATE TABLE unused (x STRING) WITH ('topic' = 'payments');\n"
+        "CREATE TABLE pages (user_id STRING, page STRING)\n"
+        "  WITH ('topic' = 'click-sessions', 'key.fields' = 'user_id');\n"
+        "INSERT INTO pages SELECT user_id, UPPER(page) FROM clicks;\n"
+    )
+    entry = StreamApp.from_sql(SqlApp("clicks-sql", other), "test")
+    assert (entry.inputs, entry.outputs) == (("clicks_topic",), ("sessions_topic",))
+    renamed = entry.input_topics(definitions_config().__class__(clicks_topic="clicks-v2"))
+    assert renamed == ["clicks-v2"]
+    assert "clicks-v2" in str(entry.factory({"clicks_topic": "clicks-v2"}).describe())
+
+
+def test_sql_reconciliation_checks_are_blocking(repo) -> None:
+    specs = {
+        key.name: spec
+        for key, spec in (
+            (k, repo.asset_graph.get_check_spec(k)) for k in repo.asset_graph.asset_check_keys
+        )
+    }
+    for name, asset in (
+        ("revenue_5m_sql_stream_matches_batch", ["reconcile", "stream_vs_batch"]),
+        ("revenue_5m_sql_matches_dsl", ["reconcile", "stream_vs_batch"]),
+        ("revenue_5m_sql_matches_duckdb", ["reconcile", "sql_vs_duckdb"]),
+    ):
+        assert specs[name].blocking, name
+        assert specs[name].asset_key == AssetKey(asset)
+    duck = repo.asset_graph.get(AssetKey(["reconcile", "sql_vs_duckdb"]))
+    assert {k.path[-1] for k in duck.parent_keys} >= {domain.ORDERS, domain.REVENUE_5M_SQL}
+    assert duck.group_name == "reconciliation"  # so the hourly job runs it

@@ -23,6 +23,7 @@ from dagster import (
     build_sensor_context,
 )
 
+from pipelines.streams.apps import STREAM_APPS
 from resources import KafkaResource, StreamAppsResource
 from sensors import (
     build_health_sensor,
@@ -239,12 +240,12 @@ def test_health_sensor_observes_lag(kafka_cluster, tmp_path) -> None:
     assert by_key["orders"]["records"].value >= 2
     # the tick says what it observed (Dagster shows it as the skipped tick's text)
     message = result.skip_reason.skip_message
-    assert message.startswith("Observed 5 stream apps (")
+    assert message.startswith(f"Observed {len(STREAM_APPS)} stream apps (")
     assert "windowed-revenue lag 1 ERROR" in message
     assert f"orders {by_key['orders']['records'].value:,} records" in message
     assert "alerts: windowed-revenue lags 1 records (limit 0)" in message
     tick = sensor.evaluate_tick(ctx)
-    assert tick.skip_message.startswith("Observed 5 stream apps (")
+    assert tick.skip_message.startswith(f"Observed {len(STREAM_APPS)} stream apps (")
     assert "empty result" not in tick.skip_message
     assert len(tick.asset_events) == len(result.asset_events)
 
@@ -300,7 +301,7 @@ def test_health_sensor_reports_a_stall_when_kafka_does_not_answer(tmp_path) -> N
     dedup = {k: v.value for k, v in by_key["orders-deduped"].items()}
     assert dedup["health"] == "RUNNING" and dedup["healthy"] is False  # Kafka is away
     message = result.skip_reason.skip_message
-    assert "Observed 5 stream apps (0 healthy)" in message
+    assert f"Observed {len(STREAM_APPS)} stream apps (0 healthy)" in message
     assert "windowed-revenue lag unavailable STALLED" in message
     assert "orders-dedup lag unavailable RUNNING" in message
     assert "Kafka does not answer" in message

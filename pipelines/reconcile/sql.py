@@ -1,0 +1,182 @@
+"""Reconciliations of the SQL revenue application (``pipelines/streams/sql/revenue.sql``).
+
+Its results (``revenue-per-region-5m-sql``, landed in the lake) are compared per region
+and closed 5-minute window of one hour with
+
+- the batch recompute (``revenue_5m``, as the DSL application's are): ``vs_batch``;
+- the DSL application's results (``revenue-per-region-5m``): ``vs_dsl``;
+- the same SQL query run by DuckDB over the lake's orders (``streaming.sql.batch``, the
+  lambda check applied to SQL): ``vs_duckdb``.
+
+Late data: both revenue applications read the same orders with the same grace, so the
+records the DSL application reported dropping as late (``windowed-revenue-late``) are
+the ones the SQL application dropped too, as long as both saw the same stream time
+(``<app>-late`` exists only for the DSL application: a SQL application cannot report
+them). Against the batch and DuckDB, a window differing by exactly those records is
+explained; against the DSL application, windows with late records are left out (both
+sides lack them) and counted as ``windows_with_late_data``.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+
+from pipelines import domain
+from pipelines.batch.store import LAKE
+from pipelines.lake.duck import read_topic_hours
+from pipelines.lake.paths import HOUR_MS, hour_of, hour_start_ms
+from pipelines.reconcile.compare import Reconciliation, compare_keyed
+from pipelines.reconcile.late import late_report
+from pipelines.reconcile.reconcile import (
+    REVENUE_KEYS,
+    REVENUE_VALUES,
+    batch_result,
+    closed_mask,
+    late_records_of_hour,
+)
+from pipelines.reconcile.tolerance import Tolerance
+from pipelines.streams.sql import REVENUE_SQL
+from streaming.sql.batch import BatchQuery, to_duckdb
+
+#: the DSL result whose late records explain the SQL one's
+RESULT = "revenue_5m"
+
+
+@cache
+def revenue_batch_query() -> BatchQuery:
+    """``revenue.sql``'s INSERT translated to DuckDB (``streaming.sql.batch``)."""
+    return to_duckdb(REVENUE_SQL.text)
+
+
+def _windows_of_hour(frame: pd.DataFrame, start: int) -> pd.DataFrame:
+    if frame.empty:
+        return frame
+    return frame[(frame["window_start"] >= start) & (frame["window_start"] < start + HOUR_MS)]
+
+
+def _sql_results(hour: str, lake: Path | None) -> pd.DataFrame:
+    start = hour_start_ms(hour)
+    return _windows_of_hour(read_topic_hours(domain.REVENUE_5M_SQL, [hour_of(start)], lake), start)
+
+
+def _late(hour: str, lake: Path | None) -> pd.DataFrame:
+    return late_report(late_records_of_hour(domain.REVENUE_LATE, hour_start_ms(hour), lake), RESULT)
+
+
+def _compare(
+    name: str,
+    stream: pd.DataFrame,
+    other: pd.DataFrame,
+    late: pd.DataFrame | None,
+    watermark_ms: int | None,
+    tolerance: Tolerance | None,
+) -> Reconciliation:
+    """``stream`` vs ``other`` on the closed windows (end + grace at or before the
+    watermark); ``late`` explains a stream shortfall of exactly the records dropped."""
+    grace = domain.REVENUE_GRACE_MS
+    closed_other = closed_mask(other, "window_end", grace, watermark_ms)
+    report = compare_keyed(
+        name,
+        stream[closed_mask(stream, "window_end", grace, watermark_ms)],
+        other[closed_other],
+        keys=REVENUE_KEYS,
+        values=REVENUE_VALUES,
+        late=late,
+        count_column="order_count",
+        late_values={"revenue_cents": "late_cents"},
+        tolerance=tolerance,
+    )
+    report.stats["pending_windows"] = int((~closed_other).sum())
+    report.stats["late_records"] = (
+        int(late["late_count"].sum()) if late is not None and not late.empty else 0
+    )
+    return report
+
+
+def vs_batch(
+    hour: str,
+    lake: Path | None = None,
+    *,
+    tolerance: Tolerance | None = None,
+    watermark_ms: int | None = None,
+    source: str = LAKE,
+) -> Reconciliation:
+    """The SQL application's windows of ``hour`` vs the batch recompute's ``revenue_5m``."""
+    batch = batch_result(RESULT, hour_of(hour_start_ms(hour)), lake, source)
+    return _compare(
+        "revenue_5m_sql",
+        _sql_results(hour, lake),
+        batch,
+        _late(hour, lake),
+        watermark_ms,
+        tolerance,
+    )
+
+
+def vs_dsl(
+    hour: str,
+    lake: Path | None = None,
+    *,
+    tolerance: Tolerance | None = None,
+    watermark_ms: int | None = None,
+) -> Reconciliation:
+    """The SQL application's windows of ``hour`` vs the DSL application's; windows with
+    late records are left out of both (counted as ``windows_with_late_data``)."""
+    start = hour_start_ms(hour)
+    dsl = _windows_of_hour(read_topic_hours(domain.REVENUE_5M, [hour_of(start)], lake), start)
+    sql = _sql_results(hour, lake)
+    late = _late(hour, lake)
+    late_keys = set(zip(late["region"], late["window_start"].astype("int64"), strict=True))
+
+    def on_time(frame: pd.DataFrame) -> pd.DataFrame:
+        if frame.empty or not late_keys:
+            return frame
+        keys = zip(frame["region"], frame["window_start"].astype("int64"), strict=True)
+        return frame[[k not in late_keys for k in keys]]
+
+    report = _compare(
+        "revenue_5m_sql_vs_dsl", on_time(sql), on_time(dsl), None, watermark_ms, tolerance
+    )
+    report.stats["windows_with_late_data"] = len(late_keys)
+    return report
+
+
+def duckdb_revenue(hour: str, lake: Path | None = None) -> pd.DataFrame:
+    """``revenue.sql``'s query run by DuckDB over the lake's valid orders of ``hour``
+    (every window starting in the hour, whose orders all lie in the hour)."""
+    import duckdb
+
+    start = hour_start_ms(hour)
+    orders = read_topic_hours(domain.ORDERS, [hour_of(start)], lake)
+    query = revenue_batch_query()
+    columns = list(query.columns)
+    if orders.empty:
+        return pd.DataFrame(columns=columns)
+    relation = orders[list(domain.SCHEMAS[domain.ORDERS])]
+    con = duckdb.connect()
+    try:
+        rows = query.run(con, {"orders": relation})
+    finally:
+        con.close()
+    return _windows_of_hour(pd.DataFrame(rows, columns=columns), start)
+
+
+def vs_duckdb(
+    hour: str,
+    lake: Path | None = None,
+    *,
+    tolerance: Tolerance | None = None,
+    watermark_ms: int | None = None,
+) -> Reconciliation:
+    """The SQL application's windows of ``hour`` vs its own query run by DuckDB."""
+    return _compare(
+        "revenue_5m_sql_vs_duckdb",
+        _sql_results(hour, lake),
+        duckdb_revenue(hour, lake),
+        _late(hour, lake),
+        watermark_ms,
+        tolerance,
+    )

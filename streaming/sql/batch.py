@@ -1,0 +1,388 @@
+"""A streaming SQL query as a DuckDB batch query: the lambda check applied to SQL.
+
+``to_duckdb(text)`` translates the query of an ``INSERT INTO sink SELECT ...`` statement
+(our dialect, see ``streaming.sql``) into DuckDB SQL over one relation per source table,
+named after the table and holding the rows of its topic (the JSON fields as columns).
+Run over the same events, the batch query gives each window's final result, which is
+what the streaming application writes for every window that closed on time (the check:
+stream == batch, windows that dropped late rows left out).
+
+What is rewritten, and why (sqlglot transpiles the rest):
+
+- every source table becomes ``(SELECT *, <event time in epoch ms> AS __event_ms FROM t)``:
+  the ``WATERMARK`` column read as epoch ms (BIGINT as is; TIMESTAMP text or ISO-8601
+  parsed; a number in a TIMESTAMP column taken as ms, as ``timestamps.parse_timestamp``
+  does). Rows without a readable event time are left out (the stream would use the Kafka
+  record's timestamp, which a batch relation does not have);
+- the window TVFs ``TABLE(TUMBLE|HOP(TABLE t, DESCRIPTOR(ts), ...))`` add ``window_start``
+  and ``window_end`` (epoch ms) to those rows, one row per window (HOP: every window of
+  ``slide``-aligned starts >= 0 that holds the row, as Kafka's ``TimeWindows``); the
+  group-window functions ``TUMBLE(ts, size)`` / ``HOP(ts, slide, size)`` in GROUP BY do the
+  same under internal names, and ``TUMBLE_START/END`` / ``HOP_START/END`` read them;
+- a window bound (or a BIGINT column) written to a TIMESTAMP sink column is formatted as
+  ``'yyyy-MM-dd HH:mm:ss.SSS'`` (UTC), as the streaming sink writes it;
+- ``CAST`` is ``TRY_CAST`` (a value that does not convert is NULL) and a cast to an
+  integer type truncates (DuckDB rounds); ``/`` and ``%`` by zero are NULL; ``/`` of two
+  integer operands truncates (the operands' types are inferred from the columns,
+  literals, casts, COUNT and SUM of integers);
+- ``JOIN r FOR SYSTEM_TIME AS OF l.ts``: DuckDB's ``ASOF [LEFT] JOIN`` on the equality
+  and ``l.__event_ms >= r.__event_ms``, so each stream row meets the table row as of its
+  time (the relation of ``r`` holds every version: its changelog rows, with their time
+  attribute); a plain stream-table join is an ordinary join against the relation as
+  given (its current rows); in an interval join's ON clause, time attributes are compared
+  as epoch ms and INTERVALs are milliseconds;
+- query columns are named after the sink's columns, by position.
+
+Not translated (``SqlError``): SESSION windows, and anything the compiler rejects (the
+statements are compiled first). Known differences: MIN/MAX of TIMESTAMP text compare the
+text (chronological for one format, as the platform writes); AVG and SUM of DOUBLEs may
+differ in the last bits (summation order). EMIT FINAL / CHANGES are ignored: a batch
+result is final.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from streaming.sql.catalog import TableDef
+from streaming.sql.compiler import Compiler, parse
+from streaming.sql.errors import SqlError, error_at, node_offset
+from streaming.sql.rewrite import SESSION_ALIAS, Statement, interval_ms, split_statements
+
+#: internal column names of the translation (never a source column's)
+EVENT_MS = "__event_ms"
+GROUP_WINDOW_START = "__window_start"
+GROUP_WINDOW_END = "__window_end"
+
+_BOUND_FUNCTIONS = {
+    "TUMBLE_START": GROUP_WINDOW_START,
+    "TUMBLE_END": GROUP_WINDOW_END,
+    "HOP_START": GROUP_WINDOW_START,
+    "HOP_END": GROUP_WINDOW_END,
+}
+_INTEGER_TYPES = {"BIGINT", "INT", "SMALLINT", "TINYINT"}
+_TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%g"
+
+
+@dataclass(frozen=True)
+class BatchQuery:
+    """A translated INSERT: the DuckDB ``sql``, the source ``tables`` it reads (the
+    relations to provide, by table name) and the ``sink`` whose columns it returns."""
+
+    sql: str
+    tables: tuple[TableDef, ...]
+    sink: TableDef
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The result's columns: the sink's, in order."""
+        return tuple(self.sink.columns)
+
+    def run(self, con: Any, relations: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The result rows over ``relations`` (table name -> anything DuckDB can register:
+        a pandas DataFrame, an Arrow table, a relation) on connection ``con``."""
+        missing = [t.name for t in self.tables if t.name not in relations]
+        if missing:
+            raise ValueError(f"no relation for table(s) {missing}")
+        for table in self.tables:
+            con.register(table.name, relations[table.name])
+        try:
+            cursor = con.execute(self.sql)
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        finally:
+            for table in self.tables:
+                con.unregister(table.name)
+
+
+def to_duckdb(text: str, sink: str | None = None) -> BatchQuery:
+    """The DuckDB translation of the INSERT in ``text`` writing ``sink`` (default: the
+    only INSERT). ``text`` holds the CREATE TABLE statements too; it is compiled first, so
+    whatever the streaming compiler rejects fails here with the same ``SqlError``."""
+    compiler = Compiler(text)
+    compiler.compile_all()
+    inserts = []
+    for statement in split_statements(text):
+        tree = parse(statement, text)
+        if isinstance(tree, exp.Insert):
+            inserts.append((statement, tree))
+    chosen = [(s, t) for s, t in inserts if sink is None or _target(t) == sink]
+    if len(chosen) != 1:
+        what = f"an INSERT INTO {sink}" if sink else "exactly one INSERT"
+        raise SqlError(f"expected {what} in the statements, found {len(chosen)}", line=1, column=1)
+    statement, insert = chosen[0]
+    return _Translation(text, compiler.tables, statement, insert).translate()
+
+
+def _target(insert: exp.Insert) -> str:
+    node = insert.this
+    return (node.this if isinstance(node, exp.Schema) else node).name
+
+
+def _epoch_ms_sql(column: str, kind: str) -> str:
+    """DuckDB SQL for the epoch ms of a time attribute of ``kind`` (NULL if unreadable)."""
+    quoted = exp.to_identifier(column).sql("duckdb")
+    if kind == "BIGINT":
+        return f"TRY_CAST({quoted} AS BIGINT)"
+    text = f"TRIM(REPLACE(CAST({quoted} AS VARCHAR), 'Z', ''))"
+    return (
+        f"COALESCE(TRY_CAST(TRY_CAST({quoted} AS DOUBLE) AS BIGINT), "
+        f"epoch_ms(TRY_CAST({text} AS TIMESTAMP)))"
+    )
+
+
+def _format_ms(node: exp.Expr) -> exp.Expr:
+    """``'yyyy-MM-dd HH:mm:ss.SSS'`` (UTC) of an epoch-ms expression."""
+    return sqlglot.parse_one(
+        f"strftime(make_timestamp(CAST(({node.sql('duckdb')}) AS BIGINT) * 1000), "
+        f"'{_TIMESTAMP_FORMAT}')",
+        read="duckdb",
+    )
+
+
+class _Translation:
+    """One INSERT's query rewritten for DuckDB."""
+
+    def __init__(
+        self, source: str, tables: dict[str, TableDef], statement: Statement, insert: exp.Insert
+    ) -> None:
+        self.source = source
+        self.tables = tables
+        self.statement = statement
+        self.insert = insert
+        self.sink = tables[_target(insert)]
+        #: alias (or name) -> table, of the tables in FROM / JOIN
+        self.scope: dict[str, TableDef] = {}
+
+    def error(self, node: exp.Expr | int, message: str) -> SqlError:
+        at = node if isinstance(node, int) else node_offset(node)
+        return error_at(self.source, at, message)
+
+    def translate(self) -> BatchQuery:
+        select = self.insert.expression.copy()
+        from_ = select.args.get("from_") or select.args.get("from")
+        joins = select.args.get("joins") or []
+        read = [from_.this, *(j.this for j in joins)]
+        for node in read:
+            self.scope[node.alias_or_name] = self.tables[node.name]
+        window = self._group_window(select)
+        tvf = self.statement.window_tvf
+        if tvf is not None and tvf.kind == "SESSION":
+            raise self.error(tvf.offset, "SESSION windows are not translated to batch SQL")
+        bounds = ("window_start", "window_end") if tvf is not None else None
+        if window is not None:
+            bounds = (GROUP_WINDOW_START, GROUP_WINDOW_END)
+        spec = (tvf.kind, tvf.size_ms, tvf.slide_ms) if tvf is not None else window
+        from_.set("this", self._relation(from_.this, spec, bounds))
+        for join in joins:
+            self._join(join, from_.this.alias_or_name)
+        self._rewrite_expressions(select)
+        self._name_columns(select, bounds)
+        return BatchQuery(
+            select.sql("duckdb"),
+            tuple(self.tables[n.name] for n in read),
+            self.sink,
+        )
+
+    # -- windows -------------------------------------------------------------------------
+
+    def _group_window(self, select: exp.Select) -> tuple[str, int, int] | None:
+        """A TUMBLE/HOP group-window function in GROUP BY, replaced by the internal window
+        bound columns: ``(kind, size_ms, slide_ms)``, or None."""
+        group = select.args.get("group")
+        found = None
+        for item in list(group.expressions) if group else []:
+            if not isinstance(item, exp.Anonymous):
+                continue
+            name = item.name.upper()
+            if name == SESSION_ALIAS:
+                raise self.error(item, "SESSION windows are not translated to batch SQL")
+            if name not in ("TUMBLE", "HOP"):
+                continue
+            intervals = [interval_ms(a, self.source) for a in item.expressions[1:]]
+            found = (name, intervals[-1], intervals[0])
+            item.replace(exp.column(GROUP_WINDOW_START))
+            group.append("expressions", exp.column(GROUP_WINDOW_END))
+        return found
+
+    def _relation(
+        self,
+        table: exp.Table,
+        window: tuple[str, int, int] | None,
+        bounds: tuple[str, str] | None,
+    ) -> exp.Expr:
+        """The table as a subquery with ``__event_ms`` (and the window bounds, one row per
+        window) under the table's alias."""
+        definition = self.tables[table.name]
+        name = exp.to_identifier(definition.name).sql("duckdb")
+        if definition.watermark is None:
+            timed = f"SELECT *, CAST(NULL AS BIGINT) AS {EVENT_MS} FROM {name}"
+        else:
+            column = definition.watermark.column
+            ms = _epoch_ms_sql(column, definition.columns[column])
+            timed = (
+                f"SELECT * FROM (SELECT *, {ms} AS {EVENT_MS} FROM {name}) AS __read "
+                f"WHERE {EVENT_MS} IS NOT NULL"
+            )
+        sql = timed
+        if window is not None and bounds is not None:
+            kind, size, slide = window
+            start, end = bounds
+            if kind == "TUMBLE":
+                ws = f"({EVENT_MS} - (({EVENT_MS} % {size}) + {size}) % {size})"
+                sql = f"SELECT *, {ws} AS {start}, {ws} + {size} AS {end} FROM ({timed}) AS __timed"
+            else:
+                last = f"({EVENT_MS} - (({EVENT_MS} % {slide}) + {slide}) % {slide})"
+                hops = -(-size // slide)
+                sql = (
+                    f"SELECT * EXCLUDE (__hop, __ws), __ws AS {start}, __ws + {size} AS {end} "
+                    f"FROM (SELECT *, {last} - __hop * {slide} AS __ws FROM ({timed}) AS __timed, "
+                    f"range(0, {hops}) AS __hops(__hop)) AS __hopped "
+                    f"WHERE __ws + {size} > {EVENT_MS} AND __ws >= 0"
+                )
+        alias = table.alias_or_name
+        subquery = sqlglot.parse_one(sql, read="duckdb").subquery(alias)
+        return subquery
+
+    # -- joins ---------------------------------------------------------------------------
+
+    def _join(self, join: exp.Join, left_alias: str) -> None:
+        """The right side as a timed subquery; FOR SYSTEM_TIME AS OF -> ASOF join; time
+        attributes and INTERVALs in ON as epoch ms."""
+        table = join.this
+        version = table.args.get("version")
+        alias = table.alias_or_name
+        definition = self.tables[table.name]
+        join.set("this", self._relation(table, None, None))
+        on = join.args.get("on")
+        if on is not None:
+            join.set("on", self._times_as_ms(on))
+        if version is None:
+            return
+        if definition.watermark is None:
+            raise self.error(table, f"FOR SYSTEM_TIME AS OF needs a WATERMARK on {definition.name}")
+        as_of = exp.GTE(
+            this=exp.column(EVENT_MS, table=left_alias),
+            expression=exp.column(EVENT_MS, table=alias),
+        )
+        join.set("on", exp.and_(join.args.get("on"), as_of))
+        join.set("method", "ASOF")
+
+    def _times_as_ms(self, condition: exp.Expr) -> exp.Expr:
+        """``condition`` with time attribute columns as ``__event_ms`` and INTERVALs as ms."""
+
+        def rewrite(node: exp.Expr) -> exp.Expr:
+            if isinstance(node, exp.Interval):
+                return exp.Literal.number(interval_ms(node, self.source))
+            if isinstance(node, exp.Column) and self._is_time_attribute(node):
+                return exp.column(EVENT_MS, table=node.table or None)
+            return node
+
+        return condition.transform(rewrite)
+
+    def _is_time_attribute(self, column: exp.Column) -> bool:
+        tables = [self.scope[column.table]] if column.table in self.scope else []
+        if not column.table:
+            tables = [t for t in self.scope.values() if column.name in t.columns]
+        return any(t.watermark is not None and t.watermark.column == column.name for t in tables)
+
+    # -- expressions ---------------------------------------------------------------------
+
+    def _rewrite_expressions(self, select: exp.Select) -> None:
+        """CAST -> TRY_CAST (truncating to integers), safe and typed division, window
+        bound functions -> the internal bound columns."""
+
+        def rewrite(node: exp.Expr) -> exp.Expr:
+            if isinstance(node, exp.Anonymous) and node.name.upper() in _BOUND_FUNCTIONS:
+                return exp.column(_BOUND_FUNCTIONS[node.name.upper()])
+            if not isinstance(node, exp.Cast | exp.Div | exp.Mod):
+                return node
+            # the operands first: sqlglot does not descend into a returned replacement
+            operands = {
+                key: node.args[key].transform(rewrite)
+                for key in ("this", "expression")
+                if isinstance(node.args.get(key), exp.Expr)
+            }
+            if isinstance(node, exp.Cast):
+                return self._try_cast(node, operands["this"])
+            if isinstance(node, exp.Div):
+                return self._division(operands["this"], operands["expression"])
+            return exp.Mod(this=operands["this"], expression=_nullif_zero(operands["expression"]))
+
+        for key in ("expressions", "where", "group", "having"):
+            value = select.args.get(key)
+            if isinstance(value, list):
+                select.set(key, [v.transform(rewrite) for v in value])
+            elif value is not None:
+                select.set(key, value.transform(rewrite))
+
+    def _try_cast(self, node: exp.Cast, inner: exp.Expr) -> exp.Expr:
+        """``TRY_CAST(inner AS type)`` of ``node``, truncating toward zero to integers."""
+        target = node.to.this.name if hasattr(node.to.this, "name") else str(node.to.this)
+        if target.upper() in _INTEGER_TYPES:
+            # a DOUBLE (or numeric text) truncated toward zero, as the stream's int() does
+            inner = exp.func("TRUNC", exp.TryCast(this=inner, to=exp.DataType.build("DOUBLE")))
+        return exp.TryCast(this=inner, to=node.to)
+
+    def _division(self, left: exp.Expr, right: exp.Expr) -> exp.Expr:
+        """``left / right``: NULL by zero, truncated when both are integers."""
+        quotient = exp.Div(this=left, expression=_nullif_zero(right))
+        if self._kind(left) == "BIGINT" and self._kind(right) == "BIGINT":
+            return exp.TryCast(this=exp.func("TRUNC", quotient), to=exp.DataType.build("BIGINT"))
+        return quotient
+
+    def _kind(self, node: exp.Expr) -> str:
+        """BIGINT when ``node`` is surely an integer (columns, literals, casts, COUNT, SUM
+        and arithmetic of integers), else OTHER."""
+        if isinstance(node, exp.Paren):
+            return self._kind(node.this)
+        if isinstance(node, exp.Literal):
+            return "BIGINT" if not node.is_string and node.is_int else "OTHER"
+        if isinstance(node, exp.Column):
+            kinds = {
+                t.columns.get(node.name)
+                for alias, t in self.scope.items()
+                if not node.table or node.table == alias
+            }
+            kinds.discard(None)
+            return "BIGINT" if kinds == {"BIGINT"} else "OTHER"
+        if isinstance(node, exp.Cast):
+            name = node.to.this.name if hasattr(node.to.this, "name") else str(node.to.this)
+            return "BIGINT" if name.upper() in _INTEGER_TYPES else "OTHER"
+        if isinstance(node, exp.Count):
+            return "BIGINT"
+        if isinstance(node, exp.Sum | exp.Min | exp.Max):
+            return self._kind(node.this)
+        if isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Mod):
+            both = {self._kind(node.this), self._kind(node.expression)}
+            return "BIGINT" if both == {"BIGINT"} else "OTHER"
+        if isinstance(node, exp.Neg):
+            return self._kind(node.this)
+        return "OTHER"
+
+    def _name_columns(self, select: exp.Select, bounds: tuple[str, str] | None) -> None:
+        """The SELECT list aliased by the sink's columns (by position); window bounds and
+        BIGINT columns into TIMESTAMP sink columns formatted as the stream writes them."""
+        names = list(self.sink.columns)
+        items = select.expressions
+        if len(items) != len(names):
+            raise self.error(select, f"the query has {len(items)} columns, sink has {len(names)}")
+        bound_names = set(bounds or ())
+        named = []
+        for item, name in zip(items, names, strict=True):
+            expression = item.this if isinstance(item, exp.Alias) else item
+            if self.sink.columns[name] == "TIMESTAMP":
+                is_bound = isinstance(expression, exp.Column) and expression.name in bound_names
+                if is_bound or self._kind(expression) == "BIGINT":
+                    expression = _format_ms(expression)
+            named.append(exp.alias_(expression, name, quoted=True))
+        select.set("expressions", named)
+
+
+def _nullif_zero(node: exp.Expr) -> exp.Expr:
+    return exp.func("NULLIF", node, exp.Literal.number(0))
