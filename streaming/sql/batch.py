@@ -195,8 +195,10 @@ class _Translation:
         """A TUMBLE/HOP group-window function in GROUP BY, replaced by the internal window
         bound columns: ``(kind, size_ms, slide_ms)``, or None."""
         group = select.args.get("group")
+        if group is None:
+            return None
         found = None
-        for item in list(group.expressions) if group else []:
+        for item in list(group.expressions):
             if not isinstance(item, exp.Anonymous):
                 continue
             name = item.name.upper()
@@ -246,8 +248,9 @@ class _Translation:
                     f"WHERE __ws + {size} > {EVENT_MS} AND __ws >= 0"
                 )
         alias = table.alias_or_name
-        subquery = sqlglot.parse_one(sql, read="duckdb").subquery(alias)
-        return subquery
+        relation = sqlglot.parse_one(sql, read="duckdb")
+        assert isinstance(relation, exp.Select)
+        return relation.subquery(alias)
 
     # -- joins ---------------------------------------------------------------------------
 
