@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from bench.nexmark.generator import GeneratorConfig, closing_events, generate
+from bench.nexmark.generator import (
+    CLOSING_GAP_MS,
+    GeneratorConfig,
+    closing_events,
+    flush_bid,
+    generate,
+)
 from bench.nexmark.model import AUCTION_TOPIC, BID_TOPIC, PERSON_TOPIC, WATERMARK_DELAY_MS
 from streaming.sql.timestamps import parse_timestamp
 
@@ -75,9 +81,13 @@ def test_sellers_exist_before_their_auctions() -> None:
             )
 
 
-def test_closing_events_come_after_everything() -> None:
+def test_closing_events_come_after_every_window_end_and_grace() -> None:
     events = generate(1_000)
     closing = closing_events(events)
     assert {e.topic for e in closing} == {PERSON_TOPIC, AUCTION_TOPIC, BID_TOPIC}
-    assert min(e.timestamp for e in closing) > max(e.timestamp for e in events) + 30_000
+    last = max(e.timestamp for e in events)
+    # a 10 s window (or a session's 10 s gap) after the last event, plus the 4 s grace
+    assert min(e.timestamp for e in closing) == last + CLOSING_GAP_MS > last + 14_000
     assert [e.seq for e in closing] == [1_000, 1_001, 1_002]
+    flush = flush_bid(events + closing)
+    assert (flush.topic, flush.seq, flush.timestamp) == (BID_TOPIC, 1_003, last + CLOSING_GAP_MS)
