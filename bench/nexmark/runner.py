@@ -4,7 +4,8 @@
         --group APP_ID --state-dir DIR [--commit-interval-ms 100] [--guarantee eos]
         [--max-auction-length-ms MS] [--set KEY=VALUE ...]
 
-Reads the Nexmark topics the query needs, writes its results to ``--output``. Prints
+Reads the Nexmark topics the query needs, writes its results to ``--output``, with the
+query's own ``QUERY_SETTINGS`` (``--set`` wins). Prints
 ``READY`` right before ``KafkaStreams.start()``; SIGTERM closes it cleanly.
 """
 
@@ -15,7 +16,7 @@ import logging
 
 from bench.broker import serve
 from bench.nexmark.generator import GeneratorConfig
-from bench.nexmark.queries import QUERIES, QueryContext
+from bench.nexmark.queries import QUERIES, QUERY_SETTINGS, QueryContext
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
         "state.dir": args.state_dir,
         "default.key.serde": "string",
     }
+    config.update(QUERY_SETTINGS.get(args.query, {}))
     config.update(item.split("=", 1) for item in args.set)
     build = QUERIES[args.query][0]
     serve(build(QueryContext(args.output, args.max_auction_length_ms)), config)

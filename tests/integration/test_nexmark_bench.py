@@ -1,8 +1,9 @@
 """``python -m bench.nexmark``'s runner end to end on the real broker: a few thousand Nexmark
-events produced once, then q4 (a windowed stream-stream join and a table aggregation with a
-subtractor, through a repartition topic) and q11 (session windows emitted on close, which
-needs the flush bid after the throttle) each as their own exactly-once process; both outputs,
-read back read_committed, must equal DuckDB's results."""
+events produced once, then each as its own exactly-once process q4 (a windowed stream-stream
+join and a table aggregation with a subtractor, through a repartition topic), q8 (a windowed
+join of a topic with a repartition topic the application fills itself: ``max.task.idle.ms``)
+and q11 (session windows emitted on close, which needs the flush bid after the throttle);
+every output, read back read_committed, must equal DuckDB's result."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def test_nexmark_queries_on_the_broker_are_verified(
 ) -> None:
     # 500 events/s of event time: 6 s, so q11's sessions close and q4's auctions get bids
     config, events = prepare(kafka_cluster, EVENTS, events_per_second=500, seed=11, partitions=1)
-    for query in ("q4", "q11"):
+    for query in ("q4", "q8", "q11"):
         result = run_query(
             query,
             kafka=kafka_cluster,
