@@ -247,7 +247,9 @@ def run_measured(
 # -- output --------------------------------------------------------------------------------
 
 
-def read_output(bootstrap: str, topic: str, timeout: float = 120.0) -> list[tuple[bytes, bytes]]:
+def read_output(
+    bootstrap: str, topic: str, timeout: float = 120.0
+) -> list[tuple[bytes | None, bytes | None]]:
     """Every committed record of ``topic``: read to the end offset of each partition (the
     runner is stopped, so no transaction is open), however slowly the machine answers."""
     consumer = Consumer(
@@ -265,7 +267,7 @@ def read_output(bootstrap: str, topic: str, timeout: float = 120.0) -> list[tupl
         for p in meta.partitions
     }
     consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-    out: list[tuple[bytes, bytes]] = []
+    out: list[tuple[bytes | None, bytes | None]] = []
     pending = {p for p, end in ends.items() if end > 0}
     deadline = time.monotonic() + timeout
     try:
@@ -273,12 +275,14 @@ def read_output(bootstrap: str, topic: str, timeout: float = 120.0) -> list[tupl
             if time.monotonic() > deadline:
                 raise RuntimeError(f"reading {topic}: partitions {sorted(pending)} never ended")
             for msg in consumer.consume(num_messages=5000, timeout=0.5):
-                if msg.error() is not None:
-                    if msg.error().code() != KafkaError._PARTITION_EOF:
-                        raise RuntimeError(msg.error())
+                error = msg.error()
+                if error is not None:
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        raise RuntimeError(error)
                     # the end of what read_committed may see: past the last commit marker
-                    if msg.offset() >= ends[msg.partition()] - 1:
-                        pending.discard(msg.partition())
+                    partition, offset = msg.partition(), msg.offset()
+                    if partition is not None and (offset or 0) >= ends[partition] - 1:
+                        pending.discard(partition)
                     continue
                 out.append((msg.key(), msg.value()))
     finally:

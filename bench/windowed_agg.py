@@ -170,10 +170,15 @@ def runner_command(engine: str, partitions: int, ours_settings: tuple[str, ...])
 # -- output --------------------------------------------------------------------------------
 
 
-def final_sums(engine: str, records: list[tuple[bytes, bytes]]) -> dict[tuple[str, int], float]:
-    """The last value per (region, window start) of an engine's output."""
+def final_sums(
+    engine: str, records: list[tuple[bytes | None, bytes | None]]
+) -> dict[tuple[str, int], float]:
+    """The last value per (region, window start) of an engine's output (every record of
+    which has a key and a value)."""
     out: dict[tuple[str, int], float] = {}
     for key, value in records:
+        if key is None or value is None:
+            raise ValueError(f"{engine} wrote a record without a key or value: {key!r}")
         if engine == "quix":
             window = orjson.loads(value)
             out[(key.decode(), window["start"])] = window["value"]

@@ -26,7 +26,7 @@ from typing import Any
 
 import duckdb
 import orjson
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]
 
 from bench.nexmark.model import (
     AUCTION_TOPIC,
@@ -161,7 +161,7 @@ def _canonical(value: Any) -> Any:
     return value
 
 
-def _row_key(key: str, value: dict[str, Any] | None) -> bytes:
+def _row_key(key: str | None, value: dict[str, Any] | None) -> bytes:
     return orjson.dumps([key, _canonical(value)], option=orjson.OPT_SORT_KEYS)
 
 
@@ -178,7 +178,7 @@ def _close(a: Any, b: Any) -> bool:
 
 
 def check(
-    query: str, events: list[Event], records: list[tuple[str, dict[str, Any] | None]]
+    query: str, events: list[Event], records: list[tuple[str | None, dict[str, Any] | None]]
 ) -> list[str]:
     """The differences between an engine's output ``records`` and the expected results."""
     want = expected_results(query, events)
@@ -193,7 +193,9 @@ def check(
     else:
         final: dict[str, dict[str, Any]] = {}
         for key, value in records:
-            if value is None:
+            if key is None:
+                problems.append(f"a record without a key: {value}")
+            elif value is None:
                 final.pop(key, None)
             else:
                 final[key] = value

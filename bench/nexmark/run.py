@@ -173,7 +173,10 @@ def run_query(
     finally:
         monitor.close()
     records = [
-        (key.decode(), orjson.loads(value) if value is not None else None)
+        (
+            key.decode() if key is not None else None,
+            orjson.loads(value) if value is not None else None,
+        )
         for key, value in read_output(kafka.bootstrap_servers, output)
     ]
     result.output_records = len(records)
