@@ -16,8 +16,8 @@ Like ``NexmarkGenerator`` / ``GeneratorConfig`` (nexmark/nexmark, from Apache Be
   hot (the second person of the last batch of 100) with probability 1 - 1/
   ``hot_bidders_ratio``, else an active person or up to 10 ahead; half the bids come from
   one of 4 hot channels;
-- ``extra`` pads each event to Nexmark's average sizes (person 200, auction 500, bid 100
-  bytes).
+- ``extra`` pads persons and auctions to about Nexmark's average sizes (200 and 500 bytes;
+  Nexmark's 100 for a bid is less than a bid's JSON here, so its ``extra`` stays empty).
 
 Simplifications, on purpose:
 
