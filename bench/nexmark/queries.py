@@ -95,7 +95,8 @@ SESSION_RETENTION = timedelta(minutes=2)
 
 @dataclass(frozen=True)
 class QueryContext:
-    """What a query needs besides topic names: the longest auction (q4's join window)."""
+    """What a query needs besides its input topics: its output topic and the longest
+    auction (q4's join window)."""
 
     output: str
     max_auction_length_ms: int
