@@ -51,8 +51,14 @@ mapping from Nexmark's (Flink SQL) definitions:
   runs at most once per wall-clock second (Kafka's throttle), and a session that left the
   store (by default after gap + grace) before that is never emitted.
 
-q6 (average price of a seller's last 10 closed auctions) is not here: Flink itself does not
-run it (an OVER window on an updating input).
+- **q6** average selling price by seller: the average winning price of each seller's last
+  10 closed auctions (Nexmark/Beam's definition; Flink does not run its SQL, an OVER window
+  on an updating input). Auctions and bids are joined as in q4, keeping bids before
+  ``expires`` at or above the reserve; a ``Processor`` (``ClosingAuctions``) keeps each
+  auction's best bid in a store and, on stream-time punctuation, forwards the winners of
+  the auctions closed by then (``expires`` + the 4 s grace at or before stream time) in
+  order of ``expires`` (then auction id), keyed by seller; a ``KTable`` aggregation keeps
+  the last 10 prices per seller. Output key: the seller; value ``{"seller", "avg"}``.
 """
 
 from __future__ import annotations
@@ -67,6 +73,7 @@ from bench.nexmark.model import (
     BID_TOPIC,
     PERSON_TOPIC,
     WATERMARK_DELAY,
+    WATERMARK_DELAY_MS,
 )
 from streaming import (
     EmitStrategy,
@@ -81,13 +88,19 @@ from streaming import (
     serdes,
 )
 from streaming.sql.timestamps import ColumnTimestampExtractor, format_timestamp, parse_timestamp
+from streaming.state import Stores
 from streaming.state.windowed import Windowed
+from streaming.topology import Processor, PunctuationType, Record
 
 TEN_SECONDS = timedelta(seconds=10)
 TEN_SECONDS_MS = 10_000
 HOP_SLIDE = timedelta(seconds=2)
 Q3_STATES = frozenset({"OR", "ID", "CA"})
 Q3_CATEGORY = 10
+#: q6: how many of a seller's last closed auctions are averaged, and how often (in stream
+#: time) closed auctions are looked for
+Q6_LAST_AUCTIONS = 10
+Q6_CLOSE_INTERVAL_MS = 1_000
 #: q11 keeps sessions this long in stream time: emit-on-close runs at most once per
 #: wall-clock second, and a session that expired from the store before it is never emitted
 SESSION_RETENTION = timedelta(minutes=2)
@@ -281,6 +294,83 @@ def q5(ctx: QueryContext) -> Topology:
     return builder.build()
 
 
+class ClosingAuctions(Processor):
+    """q6's winning bids: the best valid bid per auction (keyed by auction id), forwarded
+    once the auction has closed, keyed by seller: ``{"auction", "price", "expires"}``.
+
+    An auction is closed when stream time reaches its ``expires`` plus the grace (a bid up
+    to the watermark delay late may still come before). Closed auctions go out in order of
+    ``expires``, then auction id, so every seller sees its auctions in closing order."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self.store = context.get_state_store(self.store_name)
+        context.schedule(Q6_CLOSE_INTERVAL_MS, PunctuationType.STREAM_TIME, self.close_auctions)
+
+    def process(self, record: Record) -> None:
+        best = self.store.get(record.key)
+        if best is None or record.value["price"] > best["price"]:
+            self.store.put(record.key, record.value)
+
+    def close_auctions(self, stream_time: int) -> None:
+        closing = sorted(
+            (best["expires"], int(auction), best)
+            for auction, best in self.store.all()
+            if best["expires"] + WATERMARK_DELAY_MS <= stream_time
+        )
+        for expires, auction, best in closing:
+            self.store.delete(str(auction))
+            winner = {"auction": auction, "price": best["price"], "expires": expires}
+            self.context.forward(Record(str(best["seller"]), winner, expires))
+
+
+def _q6_last_prices(_seller: str, winner: dict[str, Any], agg: list[int]) -> list[int]:
+    return [*agg, winner["price"]][-Q6_LAST_AUCTIONS:]
+
+
+def q6(ctx: QueryContext) -> Topology:
+    """Average selling price by seller over their last 10 closed auctions."""
+    builder = StreamsBuilder()
+    auctions = _source(builder, AUCTION_TOPIC).map_values(
+        lambda a: {"seller": a["seller"], "reserve": a["reserve"], "expires": _millis(a["expires"])}
+    )
+    bids = _source(builder, BID_TOPIC).map_values(
+        lambda b: {"price": b["price"], "at": _millis(b["dateTime"])}
+    )
+    window = JoinWindows.of_time_difference_and_grace(
+        ctx.max_auction_length_ms, WATERMARK_DELAY
+    ).before(0)
+    valid = auctions.join(
+        bids,
+        lambda a, b: (
+            {"seller": a["seller"], "expires": a["expires"], "price": b["price"]}
+            if b["at"] < a["expires"] and b["price"] >= a["reserve"]
+            else None
+        ),
+        window,
+    ).filter(lambda _k, pair: pair is not None)
+    store = "q6-open-auctions"
+    builder.add_state_store(
+        Stores.key_value_store_builder(
+            Stores.persistent_key_value_store(store), serdes.String(), serdes.Json()
+        )
+    )
+    averages = (
+        valid.process(lambda: ClosingAuctions(store), store)
+        .group_by_key(Grouped.with_(serdes.String(), serdes.Json(), "q6-by-seller"))
+        .aggregate(list, _q6_last_prices, "q6-last-prices")
+        .map_values(
+            lambda seller, prices: {"seller": int(seller), "avg": sum(prices) / len(prices)},
+            with_key=True,
+        )
+    )
+    _to(averages.to_stream(), ctx.output)
+    return builder.build()
+
+
 def _q7_top(_key: str, bid: dict[str, Any], agg: dict[str, Any]) -> dict[str, Any]:
     if bid["price"] > agg["price"]:
         return {"price": bid["price"], "bids": [bid]}
@@ -395,6 +485,7 @@ QUERIES: dict[str, tuple[Callable[[QueryContext], Topology], tuple[str, ...]]] =
     "q3": (q3, (PERSON_TOPIC, AUCTION_TOPIC)),
     "q4": (q4, (AUCTION_TOPIC, BID_TOPIC)),
     "q5": (q5, (BID_TOPIC,)),
+    "q6": (q6, (AUCTION_TOPIC, BID_TOPIC)),
     "q7": (q7, (BID_TOPIC,)),
     "q8": (q8, (PERSON_TOPIC, AUCTION_TOPIC)),
     "q11": (q11, (BID_TOPIC,)),

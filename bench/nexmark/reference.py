@@ -7,7 +7,8 @@ batch version of the query. ``check(query, events, records)`` compares an engine
 records (String key, JSON value) with it and returns the differences (empty: correct):
 
 - q0, q1, q2, q3 are appends: the same rows, as a multiset (doubles to 6 decimals);
-- q4, q5 are updating tables: the last value per key (doubles within 1e-9 relative);
+- q4, q5, q6 are updating tables: the last value per key (doubles within 1e-9 relative);
+  q6 counts the auctions closed (``expires`` + the 4 s grace) by the end of the input;
 - q7, q8, q11 emit a row per closed window: every window (session) closed by the end of the
   input (its end + the 4 s grace at or before the last event time of the query's input
   topics) must be there, nothing else. ``closing_events`` at the end of the input close them
@@ -79,6 +80,20 @@ SQL: dict[str, str] = {
         FROM top JOIN counts USING (ws, num)
         WHERE ws + {TEN_SECONDS_MS + GRACE} <= $close
         GROUP BY ws, top.num""",
+    "q6": f"""
+        WITH winners AS (
+            SELECT A.id, A.seller, A.expires_ms, MAX(B.price) AS price
+            FROM auction A JOIN bid B
+              ON A.id = B.auction AND B.ts >= A.ts AND B.ts < A.expires_ms
+                 AND B.price >= A.reserve
+            WHERE A.expires_ms + {GRACE} <= $close
+            GROUP BY A.id, A.seller, A.expires_ms),
+        ranked AS (
+            SELECT seller, price, ROW_NUMBER() OVER (
+                PARTITION BY seller ORDER BY expires_ms DESC, id DESC) AS recent
+            FROM winners)
+        SELECT seller::VARCHAR AS key, seller, AVG(price) AS avg
+        FROM ranked WHERE recent <= 10 GROUP BY seller""",
     "q7": f"""
         WITH windowed AS (SELECT *, ts - ts % {TEN_SECONDS_MS} AS ws FROM bid),
         top AS (SELECT ws, MAX(price) AS price FROM windowed GROUP BY ws)
@@ -110,7 +125,7 @@ SQL: dict[str, str] = {
 }
 
 APPENDS = frozenset({"q0", "q1", "q2", "q3", "q7", "q8", "q11"})
-TABLES = frozenset({"q4", "q5"})
+TABLES = frozenset({"q4", "q5", "q6"})
 
 
 def _table(events: Iterable[Event], topic: str) -> pa.Table:
