@@ -34,6 +34,29 @@ WATERMARK_DELAY = timedelta(seconds=4)
 WATERMARK_DELAY_MS = int(WATERMARK_DELAY.total_seconds() * 1000)
 
 
+#: the three topics as Flink SQL tables (Nexmark's DDL over these Kafka topics); queries
+#: written in SQL (``streaming.sql``) start from it
+SQL_DDL = f"""
+CREATE TABLE person (
+  id BIGINT, name STRING, emailAddress STRING, creditCard STRING, city STRING, state STRING,
+  dateTime TIMESTAMP(3), extra STRING,
+  WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND
+) WITH ('connector' = 'kafka', 'topic' = '{PERSON_TOPIC}', 'format' = 'json');
+
+CREATE TABLE auction (
+  id BIGINT, itemName STRING, description STRING, initialBid BIGINT, reserve BIGINT,
+  dateTime TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT, category BIGINT, extra STRING,
+  WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND
+) WITH ('connector' = 'kafka', 'topic' = '{AUCTION_TOPIC}', 'format' = 'json');
+
+CREATE TABLE bid (
+  auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING,
+  dateTime TIMESTAMP(3), extra STRING,
+  WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND
+) WITH ('connector' = 'kafka', 'topic' = '{BID_TOPIC}', 'format' = 'json');
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One generated record: its topic, key, JSON value and timestamp (= ``dateTime``).
