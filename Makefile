@@ -111,11 +111,12 @@ $(QUIX_VENV)/.installed: bench/requirements-quix.txt
 
 # Engine hot path without a broker, then ours vs Quix Streams vs raw confluent-kafka on one
 # local broker (prints the `windowed-agg eos: ...` / `windowed-agg alos: ...` lines), then
-# the changelog restore rate.
+# the changelog restore rate, then the Nexmark queries (ours beside Flink's published figures).
 bench: setup $(QUIX_VENV)/.installed
 	$(PY) -m bench.engine
 	$(PY) -m bench.windowed_agg
 	$(PY) -m bench.restore
+	$(PY) -m bench.nexmark
 
 clean:
 	rm -rf $(VENV) $(QUIX_VENV) $(LINT_VENV) .jars .pytest_cache .mypy_cache .tools

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
-import threading
 
+from bench.broker import serve
 from bench.wa_common import GRACE, WINDOW
 from streaming import StreamsBuilder, TimeWindows, serdes
-from streaming.runtime.app import KafkaStreams
 
 
 def topology(input_topic: str, output_topic: str):
@@ -54,16 +52,7 @@ def main() -> None:
         "default.key.serde": "string",
     }
     config.update(item.split("=", 1) for item in args.set)  # experiments: --ours-set k=v
-    app = KafkaStreams(topology(args.input, args.output), config)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    print("READY", flush=True)
-    app.start()
-    try:
-        while not stop.is_set() and app.state.is_running_or_rebalancing():
-            stop.wait(0.2)
-    finally:
-        app.close(timeout=60)
+    serve(topology(args.input, args.output), config)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,6 @@ Prints a table, then per mode one line in this exact form (tooling reads it):
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import random
 import signal
@@ -47,12 +46,10 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import orjson
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
+from bench.broker import CommitMonitor, produce, read_output, run_measured
 from bench.wa_common import GRACE_MS, WINDOW_MS
 from streaming.testing import LocalKafkaCluster
 
@@ -125,114 +122,7 @@ def expected_sums(orders: list[tuple[bytes, bytes, int]]) -> dict[tuple[str, int
 
 
 def produce_orders(bootstrap: str, topic: str, orders: list[tuple[bytes, bytes, int]]) -> None:
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 20}
-    )
-    for key, value, ts in orders:
-        while True:
-            try:
-                producer.produce(topic, value, key, timestamp=ts)
-                break
-            except BufferError:
-                producer.poll(0.05)
-    if producer.flush(60) != 0:
-        raise RuntimeError("could not produce the input")
-
-
-# -- progress ------------------------------------------------------------------------------
-
-
-class CommitMonitor:
-    """Tells when a consumer group has committed all of the input and its repartition topic."""
-
-    def __init__(self, bootstrap: str, input_topic: str, partitions: int, eos: bool) -> None:
-        self.admin = AdminClient({"bootstrap.servers": bootstrap})
-        self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"bench-monitor-{uuid.uuid4().hex[:6]}",
-                "enable.auto.commit": False,
-                "isolation.level": "read_uncommitted",
-            }
-        )
-        self.input_topic = input_topic
-        self.partitions = partitions
-        self.eos = eos
-        self.last_seen: dict[str, Any] = {}
-        self.input_end = {
-            p: self.consumer.get_watermark_offsets(TopicPartition(input_topic, p), timeout=10)[1]
-            for p in range(partitions)
-        }
-
-    def done(self, group: str) -> bool:
-        """All input offsets committed, and every repartition record consumed and committed."""
-        committed = self._committed(group)
-        self.last_seen = {"committed": committed}
-        for p, end in self.input_end.items():
-            if committed.get((self.input_topic, p), -1) < end:
-                return False
-        repartition = [
-            name
-            for name in self.admin.list_topics(timeout=10).topics
-            if group in name and (name.startswith("repartition__") or name.endswith("-repartition"))
-        ]
-        if not repartition:
-            return False
-        for topic in repartition:
-            meta = self.admin.list_topics(topic=topic, timeout=10).topics[topic]
-            for p in meta.partitions:
-                high = self.consumer.get_watermark_offsets(
-                    TopicPartition(topic, p), timeout=10, cached=False
-                )[1]
-                # under exactly-once every write is transactional, so the last offset (no open
-                # transaction once all input is committed) is a commit marker
-                need = high - 1 if self.eos and high > 0 else high
-                self.last_seen[f"{topic}-{p} needs"] = need
-                if committed.get((topic, p), 0) < need:
-                    return False
-        return True
-
-    def _committed(self, group: str) -> dict[tuple[str, int], int]:
-        from confluent_kafka import ConsumerGroupTopicPartitions
-
-        futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
-        try:
-            result = futures[group].result(timeout=10)
-        except Exception:
-            return {}
-        return {
-            (tp.topic, tp.partition): tp.offset
-            for tp in result.topic_partitions
-            if tp.error is None and tp.offset >= 0
-        }
-
-    def close(self) -> None:
-        self.consumer.close()
-
-
-def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, sig)
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a live process (all its threads)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _peak_rss_mb(pid: int) -> float:
-    """The peak resident set (``VmHWM``) of a live process, in MB."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    produce(bootstrap, ((topic, key, value, ts) for key, value, ts in orders))
 
 
 def java_classes() -> Path:
@@ -280,49 +170,15 @@ def runner_command(engine: str, partitions: int, ours_settings: tuple[str, ...])
 # -- output --------------------------------------------------------------------------------
 
 
-def read_output(bootstrap: str, topic: str, timeout: float = 120.0) -> list[tuple[bytes, bytes]]:
-    """Every committed record of ``topic``: read to the end offset of each partition (the
-    runner is stopped, so no transaction is open), however slowly the machine answers."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"bench-reader-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
-    meta = consumer.list_topics(topic, timeout=10).topics[topic]
-    ends = {
-        p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
-        for p in meta.partitions
-    }
-    consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-    out: list[tuple[bytes, bytes]] = []
-    pending = {p for p, end in ends.items() if end > 0}
-    deadline = time.monotonic() + timeout
-    try:
-        while pending:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"reading {topic}: partitions {sorted(pending)} never ended")
-            for msg in consumer.consume(num_messages=5000, timeout=0.5):
-                if msg.error() is not None:
-                    if msg.error().code() != KafkaError._PARTITION_EOF:
-                        raise RuntimeError(msg.error())
-                    # the end of what read_committed may see: past the last commit marker
-                    if msg.offset() >= ends[msg.partition()] - 1:
-                        pending.discard(msg.partition())
-                    continue
-                out.append((msg.key(), msg.value()))
-    finally:
-        consumer.close()
-    return out
-
-
-def final_sums(engine: str, records: list[tuple[bytes, bytes]]) -> dict[tuple[str, int], float]:
-    """The last value per (region, window start) of an engine's output."""
+def final_sums(
+    engine: str, records: list[tuple[bytes | None, bytes | None]]
+) -> dict[tuple[str, int], float]:
+    """The last value per (region, window start) of an engine's output (every record of
+    which has a key and a value)."""
     out: dict[tuple[str, int], float] = {}
     for key, value in records:
+        if key is None or value is None:
+            raise ValueError(f"{engine} wrote a record without a key or value: {key!r}")
         if engine == "quix":
             window = orjson.loads(value)
             out[(key.decode(), window["start"])] = window["value"]
@@ -392,47 +248,26 @@ def run_engine(
         out = profile_dir / f"{engine}-{mode}.txt"
         cmd = ["py-spy", "record", "--idle", "-r", "200", "-f", "raw", "-o", str(out), "--", *cmd]
     log_path = workdir / f"{group}.log"
-    monitor = CommitMonitor(kafka.bootstrap_servers, input_topic, partitions, mode == "eos")
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=log, start_new_session=True
+    monitor = CommitMonitor(kafka.bootstrap_servers, [input_topic], mode == "eos")
+    # py-spy writes its profile on Ctrl-C; the runners close cleanly on SIGTERM
+    profiled = profile_dir is not None and not engine.startswith("java")
+    try:
+        measured = run_measured(
+            cmd,
+            name=engine,
+            group=group,
+            monitor=monitor,
+            timeout=timeout,
+            log_path=log_path,
+            stop_signal=signal.SIGINT if profiled else signal.SIGTERM,
         )
-        try:
-            line = b"?"
-            while line and line.strip() != b"READY":  # (py-spy prints a line of its own)
-                line = proc.stdout.readline()  # type: ignore[union-attr]
-            if line.strip() != b"READY":
-                proc.wait(30)
-                raise RuntimeError(f"{engine} did not start: {log_path.read_text()[-2000:]}")
-            started = time.monotonic()
-            cpu0 = _cpu_seconds(proc.pid)
-            deadline = started + timeout
-            while not monitor.done(group):
-                if proc.poll() is not None:
-                    raise RuntimeError(f"{engine} exited early: {log_path.read_text()[-2000:]}")
-                if time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"{engine} did not finish within {timeout:.0f} s: {monitor.last_seen}; "
-                        f"log: {log_path.read_text()[-1500:]}"
-                    )
-                time.sleep(0.05)
-            result.seconds = time.monotonic() - started
-            result.cpu_seconds = _cpu_seconds(proc.pid) - cpu0
-            result.peak_rss_mb = _peak_rss_mb(proc.pid)
-        except Exception as exc:
-            result.error = str(exc)
-        finally:
-            monitor.close()
-            # the runner leads its own process group (with py-spy: py-spy and the runner)
-            if proc.poll() is None:
-                # py-spy writes its profile on Ctrl-C; the runners close cleanly on SIGTERM
-                profiled = profile_dir is not None and not engine.startswith("java")
-                _signal_group(proc, signal.SIGINT if profiled else signal.SIGTERM)
-                try:
-                    proc.wait(60)
-                except subprocess.TimeoutExpired:
-                    _signal_group(proc, signal.SIGKILL)
-                    proc.wait()
+        result.seconds = measured.seconds
+        result.cpu_seconds = measured.cpu_seconds
+        result.peak_rss_mb = measured.peak_rss_mb
+    except Exception as exc:
+        result.error = str(exc)
+    finally:
+        monitor.close()
     if result.error:
         return result
     records = read_output(kafka.bootstrap_servers, output)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from streaming import serdes
 from streaming.dsl.kstream import _named, create_repartition
@@ -197,6 +197,14 @@ class KGroupedStream(_Grouping):
             "KSTREAM-AGGREGATE-",
             None,
         )
+
+    @overload
+    def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream: ...
+
+    @overload
+    def windowed_by(
+        self, windows: TimeWindows | SlidingWindows | Windows
+    ) -> TimeWindowedKStream: ...
 
     def windowed_by(
         self, windows: TimeWindows | SlidingWindows | SessionWindows | Windows
