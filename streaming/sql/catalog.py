@@ -56,6 +56,7 @@ _KNOWN_OPTIONS = {
     "properties.bootstrap.servers",
     "properties.group.id",
     "value.fields-include",
+    "table.type",
     *FORMAT_OPTIONS["csv"],
 }
 
@@ -84,6 +85,12 @@ class TableDef:
     def is_view(self) -> bool:
         """A view (or a subquery in FROM): its rows stay inside the topology, no topic."""
         return self.connector == "view"
+
+    @property
+    def is_global(self) -> bool:
+        """A ``GlobalKTable`` (``'table.type' = 'global'``): every instance reads all of its
+        partitions, so a stream joins it by any column without re-keying."""
+        return self.options.get("table.type") == "global"
 
     @property
     def is_upsert(self) -> bool:
@@ -219,6 +226,20 @@ def table_def(
     connector = "view" if view else options.get("connector", "kafka")
     if connector not in ("kafka", "upsert-kafka", "view"):
         raise error_at(source, node_offset(create), f"unsupported connector {connector!r}")
+    table_type = options.get("table.type", "partitioned")
+    if table_type not in ("partitioned", "global"):
+        raise error_at(
+            source,
+            node_offset(create),
+            f"unsupported 'table.type' {table_type!r}: 'partitioned' (a KTable) or 'global' "
+            "(a GlobalKTable)",
+        )
+    if table_type == "global" and not (primary_key or connector == "upsert-kafka"):
+        raise error_at(
+            source,
+            node_offset(create),
+            "a global table is an upsert table: give it a PRIMARY KEY (or use 'upsert-kafka')",
+        )
     key_fields = tuple(f.strip() for f in options.get("key.fields", "").split(";") if f.strip())
     key_fields = key_fields or primary_key
     for column in key_fields:

@@ -220,6 +220,12 @@ class Compiler:
         if from_ is None or not isinstance(from_.this, exp.Table):
             raise self.error(select, "SELECT needs FROM <table>")
         source = self.table(from_.this)
+        if source.is_global:
+            raise self.error(
+                from_.this,
+                f"{source.name} is a global table: it is read only as the table of a "
+                f"stream-table join (FROM stream JOIN {source.name} ON ...)",
+            )
         rows = RowScope(source, self.source, from_.this.alias or None)
         where = self.predicate(select.args.get("where"), rows)
         group = select.args.get("group")
@@ -334,7 +340,9 @@ class Compiler:
                 "has one source in a topology, so declare it once",
             )
         source: Any
-        if table.is_upsert:
+        if table.is_global:
+            source = self.builder.global_table(table.topic, **serde_args)
+        elif table.is_upsert:
             source = self.builder.table(table.topic, materialized=materialized, **serde_args)
         else:
             source = self.builder.stream(table.topic, **serde_args)

@@ -106,6 +106,13 @@ class JoinCompiler:
         """The joined rows: a KStream (False) or a KTable (True) of ``{"left", "right"}``."""
         equality, bound = self.on.condition()
         left, right = self.left, self.right
+        for table, node in ((left, self.select), (right, self.join.this)):
+            if table.is_global and (table is left or left.is_upsert):
+                raise self.error(
+                    node,
+                    f"{table.name} is a global table: it joins only as the table of a "
+                    "stream-table join (FROM stream JOIN global_table ON ...)",
+                )
         if left.is_upsert and right.is_upsert:
             if bound is not None:
                 raise self.error(bound_node(self.join), "a join of two tables takes no time bound")
@@ -160,6 +167,8 @@ class JoinCompiler:
             )
         if self.side == "FULL":
             raise self.error(self.join, "a stream-table join is INNER or LEFT, not FULL")
+        if right.is_global:
+            return self.stream_global(equality)
         stream = self.stream_of(left)
         if not (plain_key(left, equality.left) and same_key(left, right, equality)):
             make = key_maker(equality.right, right.key_format)
@@ -185,6 +194,23 @@ class JoinCompiler:
             unkeyed = stream.filter(lambda k, v: k is None).map_values(lambda v: joined(v, None))
             result = result.merge(unkeyed)
         return result
+
+    def stream_global(self, equality: Equality) -> Any:
+        """A stream joined with a ``GlobalKTable``: each row looks up the table by its join
+        column (``KStream.join(global_table, key_selector, joiner)``), no re-keying and no
+        co-partitioning; a row whose join column is NULL finds nothing."""
+        if self.version is not None:
+            raise self.error(
+                self.join.this,
+                f"{self.right.name} is a global table: it keeps no versions, so it is not "
+                "read FOR SYSTEM_TIME AS OF (declare it partitioned for a versioned join)",
+            )
+        make = key_maker(equality.right, self.right.key_format)
+        column = equality.left
+        stream = self.stream_of(self.left)
+        table = self.compiler.source_of(self.right)
+        join = stream.left_join if self.side == "LEFT" else stream.join
+        return join(table, lambda k, v: make(v.get(column)), joined)
 
     def versioned_grace(self) -> int:
         """The stream's WATERMARK delay: how long a row waits for the table's versions."""
