@@ -58,6 +58,7 @@ _KNOWN_OPTIONS = {
     "value.fields-include",
     "table.type",
     *FORMAT_OPTIONS["csv"],
+    *FORMAT_OPTIONS["json"],
 }
 
 
@@ -215,7 +216,7 @@ def table_def(
     if unknown:
         raise error_at(source, node_offset(create), f"unknown table option {unknown[0]!r}")
     value_format = options.get("value.format", options.get("format", "json"))
-    if not view and value_format != "json":
+    if not view:
         format_types = {
             column: (types or {}).get(column) or ColumnType(kind, kind)
             for column, kind in columns.items()

@@ -4,7 +4,9 @@ Inside a compiled topology a row is a dict of columns shaped as the JSON format 
 (TIMESTAMP as ``'yyyy-MM-dd HH:mm:ss.SSS'`` text or epoch ms, DECIMAL as a float); each
 format turns such rows into bytes and back, at the sources and sinks only:
 
-- ``json``: one JSON object per value (Flink's ``json``);
+- ``json``: one JSON object per value (Flink's ``json``); TIMESTAMP(3) columns written as
+  ``'yyyy-MM-dd HH:mm:ss.SSS'``, or ``'yyyy-MM-ddTHH:mm:ss.SSS'`` with
+  ``'json.timestamp-format.standard' = 'ISO-8601'`` (both are read);
 - ``csv``: the columns in declared order, RFC 4180 quoting where needed, no line end, NULL
   as an empty field or ``'csv.null-literal'`` (Flink's ``csv``);
 - ``avro``: Avro binary without a schema registry, the schema derived from the columns as
@@ -42,7 +44,9 @@ VALUE_FORMATS = ("json", "csv", "avro", "raw")
 #: the options each format reads (besides 'format' / 'value.format')
 FORMAT_OPTIONS = {
     "csv": ("csv.field-delimiter", "csv.quote-character", "csv.null-literal"),
+    "json": ("json.timestamp-format.standard",),
 }
+TIMESTAMP_STANDARDS = ("SQL", "ISO-8601")
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,8 @@ class ColumnType:
 def value_serde(fmt: str, columns: Mapping[str, ColumnType], options: Mapping[str, str]) -> Any:
     """The serde of a table's values in format ``fmt`` (one of ``VALUE_FORMATS``)."""
     if fmt == "json":
+        if options.get("json.timestamp-format.standard", "SQL") == "ISO-8601":
+            return IsoTimestampJson(columns)
         return serdes.Json()
     if fmt == "csv":
         return CsvRows(
@@ -88,6 +94,12 @@ def format_problem(fmt: str, columns: Mapping[str, ColumnType], options: Mapping
     """What is wrong with format ``fmt`` for these columns and options ('' if nothing)."""
     if fmt not in VALUE_FORMATS:
         return f"unsupported 'format' {fmt!r}: use one of {', '.join(VALUE_FORMATS)}"
+    standard = options.get("json.timestamp-format.standard", "SQL")
+    if standard not in TIMESTAMP_STANDARDS:
+        return (
+            f"'json.timestamp-format.standard' is {standard!r}: use one of "
+            f"{', '.join(TIMESTAMP_STANDARDS)}"
+        )
     if fmt == "raw" and (len(columns) != 1 or next(iter(columns.values())).kind != "STRING"):
         return "the 'raw' format holds one STRING column"
     if fmt == "csv":
@@ -127,6 +139,26 @@ def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+class IsoTimestampJson(serdes.Json):
+    """JSON rows whose TIMESTAMP columns are written as ISO-8601 (``T`` between date and
+    time, as Flink's ``'json.timestamp-format.standard' = 'ISO-8601'``)."""
+
+    def __init__(self, columns: Mapping[str, ColumnType]) -> None:
+        self.timestamps = [name for name, column in columns.items() if column.kind == "TIMESTAMP"]
+
+    def serialize(self, topic: str | None, data: Any) -> bytes | None:
+        if isinstance(data, dict) and self.timestamps:
+            data = dict(data)
+            for name in self.timestamps:
+                millis = parse_timestamp(data.get(name))
+                if millis is not None:
+                    data[name] = format_timestamp(millis).replace(" ", "T", 1)
+        return super().serialize(topic, data)
+
+    def __repr__(self) -> str:
+        return f"IsoTimestampJson({self.timestamps})"
 
 
 class CsvRows:

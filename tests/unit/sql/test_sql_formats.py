@@ -313,3 +313,32 @@ INSERT INTO shouted SELECT UPPER(line) FROM lines WHERE CHAR_LENGTH(line) > 2;
             "shouted", key_serde=serdes.String(), value_serde=serdes.Bytes()
         )
         assert [r.value for r in out.read_records_to_list()] == [b"HELLO", "\u00c9T\u00c9".encode()]
+
+
+def test_json_writes_iso_timestamps_when_asked():
+    from streaming import TopologyTestDriver, serdes
+    from streaming.sql import SqlError, compile
+
+    program = _program("json", "json").replace(
+        "'key.fields' = 'region'",
+        "'key.fields' = 'region', 'json.timestamp-format.standard' = 'ISO-8601'",
+    )
+    records = _orders(1)
+    expected = _run("json", "json", records)
+    with TopologyTestDriver(compile(program)) as driver:
+        src = driver.create_input_topic(
+            "orders", key_serde=serdes.String(), value_serde=serdes.Json()
+        )
+        for key, value, ts in records:
+            # ISO-8601 event times are read as well
+            src.pipe_input(key, {**value, "ts": value["ts"].replace(" ", "T")}, timestamp=ts)
+        out = driver.create_output_topic(
+            "revenue", key_serde=serdes.String(), value_serde=serdes.Json()
+        )
+        got = [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+    assert [
+        (k, {**v, "window_start": v["window_start"].replace(" ", "T")}, t) for k, v, t in expected
+    ] == got
+    assert all("T" in v["window_start"] for _, v, _ in got)
+    with pytest.raises(SqlError, match=re.escape("'json.timestamp-format.standard' is 'RFC'")):
+        compile(program.replace("'ISO-8601'", "'RFC'"))
