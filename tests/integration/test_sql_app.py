@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections import defaultdict
 from pathlib import Path
@@ -239,3 +240,92 @@ def test_sql_file_runs_exactly_once_with_pull_and_push_queries(kafka_cluster, tm
         wait_pull(url, window_query, [row])
     finally:
         assert stop_app(proc) == 0, log.read_text()[-4000:]
+
+
+REGIONS = tuple(f"r{i:02d}" for i in range(12))
+
+
+def regional_orders(n: int) -> list[dict[str, Any]]:
+    """``n`` orders over twelve regions, all in the window at BASE."""
+    return [
+        {
+            "id": f"o{i}",
+            "region": REGIONS[i % len(REGIONS)],
+            "amount": 1.0 + i % 5,
+            "ts": format_timestamp(BASE + (i * 331) % MINUTE),
+        }
+        for i in range(n)
+    ]
+
+
+def owner_of(url: str, region: str) -> str:
+    key = urllib.parse.quote(json.dumps({"region": region}, separators=(",", ":")))
+    with urllib.request.urlopen(f"{url}/metadata/revenue/{key}?key_type=json", timeout=10) as r:
+        return str(json.loads(r.read())["active_host"])
+
+
+def test_pull_queries_reach_the_instance_that_owns_the_key(kafka_cluster, tmp_path):
+    """Two instances of one SQL application split the revenue store's partitions; a pull
+    query sent to either instance answers every region, the other instance's ones through
+    the forwarding of /sql to the key's owner."""
+    bootstrap = kafka_cluster.bootstrap_servers
+    orders_topic, revenue_topic = unique("sql2-orders"), unique("sql2-revenue")
+    kafka_cluster.create_topic(orders_topic, partitions=4)
+    kafka_cluster.create_topic(revenue_topic, partitions=4)
+    sql_file = tmp_path / "revenue.sql"
+    sql_file.write_text(SQL.format(orders=orders_topic, revenue=revenue_topic))
+    app_id = unique("sql2-app")
+    rows = regional_orders(240)
+    produce_orders(bootstrap, orders_topic, rows)
+    want = {region: sum(r["amount"] for r in rows if r["region"] == region) for region in REGIONS}
+    procs, urls, logs = [], [], []
+    try:
+        for i in range(2):
+            port = free_port()
+            props = tmp_path / f"app{i}.properties"
+            props.write_text(
+                "\n".join(
+                    [
+                        f"application.id={app_id}",
+                        f"bootstrap.servers={bootstrap}",
+                        f"state.dir={tmp_path / f'state{i}'}",
+                        f"application.server=localhost:{port}",
+                        "processing.guarantee=exactly_once_v2",
+                        "commit.interval.ms=200",
+                        "consumer.session.timeout.ms=6000",
+                    ]
+                )
+                + "\n"
+            )
+            logs.append(tmp_path / f"app{i}.log")
+            procs.append(start_app(sql_file, props, logs[-1]))
+            urls.append(f"http://localhost:{port}")
+        for url, proc, log in zip(urls, procs, logs, strict=True):
+            wait_healthy(url, proc, log)
+        hosts = {url.removeprefix("http://") for url in urls}
+
+        def split() -> bool:
+            try:
+                owners = {owner_of(urls[0], region) for region in REGIONS}
+            except (urllib.error.URLError, OSError, KeyError):
+                return False
+            return owners == hosts  # both instances own some regions, nothing unassigned
+
+        wait_for(split, 90, "both instances to own part of the revenue store")
+        window = format_timestamp(BASE)
+        for url in urls:
+            for region in REGIONS:
+                text = f"SELECT region, revenue FROM revenue WHERE region = '{region}'"
+                wait_pull(url, text, [{"region": region, "revenue": want[region]}])
+        owners = {region: owner_of(urls[0], region) for region in REGIONS}
+        assert set(owners.values()) == hosts, owners
+        # the window range narrows the same forwarded query
+        text = (
+            f"SELECT orders FROM revenue WHERE region = '{REGIONS[0]}' "
+            f"AND window_start = '{window}'"
+        )
+        for url in urls:
+            assert pull(url, text) == [{"orders": 240 // len(REGIONS)}]
+    finally:
+        for proc, log in zip(procs, logs, strict=True):
+            assert stop_app(proc) == 0, log.read_text()[-4000:]
