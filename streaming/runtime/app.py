@@ -364,7 +364,7 @@ class KafkaStreams:
 
     # -- thread callbacks -----------------------------------------------------------------
 
-    def _thread_state_changed(self, thread: Any) -> None:
+    def on_thread_state_change(self, thread: Any) -> None:
         from streaming.runtime import thread as t
 
         if self._state not in (State.REBALANCING, State.RUNNING):
@@ -375,13 +375,13 @@ class KafkaStreams:
         elif states and all(s == t.THREAD_RUNNING for s in states):
             self._set_state(State.RUNNING)
 
-    def _assignment_changed(self) -> None:
+    def on_assignment_change(self) -> None:
         if self._directory is not None:
             self._directory.invalidate()
         if self.standby is not None:
             self.standby.invalidate()
 
-    def _thread_finished(self, thread: Any, exc: BaseException | None) -> None:
+    def on_thread_finished(self, thread: Any, exc: BaseException | None) -> None:
         if exc is None:
             return
         self._errors.append(exc)
@@ -414,7 +414,7 @@ class KafkaStreams:
         self._set_state(State.PENDING_ERROR)
         threading.Thread(target=self._finish_close, args=(None,), daemon=True).start()
 
-    def _global_thread_failed(self, exc: BaseException) -> None:
+    def on_global_thread_failure(self, exc: BaseException) -> None:
         self._errors.append(exc)
         if self._state in (State.PENDING_SHUTDOWN, State.NOT_RUNNING, State.ERROR):
             return

@@ -26,6 +26,7 @@ from streaming.topology.processor import NO_HEADERS
 
 if TYPE_CHECKING:
     from streaming.runtime.app import KafkaStreams
+    from streaming.runtime.listeners import GlobalThreadListener
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ class GlobalStreamThread(threading.Thread):
     def __init__(self, app: KafkaStreams) -> None:
         super().__init__(name=f"{app.config.application_id}-GlobalStreamThread", daemon=True)
         self.app = app
+        self.listener: GlobalThreadListener = app
         self.config = app.config
         topology = app.topology
         self.topics = list(topology.global_topics())
@@ -123,7 +125,7 @@ class GlobalStreamThread(threading.Thread):
         except BaseException as exc:
             self.exception = exc
             log.error("Global stream thread failed: %s", exc, exc_info=exc)
-            self.app._global_thread_failed(exc)
+            self.listener.on_global_thread_failure(exc)
         finally:
             self.close()
 

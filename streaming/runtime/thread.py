@@ -69,6 +69,7 @@ from streaming.runtime.restore import ChangelogReader
 
 if TYPE_CHECKING:
     from streaming.runtime.app import KafkaStreams
+    from streaming.runtime.listeners import StreamThreadListener
     from streaming.state import ThreadCache
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,8 @@ class StreamThread(threading.Thread):
     def __init__(self, app: KafkaStreams, index: int) -> None:
         super().__init__(name=f"{app.config.application_id}-StreamThread-{index}", daemon=True)
         self.app = app
+        #: told about state and assignment changes and the thread's end
+        self.listener: StreamThreadListener = app
         self.index = index
         self.config = app.config
         self.plan = app.plan
@@ -274,7 +277,7 @@ class StreamThread(threading.Thread):
                 log.exception("Error shutting down stream thread %s", self.name)
             metrics_mod.unregister_thread()
             self._set_state(DEAD)
-            self.app._thread_finished(self, self.exception)
+            self.listener.on_thread_finished(self, self.exception)
 
     def _subscribe(self) -> None:
         """Subscribe to the plan's source topics (again, after a pattern matched new ones:
@@ -848,7 +851,7 @@ class StreamThread(threading.Thread):
             # newly assigned partitions start from their committed offsets
             self._needs_rewind.clear()
             self._set_state(PARTITIONS_ASSIGNED)
-            self.app._assignment_changed()
+            self.listener.on_assignment_change()
 
     def _build_tasks(self, assigned: list[tuple[str, int]]) -> None:
         wanted = self.plan.tasks_for_partitions(assigned)
@@ -958,7 +961,7 @@ class StreamThread(threading.Thread):
 
     def _set_state(self, state: str) -> None:
         self.state = state
-        self.app._thread_state_changed(self)
+        self.listener.on_thread_state_change(self)
 
 
 def _close_quietly(producer: Producer) -> None:

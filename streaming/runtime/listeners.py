@@ -1,0 +1,30 @@
+"""What the runtime's threads tell their ``KafkaStreams`` client about, as protocols: a
+thread holds its listener, not the client's private methods (``KafkaStreams`` implements
+both)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from streaming.runtime.thread import StreamThread
+
+
+class StreamThreadListener(Protocol):
+    """Receives a stream thread's state changes, assignment changes and its end."""
+
+    def on_thread_state_change(self, thread: StreamThread) -> None:
+        """``thread.state`` changed (the client derives its own state from its threads')."""
+
+    def on_assignment_change(self) -> None:
+        """The thread's tasks changed (cached metadata and standby placement are stale)."""
+
+    def on_thread_finished(self, thread: StreamThread, exc: BaseException | None) -> None:
+        """The thread ended, with the exception that ended it (None: a clean stop)."""
+
+
+class GlobalThreadListener(Protocol):
+    """Receives the failure of the global stream thread."""
+
+    def on_global_thread_failure(self, exc: BaseException) -> None:
+        """The global thread stopped on ``exc``; the client cannot go on without it."""
