@@ -256,6 +256,8 @@ class QueryService:
                 return _error(503, f"cannot start the push query: {exc}")
         store = query.result.store
         try:
+            if query.key is None:
+                return self._sql_scan(query, text, forwarded)
             meta = self.streams.metadata_for_key(store, query.key, serdes.Json())
             owner = meta.active_host
             if not forwarded and owner != self.self_host:
@@ -278,6 +280,41 @@ class QueryService:
                 return _error(503, str(exc), state=self.streams.state.name)
             log.exception("SQL query failed")
             return _error(500, f"{type(exc).__name__}: {exc}")
+
+    def _sql_scan(self, query: Any, text: str, forwarded: bool) -> Response:
+        """A SQL pull scan: this instance's rows, and (unless forwarded) those of every
+        other instance hosting a partition of the store, once all partitions are hosted."""
+        from streaming.sql.queries import execute_pull
+
+        store = query.result.store
+        rows = execute_pull(query, self.streams.store(store))
+        if forwarded:
+            return _json(200, rows)
+        sub = self.streams.plan.subtopology_for_store(store)
+        prefix = f"{sub.id}_"
+        owners: dict[int, Any] = {}
+        for meta in self.streams.all_metadata_for_store(store):
+            for task in meta.tasks:
+                if task.startswith(prefix):
+                    owners[int(task[len(prefix) :])] = meta.host_info
+        unserved = [p for p in range(sub.num_tasks) if p not in owners or owners[p].port < 0]
+        if unserved:
+            return _error(
+                503,
+                f"no instance serves partition {unserved[0]} of store {store!r} right now "
+                "(the application is rebalancing); retry",
+            )
+        for partition in range(sub.num_tasks):
+            if owners[partition] == self.self_host:
+                self._require_local_task(store, partition)
+        for host in sorted({h for h in owners.values() if h != self.self_host}, key=str):
+            answer = self._forward(host, "/sql", {"q": text})
+            if answer.status != 200:
+                return answer
+            rows.extend(answer.json())
+        if query.limit is not None:
+            rows = rows[: query.limit]
+        return _json(200, rows)
 
     # -- health and metrics ---------------------------------------------------------------
 

@@ -68,7 +68,8 @@ def pull(streams: Any, text: str) -> list[dict[str, Any]]:
 
     Reads this instance's store; when the key belongs to another instance (known through
     ``application.server``), raises ``SqlError`` naming it: its query server's ``/sql``
-    answers, or any instance's, which forwards."""
+    answers, or any instance's, which forwards. A scan (no key in WHERE) returns this
+    instance's share of the keys; ``/sql`` gathers every instance's."""
     from streaming import serdes
     from streaming.sql.queries import PullQuery, execute_pull, plan
 
@@ -76,7 +77,7 @@ def pull(streams: Any, text: str) -> list[dict[str, Any]]:
     if not isinstance(query, PullQuery):
         raise SqlError("an EMIT CHANGES query streams: use push()", line=1, column=1)
     store = query.result.store
-    if streams.host_info.port >= 0:
+    if streams.host_info.port >= 0 and query.key is not None:
         owner = streams.metadata_for_key(store, query.key, serdes.Json()).active_host
         if owner.port >= 0 and owner != streams.host_info:
             raise SqlError(f"the key is hosted by {owner}: query it there", line=1, column=1)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from sqlglot import exp
 
 from streaming.serdes import SerializationError
@@ -41,14 +42,20 @@ Row = dict[str, Any]
 
 @dataclass(frozen=True)
 class PullQuery:
-    """A key lookup (and window-start range ``[window_from, window_to]``, inclusive) on a
-    materialized result; ``columns`` None means ``SELECT *``."""
+    """A key lookup, or with ``key`` None a scan of every key (both within the window-start
+    range ``[window_from, window_to]``, inclusive) on a materialized result; ``columns``
+    None means ``SELECT *``; ``limit`` caps the rows (``LIMIT n``)."""
 
     result: MaterializedResult
-    key: list[Any]
+    key: list[Any] | None
     window_from: int
     window_to: int
     columns: tuple[str, ...] | None
+    limit: int | None = None
+
+    @property
+    def is_scan(self) -> bool:
+        return self.key is None
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,7 @@ def plan(catalog: SqlCatalog, text: str) -> PullQuery | PushQuery:
         raise error_at(text, statement.start, "a pull or push query is one SELECT statement")
     if statement.window_tvf is not None or statement.watermark is not None:
         raise error_at(text, statement.start, "window TVFs are not supported in a query here")
-    for clause in ("joins", "group", "having", "order", "limit", "distinct"):
+    for clause in ("joins", "group", "having", "order", "distinct"):
         if tree.args.get(clause):
             word = {"group": "GROUP BY", "order": "ORDER BY"}.get(clause, clause.upper())
             raise error_at(
@@ -90,6 +97,12 @@ def plan(catalog: SqlCatalog, text: str) -> PullQuery | PushQuery:
     if statement.emit == "FINAL":
         raise error_at(text, statement.emit_offset, "EMIT FINAL is not a query: use EMIT CHANGES")
     if statement.emit == "CHANGES":
+        if tree.args.get("limit"):
+            raise error_at(
+                text,
+                node_offset(tree.args["limit"], statement.start),
+                "LIMIT is not supported in a push query",
+            )
         return _push(catalog.tables[name], tree, text, from_.this.alias or None)
     result = catalog.results.get(name)
     if result is None:
@@ -157,15 +170,36 @@ def _pull(
                 f"a pull query on {table.name} filters on its key only ({allowed}), "
                 f"not on {column}",
             )
+    limit = _limit(select, text, start)
     missing = [c for c in result.group_columns if c not in key]
-    if missing:
+    if not key and result.kind == "session":
         raise error_at(
             text,
             node_offset(select, start),
-            f"a pull query on {table.name} needs the whole key: WHERE "
+            f"a pull query on {table.name} (session windows) needs the key: WHERE "
             + " AND ".join(f"{c} = ..." for c in missing),
         )
-    return PullQuery(result, [key[c] for c in result.group_columns], lo, hi, columns)
+    if key and missing:
+        raise error_at(
+            text,
+            node_offset(select, start),
+            f"a pull query on {table.name} needs the whole key (or none, a scan): WHERE "
+            + " AND ".join(f"{c} = ..." for c in missing),
+        )
+    if not key:
+        return PullQuery(result, None, lo, hi, columns, limit)
+    return PullQuery(result, [key[c] for c in result.group_columns], lo, hi, columns, limit)
+
+
+def _limit(select: exp.Select, text: str, start: int) -> int | None:
+    """``LIMIT n`` of a pull query (a non-negative integer literal), or None."""
+    node = select.args.get("limit")
+    if node is None:
+        return None
+    value = node.expression
+    if not (isinstance(value, exp.Literal) and value.is_int and int(value.name) >= 0):
+        raise error_at(text, node_offset(node, start), "LIMIT needs a non-negative integer")
+    return int(value.name)
 
 
 def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
@@ -241,23 +275,33 @@ def _time_value(node: exp.Expr, text: str, start: int) -> int:
 def execute_pull(query: PullQuery, store: Any) -> list[Row]:
     """The rows of ``query`` from a read-only view of its result's store."""
     result = query.result
-    entries: list[tuple[tuple[int, int] | None, Any]] = []
-    if result.kind == "keyvalue":
+    entries: list[tuple[Any, tuple[int, int] | None, Any]] = []
+    size = result.window_size_ms or 0
+    if query.key is None:  # a scan: this instance's share of every key, in key order
+        if result.kind == "keyvalue":
+            entries = [(key, None, acc) for key, acc in store.all()]
+        else:
+            for windowed, acc in store.fetch_all(query.window_from, query.window_to):
+                start = windowed.window.start
+                entries.append((windowed.key, (start, min(start + size, LONG_MAX)), acc))
+        entries.sort(key=lambda e: (orjson.dumps(e[0]), e[1]))
+    elif result.kind == "keyvalue":
         acc = store.get(query.key)
         if acc is not None:
-            entries.append((None, acc))
+            entries.append((query.key, None, acc))
     elif result.kind == "window":
-        size = result.window_size_ms or 0
         for start, acc in store.fetch(query.key, query.window_from, query.window_to):
-            entries.append(((start, min(start + size, LONG_MAX)), acc))
+            entries.append((query.key, (start, min(start + size, LONG_MAX)), acc))
     else:
         for windowed, acc in store.fetch(query.key):
             if query.window_from <= windowed.window.start <= query.window_to:
                 end = windowed.window.end + result.session_gap_ms
-                entries.append(((windowed.window.start, end), acc))
-    rows = []
-    for bounds, acc in entries:
-        row = result.row(query.key, bounds, acc)
+                entries.append((query.key, (windowed.window.start, end), acc))
+    rows: list[Row] = []
+    for key, bounds, acc in entries:
+        if query.limit is not None and len(rows) >= query.limit:
+            break
+        row = result.row(key, bounds, acc)
         if row is None:
             continue
         rows.append(row if query.columns is None else {c: row.get(c) for c in query.columns})

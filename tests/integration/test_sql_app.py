@@ -264,10 +264,10 @@ def owner_of(url: str, region: str) -> str:
         return str(json.loads(r.read())["active_host"])
 
 
-def test_pull_queries_reach_the_instance_that_owns_the_key(kafka_cluster, tmp_path):
+def test_pull_queries_and_scans_reach_the_instances_that_own_the_keys(kafka_cluster, tmp_path):
     """Two instances of one SQL application split the revenue store's partitions; a pull
     query sent to either instance answers every region, the other instance's ones through
-    the forwarding of /sql to the key's owner."""
+    the forwarding of /sql to the key's owner, and a scan gathers both instances' rows."""
     bootstrap = kafka_cluster.bootstrap_servers
     orders_topic, revenue_topic = unique("sql2-orders"), unique("sql2-revenue")
     kafka_cluster.create_topic(orders_topic, partitions=4)
@@ -326,6 +326,14 @@ def test_pull_queries_reach_the_instance_that_owns_the_key(kafka_cluster, tmp_pa
         )
         for url in urls:
             assert pull(url, text) == [{"orders": 240 // len(REGIONS)}]
+        # a scan (no key) gathers every instance's rows, whichever instance is asked
+        for url in urls:
+            rows = pull(url, "SELECT region, revenue FROM revenue")
+            assert sorted(rows, key=lambda r: r["region"]) == [
+                {"region": region, "revenue": want[region]} for region in REGIONS
+            ]
+            limited = pull(url, f"SELECT * FROM revenue WHERE window_start = '{window}' LIMIT 5")
+            assert len(limited) == 5 and all(r["window_start"] == window for r in limited)
     finally:
         for proc, log in zip(procs, logs, strict=True):
             assert stop_app(proc) == 0, log.read_text()[-4000:]

@@ -120,7 +120,8 @@ def test_push_query_plans_a_filter_and_projection_on_any_table():
         ("SELECT * FROM orders WHERE region = 'EU'", "table orders is not materialized"),
         ("SELECT * FROM nowhere EMIT CHANGES", "line 1, column 15: unknown table nowhere"),
         ("SELECT * FROM nowhere WHERE region = 'EU'", "unknown table nowhere"),
-        ("SELECT * FROM revenue", "needs the whole key: WHERE region = ..."),
+        ("SELECT * FROM revenue LIMIT -1", "LIMIT needs a non-negative integer"),
+        ("SELECT * FROM orders LIMIT 3 EMIT CHANGES", "LIMIT is not supported in a push query"),
         ("SELECT * FROM revenue WHERE region > 'EU'", "region needs an equality"),
         ("SELECT * FROM revenue WHERE region = 'EU' AND orders = 2", "not on orders"),
         ("SELECT * FROM revenue WHERE region = 'EU' OR region = 'US'", "a conjunction"),
@@ -188,6 +189,24 @@ def test_pull_queries_read_the_driver_stores():
         assert execute_pull(one, store) == [{"revenue": 1.0, "orders": 1}]
         none = plan(found, "SELECT * FROM revenue WHERE region = 'APAC'")
         assert isinstance(none, PullQuery) and execute_pull(none, store) == []
+        # a scan: every key's windows in key order, the window range and LIMIT applied
+        # (o4 came after the 10:00 window closed: dropped as late; o5 is on time)
+        src.pipe_input(
+            "o5", {"id": "o5", "region": "US", "amount": 3.0, "ts": "2024-01-01 10:08:00"}
+        )
+        scan = plan(found, "SELECT region, orders FROM revenue")
+        assert isinstance(scan, PullQuery) and scan.is_scan
+        assert execute_pull(scan, store) == [
+            {"region": "EU", "orders": 2},
+            {"region": "EU", "orders": 1},
+            {"region": "US", "orders": 1},
+        ]
+        first = plan(
+            found,
+            "SELECT region, revenue FROM revenue WHERE window_start = '2024-01-01 10:00:00' LIMIT 1",
+        )
+        assert isinstance(first, PullQuery)
+        assert execute_pull(first, store) == [{"region": "EU", "revenue": 14.5}]
 
 
 def test_pull_query_on_a_key_value_result_applies_having():
@@ -281,8 +300,8 @@ def test_the_query_service_answers_pull_queries_locally_and_forwards_remote_keys
         answer = local.sql(query)
         assert isinstance(answer, Response) and answer.status == 200
         assert answer.json() == [{"revenue": 2.0}]
-        bad = local.sql("SELECT * FROM revenue")
-        assert bad.status == 400 and "needs the whole key" in bad.json()["error"]
+        bad = local.sql("SELECT * FROM revenue WHERE region = 'EU' AND orders = 1")
+        assert bad.status == 400 and "filters on its key only" in bad.json()["error"]
         assert local.sql("  ").status == 400
         remote = QueryService(FakeStreams(topology, driver, HostInfo("other", 7001)))
         calls = []
