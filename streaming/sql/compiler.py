@@ -383,6 +383,7 @@ class Compiler:
             self.require_upsert_sink(
                 statement, sink, "a join of two tables updates and deletes its rows"
             )
+            self.require_kept_key(statement, select, sink, plan.keyed_by)
             table = joined.filter(lambda k, v: isinstance(v, dict) and where(v))
             table = table.map_values(lambda v: None if v is None else project(v))
             self.write(table.to_stream(), sink)
@@ -404,6 +405,55 @@ class Compiler:
             "PRIMARY KEY (or use 'upsert-kafka')",
         )
 
+    def require_kept_key(
+        self,
+        statement: Statement,
+        select: exp.Select,
+        sink: TableDef,
+        sources: tuple[TableDef, ...],
+    ) -> None:
+        """Rows of a table keep their Kafka keys on the way to the sink (``to_stream``: a
+        delete has no row to take a new key from), so the sink's key columns must receive
+        the key columns of one of ``sources``, written the same way."""
+        if sink.is_view:
+            return
+        fed: dict[str, set[str]] = {}
+        for item, name in zip(select.expressions, sink.columns, strict=False):
+            expression = item.this if isinstance(item, exp.Alias) else item
+            # a key column, or COALESCE of key columns (a FULL join's key of either side)
+            parts = (
+                expression.args.get("expressions", [])
+                if isinstance(expression, exp.Coalesce)
+                else []
+            )
+            columns = [expression.this, *parts] if parts else [expression]
+            if all(isinstance(c, exp.Column) for c in columns):
+                fed[name] = {c.name for c in columns}
+        given = [fed.get(k, set()) for k in sink.key_fields]
+        width = {len(source.key_fields) for source in sources}
+        if (
+            width == {len(given)}
+            and all(sink.key_format == source.key_format for source in sources)
+            and all(
+                names and all(any(s.key_fields[i] == n for s in sources) for n in names)
+                for i, names in enumerate(given)
+            )
+            and (
+                sink.key_format == "raw"
+                or any(sink.key_fields == source.key_fields for source in sources)
+            )
+        ):
+            return
+        source = sources[0]
+        raise self.error(
+            self.keyword(statement, TokenType.INSERT),
+            f"the rows of {source.name} keep its key ({', '.join(source.key_fields)}, "
+            f"'key.format' {source.key_format}): select it into the key of the sink "
+            f"{sink.name} ({', '.join(sink.key_fields) or 'none'}, 'key.format' "
+            f"{sink.key_format})"
+            + (", under the same names" if source.key_format == "json" else ""),
+        )
+
     def stateless(
         self,
         statement: Statement,
@@ -421,6 +471,7 @@ class Compiler:
                 sink,
                 f"the rows of {source.name} (an upsert table) are updated and deleted",
             )
+            self.require_kept_key(statement, select, sink, (source,))
             table = stream.filter(lambda k, v: isinstance(v, dict) and where(v))
             table = table.map_values(lambda v: None if v is None else project(v))
             self.write(table.to_stream(), sink)

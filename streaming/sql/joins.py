@@ -97,6 +97,8 @@ class JoinCompiler:
         self.version = right_node.args.get("version")
         self.on = OnClause(self.scope, select, self.join, self.source)
         self.side = self.on.side
+        #: the tables whose keys a join of two tables keeps (both: equal keys)
+        self.keyed_by: tuple[TableDef, ...] = (self.left, self.right)
 
     def error(self, node: exp.Expr | int, message: str) -> SqlError:
         offset = node if isinstance(node, int) else node_offset(node)
@@ -307,6 +309,7 @@ class JoinCompiler:
         self.no_version("a stream on the left of the table")
         left, right = self.left, self.right
         if plain_key(right, equality.right) and not plain_key(left, equality.left):
+            self.keyed_by = (left,)  # the joined rows keep the left table's keys
             return self.foreign_key(equality)
         if not plain_key(right, equality.right):
             raise self.error(

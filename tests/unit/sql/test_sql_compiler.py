@@ -452,9 +452,19 @@ CREATE TABLE out (id STRING, tier STRING) WITH ('topic' = 'out');
     assert (error.line, error.column) == (6, 1)
     assert "the sink out is append-only" in error.message and why in error.message
     # with a key the sink takes the updates
-    compile(
-        tables.replace(
-            "WITH ('topic' = 'out')", "WITH ('connector' = 'upsert-kafka', 'topic' = 'out')"
-        )
-        + query
+    keyed = tables.replace(
+        "CREATE TABLE out (id STRING, tier STRING) WITH ('topic' = 'out');",
+        "CREATE TABLE out (id STRING, tier STRING, PRIMARY KEY (id) NOT ENFORCED) "
+        "WITH ('connector' = 'upsert-kafka', 'topic' = 'out');",
+    )
+    compile(keyed + query)
+    # ... keyed by the source's key: the rows keep their Kafka keys, deletes included
+    rekeyed = keyed.replace(
+        "out (id STRING, tier STRING, PRIMARY KEY (id)",
+        "out (id STRING, tier STRING, PRIMARY KEY (tier)",
+    )
+    error = error_of(rekeyed + query)
+    assert (
+        "keep its key (id, 'key.format' raw): select it into the key of the sink out (tier"
+        in error.message
     )
