@@ -99,32 +99,31 @@ class PartitionGroup:
 
     def ready(self, now_ms: int, lag: Callable[[TopicPartition], int | None]) -> bool:
         """Kafka's ``readyToProcess``: every input partition has records, or the empty ones
-        have nothing fetched on its way (``lag``) and waited ``max_idle_ms`` (a negative
-        idle time processes at once)."""
+        have nothing fetched on its way (``lag``) and waited ``max_idle_ms`` since they
+        were found empty (a negative idle time processes at once). A partition with
+        records forgets its deadline, so its next idle wait starts afresh."""
         queues = self.queues
         partitions = self.input_partitions
         if len(partitions) == 1:
             return bool(queues.get(partitions[0]))
-        empty = [tp for tp in partitions if not queues.get(tp)]
-        if not empty:
-            self._idle_deadlines.clear()
-            return True
-        if len(empty) == len(partitions):
-            return False
-        if self.max_idle_ms < 0:
-            return True
         deadlines = self._idle_deadlines
-        for tp in empty:
+        any_queued = False
+        for tp in partitions:
+            if queues.get(tp):
+                deadlines.pop(tp, None)
+                any_queued = True
+                continue
+            if self.max_idle_ms < 0:
+                continue
             fetched_lag = lag(tp)
             if fetched_lag is not None and fetched_lag > 0:
                 deadlines.pop(tp, None)
-                return False  # data is on its way
+                return False  # data is on its way: wait for it
             wait = (
                 self.max_idle_ms
                 if fetched_lag is not None
                 else max(self.max_idle_ms, UNKNOWN_LAG_WAIT_MS)
             )
-            deadline = deadlines.setdefault(tp, now_ms + wait)
-            if now_ms < deadline:
+            if now_ms < deadlines.setdefault(tp, now_ms + wait):
                 return False
-        return True  # enforced processing
+        return any_queued  # enforced processing when some partition idled past its deadline

@@ -107,3 +107,18 @@ def test_committable_offsets_use_position_when_drained(tmp_path):
     assert task.committable_offsets(positions.get) == {("left", 0): 6, ("right", 0): 4}
     task.process(1)
     assert task.committable_offsets(positions.get) == {("left", 0): 9, ("right", 0): 4}
+
+
+def test_a_partition_that_had_records_idles_afresh(tmp_path):
+    # Kafka forgets an idle deadline once the partition has records again
+    task, _ = _task(tmp_path, 2_000)
+    group = task.partition_group
+    lag = {("left", 0): 0, ("right", 0): 0}.get
+    task.add_records([_rec("right", 0, 10)])
+    assert not group.ready(0, lag)  # left empty: deadline 2000
+    task.add_records([_rec("left", 0, 11)])
+    assert group.ready(100, lag)  # both buffered
+    assert task.process(1, 100, lag) == 1  # right0 (ts 10) goes first
+    assert task.process(1, 10_000, lag) == 0  # right empty again: a new deadline, 12000
+    assert not group.ready(11_999, lag)
+    assert group.ready(12_000, lag)
