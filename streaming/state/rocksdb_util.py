@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, cast
 
-from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteOptions
+from rocksdict import BlockBasedOptions, Cache, Options, Rdict, ReadOptions, WriteOptions
 
 #: How long opening a store waits for another handle of this process to release its lock.
 LOCK_WAIT_S = 30.0
@@ -76,6 +76,9 @@ class MemtableFlusher:
     def __init__(self) -> None:
         self._last = time.monotonic()
 
+    def due(self) -> bool:
+        return time.monotonic() - self._last >= FLUSH_INTERVAL_S
+
     def maybe(self, db: Rdict) -> None:
         now = time.monotonic()
         if now - self._last >= FLUSH_INTERVAL_S:
@@ -103,14 +106,20 @@ def scan(
 ) -> Iterator[tuple[bytes, bytes]]:
     """Iterate keys in [lower, upper_inclusive] (None = unbounded) in byte order.
 
-    Bounds are checked in Python: rocksdict's ReadOptions iterate bounds are not reliable once
-    the ReadOptions object is garbage collected (and backward lower bounds misbehave).
+    A forward scan gives its upper end to RocksDB as ``iterate_upper_bound`` as well, so the
+    iterator stops there instead of stepping over every delete marker up to the next live
+    key beyond the range (a session store had thousands there). rocksdict keeps only a
+    pointer to the bound of its ``ReadOptions``: the generator holds the options alive as
+    long as the iterator exists (the bound of a collected ``ReadOptions`` is garbage). The
+    bounds are checked in Python too. Backward scans check their lower end in Python only:
+    rocksdict's backward iteration with ``iterate_lower_bound`` returned nothing.
     """
     if forward:
-        it = raw_items(db.items(from_key=lower) if lower is not None else db.items())
         if upper_inclusive is None:
-            return it
-        return _until(it, upper_inclusive)
+            return raw_items(db.items(from_key=lower) if lower is not None else db.items())
+        options = ReadOptions()
+        options.set_iterate_upper_bound(upper_inclusive + b"\x00")  # the next key: exclusive
+        return _until(db.items(from_key=lower, read_opt=options), upper_inclusive, options)
     it = raw_items(
         db.items(backwards=True, from_key=upper_inclusive)
         if upper_inclusive is not None
@@ -127,8 +136,9 @@ def raw_items(items: Iterator[Any]) -> Iterator[tuple[bytes, bytes]]:
     return cast(Iterator[tuple[bytes, bytes]], items)
 
 
-def _until(it: Iterator[tuple[bytes, bytes]], upper: bytes) -> Iterator[tuple[bytes, bytes]]:
-    for kv in it:
+def _until(items: Any, upper: bytes, options: ReadOptions) -> Iterator[tuple[bytes, bytes]]:
+    # options: held by this frame while the iterator lives
+    for kv in raw_items(items):
         if kv[0] > upper:
             return
         yield kv

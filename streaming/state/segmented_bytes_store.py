@@ -50,8 +50,11 @@ class SegmentedBytesStore(StateStore):
         self.segment_interval = segment_interval
         self.key_schema = key_schema
         self._persistent = persistent
-        seg_cls = RocksDBSegments if persistent else InMemorySegments
-        self.segments: Segments = seg_cls(name, retention_period, segment_interval)
+        self.segments: Segments = (
+            RocksDBSegments(name, retention_period, segment_interval, write_buffer=True)
+            if persistent
+            else InMemorySegments(name, retention_period, segment_interval)
+        )
         self.observed_stream_time = NO_TIMESTAMP
         self._open = False
         self._dir: StateDirHandle | None = None

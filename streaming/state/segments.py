@@ -8,6 +8,10 @@ Two physical layouts give the same logical behaviour and the same iteration orde
 ``InMemorySegments`` (a SortedDict per segment) and ``RocksDBSegments`` (one RocksDB per store,
 keys prefixed with the 8-byte segment id so that dropping a segment is a ``delete_range``; Kafka
 uses one RocksDB instance per segment, which orders identically).
+
+The RocksDB segments of window and session stores (``write_buffer``) keep their recent
+writes in a sorted in-memory buffer in front of RocksDB (``BufferedRocksDBSegment``), so
+that the many short-lived sessions of a hot key never become RocksDB delete markers.
 """
 
 from __future__ import annotations
@@ -16,12 +20,16 @@ import pathlib
 import struct
 from collections.abc import Iterator
 
-from rocksdict import Rdict
+from rocksdict import Rdict, WriteBatch
 from sortedcontainers import SortedDict
 
 from streaming.state.rocksdb_util import MemtableFlusher, close_db, open_db, scan
 
 BytesKV = tuple[bytes, bytes]
+#: A buffered store writes its buffered writes to RocksDB once they reach either limit (the
+#: byte count adds key and value sizes of every write, overwrites included).
+WRITE_BUFFER_ENTRIES = 10_000
+WRITE_BUFFER_BYTES = 4 * 1024 * 1024
 _SEG_ID = struct.Struct(">Q")
 _OFFSET = 1 << 63
 
@@ -113,6 +121,109 @@ class RocksDBSegment(Segment):
                 yield k[8:], v
 
 
+class BufferedRocksDBSegment(RocksDBSegment):
+    """A RocksDB segment whose writes wait in a sorted in-memory buffer (shared limits in
+    ``RocksDBSegments``) until the buffer is full, a memtable flush is due or a checkpoint.
+
+    A session merge deletes the session it replaces; in RocksDB every delete is a marker that
+    each later seek into the key's range steps over until compaction, and a hot key's lookup
+    crossed thousands of them (one per bid). In the buffer, a session put and deleted before
+    the buffer is written costs RocksDB nothing: a key RocksDB does not hold (its bloom
+    filters and memtable say so when the key is first buffered) is simply dropped from the
+    buffer, so only deletes of keys RocksDB may hold are written. Reads merge the buffer
+    (which wins) with RocksDB; both are taken as of the moment an iteration starts, like
+    RocksDB's own implicit snapshot.
+    """
+
+    __slots__ = ("fresh", "owner", "pending")
+
+    def __init__(self, segment_id: int, db, owner: RocksDBSegments) -> None:
+        super().__init__(segment_id, db)
+        self.owner = owner
+        #: key -> value, or None for a delete not yet written to RocksDB
+        self.pending: SortedDict = SortedDict()
+        #: the pending keys RocksDB does not hold: deleting one needs no delete marker
+        self.fresh: set[bytes] = set()
+
+    def get(self, key: bytes) -> bytes | None:
+        pending = self.pending
+        if key in pending:
+            return pending[key]
+        return self.db.get(self.prefix + key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        pending = self.pending
+        if value is None:
+            fresh = self.fresh
+            if key in fresh:  # put since the last write, RocksDB never saw it
+                fresh.discard(key)
+                del pending[key]
+                return
+            if key not in pending and not self.db.key_may_exist(self.prefix + key):
+                return  # nothing to delete
+            pending[key] = None
+            self.owner.buffered(len(key))
+            return
+        if key not in pending and not self.db.key_may_exist(self.prefix + key):
+            self.fresh.add(key)
+        pending[key] = value
+        self.owner.buffered(len(key) + len(value))
+
+    def write_pending(self, batch: WriteBatch) -> int:
+        """Add the pending writes to ``batch`` and forget them; returns how many there were."""
+        pending = self.pending
+        n = len(pending)
+        if n:
+            p = self.prefix
+            for key, value in pending.items():
+                if value is None:
+                    batch.delete(p + key)
+                else:
+                    batch.put(p + key, value)
+            pending.clear()
+            self.fresh.clear()
+        return n
+
+    def discard_pending(self) -> None:
+        self.pending.clear()
+        self.fresh.clear()
+
+    def range(self, lower: bytes | None, upper: bytes | None, forward: bool) -> Iterator[BytesKV]:
+        pending = self.pending
+        buffered = (
+            [(k, pending[k]) for k in pending.irange(lower, upper, reverse=not forward)]
+            if pending
+            else None
+        )
+        stored = RocksDBSegment.range(self, lower, upper, forward)
+        if not buffered:
+            yield from stored
+            return
+        # merge, buffer first on equal keys; a buffered None hides the stored entry
+        i = 0
+        n = len(buffered)
+        bk, bv = buffered[0]
+        for kv in stored:
+            k = kv[0]
+            while bk is not None and (bk < k if forward else bk > k):
+                if bv is not None:
+                    yield bk, bv
+                i += 1
+                bk, bv = buffered[i] if i < n else (None, None)
+            if bk == k:
+                if bv is not None:
+                    yield bk, bv
+                i += 1
+                bk, bv = buffered[i] if i < n else (None, None)
+            else:
+                yield kv
+        while i < n:
+            bk, bv = buffered[i]
+            if bv is not None:
+                yield bk, bv
+            i += 1
+
+
 class Segments:
     """The live segments of one store, keyed by segment id (Kafka's AbstractSegments)."""
 
@@ -189,10 +300,20 @@ class InMemorySegments(Segments):
 class RocksDBSegments(Segments):
     """Segments sharing one RocksDB database, each under its 8-byte segment-id prefix."""
 
-    def __init__(self, name: str, retention_period: int, segment_interval: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        retention_period: int,
+        segment_interval: int,
+        write_buffer: bool = False,
+    ) -> None:
         super().__init__(name, retention_period, segment_interval)
         self.db: Rdict | None = None
         self._flusher = MemtableFlusher()
+        #: segments buffer their writes (``BufferedRocksDBSegment``)
+        self.write_buffer = write_buffer
+        self._pending_entries = 0
+        self._pending_bytes = 0
 
     def open(self, directory: pathlib.Path | None) -> None:
         assert directory is not None  # persistent stores always open in their state directory
@@ -203,29 +324,58 @@ class RocksDBSegments(Segments):
         while it.valid():
             raw = it.key()[:8]
             segment_id = _SEG_ID.unpack(raw)[0] - _OFFSET
-            self._segments[segment_id] = RocksDBSegment(segment_id, db)
+            self._segments[segment_id] = self._create(segment_id)
             it.seek(_SEG_ID.pack(segment_id + _OFFSET + 1))
         del it
 
     def _create(self, segment_id: int) -> Segment:
+        if self.write_buffer:
+            return BufferedRocksDBSegment(segment_id, self.db, self)
         return RocksDBSegment(segment_id, self.db)
 
     def _destroy(self, segment: Segment) -> None:
         assert self.db is not None  # segments exist only while the database is open
+        if isinstance(segment, BufferedRocksDBSegment):
+            segment.discard_pending()  # its pending writes die with it
         self.db.delete_range(
             _SEG_ID.pack(segment.id + _OFFSET), _SEG_ID.pack(segment.id + _OFFSET + 1)
         )
 
+    def buffered(self, size: int) -> None:
+        """A segment buffered a write of ``size`` bytes: write all buffers once full."""
+        self._pending_entries += 1
+        self._pending_bytes += size
+        if (
+            self._pending_entries >= WRITE_BUFFER_ENTRIES
+            or self._pending_bytes >= WRITE_BUFFER_BYTES
+        ):
+            self.write_pending()
+
+    def write_pending(self) -> None:
+        """Write every segment's pending writes to RocksDB in one batch."""
+        self._pending_entries = self._pending_bytes = 0
+        if self.db is None or not self.write_buffer:
+            return
+        batch = WriteBatch(raw_mode=True)
+        n = 0
+        for segment in self._segments.values():
+            n += segment.write_pending(batch)
+        if n:
+            self.db.write(batch)
+
     def flush(self) -> None:
-        if self.db is not None:
-            self._flusher.maybe(self.db)
+        if self.db is not None and self._flusher.due():
+            self.force_flush()
 
     def force_flush(self) -> None:
-        """Write memtables to disk now (before a checkpoint)."""
+        """Write the buffers and memtables to disk now (before a checkpoint)."""
         if self.db is not None:
+            self.write_pending()
             self._flusher.force(self.db)
 
     def close(self) -> None:
+        if self.db is not None:
+            self.write_pending()
         super().close()
         if self.db is not None:
             db, self.db = self.db, None
