@@ -53,6 +53,7 @@ from streaming.sql.catalog import TableDef
 from streaming.sql.compiler import Compiler, parse
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.rewrite import SESSION_ALIAS, Statement, interval_ms, split_statements
+from streaming.sql.timestamps import parse_timestamp
 
 #: internal column names of the translation (never a source column's)
 EVENT_MS = "__event_ms"
@@ -129,10 +130,24 @@ def _epoch_ms_sql(column: str, kind: str) -> str:
     quoted = exp.to_identifier(column).sql("duckdb")
     if kind == "BIGINT":
         return f"TRY_CAST({quoted} AS BIGINT)"
-    text = f"TRIM(REPLACE(CAST({quoted} AS VARCHAR), 'Z', ''))"
+    return _timestamp_ms_sql(quoted)
+
+
+#: a time of day followed by a UTC offset (``+02:00``, ``+0200``, ``-03``)
+_OFFSET_PATTERN = r"\d:\d\d(:\d\d(\.\d*)?)?\s*[+-]\d\d(:?\d\d)?$"
+
+
+def _timestamp_ms_sql(value: str) -> str:
+    """DuckDB SQL for the epoch ms of the TIMESTAMP value ``value`` (SQL) as
+    ``timestamps.parse_timestamp`` reads it: a number is ms; text is ISO-8601 or SQL style,
+    UTC unless it names an offset (read through TIMESTAMPTZ: the instant, whatever the
+    session's time zone); NULL if unreadable."""
+    text = f"TRIM(REPLACE(CAST({value} AS VARCHAR), 'Z', ''))"
     return (
-        f"COALESCE(TRY_CAST(TRY_CAST({quoted} AS DOUBLE) AS BIGINT), "
-        f"epoch_ms(TRY_CAST({text} AS TIMESTAMP)))"
+        f"COALESCE(TRY_CAST(TRY_CAST({value} AS DOUBLE) AS BIGINT), "
+        f"CASE WHEN regexp_matches({text}, '{_OFFSET_PATTERN}') "
+        f"THEN epoch_ms(TRY_CAST({text} AS TIMESTAMPTZ)) "
+        f"ELSE epoch_ms(TRY_CAST({text} AS TIMESTAMP)) END)"
     )
 
 
@@ -169,7 +184,7 @@ class _Translation:
         joins = select.args.get("joins") or []
         read = [from_.this, *(j.this for j in joins)]
         for node in read:
-            self.scope[node.alias_or_name] = self.tables[node.name]
+            self.scope[node.alias_or_name] = self._source_table(node)
         window = self._group_window(select)
         tvf = self.statement.window_tvf
         if tvf is not None and tvf.kind == "SESSION":
@@ -188,6 +203,20 @@ class _Translation:
             tuple(self.tables[n.name] for n in read),
             self.sink,
         )
+
+    def _source_table(self, node: exp.Expr) -> TableDef:
+        """The declared table read by a FROM / JOIN item (``SqlError`` for anything else:
+        subqueries and views are not translated)."""
+        if isinstance(node, exp.Table) and node.name in self.tables:
+            table = self.tables[node.name]
+            if not table.is_view:
+                return table
+            raise self.error(
+                node,
+                f"{node.name} is a view: views are not translated to batch SQL "
+                "(write its query into the INSERT, or check the table it writes)",
+            )
+        raise self.error(node, "a subquery in FROM is not translated to batch SQL")
 
     # -- windows -------------------------------------------------------------------------
 
@@ -317,12 +346,59 @@ class _Translation:
                 return self._division(operands["this"], operands["expression"])
             return exp.Mod(this=operands["this"], expression=_nullif_zero(operands["expression"]))
 
+        def instants(node: exp.Expr) -> exp.Expr:
+            if isinstance(node, _COMPARISONS) and any(
+                self._is_timestamp(o) for o in _operands(node)
+            ):
+                compared = node.copy()
+                for key in ("this", "expression", "low", "high"):
+                    operand = compared.args.get(key)
+                    if isinstance(operand, exp.Expr):
+                        compared.set(key, self._as_ms(operand))
+                return compared
+            return node
+
         for key in ("expressions", "where", "group", "having"):
             value = select.args.get(key)
             if isinstance(value, list):
-                select.set(key, [v.transform(rewrite) for v in value])
+                select.set(key, [v.transform(rewrite).transform(instants) for v in value])
             elif value is not None:
-                select.set(key, value.transform(rewrite))
+                select.set(key, value.transform(rewrite).transform(instants))
+
+    def _column_kinds(self, column: exp.Column) -> set[str]:
+        kinds = {
+            t.columns.get(column.name)
+            for alias, t in self.scope.items()
+            if not column.table or column.table == alias
+        }
+        kinds.discard(None)
+        return {k for k in kinds if k is not None}
+
+    def _is_timestamp(self, node: exp.Expr) -> bool:
+        """``node`` is a TIMESTAMP column (or one plus or minus an INTERVAL)."""
+        if isinstance(node, exp.Paren):
+            return self._is_timestamp(node.this)
+        if isinstance(node, exp.Add | exp.Sub):
+            return self._is_timestamp(node.this)
+        return isinstance(node, exp.Column) and self._column_kinds(node) == {"TIMESTAMP"}
+
+    def _as_ms(self, node: exp.Expr) -> exp.Expr:
+        """A comparison operand as epoch ms, as the stream compares TIMESTAMPs (instants):
+        TIMESTAMP columns and text read as ``parse_timestamp`` does, INTERVALs in ms."""
+        if isinstance(node, exp.Paren):
+            return exp.Paren(this=self._as_ms(node.this))
+        if isinstance(node, exp.Add | exp.Sub):
+            return node.__class__(
+                this=self._as_ms(node.this), expression=self._as_ms(node.expression)
+            )
+        if isinstance(node, exp.Interval):
+            return exp.Literal.number(interval_ms(node, self.source))
+        if isinstance(node, exp.Literal) and node.is_string:
+            millis = parse_timestamp(node.this)
+            return exp.null() if millis is None else exp.Literal.number(millis)
+        if isinstance(node, exp.Column) and self._column_kinds(node) == {"TIMESTAMP"}:
+            return sqlglot.parse_one(_timestamp_ms_sql(node.sql("duckdb")), read="duckdb")
+        return node
 
     def _try_cast(self, node: exp.Cast, inner: exp.Expr) -> exp.Expr:
         """``TRY_CAST(inner AS type)`` of ``node``, truncating toward zero to integers."""
@@ -340,8 +416,8 @@ class _Translation:
         return quotient
 
     def _kind(self, node: exp.Expr) -> str:
-        """BIGINT when ``node`` is surely an integer (columns, literals, casts, COUNT, SUM
-        and arithmetic of integers), else OTHER."""
+        """BIGINT when ``node`` is surely an integer (columns, literals, casts, COUNT, SUM,
+        arithmetic of integers, COALESCE / CASE / IF / NULLIF of integers), else OTHER."""
         if isinstance(node, exp.Paren):
             return self._kind(node.this)
         if isinstance(node, exp.Literal):
@@ -364,9 +440,21 @@ class _Translation:
         if isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Mod):
             both = {self._kind(node.this), self._kind(node.expression)}
             return "BIGINT" if both == {"BIGINT"} else "OTHER"
-        if isinstance(node, exp.Neg):
+        if isinstance(node, exp.Neg | exp.Nullif | exp.Abs):
             return self._kind(node.this)
+        if isinstance(node, exp.Coalesce):
+            return self._all_integers([node.this, *node.expressions])
+        if isinstance(node, exp.If):
+            return self._all_integers([node.args.get("true"), node.args.get("false")])
+        if isinstance(node, exp.Case):
+            values = [i.args.get("true") for i in node.args.get("ifs") or []]
+            return self._all_integers([*values, node.args.get("default")])
         return "OTHER"
+
+    def _all_integers(self, nodes: list[exp.Expr | None]) -> str:
+        """BIGINT when every present node is (a NULL literal or ELSE left out aside)."""
+        kinds = {self._kind(n) for n in nodes if n is not None and not isinstance(n, exp.Null)}
+        return "BIGINT" if kinds == {"BIGINT"} else "OTHER"
 
     def _name_columns(self, select: exp.Select, bounds: tuple[str, str] | None) -> None:
         """The SELECT list aliased by the sink's columns (by position); window bounds and
@@ -385,6 +473,14 @@ class _Translation:
                     expression = _format_ms(expression)
             named.append(exp.alias_(expression, name, quoted=True))
         select.set("expressions", named)
+
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Between)
+
+
+def _operands(node: exp.Expr) -> list[exp.Expr]:
+    keys = ("this", "expression", "low", "high")
+    return [v for k in keys if isinstance(v := node.args.get(k), exp.Expr)]
 
 
 def _nullif_zero(node: exp.Expr) -> exp.Expr:

@@ -349,3 +349,110 @@ INSERT INTO shaped SELECT id, CAST(amount * 100 AS BIGINT) FROM returns;
     assert to_duckdb(two, sink="revenue").columns[-1] == "half_units"
     with pytest.raises(SqlError, match="expected an INSERT INTO nowhere"):
         to_duckdb(two, sink="nowhere")
+
+
+def test_integer_division_of_coalesce_and_case_truncates() -> None:
+    sql = """
+    CREATE TABLE a (id STRING, n BIGINT, m BIGINT) WITH ('connector'='kafka','topic'='a');
+    CREATE TABLE o (id STRING, q DOUBLE, r DOUBLE, s DOUBLE)
+      WITH ('connector'='kafka','topic'='o');
+    INSERT INTO o SELECT id, COALESCE(n, 0) / 2, CASE WHEN n > 0 THEN n ELSE m END / 2,
+      (n - 1) / 2 FROM a;
+    """
+    rows = [{"id": "k", "n": 5, "m": 3, "_ms": 0}, {"id": "j", "n": None, "m": 7, "_ms": 1}]
+    stream = run_stream(sql, "a", rows, "o")
+    batch = run_batch(sql, {"a": rows})
+    assert stream == [
+        {"id": "k", "q": 2, "r": 2, "s": 2},
+        {"id": "j", "q": 0, "r": 3, "s": None},
+    ]
+    assert sorted(batch, key=lambda r: r["id"]) == sorted(stream, key=lambda r: r["id"])
+
+
+TIMED = """
+CREATE TABLE b (id STRING, aid BIGINT, ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector'='kafka','topic'='b');
+CREATE TABLE o (id STRING, ts TIMESTAMP(3), early BOOLEAN) WITH ('connector'='kafka','topic'='o');
+"""
+T0 = 1_704_103_200_000  # 2024-01-01 10:00:00Z
+
+
+def test_timestamp_comparisons_compare_instants() -> None:
+    sql = TIMED + (
+        "INSERT INTO o SELECT id, ts, ts <= '2024-01-01T10:00:01Z' FROM b "
+        "WHERE ts < '2024-01-01 10:00:10' AND ts >= '2024-01-01 11:00:00+01:00';"
+    )
+    rows = [
+        {"id": "iso", "aid": 1, "ts": "2024-01-01T10:00:05Z", "_ms": T0 + 5_000},
+        {"id": "sql", "aid": 1, "ts": "2024-01-01 10:00:00.500", "_ms": T0 + 500},
+        {"id": "offset", "aid": 1, "ts": "2024-01-01 12:00:08+02:00", "_ms": T0 + 8_000},
+        {"id": "after", "aid": 1, "ts": "2024-01-01 10:00:30", "_ms": T0 + 30_000},
+        {"id": "before", "aid": 1, "ts": "2024-01-01 09:59:59.999", "_ms": T0 - 1},
+    ]
+    stream = run_stream(sql, "b", rows, "o")
+    assert [(r["id"], r["early"]) for r in stream] == [
+        ("iso", False),
+        ("sql", True),
+        ("offset", False),
+    ]
+    batch = run_batch(sql, {"b": rows})
+    assert sorted(batch, key=lambda r: r["id"]) == sorted(stream, key=lambda r: r["id"])
+
+
+def test_timestamp_text_with_an_offset_is_its_instant_in_any_session_time_zone() -> None:
+    sql = (
+        TIMED + "INSERT INTO o SELECT id, window_start, FALSE FROM TABLE(TUMBLE(TABLE b, "
+        "DESCRIPTOR(ts), INTERVAL '1' HOUR)) GROUP BY id, window_start, window_end EMIT FINAL;"
+    )
+    query = to_duckdb(sql)
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "b", "c"],
+            "aid": [1, 1, 1],
+            "ts": ["2024-01-01 10:00:00+02:00", "2024-01-01T10:00:00-0330", "2024-01-01 10:00:00"],
+        }
+    )
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'America/New_York'")
+    rows = sorted(query.run(con, {"b": frame}), key=lambda r: r["id"])
+    assert [r["ts"] for r in rows] == [
+        "2024-01-01 08:00:00.000",
+        "2024-01-01 13:00:00.000",
+        "2024-01-01 10:00:00.000",
+    ]
+
+
+def test_a_comma_join_with_its_time_bound_in_where_agrees() -> None:
+    sql = """
+    CREATE TABLE a (id STRING, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+      WITH ('connector'='kafka','topic'='a');
+    CREATE TABLE b (id STRING, aid STRING, ts TIMESTAMP(3),
+      WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector'='kafka','topic'='b');
+    CREATE TABLE o (id STRING, bid STRING) WITH ('connector'='kafka','topic'='o');
+    INSERT INTO o SELECT A.id, B.id FROM a A, b B
+    WHERE A.id = B.aid AND B.ts BETWEEN A.ts AND A.ts + INTERVAL '10' SECOND;
+    """
+    a = [{"id": "1", "ts": "2024-01-01 10:00:00", "_ms": T0}]
+    b = [
+        {"id": "in", "aid": "1", "ts": "2024-01-01T10:00:05Z", "_ms": T0 + 5_000},
+        {"id": "out", "aid": "1", "ts": "2024-01-01 10:00:30", "_ms": T0 + 30_000},
+    ]
+    with TopologyTestDriver(compile(sql)) as driver:
+        for topic, rows in (("a", a), ("b", b)):
+            source = driver.create_input_topic(topic, **S)
+            for row in rows:
+                value = {k: v for k, v in row.items() if not k.startswith("_")}
+                source.pipe_input(row["id"], value, timestamp=row["_ms"])
+        stream = [r.value for r in driver.create_output_topic("o", **S).read_records_to_list()]
+    assert stream == [{"id": "1", "bid": "in"}]
+    assert run_batch(sql, {"a": a, "b": b}) == stream
+
+
+def test_subqueries_and_views_in_from_are_rejected_at_the_node() -> None:
+    with pytest.raises(SqlError, match="subquery in FROM is not translated"):
+        to_duckdb(TIMED + "INSERT INTO o SELECT id, ts, FALSE FROM (SELECT id, ts FROM b) AS q;")
+    with pytest.raises(SqlError, match="v is a view"):
+        to_duckdb(
+            TIMED + "CREATE VIEW v AS SELECT id, ts FROM b; "
+            "INSERT INTO o SELECT id, ts, FALSE FROM v;"
+        )
