@@ -11,8 +11,8 @@ What is rewritten, and why (sqlglot transpiles the rest):
 
 - every source table becomes ``(SELECT *, <event time in epoch ms> AS __event_ms FROM t)``:
   the ``WATERMARK`` column read as epoch ms (BIGINT as is; TIMESTAMP text or ISO-8601
-  parsed; a number in a TIMESTAMP column taken as ms, as ``timestamps.parse_timestamp``
-  does). Rows without a readable event time are left out (the stream would use the Kafka
+  parsed, UTC unless the text names an offset, read then through ``TIMESTAMPTZ``; a number
+  in a TIMESTAMP column taken as ms, as ``timestamps.parse_timestamp`` does). Rows without a readable event time are left out (the stream would use the Kafka
   record's timestamp, which a batch relation does not have);
 - the window TVFs ``TABLE(TUMBLE|HOP(TABLE t, DESCRIPTOR(ts), ...))`` add ``window_start``
   and ``window_end`` (epoch ms) to those rows, one row per window (HOP: every window of
@@ -24,7 +24,10 @@ What is rewritten, and why (sqlglot transpiles the rest):
 - ``CAST`` is ``TRY_CAST`` (a value that does not convert is NULL) and a cast to an
   integer type truncates (DuckDB rounds); ``/`` and ``%`` by zero are NULL; ``/`` of two
   integer operands truncates (the operands' types are inferred from the columns,
-  literals, casts, COUNT and SUM of integers);
+  literals, casts, COUNT and SUM, arithmetic and COALESCE / CASE / IF of integers);
+- a comparison (``=``, ``<``, ``BETWEEN``, ...) with a TIMESTAMP column compares instants,
+  as the stream does: both sides as epoch ms (TIMESTAMP columns and text literals read as
+  above, INTERVALs as ms), in SELECT, WHERE and HAVING, so also a comma join's time bound;
 - ``JOIN r FOR SYSTEM_TIME AS OF l.ts``: DuckDB's ``ASOF [LEFT] JOIN`` on the equality
   and ``l.__event_ms >= r.__event_ms``, so each stream row meets the table row as of its
   time (the relation of ``r`` holds every version: its changelog rows, with their time
@@ -33,7 +36,7 @@ What is rewritten, and why (sqlglot transpiles the rest):
   as epoch ms and INTERVALs are milliseconds;
 - query columns are named after the sink's columns, by position.
 
-Not translated (``SqlError``): SESSION windows, and anything the compiler rejects (the
+Not translated (``SqlError``): SESSION windows, views and subqueries in FROM, and anything the compiler rejects (the
 statements are compiled first). Known differences: MIN/MAX of TIMESTAMP text compare the
 text (chronological for one format, as the platform writes); AVG and SUM of DOUBLEs may
 differ in the last bits (summation order). EMIT FINAL / CHANGES are ignored: a batch
