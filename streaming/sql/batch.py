@@ -36,7 +36,10 @@ What is rewritten, and why (sqlglot transpiles the rest):
   as epoch ms and INTERVALs are milliseconds;
 - query columns are named after the sink's columns, by position.
 
-Not translated (``SqlError``): SESSION windows, views and subqueries in FROM, and anything the compiler rejects (the
+A view or subquery in FROM (the only relation) that projects and filters one table is merged
+into the query (its columns replaced by their expressions, its WHERE ANDed in).
+
+Not translated (``SqlError``): SESSION windows, other views and subqueries, and anything the compiler rejects (the
 statements are compiled first). Known differences: MIN/MAX of TIMESTAMP text compare the
 text (chronological for one format, as the platform writes); AVG and SUM of DOUBLEs may
 differ in the last bits (summation order). EMIT FINAL / CHANGES are ignored: a batch
@@ -185,6 +188,9 @@ class _Translation:
         select = self.insert.expression.copy()
         from_ = select.args.get("from_") or select.args.get("from")
         joins = select.args.get("joins") or []
+        if not joins:
+            while self._inline(select, from_):
+                pass
         read = [from_.this, *(j.this for j in joins)]
         for node in read:
             self.scope[node.alias_or_name] = self._source_table(node)
@@ -207,6 +213,91 @@ class _Translation:
             self.sink,
         )
 
+    def _view_query(self, name: str) -> exp.Expr | None:
+        """The query of the view ``name`` (its ``CREATE VIEW ... AS``), or None."""
+        for statement in split_statements(self.source):
+            tree = parse(statement, self.source)
+            if not (isinstance(tree, exp.Create) and tree.expression is not None):
+                continue
+            target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+            if target.name == name and str(tree.args.get("kind") or "").upper() == "VIEW":
+                if isinstance(tree.this, exp.Schema):
+                    return None  # renamed columns: not inlined
+                return tree.expression
+        return None
+
+    def _inline(self, select: exp.Select, from_: exp.Expr) -> bool:
+        """Merge a simple view or subquery in FROM (the only relation) into ``select``: a
+        projection and filter of one declared table (or of another such view), no GROUP BY,
+        DISTINCT, aggregates, joins or windows. Its columns become their expressions over
+        the table (under the view's alias) and its WHERE joins the outer one. True if
+        merged."""
+        node = from_.this
+        if isinstance(node, exp.Subquery):
+            inner = node.this
+        elif isinstance(node, exp.Table) and node.name in self.tables:
+            if not self.tables[node.name].is_view:
+                return False
+            inner = self._view_query(node.name)
+        else:
+            return False
+        if not isinstance(inner, exp.Select):
+            return False
+        inner_from = inner.args.get("from_") or inner.args.get("from")
+        base = inner_from.this if inner_from is not None else None
+        simple = (
+            isinstance(base, exp.Table)
+            and base.name in self.tables
+            and not any(inner.args.get(k) for k in ("joins", "group", "having", "distinct"))
+            and not any(inner.args.get(k) for k in ("limit", "order", "with", "qualify"))
+            and not any(e.find(exp.AggFunc, exp.Window) for e in inner.expressions)
+        )
+        if not simple:
+            return False
+        assert isinstance(base, exp.Table)
+        alias = node.alias_or_name
+        inner_alias = base.alias_or_name
+
+        def requalify(expression: exp.Expr) -> exp.Expr:
+            def visit(n: exp.Expr) -> exp.Expr:
+                if isinstance(n, exp.Column) and n.table in ("", inner_alias):
+                    return exp.column(n.name, table=alias)
+                return n
+
+            return expression.copy().transform(visit)
+
+        mapping: dict[str, exp.Expr] = {}
+        for item in inner.expressions:
+            if isinstance(item, exp.Star):
+                for column in self.tables[base.name].columns:
+                    mapping[column] = exp.column(column, table=alias)
+            elif item.alias_or_name:
+                expression = item.this if isinstance(item, exp.Alias) else item
+                mapping[item.alias_or_name] = requalify(expression)
+
+        def substitute(n: exp.Expr) -> exp.Expr:
+            if not isinstance(n, exp.Column) or n.table not in ("", alias):
+                return n
+            if n.name not in mapping:
+                return n  # a window TVF's window_start / window_end (compiled: no others)
+            value = mapping[n.name].copy()
+            return value if isinstance(value, exp.Column) else exp.Paren(this=value)
+
+        for key in ("expressions", "where", "group", "having"):
+            value = select.args.get(key)
+            if isinstance(value, list):
+                select.set(key, [v.transform(substitute) for v in value])
+            elif value is not None:
+                select.set(key, value.transform(substitute))
+        inner_where = inner.args.get("where")
+        if inner_where is not None:
+            condition = requalify(inner_where.this)
+            select.where(condition, copy=False)  # ANDed with the outer WHERE
+        from_.set(
+            "this", exp.Table(this=exp.to_identifier(base.name), alias=exp.to_identifier(alias))
+        )
+        return True
+
     def _source_table(self, node: exp.Expr) -> TableDef:
         """The declared table read by a FROM / JOIN item (``SqlError`` for anything else:
         subqueries and views are not translated)."""
@@ -216,10 +307,15 @@ class _Translation:
                 return table
             raise self.error(
                 node,
-                f"{node.name} is a view: views are not translated to batch SQL "
-                "(write its query into the INSERT, or check the table it writes)",
+                f"{node.name} is a view: views are not translated to batch SQL (only a "
+                "projection and filter of one table, as the only relation, is merged into "
+                "the query)",
             )
-        raise self.error(node, "a subquery in FROM is not translated to batch SQL")
+        raise self.error(
+            node,
+            "a subquery in FROM is not translated to batch SQL (only a projection and filter "
+            "of one table, as the only relation, is merged into the query)",
+        )
 
     # -- windows -------------------------------------------------------------------------
 
@@ -296,7 +392,7 @@ class _Translation:
         join.set("this", self._relation(table, None, None))
         on = join.args.get("on")
         if on is not None:
-            join.set("on", self._times_as_ms(on))
+            join.set("on", self._times_as_ms(on).transform(self._instants))
         if version is None:
             return
         if definition.watermark is None:
@@ -349,24 +445,23 @@ class _Translation:
                 return self._division(operands["this"], operands["expression"])
             return exp.Mod(this=operands["this"], expression=_nullif_zero(operands["expression"]))
 
-        def instants(node: exp.Expr) -> exp.Expr:
-            if isinstance(node, _COMPARISONS) and any(
-                self._is_timestamp(o) for o in _operands(node)
-            ):
-                compared = node.copy()
-                for key in ("this", "expression", "low", "high"):
-                    operand = compared.args.get(key)
-                    if isinstance(operand, exp.Expr):
-                        compared.set(key, self._as_ms(operand))
-                return compared
-            return node
-
         for key in ("expressions", "where", "group", "having"):
             value = select.args.get(key)
             if isinstance(value, list):
-                select.set(key, [v.transform(rewrite).transform(instants) for v in value])
+                select.set(key, [v.transform(rewrite).transform(self._instants) for v in value])
             elif value is not None:
-                select.set(key, value.transform(rewrite).transform(instants))
+                select.set(key, value.transform(rewrite).transform(self._instants))
+
+    def _instants(self, node: exp.Expr) -> exp.Expr:
+        """A comparison with a TIMESTAMP operand as a comparison of epoch ms."""
+        if isinstance(node, _COMPARISONS) and any(self._is_timestamp(o) for o in _operands(node)):
+            compared = node.copy()
+            for key in ("this", "expression", "low", "high"):
+                operand = compared.args.get(key)
+                if isinstance(operand, exp.Expr):
+                    compared.set(key, self._as_ms(operand))
+            return compared
+        return node
 
     def _column_kinds(self, column: exp.Column) -> set[str]:
         kinds = {

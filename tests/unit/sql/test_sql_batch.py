@@ -448,11 +448,50 @@ def test_a_comma_join_with_its_time_bound_in_where_agrees() -> None:
     assert run_batch(sql, {"a": a, "b": b}) == stream
 
 
-def test_subqueries_and_views_in_from_are_rejected_at_the_node() -> None:
+def test_simple_views_and_subqueries_are_merged_and_agree() -> None:
+    rows = [
+        {"id": "a", "aid": 1, "ts": "2024-01-01 10:00:01", "_ms": T0 + 1_000},
+        {"id": "b", "aid": 7, "ts": "2024-01-01T10:00:02Z", "_ms": T0 + 2_000},
+        {"id": "c", "aid": 9, "ts": "2024-01-01 10:00:30", "_ms": T0 + 30_000},
+    ]
+    for query in (
+        "INSERT INTO o SELECT id, t, aid2 > 10 FROM (SELECT id, ts AS t, aid * 2 AS aid2 "
+        "FROM b WHERE aid > 1) AS q WHERE t < '2024-01-01 10:00:10';",
+        "CREATE VIEW v AS SELECT id, aid, ts FROM b WHERE aid > 1; "
+        "CREATE VIEW w AS SELECT id, ts AS t, aid * 2 AS aid2 FROM v; "
+        "INSERT INTO o SELECT w.id, w.t, w.aid2 > 10 FROM w WHERE t < '2024-01-01 10:00:10';",
+    ):
+        sql = TIMED + query
+        stream = run_stream(sql, "b", rows, "o")
+        assert stream == [{"id": "b", "ts": "2024-01-01T10:00:02Z", "early": True}]
+        assert run_batch(sql, {"b": rows}) == stream
+
+
+def test_other_subqueries_and_views_in_from_are_rejected_at_the_node() -> None:
+    sink = (
+        "CREATE TABLE u (id STRING, ts TIMESTAMP(3), PRIMARY KEY (id) NOT ENFORCED) "
+        "WITH ('connector'='upsert-kafka','topic'='u');"
+    )
+    grouped = "SELECT id, MAX(ts) AS ts FROM b GROUP BY id"
     with pytest.raises(SqlError, match="subquery in FROM is not translated"):
-        to_duckdb(TIMED + "INSERT INTO o SELECT id, ts, FALSE FROM (SELECT id, ts FROM b) AS q;")
+        to_duckdb(TIMED + sink + f"INSERT INTO u SELECT id, ts FROM ({grouped}) AS q;")
     with pytest.raises(SqlError, match="v is a view"):
-        to_duckdb(
-            TIMED + "CREATE VIEW v AS SELECT id, ts FROM b; "
-            "INSERT INTO o SELECT id, ts, FALSE FROM v;"
-        )
+        to_duckdb(TIMED + sink + f"CREATE VIEW v AS {grouped}; INSERT INTO u SELECT id, ts FROM v;")
+
+
+def test_a_window_tvf_over_a_simple_view_is_merged() -> None:
+    sql = TIMED + (
+        "CREATE TABLE c (ws TIMESTAMP(3), n BIGINT) WITH ('connector'='kafka','topic'='c');"
+        "CREATE VIEW v AS SELECT id, aid, ts FROM b WHERE aid > 1;"
+        "INSERT INTO c SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE v, DESCRIPTOR(ts),"
+        " INTERVAL '1' MINUTE)) GROUP BY window_start, window_end EMIT FINAL;"
+    )
+    rows = [
+        {"id": "a", "aid": 1, "ts": "2024-01-01 10:00:00", "_ms": T0},
+        {"id": "b", "aid": 2, "ts": "2024-01-01 10:00:01", "_ms": T0 + 1_000},
+        {"id": "c", "aid": 3, "ts": "2024-01-01 10:02:00", "_ms": T0 + 120_000},
+    ]
+    stream = run_stream(sql, "b", rows, "c")
+    assert stream == [{"ws": "2024-01-01 10:00:00.000", "n": 1}]
+    batch = run_batch(sql, {"b": rows})
+    assert stream[0] in batch
