@@ -40,15 +40,12 @@ def compile(text: str, config: dict[str, Any] | None = None) -> Topology:
     """The topology of the statements in ``text`` (``config`` goes to ``build``); its SQL
     catalog (tables, materialized results) is registered for pull and push queries."""
     from streaming.sql.compiler import Compiler
-    from streaming.sql.results import SqlCatalog, register
+    from streaming.sql.results import catalog_for, register
 
     compiler = Compiler(text)
     compiler.compile_all()
     topology = compiler.builder.build(config)
-    # views live inside the topology: pull and push queries read declared tables
-    tables = {name: t for name, t in compiler.tables.items() if not t.is_view}
-    results = {name: r for name, r in compiler.results.items() if name in tables}
-    register(topology, SqlCatalog(tables, results))
+    register(topology, catalog_for(compiler.tables, compiler.results))
     return topology
 
 

@@ -11,8 +11,8 @@ What is rewritten, and why (sqlglot transpiles the rest):
 
 - every source table becomes ``(SELECT *, <event time in epoch ms> AS __event_ms FROM t)``:
   the ``WATERMARK`` column read as epoch ms (BIGINT as is; TIMESTAMP text or ISO-8601
-  parsed; a number in a TIMESTAMP column taken as ms, as ``timestamps.parse_timestamp``
-  does). Rows without a readable event time are left out (the stream would use the Kafka
+  parsed, UTC unless the text names an offset, read then through ``TIMESTAMPTZ``; a number
+  in a TIMESTAMP column taken as ms, as ``timestamps.parse_timestamp`` does). Rows without a readable event time are left out (the stream would use the Kafka
   record's timestamp, which a batch relation does not have);
 - the window TVFs ``TABLE(TUMBLE|HOP(TABLE t, DESCRIPTOR(ts), ...))`` add ``window_start``
   and ``window_end`` (epoch ms) to those rows, one row per window (HOP: every window of
@@ -24,7 +24,10 @@ What is rewritten, and why (sqlglot transpiles the rest):
 - ``CAST`` is ``TRY_CAST`` (a value that does not convert is NULL) and a cast to an
   integer type truncates (DuckDB rounds); ``/`` and ``%`` by zero are NULL; ``/`` of two
   integer operands truncates (the operands' types are inferred from the columns,
-  literals, casts, COUNT and SUM of integers);
+  literals, casts, COUNT and SUM, arithmetic and COALESCE / CASE / IF of integers);
+- a comparison (``=``, ``<``, ``BETWEEN``, ...) with a TIMESTAMP column compares instants,
+  as the stream does: both sides as epoch ms (TIMESTAMP columns and text literals read as
+  above, INTERVALs as ms), in SELECT, WHERE and HAVING, so also a comma join's time bound;
 - ``JOIN r FOR SYSTEM_TIME AS OF l.ts``: DuckDB's ``ASOF [LEFT] JOIN`` on the equality
   and ``l.__event_ms >= r.__event_ms``, so each stream row meets the table row as of its
   time (the relation of ``r`` holds every version: its changelog rows, with their time
@@ -33,7 +36,10 @@ What is rewritten, and why (sqlglot transpiles the rest):
   as epoch ms and INTERVALs are milliseconds;
 - query columns are named after the sink's columns, by position.
 
-Not translated (``SqlError``): SESSION windows, and anything the compiler rejects (the
+A view or subquery in FROM (the only relation) that projects and filters one table is merged
+into the query (its columns replaced by their expressions, its WHERE ANDed in).
+
+Not translated (``SqlError``): SESSION windows, other views and subqueries, and anything the compiler rejects (the
 statements are compiled first). Known differences: MIN/MAX of TIMESTAMP text compare the
 text (chronological for one format, as the platform writes); AVG and SUM of DOUBLEs may
 differ in the last bits (summation order). EMIT FINAL / CHANGES are ignored: a batch
@@ -53,6 +59,7 @@ from streaming.sql.catalog import TableDef
 from streaming.sql.compiler import Compiler, parse
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.rewrite import SESSION_ALIAS, Statement, interval_ms, split_statements
+from streaming.sql.timestamps import parse_timestamp
 
 #: internal column names of the translation (never a source column's)
 EVENT_MS = "__event_ms"
@@ -129,10 +136,24 @@ def _epoch_ms_sql(column: str, kind: str) -> str:
     quoted = exp.to_identifier(column).sql("duckdb")
     if kind == "BIGINT":
         return f"TRY_CAST({quoted} AS BIGINT)"
-    text = f"TRIM(REPLACE(CAST({quoted} AS VARCHAR), 'Z', ''))"
+    return _timestamp_ms_sql(quoted)
+
+
+#: a time of day followed by a UTC offset (``+02:00``, ``+0200``, ``-03``)
+_OFFSET_PATTERN = r"\d:\d\d(:\d\d(\.\d*)?)?\s*[+-]\d\d(:?\d\d)?$"
+
+
+def _timestamp_ms_sql(value: str) -> str:
+    """DuckDB SQL for the epoch ms of the TIMESTAMP value ``value`` (SQL) as
+    ``timestamps.parse_timestamp`` reads it: a number is ms; text is ISO-8601 or SQL style,
+    UTC unless it names an offset (read through TIMESTAMPTZ: the instant, whatever the
+    session's time zone); NULL if unreadable."""
+    text = f"TRIM(REPLACE(CAST({value} AS VARCHAR), 'Z', ''))"
     return (
-        f"COALESCE(TRY_CAST(TRY_CAST({quoted} AS DOUBLE) AS BIGINT), "
-        f"epoch_ms(TRY_CAST({text} AS TIMESTAMP)))"
+        f"COALESCE(TRY_CAST(TRY_CAST({value} AS DOUBLE) AS BIGINT), "
+        f"CASE WHEN regexp_matches({text}, '{_OFFSET_PATTERN}') "
+        f"THEN epoch_ms(TRY_CAST({text} AS TIMESTAMPTZ)) "
+        f"ELSE epoch_ms(TRY_CAST({text} AS TIMESTAMP)) END)"
     )
 
 
@@ -167,9 +188,12 @@ class _Translation:
         select = self.insert.expression.copy()
         from_ = select.args.get("from_") or select.args.get("from")
         joins = select.args.get("joins") or []
+        if not joins:
+            while self._inline(select, from_):
+                pass
         read = [from_.this, *(j.this for j in joins)]
         for node in read:
-            self.scope[node.alias_or_name] = self.tables[node.name]
+            self.scope[node.alias_or_name] = self._source_table(node)
         window = self._group_window(select)
         tvf = self.statement.window_tvf
         if tvf is not None and tvf.kind == "SESSION":
@@ -187,6 +211,110 @@ class _Translation:
             select.sql("duckdb"),
             tuple(self.tables[n.name] for n in read),
             self.sink,
+        )
+
+    def _view_query(self, name: str) -> exp.Expr | None:
+        """The query of the view ``name`` (its ``CREATE VIEW ... AS``), or None."""
+        for statement in split_statements(self.source):
+            tree = parse(statement, self.source)
+            if not (isinstance(tree, exp.Create) and tree.expression is not None):
+                continue
+            target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+            if target.name == name and str(tree.args.get("kind") or "").upper() == "VIEW":
+                if isinstance(tree.this, exp.Schema):
+                    return None  # renamed columns: not inlined
+                return tree.expression
+        return None
+
+    def _inline(self, select: exp.Select, from_: exp.Expr) -> bool:
+        """Merge a simple view or subquery in FROM (the only relation) into ``select``: a
+        projection and filter of one declared table (or of another such view), no GROUP BY,
+        DISTINCT, aggregates, joins or windows. Its columns become their expressions over
+        the table (under the view's alias) and its WHERE joins the outer one. True if
+        merged."""
+        node = from_.this
+        if isinstance(node, exp.Subquery):
+            inner = node.this
+        elif isinstance(node, exp.Table) and node.name in self.tables:
+            if not self.tables[node.name].is_view:
+                return False
+            inner = self._view_query(node.name)
+        else:
+            return False
+        if not isinstance(inner, exp.Select):
+            return False
+        inner_from = inner.args.get("from_") or inner.args.get("from")
+        base = inner_from.this if inner_from is not None else None
+        simple = (
+            isinstance(base, exp.Table)
+            and base.name in self.tables
+            and not any(inner.args.get(k) for k in ("joins", "group", "having", "distinct"))
+            and not any(inner.args.get(k) for k in ("limit", "order", "with", "qualify"))
+            and not any(e.find(exp.AggFunc, exp.Window) for e in inner.expressions)
+        )
+        if not simple:
+            return False
+        assert isinstance(base, exp.Table)
+        alias = node.alias_or_name
+        inner_alias = base.alias_or_name
+
+        def requalify(expression: exp.Expr) -> exp.Expr:
+            def visit(n: exp.Expr) -> exp.Expr:
+                if isinstance(n, exp.Column) and n.table in ("", inner_alias):
+                    return exp.column(n.name, table=alias)
+                return n
+
+            return expression.copy().transform(visit)
+
+        mapping: dict[str, exp.Expr] = {}
+        for item in inner.expressions:
+            if isinstance(item, exp.Star):
+                for column in self.tables[base.name].columns:
+                    mapping[column] = exp.column(column, table=alias)
+            elif item.alias_or_name:
+                expression = item.this if isinstance(item, exp.Alias) else item
+                mapping[item.alias_or_name] = requalify(expression)
+
+        def substitute(n: exp.Expr) -> exp.Expr:
+            if not isinstance(n, exp.Column) or n.table not in ("", alias):
+                return n
+            if n.name not in mapping:
+                return n  # a window TVF's window_start / window_end (compiled: no others)
+            value = mapping[n.name].copy()
+            return value if isinstance(value, exp.Column) else exp.Paren(this=value)
+
+        for key in ("expressions", "where", "group", "having"):
+            value = select.args.get(key)
+            if isinstance(value, list):
+                select.set(key, [v.transform(substitute) for v in value])
+            elif value is not None:
+                select.set(key, value.transform(substitute))
+        inner_where = inner.args.get("where")
+        if inner_where is not None:
+            condition = requalify(inner_where.this)
+            select.where(condition, copy=False)  # ANDed with the outer WHERE
+        from_.set(
+            "this", exp.Table(this=exp.to_identifier(base.name), alias=exp.to_identifier(alias))
+        )
+        return True
+
+    def _source_table(self, node: exp.Expr) -> TableDef:
+        """The declared table read by a FROM / JOIN item (``SqlError`` for anything else:
+        subqueries and views are not translated)."""
+        if isinstance(node, exp.Table) and node.name in self.tables:
+            table = self.tables[node.name]
+            if not table.is_view:
+                return table
+            raise self.error(
+                node,
+                f"{node.name} is a view: views are not translated to batch SQL (only a "
+                "projection and filter of one table, as the only relation, is merged into "
+                "the query)",
+            )
+        raise self.error(
+            node,
+            "a subquery in FROM is not translated to batch SQL (only a projection and filter "
+            "of one table, as the only relation, is merged into the query)",
         )
 
     # -- windows -------------------------------------------------------------------------
@@ -264,7 +392,7 @@ class _Translation:
         join.set("this", self._relation(table, None, None))
         on = join.args.get("on")
         if on is not None:
-            join.set("on", self._times_as_ms(on))
+            join.set("on", self._times_as_ms(on).transform(self._instants))
         if version is None:
             return
         if definition.watermark is None:
@@ -320,9 +448,55 @@ class _Translation:
         for key in ("expressions", "where", "group", "having"):
             value = select.args.get(key)
             if isinstance(value, list):
-                select.set(key, [v.transform(rewrite) for v in value])
+                select.set(key, [v.transform(rewrite).transform(self._instants) for v in value])
             elif value is not None:
-                select.set(key, value.transform(rewrite))
+                select.set(key, value.transform(rewrite).transform(self._instants))
+
+    def _instants(self, node: exp.Expr) -> exp.Expr:
+        """A comparison with a TIMESTAMP operand as a comparison of epoch ms."""
+        if isinstance(node, _COMPARISONS) and any(self._is_timestamp(o) for o in _operands(node)):
+            compared = node.copy()
+            for key in ("this", "expression", "low", "high"):
+                operand = compared.args.get(key)
+                if isinstance(operand, exp.Expr):
+                    compared.set(key, self._as_ms(operand))
+            return compared
+        return node
+
+    def _column_kinds(self, column: exp.Column) -> set[str]:
+        kinds = {
+            t.columns.get(column.name)
+            for alias, t in self.scope.items()
+            if not column.table or column.table == alias
+        }
+        kinds.discard(None)
+        return {k for k in kinds if k is not None}
+
+    def _is_timestamp(self, node: exp.Expr) -> bool:
+        """``node`` is a TIMESTAMP column (or one plus or minus an INTERVAL)."""
+        if isinstance(node, exp.Paren):
+            return self._is_timestamp(node.this)
+        if isinstance(node, exp.Add | exp.Sub):
+            return self._is_timestamp(node.this)
+        return isinstance(node, exp.Column) and self._column_kinds(node) == {"TIMESTAMP"}
+
+    def _as_ms(self, node: exp.Expr) -> exp.Expr:
+        """A comparison operand as epoch ms, as the stream compares TIMESTAMPs (instants):
+        TIMESTAMP columns and text read as ``parse_timestamp`` does, INTERVALs in ms."""
+        if isinstance(node, exp.Paren):
+            return exp.Paren(this=self._as_ms(node.this))
+        if isinstance(node, exp.Add | exp.Sub):
+            return node.__class__(
+                this=self._as_ms(node.this), expression=self._as_ms(node.expression)
+            )
+        if isinstance(node, exp.Interval):
+            return exp.Literal.number(interval_ms(node, self.source))
+        if isinstance(node, exp.Literal) and node.is_string:
+            millis = parse_timestamp(node.this)
+            return exp.null() if millis is None else exp.Literal.number(millis)
+        if isinstance(node, exp.Column) and self._column_kinds(node) == {"TIMESTAMP"}:
+            return sqlglot.parse_one(_timestamp_ms_sql(node.sql("duckdb")), read="duckdb")
+        return node
 
     def _try_cast(self, node: exp.Cast, inner: exp.Expr) -> exp.Expr:
         """``TRY_CAST(inner AS type)`` of ``node``, truncating toward zero to integers."""
@@ -340,8 +514,8 @@ class _Translation:
         return quotient
 
     def _kind(self, node: exp.Expr) -> str:
-        """BIGINT when ``node`` is surely an integer (columns, literals, casts, COUNT, SUM
-        and arithmetic of integers), else OTHER."""
+        """BIGINT when ``node`` is surely an integer (columns, literals, casts, COUNT, SUM,
+        arithmetic of integers, COALESCE / CASE / IF / NULLIF of integers), else OTHER."""
         if isinstance(node, exp.Paren):
             return self._kind(node.this)
         if isinstance(node, exp.Literal):
@@ -364,9 +538,21 @@ class _Translation:
         if isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Mod):
             both = {self._kind(node.this), self._kind(node.expression)}
             return "BIGINT" if both == {"BIGINT"} else "OTHER"
-        if isinstance(node, exp.Neg):
+        if isinstance(node, exp.Neg | exp.Nullif | exp.Abs):
             return self._kind(node.this)
+        if isinstance(node, exp.Coalesce):
+            return self._all_integers([node.this, *node.expressions])
+        if isinstance(node, exp.If):
+            return self._all_integers([node.args.get("true"), node.args.get("false")])
+        if isinstance(node, exp.Case):
+            values = [i.args.get("true") for i in node.args.get("ifs") or []]
+            return self._all_integers([*values, node.args.get("default")])
         return "OTHER"
+
+    def _all_integers(self, nodes: list[exp.Expr | None]) -> str:
+        """BIGINT when every present node is (a NULL literal or ELSE left out aside)."""
+        kinds = {self._kind(n) for n in nodes if n is not None and not isinstance(n, exp.Null)}
+        return "BIGINT" if kinds == {"BIGINT"} else "OTHER"
 
     def _name_columns(self, select: exp.Select, bounds: tuple[str, str] | None) -> None:
         """The SELECT list aliased by the sink's columns (by position); window bounds and
@@ -385,6 +571,14 @@ class _Translation:
                     expression = _format_ms(expression)
             named.append(exp.alias_(expression, name, quoted=True))
         select.set("expressions", named)
+
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Between)
+
+
+def _operands(node: exp.Expr) -> list[exp.Expr]:
+    keys = ("this", "expression", "low", "high")
+    return [v for k in keys if isinstance(v := node.args.get(k), exp.Expr)]
 
 
 def _nullif_zero(node: exp.Expr) -> exp.Expr:

@@ -147,6 +147,11 @@ class Compiler:
         offset = node if isinstance(node, int) else node_offset(node)
         return error_at(self.source, offset, message)
 
+    def declare_table(self, table: TableDef) -> TableDef:
+        """The catalog entry of a table (or view) being declared: ``table`` as is here; a
+        subclass may adapt it (the platform renames its topic) before any query uses it."""
+        return table
+
     def compile_statement(self, statement: Statement, tree: exp.Expr) -> None:
         if isinstance(tree, exp.Create) and tree.expression is not None:
             self.derived.create(statement, tree)
@@ -154,7 +159,7 @@ class Compiler:
             table = table_from_ddl(tree, statement.watermark, self.source)
             if table.name in self.tables:
                 raise self.error(tree.this, f"table {table.name} already exists")
-            self.tables[table.name] = table
+            self.tables[table.name] = self.declare_table(table)
         elif isinstance(tree, exp.Insert):
             self.compile_insert(statement, tree)
         elif isinstance(tree, exp.Create):

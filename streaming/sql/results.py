@@ -10,7 +10,7 @@ application's topology alone.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +46,16 @@ class SqlCatalog:
 
 
 _CATALOGS: weakref.WeakKeyDictionary[Any, SqlCatalog] = weakref.WeakKeyDictionary()
+
+
+def catalog_for(
+    tables: Mapping[str, TableDef], results: Mapping[str, MaterializedResult]
+) -> SqlCatalog:
+    """The catalog offered to pull and push queries from a compiler's ``tables`` and
+    ``results``: views live inside the topology (no topic, no store), so only declared
+    tables, and the results written to them, are listed."""
+    declared = {name: t for name, t in tables.items() if not t.is_view}
+    return SqlCatalog(declared, {name: r for name, r in results.items() if name in declared})
 
 
 def register(topology: Any, catalog: SqlCatalog) -> None:

@@ -160,7 +160,7 @@ class DerivedTables:
                 table = replace(table, window_bound=True)
             if updating_source and not is_aggregation(select):
                 table = self.keep_source_key(table, sources.left, name_node)
-            compiler.tables[name] = table
+            table = compiler.tables[name] = compiler.declare_table(table)
             compiler.inferring.add(name)
             try:
                 compiler.dispatch_query(outer, select, table)

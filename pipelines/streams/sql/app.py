@@ -21,9 +21,9 @@ from pipelines.streams.common import click_problem, dead_letter_gate, order_prob
 from pipelines.streams.config import StreamAppConfig
 from pipelines.streams.sql.lineage import SqlLineage, read_lineage
 from streaming import StreamsBuilder, Topology
+from streaming.sql.catalog import TableDef
 from streaming.sql.compiler import Compiler
-from streaming.sql.results import SqlCatalog, register
-from streaming.sql.rewrite import Statement
+from streaming.sql.results import catalog_for, register
 
 SQL_DIR = Path(__file__).resolve().parent
 
@@ -71,21 +71,15 @@ class PlatformSqlCompiler(Compiler):
         super().__init__(source)
         self.builder = builder
         self.topics = dict(topics)
-        self._renamed: set[str] = set()
 
-    def compile_statement(self, statement: Statement, tree: Any) -> None:
-        """Compile one statement; a table it declared reads or writes the deployed topic
-        from then on (INSERTs after it see the renamed catalog)."""
-        super().compile_statement(statement, tree)
-        for name, table in list(self.tables.items()):
-            if name in self._renamed:
-                continue
-            self._renamed.add(name)
-            topic = self.topics.get(table.topic, table.topic)
-            if topic != table.topic:
-                self.tables[name] = replace(
-                    table, topic=topic, options={**table.options, "topic": topic}
-                )
+    def declare_table(self, table: TableDef) -> TableDef:
+        """A declared table reads or writes the deployed topic: renamed as it enters the
+        catalog, so a ``CREATE TABLE ... AS SELECT`` writes it too, and every INSERT after
+        it sees the renamed catalog."""
+        topic = self.topics.get(table.topic, table.topic)
+        if not table.topic or topic == table.topic:
+            return table
+        return replace(table, topic=topic, options={**table.options, "topic": topic})
 
 
 @dataclass(frozen=True)
@@ -151,7 +145,7 @@ class SqlApp:
         """The application's topology under ``config`` (the catalogue's factory)."""
         compiler = self.compiler(config)
         topology = compiler.builder.build()
-        register(topology, SqlCatalog(dict(compiler.tables), dict(compiler.results)))
+        register(topology, catalog_for(compiler.tables, compiler.results))
         return topology
 
 

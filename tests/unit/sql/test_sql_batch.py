@@ -349,3 +349,149 @@ INSERT INTO shaped SELECT id, CAST(amount * 100 AS BIGINT) FROM returns;
     assert to_duckdb(two, sink="revenue").columns[-1] == "half_units"
     with pytest.raises(SqlError, match="expected an INSERT INTO nowhere"):
         to_duckdb(two, sink="nowhere")
+
+
+def test_integer_division_of_coalesce_and_case_truncates() -> None:
+    sql = """
+    CREATE TABLE a (id STRING, n BIGINT, m BIGINT) WITH ('connector'='kafka','topic'='a');
+    CREATE TABLE o (id STRING, q DOUBLE, r DOUBLE, s DOUBLE)
+      WITH ('connector'='kafka','topic'='o');
+    INSERT INTO o SELECT id, COALESCE(n, 0) / 2, CASE WHEN n > 0 THEN n ELSE m END / 2,
+      (n - 1) / 2 FROM a;
+    """
+    rows = [{"id": "k", "n": 5, "m": 3, "_ms": 0}, {"id": "j", "n": None, "m": 7, "_ms": 1}]
+    stream = run_stream(sql, "a", rows, "o")
+    batch = run_batch(sql, {"a": rows})
+    assert stream == [
+        {"id": "k", "q": 2, "r": 2, "s": 2},
+        {"id": "j", "q": 0, "r": 3, "s": None},
+    ]
+    assert sorted(batch, key=lambda r: r["id"]) == sorted(stream, key=lambda r: r["id"])
+
+
+TIMED = """
+CREATE TABLE b (id STRING, aid BIGINT, ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector'='kafka','topic'='b');
+CREATE TABLE o (id STRING, ts TIMESTAMP(3), early BOOLEAN) WITH ('connector'='kafka','topic'='o');
+"""
+T0 = 1_704_103_200_000  # 2024-01-01 10:00:00Z
+
+
+def test_timestamp_comparisons_compare_instants() -> None:
+    sql = TIMED + (
+        "INSERT INTO o SELECT id, ts, ts <= '2024-01-01T10:00:01Z' FROM b "
+        "WHERE ts < '2024-01-01 10:00:10' AND ts >= '2024-01-01 11:00:00+01:00';"
+    )
+    rows = [
+        {"id": "iso", "aid": 1, "ts": "2024-01-01T10:00:05Z", "_ms": T0 + 5_000},
+        {"id": "sql", "aid": 1, "ts": "2024-01-01 10:00:00.500", "_ms": T0 + 500},
+        {"id": "offset", "aid": 1, "ts": "2024-01-01 12:00:08+02:00", "_ms": T0 + 8_000},
+        {"id": "after", "aid": 1, "ts": "2024-01-01 10:00:30", "_ms": T0 + 30_000},
+        {"id": "before", "aid": 1, "ts": "2024-01-01 09:59:59.999", "_ms": T0 - 1},
+    ]
+    stream = run_stream(sql, "b", rows, "o")
+    assert [(r["id"], r["early"]) for r in stream] == [
+        ("iso", False),
+        ("sql", True),
+        ("offset", False),
+    ]
+    batch = run_batch(sql, {"b": rows})
+    assert sorted(batch, key=lambda r: r["id"]) == sorted(stream, key=lambda r: r["id"])
+
+
+def test_timestamp_text_with_an_offset_is_its_instant_in_any_session_time_zone() -> None:
+    sql = (
+        TIMED + "INSERT INTO o SELECT id, window_start, FALSE FROM TABLE(TUMBLE(TABLE b, "
+        "DESCRIPTOR(ts), INTERVAL '1' HOUR)) GROUP BY id, window_start, window_end EMIT FINAL;"
+    )
+    query = to_duckdb(sql)
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "b", "c"],
+            "aid": [1, 1, 1],
+            "ts": ["2024-01-01 10:00:00+02:00", "2024-01-01T10:00:00-0330", "2024-01-01 10:00:00"],
+        }
+    )
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'America/New_York'")
+    rows = sorted(query.run(con, {"b": frame}), key=lambda r: r["id"])
+    assert [r["ts"] for r in rows] == [
+        "2024-01-01 08:00:00.000",
+        "2024-01-01 13:00:00.000",
+        "2024-01-01 10:00:00.000",
+    ]
+
+
+def test_a_comma_join_with_its_time_bound_in_where_agrees() -> None:
+    sql = """
+    CREATE TABLE a (id STRING, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+      WITH ('connector'='kafka','topic'='a');
+    CREATE TABLE b (id STRING, aid STRING, ts TIMESTAMP(3),
+      WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector'='kafka','topic'='b');
+    CREATE TABLE o (id STRING, bid STRING) WITH ('connector'='kafka','topic'='o');
+    INSERT INTO o SELECT A.id, B.id FROM a A, b B
+    WHERE A.id = B.aid AND B.ts BETWEEN A.ts AND A.ts + INTERVAL '10' SECOND;
+    """
+    a = [{"id": "1", "ts": "2024-01-01 10:00:00", "_ms": T0}]
+    b = [
+        {"id": "in", "aid": "1", "ts": "2024-01-01T10:00:05Z", "_ms": T0 + 5_000},
+        {"id": "out", "aid": "1", "ts": "2024-01-01 10:00:30", "_ms": T0 + 30_000},
+    ]
+    with TopologyTestDriver(compile(sql)) as driver:
+        for topic, rows in (("a", a), ("b", b)):
+            source = driver.create_input_topic(topic, **S)
+            for row in rows:
+                value = {k: v for k, v in row.items() if not k.startswith("_")}
+                source.pipe_input(row["id"], value, timestamp=row["_ms"])
+        stream = [r.value for r in driver.create_output_topic("o", **S).read_records_to_list()]
+    assert stream == [{"id": "1", "bid": "in"}]
+    assert run_batch(sql, {"a": a, "b": b}) == stream
+
+
+def test_simple_views_and_subqueries_are_merged_and_agree() -> None:
+    rows = [
+        {"id": "a", "aid": 1, "ts": "2024-01-01 10:00:01", "_ms": T0 + 1_000},
+        {"id": "b", "aid": 7, "ts": "2024-01-01T10:00:02Z", "_ms": T0 + 2_000},
+        {"id": "c", "aid": 9, "ts": "2024-01-01 10:00:30", "_ms": T0 + 30_000},
+    ]
+    for query in (
+        "INSERT INTO o SELECT id, t, aid2 > 10 FROM (SELECT id, ts AS t, aid * 2 AS aid2 "
+        "FROM b WHERE aid > 1) AS q WHERE t < '2024-01-01 10:00:10';",
+        "CREATE VIEW v AS SELECT id, aid, ts FROM b WHERE aid > 1; "
+        "CREATE VIEW w AS SELECT id, ts AS t, aid * 2 AS aid2 FROM v; "
+        "INSERT INTO o SELECT w.id, w.t, w.aid2 > 10 FROM w WHERE t < '2024-01-01 10:00:10';",
+    ):
+        sql = TIMED + query
+        stream = run_stream(sql, "b", rows, "o")
+        assert stream == [{"id": "b", "ts": "2024-01-01T10:00:02Z", "early": True}]
+        assert run_batch(sql, {"b": rows}) == stream
+
+
+def test_other_subqueries_and_views_in_from_are_rejected_at_the_node() -> None:
+    sink = (
+        "CREATE TABLE u (id STRING, ts TIMESTAMP(3), PRIMARY KEY (id) NOT ENFORCED) "
+        "WITH ('connector'='upsert-kafka','topic'='u');"
+    )
+    grouped = "SELECT id, MAX(ts) AS ts FROM b GROUP BY id"
+    with pytest.raises(SqlError, match="subquery in FROM is not translated"):
+        to_duckdb(TIMED + sink + f"INSERT INTO u SELECT id, ts FROM ({grouped}) AS q;")
+    with pytest.raises(SqlError, match="v is a view"):
+        to_duckdb(TIMED + sink + f"CREATE VIEW v AS {grouped}; INSERT INTO u SELECT id, ts FROM v;")
+
+
+def test_a_window_tvf_over_a_simple_view_is_merged() -> None:
+    sql = TIMED + (
+        "CREATE TABLE c (ws TIMESTAMP(3), n BIGINT) WITH ('connector'='kafka','topic'='c');"
+        "CREATE VIEW v AS SELECT id, aid, ts FROM b WHERE aid > 1;"
+        "INSERT INTO c SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE v, DESCRIPTOR(ts),"
+        " INTERVAL '1' MINUTE)) GROUP BY window_start, window_end EMIT FINAL;"
+    )
+    rows = [
+        {"id": "a", "aid": 1, "ts": "2024-01-01 10:00:00", "_ms": T0},
+        {"id": "b", "aid": 2, "ts": "2024-01-01 10:00:01", "_ms": T0 + 1_000},
+        {"id": "c", "aid": 3, "ts": "2024-01-01 10:02:00", "_ms": T0 + 120_000},
+    ]
+    stream = run_stream(sql, "b", rows, "c")
+    assert stream == [{"ws": "2024-01-01 10:00:00.000", "n": 1}]
+    batch = run_batch(sql, {"b": rows})
+    assert stream[0] in batch
