@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from confluent_kafka import (
     Consumer,
@@ -52,6 +52,14 @@ def produce(bootstrap: str, records: Iterable[tuple[str, bytes | None, bytes, in
 
 
 # -- progress ------------------------------------------------------------------------------
+
+
+class Monitor(Protocol):
+    """Tells when a runner has processed (and committed) all of its input."""
+
+    last_seen: dict[str, object]
+
+    def done(self, group: str) -> bool: ...
 
 
 class CommitMonitor:
@@ -157,6 +165,35 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its live descendants (from every process's parent in ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, ()))
+    return tree
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process and its live descendants (PySpark's JVM)."""
+    return sum(cpu_seconds(p) for p in process_tree(pid))
+
+
+def tree_peak_rss_mb(pid: int) -> float:
+    """The sum of the peak resident sets of a live process and its live descendants, in MB."""
+    return sum(peak_rss_mb(p) for p in process_tree(pid))
+
+
 def peak_rss_mb(pid: int) -> float:
     """The peak resident set (``VmHWM``) of a live process, in MB."""
     try:
@@ -171,16 +208,17 @@ def peak_rss_mb(pid: int) -> float:
 @dataclass
 class Measured:
     """A runner's run: wall seconds from ``READY`` until all input was committed, the CPU
-    seconds it used meanwhile, and its peak RSS."""
+    seconds it used meanwhile, its peak RSS, and the lines it printed before ``READY``."""
 
     seconds: float
     cpu_seconds: float
     peak_rss_mb: float
+    preamble: tuple[str, ...] = ()
 
 
 def wait_committed(
     proc: subprocess.Popen[bytes],
-    monitor: CommitMonitor,
+    monitor: Monitor,
     group: str,
     deadline: float,
     name: str,
@@ -204,31 +242,40 @@ def run_measured(
     *,
     name: str,
     group: str,
-    monitor: CommitMonitor,
+    monitor: Monitor,
     timeout: float,
     log_path: Path,
     stop_signal: signal.Signals = signal.SIGTERM,
     after: Callable[[subprocess.Popen[bytes]], None] | None = None,
+    tree: bool = False,
 ) -> Measured:
     """Start ``cmd`` (its own process group, stderr to ``log_path``), measure it from its
     ``READY`` until ``monitor`` sees all input committed, run ``after(proc)`` (not measured),
-    then stop it with ``stop_signal`` (SIGKILL after 60 s). RuntimeError if it fails."""
+    then stop it with ``stop_signal`` (SIGKILL after 60 s). RuntimeError if it fails.
+
+    With ``tree``, CPU time and peak RSS are those of the runner and its descendants (a
+    PySpark runner's work is in the JVM it launches), else the runner's own."""
+    cpu = tree_cpu_seconds if tree else cpu_seconds
+    rss = tree_peak_rss_mb if tree else peak_rss_mb
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=log, start_new_session=True
         )
         try:
             line = b"?"
+            preamble: list[str] = []
             while line and line.strip() != b"READY":  # (py-spy prints a line of its own)
                 line = proc.stdout.readline()  # type: ignore[union-attr]
+                if line and line.strip() != b"READY":
+                    preamble.append(line.decode(errors="replace").strip())
             if line.strip() != b"READY":
                 proc.wait(30)
                 raise RuntimeError(f"{name} did not start: {log_path.read_text()[-2000:]}")
             started = time.monotonic()
-            cpu0 = cpu_seconds(proc.pid)
+            cpu0 = cpu(proc.pid)
             wait_committed(proc, monitor, group, started + timeout, name, log_path)
             measured = Measured(
-                time.monotonic() - started, cpu_seconds(proc.pid) - cpu0, peak_rss_mb(proc.pid)
+                time.monotonic() - started, cpu(proc.pid) - cpu0, rss(proc.pid), tuple(preamble)
             )
             if after is not None:
                 after(proc)

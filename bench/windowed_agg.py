@@ -31,13 +31,32 @@ Prints a table, then per mode one line in this exact form (tooling reads it):
 
     windowed-agg eos: ours N rec/s, quix M rec/s, raw R rec/s, ours/quix X.XX, ours/raw Y.YY
     windowed-agg-2 eos: ours N rec/s, java J rec/s, ours/java Z.ZZ
+
+``spark`` (not in the default engines) is Spark Structured Streaming 4.1 (``bench.wa_spark``:
+Kafka source, 5-minute tumbling window with the same grace as watermark delay, RocksDB state
+store, update output mode, Kafka sink, ``local[N]`` with N = ``--partitions``). Its Kafka
+sink is not transactional, so it runs under ``alos`` only (skipped in ``eos``). Its
+start-up (JVM, SparkSession, the query's analysis up to ``start()``) is measured apart and
+shown in the table's ``start-up s``; its clock starts at ``READY``, printed once the query
+has started, so the first micro-batch's planning (offsets, query planning, write-ahead log:
+the ``(+N)`` after the start-up, from the runner's progress log) is inside its timed seconds. Spark commits its input to its checkpoint, not to the consumer group, so its
+end condition is the checkpoint's: the latest batch in ``commits/`` (written after the
+batch's output was written and flushed) has, in ``offsets/``, the input's end offset for
+every partition (``CheckpointMonitor``). Its CPU time and peak RSS are those of the runner's
+process tree (Python driver + JVM; peak RSS summed). ``--spark-max-offsets N`` sets
+``maxOffsetsPerTrigger`` (default: none, the first micro-batch takes the whole backlog).
+With spark in ``alos`` one more line follows (after the others, which keep their shape):
+
+    windowed-agg alos spark: spark S rec/s, ours/spark X.XX
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,8 +67,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
+from confluent_kafka import Consumer, TopicPartition
 
-from bench.broker import CommitMonitor, produce, read_output, run_measured
+from bench.broker import CommitMonitor, Monitor, produce, read_output, run_measured
 from bench.wa_common import GRACE_MS, WINDOW_MS
 from streaming.testing import LocalKafkaCluster
 
@@ -57,7 +77,14 @@ REPO = Path(__file__).resolve().parents[1]
 QUIX_PYTHON = Path(os.environ.get("QUIX_PYTHON", REPO / ".venv-quix" / "bin" / "python"))
 REGIONS = ["EU", "US", "APAC", "LATAM", "MEA"]
 ENGINES = ("ours", "quix", "raw", "java", "ours-2t", "java-2t")
-MODULES = {"ours": "bench.wa_ours", "quix": "bench.wa_quix", "raw": "bench.wa_raw"}
+OPTIONAL_ENGINES = ("spark",)  # asked for by name (--engines ...,spark)
+ALOS_ONLY = ("spark",)  # its Kafka sink is not transactional
+MODULES = {
+    "ours": "bench.wa_ours",
+    "quix": "bench.wa_quix",
+    "raw": "bench.wa_raw",
+    "spark": "bench.wa_spark",
+}
 JAVA_SOURCE = REPO / "bench" / "java" / "WindowedAgg.java"
 JAVA_JARS = REPO / ".jars" / "streams"
 JAVA_CLASSES = REPO / ".jars" / "bench-classes"
@@ -76,6 +103,8 @@ class Result:
     peak_rss_mb: float = 0.0
     windows: int = 0
     correct: bool = False
+    startup_seconds: float | None = None  # Spark: JVM + session + query start, not timed
+    first_planning_seconds: float | None = None  # Spark: in the timed seconds (batch 0)
     error: str = ""
     details: list[str] = field(default_factory=list)
 
@@ -139,7 +168,12 @@ def java_classes() -> Path:
     return JAVA_CLASSES
 
 
-def runner_command(engine: str, partitions: int, ours_settings: tuple[str, ...]) -> list[str]:
+def runner_command(
+    engine: str,
+    partitions: int,
+    ours_settings: tuple[str, ...],
+    spark_max_offsets: int = 0,
+) -> list[str]:
     """How to start one engine's runner (the common arguments follow)."""
     base, _, threads = engine.partition("-")
     if base == "java":
@@ -157,14 +191,82 @@ def runner_command(engine: str, partitions: int, ours_settings: tuple[str, ...])
         ]
     python = str(QUIX_PYTHON) if base == "quix" else sys.executable
     cmd = [python, "-m", MODULES[base]]
-    if base == "raw":
+    if base in ("raw", "spark"):
         cmd += ["--partitions", str(partitions)]
+    if base == "spark" and spark_max_offsets:
+        cmd += ["--max-offsets", str(spark_max_offsets)]
     if base == "ours":
         for item in ours_settings:
             cmd += ["--set", item]
         if threads == "2t":
             cmd += ["--set", "num.stream.threads=2"]
     return cmd
+
+
+class CheckpointMonitor:
+    """Tells when a Spark query has committed all of its input to its checkpoint.
+
+    Spark writes ``offsets/N`` (the end offsets of micro-batch N) before running batch N and
+    ``commits/N`` after the batch's output was written (the Kafka sink flushes its producer
+    before a task commits); both by writing a temporary file and renaming it. Done: the latest
+    committed batch's offsets reach the input's end offset on every partition, i.e. every
+    input record's update is in the output topic."""
+
+    def __init__(self, bootstrap: str, input_topic: str, checkpoint: Path) -> None:
+        self.input_topic = input_topic
+        self.checkpoint = checkpoint
+        self.last_seen: dict[str, object] = {}
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-ends"})
+        try:
+            meta = consumer.list_topics(input_topic, timeout=10).topics[input_topic]
+            self.input_end = {
+                p: consumer.get_watermark_offsets(
+                    TopicPartition(input_topic, p), timeout=10, cached=False
+                )[1]
+                for p in meta.partitions
+            }
+        finally:
+            consumer.close()
+
+    def done(self, group: str) -> bool:
+        commits = self.checkpoint / "commits"
+        batches = (
+            [int(f.name) for f in commits.iterdir() if f.name.isdigit()] if commits.is_dir() else []
+        )
+        if not batches:
+            self.last_seen = {"committed batch": None}
+            return False
+        batch = max(batches)
+        offsets = self.batch_offsets(batch)
+        self.last_seen = {"committed batch": batch, "offsets": offsets, "ends": self.input_end}
+        return all(offsets.get(p, -1) >= end for p, end in self.input_end.items())
+
+    def batch_offsets(self, batch: int) -> dict[int, int]:
+        """The input's end offsets of micro-batch ``batch`` (``offsets/<batch>``: a version
+        line, the batch's metadata, then one JSON line per source)."""
+        text = (self.checkpoint / "offsets" / str(batch)).read_text()
+        for line in text.splitlines()[1:]:
+            try:
+                source = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(source, dict) and isinstance(source.get(self.input_topic), dict):
+                return {int(p): int(o) for p, o in source[self.input_topic].items()}
+        raise RuntimeError(f"no offsets of {self.input_topic} in {text!r}")
+
+    def close(self) -> None:
+        pass
+
+
+def first_batch_planning(log_path: Path) -> float | None:
+    """Seconds Spark's first micro-batch spent before processing (offsets, planning, write-
+    ahead log), from the runner's ``batch 0: ... durationMs {...}`` log line, if any."""
+    for line in log_path.read_text(errors="replace").splitlines():
+        if line.startswith("batch 0:") and "durationMs " in line:
+            durations = ast.literal_eval(line.split("durationMs ", 1)[1])
+            keys = ("latestOffset", "getBatch", "queryPlanning", "walCommit")
+            return sum(durations.get(k, 0) for k in keys) / 1000
+    return None
 
 
 # -- output --------------------------------------------------------------------------------
@@ -182,7 +284,7 @@ def final_sums(
         if engine == "quix":
             window = orjson.loads(value)
             out[(key.decode(), window["start"])] = window["value"]
-        else:  # ours, raw, java: region bytes + 8-byte big-endian window start, JSON number
+        else:  # ours, raw, java, spark: region bytes + 8-byte big-endian window start, JSON number
             out[(key[:-8].decode(), int.from_bytes(key[-8:], "big", signed=True))] = orjson.loads(
                 value
             )
@@ -218,15 +320,19 @@ def run_engine(
     workdir: Path,
     profile_dir: Path | None = None,
     ours_settings: tuple[str, ...] = (),
+    spark_max_offsets: int = 0,
 ) -> Result:
     result = Result(engine, mode, _records=n)
+    spark = engine == "spark"
+    if engine in ALOS_ONLY and mode != "alos":
+        raise ValueError(f"{engine} runs under at-least-once (alos) only")
     group = f"wa-{engine}-{mode}-{uuid.uuid4().hex[:6]}"
     output = f"{group}-out"
     kafka.create_topic(output, partitions=1)
     state_dir = workdir / group
     state_dir.mkdir(parents=True)
     cmd = [
-        *runner_command(engine, partitions, ours_settings),
+        *runner_command(engine, partitions, ours_settings, spark_max_offsets),
         "--bootstrap",
         kafka.bootstrap_servers,
         "--input",
@@ -242,15 +348,17 @@ def run_engine(
         "--commit-interval-ms",
         str(commit_ms),
     ]
-    if profile_dir is not None and not engine.startswith(
-        "java"
-    ):  # wall-clock profile (idle included) of the runner
+    profiled = profile_dir is not None and not engine.startswith("java") and not spark
+    if profile_dir is not None and profiled:  # wall-clock profile (idle included) of the runner
         out = profile_dir / f"{engine}-{mode}.txt"
         cmd = ["py-spy", "record", "--idle", "-r", "200", "-f", "raw", "-o", str(out), "--", *cmd]
     log_path = workdir / f"{group}.log"
-    monitor = CommitMonitor(kafka.bootstrap_servers, [input_topic], mode == "eos")
+    monitor: Monitor
+    if spark:  # Spark commits to its checkpoint, not to the group
+        monitor = CheckpointMonitor(kafka.bootstrap_servers, input_topic, state_dir / "checkpoint")
+    else:
+        monitor = CommitMonitor(kafka.bootstrap_servers, [input_topic], mode == "eos")
     # py-spy writes its profile on Ctrl-C; the runners close cleanly on SIGTERM
-    profiled = profile_dir is not None and not engine.startswith("java")
     try:
         measured = run_measured(
             cmd,
@@ -260,7 +368,13 @@ def run_engine(
             timeout=timeout,
             log_path=log_path,
             stop_signal=signal.SIGINT if profiled else signal.SIGTERM,
+            tree=spark,
+            # not measured: Spark's runner logs the last micro-batch's progress (durations)
+            after=(lambda _proc: time.sleep(1.0)) if spark else None,
         )
+        for line in measured.preamble:
+            if line.startswith("STARTUP "):
+                result.startup_seconds = float(line.split()[1])
         result.seconds = measured.seconds
         result.cpu_seconds = measured.cpu_seconds
         result.peak_rss_mb = measured.peak_rss_mb
@@ -268,6 +382,8 @@ def run_engine(
         result.error = str(exc)
     finally:
         monitor.close()
+    if spark:
+        result.first_planning_seconds = first_batch_planning(log_path)
     if result.error:
         return result
     records = read_output(kafka.bootstrap_servers, output)
@@ -307,6 +423,29 @@ def report_two_workers(mode: str, results: dict[str, Result]) -> str:
     )
 
 
+def report_spark(mode: str, results: dict[str, Result]) -> str:
+    """The Spark line (alos only): Spark's rate, and ours over it."""
+
+    def rate(engine: str) -> float:
+        r = results.get(engine)
+        return r.rate if r is not None and r.correct else 0.0
+
+    ours, spark = rate("ours"), rate("spark")
+    return (
+        f"windowed-agg {mode} spark: spark {spark:.0f} rec/s, "
+        f"ours/spark {ours / spark if spark else 0.0:.2f}"
+    )
+
+
+def startup_cell(r: Result) -> str:
+    """Spark's start-up before ``READY``, then (+ first micro-batch's planning, timed)."""
+    if r.startup_seconds is None:
+        return "-"
+    if r.first_planning_seconds is None:
+        return f"{r.startup_seconds:.1f}"
+    return f"{r.startup_seconds:.1f} (+{r.first_planning_seconds:.1f})"
+
+
 def print_table(all_results: list[Result], n: int, commit_ms: dict[str, int]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -324,6 +463,7 @@ def print_table(all_results: list[Result], n: int, commit_ms: dict[str, int]) ->
         "cpu µs/rec",
         "peak RSS MB",
         "commit ms",
+        "start-up s",
         "outputs",
     ):
         table.add_column(col, justify="right" if col not in ("mode", "engine") else "left")
@@ -338,7 +478,8 @@ def print_table(all_results: list[Result], n: int, commit_ms: dict[str, int]) ->
             f"{r.cpu_seconds:.1f}",
             f"{1e6 * r.cpu_seconds / r._records:.0f}",
             f"{r.peak_rss_mb:,.0f}",
-            str(commit_ms[r.mode]),
+            "checkpoint" if r.engine == "spark" else str(commit_ms[r.mode]),
+            startup_cell(r),
             f"{r.output_records:,}",
             check,
         )
@@ -367,10 +508,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--profile-dir", type=Path, help="record py-spy profiles (collapsed stacks) here"
     )
+    parser.add_argument("--keep-logs", type=Path, help="copy every runner's log here")
+    parser.add_argument(
+        "--spark-max-offsets",
+        type=int,
+        default=0,
+        metavar="N",
+        help="Spark's maxOffsetsPerTrigger (default: none, one micro-batch takes the backlog)",
+    )
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     commit_ms = {"eos": args.commit_interval_ms_eos, "alos": args.commit_interval_ms_alos}
+    unknown = set(engines) - set(ENGINES) - set(OPTIONAL_ENGINES)
+    if unknown:
+        print(f"unknown engines: {sorted(unknown)}", file=sys.stderr)
+        return 2
+    for engine in set(engines) & set(ALOS_ONLY):
+        if "alos" not in modes:
+            print(f"{engine} runs under at-least-once only: add alos to --modes", file=sys.stderr)
+            return 2
+        if len(modes) > 1:
+            print(f"{engine}: skipped under {modes} except alos", file=sys.stderr)
     if "quix" in engines and not QUIX_PYTHON.exists():
         print(
             f"Quix Streams environment missing ({QUIX_PYTHON}); run `make bench` (it creates "
@@ -391,6 +550,8 @@ def main(argv: list[str] | None = None) -> int:
         for round_no in range(args.repeat):
             for mode in modes:
                 for engine in engines:
+                    if engine in ALOS_ONLY and mode != "alos":
+                        continue
                     r = run_engine(
                         engine,
                         mode,
@@ -404,8 +565,13 @@ def main(argv: list[str] | None = None) -> int:
                         workdir=Path(tmp),
                         profile_dir=args.profile_dir,
                         ours_settings=tuple(args.ours_set),
+                        spark_max_offsets=args.spark_max_offsets,
                     )
                     all_results.append(r)
+                    if args.keep_logs is not None:
+                        args.keep_logs.mkdir(parents=True, exist_ok=True)
+                        for log in Path(tmp).glob(f"wa-{engine}-{mode}-*.log"):
+                            shutil.copy(log, args.keep_logs / log.name)
                     status = "ok" if r.correct else f"FAILED: {r.error or r.details[:3]}"
                     print(
                         f"  [{round_no + 1}/{args.repeat}] {mode} {engine}: {r.rate:,.0f} rec/s "
@@ -418,10 +584,12 @@ def main(argv: list[str] | None = None) -> int:
                     if kept is None or (r.correct and (not kept.correct or r.rate > kept.rate)):
                         best[(mode, engine)] = r
         for mode in modes:
-            per_engine = {e: best[(mode, e)] for e in engines}
+            per_engine = {e: best[(mode, e)] for e in engines if (mode, e) in best}
             lines.append(report(mode, per_engine))
             if {"ours-2t", "java-2t"} & set(engines):
                 lines.append(report_two_workers(mode, per_engine))
+            if "spark" in per_engine:
+                lines.append(report_spark(mode, per_engine))
     print_table(all_results, args.records, commit_ms)
     for line in lines:
         print(line)
