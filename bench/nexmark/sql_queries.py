@@ -70,3 +70,22 @@ def as_dsl_records(
         )
         window["auctions"] = sorted([*window["auctions"], row["auction"]])
     return list(windows.items())
+
+
+#: the engines a query runs on: its DSL topology or its compiled SQL
+ENGINES = ("dsl", "sql")
+
+
+def build(engine: str, name: str, ctx: QueryContext) -> Topology:
+    """Query ``name``'s topology on ``engine`` (``"dsl"``: ``bench.nexmark.queries``,
+    ``"sql"``: this module's compiled SQL)."""
+    if engine == "sql":
+        return topology(name, ctx)
+    if engine == "dsl":
+        return QUERIES[name][0](ctx)
+    raise ValueError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+
+
+def queries_of(engine: str) -> tuple[str, ...]:
+    """The queries ``engine`` has: every query in the DSL, all but q6 in SQL."""
+    return SQL_QUERIES if engine == "sql" else tuple(QUERIES)

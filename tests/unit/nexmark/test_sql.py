@@ -21,7 +21,7 @@ from bench.nexmark.local import drive
 from bench.nexmark.model import Event
 from bench.nexmark.queries import QUERIES, QueryContext
 from bench.nexmark.reference import APPENDS, check, compared_keys, expected_results
-from bench.nexmark.sql_queries import SQL_QUERIES, as_dsl_records, topology
+from bench.nexmark.sql_queries import SQL_QUERIES, as_dsl_records, query_text, topology
 
 CONFIG = GeneratorConfig(seed=7, events_per_second=200)
 EVENTS = 4_000
@@ -98,3 +98,14 @@ def test_the_comparison_sees_a_difference(events: list[Event]) -> None:
     assert result_rows("q7", changed, events) != result_rows("q7", run_dsl("q7", events), events)
     assert check("q7", events, changed)
     assert len(expected_results("q5", events)) >= 5
+
+
+def test_the_loader_fills_in_every_parameter() -> None:
+    ctx = QueryContext("out-topic", 12_345)
+    for query in SQL_QUERIES:
+        text = query_text(query, ctx)
+        assert "${" not in text
+        assert "'topic' = 'out-topic'" in text
+    assert "INTERVAL '12345' MILLISECOND" in query_text("q4", ctx)
+    with pytest.raises(KeyError, match="no SQL version of q6"):
+        topology("q6", ctx)
