@@ -1,11 +1,14 @@
 """``python -m bench.nexmark``: Nexmark queries of this engine on a local Kafka broker.
 
     python -m bench.nexmark [--events 500000] [--queries q0,q1,q2,q3,q4,q5,q7,q8,q11]
-                            [--rate 10000] [--partitions 1] [--commit-interval-ms 100]
+                            [--engine dsl|sql|both] [--rate 10000] [--partitions 1]
+                            [--commit-interval-ms 100]
 
 Starts one broker (``LocalKafkaCluster``), produces the events once (``bench.nexmark.run``),
 runs each query as its own process under exactly-once v2, checks every query's output
 against DuckDB and prints a table with Flink 1.13's published events/s per core beside ours.
+``--engine sql`` runs the queries' SQL versions (``bench/nexmark/sql/``, all but q6),
+``--engine both`` each query's DSL and then its SQL version, side by side in the table.
 Exits 1 if any query failed or gave a wrong result.
 
 One partition per topic by default: with more, a repartition topic interleaves its upstream
@@ -23,6 +26,7 @@ from pathlib import Path
 
 from bench.nexmark.queries import QUERIES
 from bench.nexmark.run import prepare, print_table, run_query
+from bench.nexmark.sql_queries import ENGINES, queries_of
 from streaming.testing import LocalKafkaCluster
 
 
@@ -30,6 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=500_000)
     parser.add_argument("--queries", default=",".join(QUERIES))
+    parser.add_argument(
+        "--engine",
+        choices=[*ENGINES, "both"],
+        default="dsl",
+        help="the DSL versions, the SQL versions (all but q6) or both, side by side",
+    )
     parser.add_argument("--rate", type=int, default=10_000, help="events per second of event time")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument(
@@ -61,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             partitions=args.partitions,
         )
-        for query in queries:
+        engines = ENGINES if args.engine == "both" else (args.engine,)
+        runs = [(q, e) for q in queries for e in engines if q in queries_of(e)]
+        for query, engine in runs:
             r = run_query(
                 query,
                 kafka=kafka,
@@ -72,10 +84,11 @@ def main(argv: list[str] | None = None) -> int:
                 commit_ms=args.commit_interval_ms,
                 timeout=args.timeout,
                 settings=tuple(args.set),
+                engine=engine,
             )
             status = "ok" if r.correct else f"FAILED: {r.error[:300] or r.problems[:3]}"
             print(
-                f"  {query}: {r.rate:,.0f} events/s ({r.seconds:.2f} s, "
+                f"  {query} ({engine}): {r.rate:,.0f} events/s ({r.seconds:.2f} s, "
                 f"{r.cpu_seconds:.1f} CPU s) {status}",
                 file=sys.stderr,
                 flush=True,

@@ -82,6 +82,10 @@ DEFAULT_BASE_TIME_MS = 1_704_067_200_000
 #: the closing events come this long after the last event: past the end + grace of every
 #: window (10 s + 4 s) and session (last bid + 10 s gap + 4 s) of the events before them
 CLOSING_GAP_MS = 15_000
+#: the closing bids: how many, and how far apart (the first after the last event; see
+#: ``closing_events``)
+CLOSING_BIDS = 3
+CLOSING_BID_GAP_MS = 12_000
 
 
 @dataclass(frozen=True)
@@ -274,13 +278,28 @@ def generate(n: int, config: GeneratorConfig | None = None) -> list[Event]:
 
 
 def closing_events(events: list[Event]) -> list[Event]:
-    """One person, auction and bid ``CLOSING_GAP_MS`` after the last event: they move every
-    query's stream time past the end + grace of every window (and session) of ``events``.
+    """Events after the last one that move every query's stream time past the end + grace
+    of every window (and session) of ``events``, in time order:
+
+    - ``CLOSING_BIDS`` (3) bids ``CLOSING_BID_GAP_MS`` (12 s) apart, the first 12 s after
+      the last event: in no 10 s window with a generated bid;
+    - a person and an auction ``CLOSING_GAP_MS`` (15 s) after the last event (their
+      windows: 10 s + the 4 s grace).
+
+    The bids are a staircase for the SQL q5: its maximum per window comes out only once the
+    count of a window 14 s later does (the counts, re-stamped at their window start, close
+    the maximum's 1 ms windows by their own stream time), so the windows of the last
+    generated bids wait for the counts of a closing bid's windows, which the next closing
+    bid closes. Steps of 12 s (under 14 s) keep each window's maximum within the 28 s grace
+    of q5's join with the counts, which by then has seen the counts of the step before.
+    Each closing bid's session (10 s gap + 4 s grace) closes two steps later, never on
+    the boundary, where Kafka's session windows and the SQL's emit-final differ.
 
     Their ids are 0 (no generated entity has it): the auction is the person's, category 0
-    (no generated category), and the bid is for auction -1 (no auction), so they change no
-    result of a window that closes."""
-    ts = max(e.timestamp for e in events) + CLOSING_GAP_MS
+    (no generated category), and the bids are for auction -1 (no auction), so they change
+    no result of a window of the generated events."""
+    last = max(e.timestamp for e in events)
+    ts = last + CLOSING_GAP_MS
     stamp = format_timestamp(ts)
     person = {
         "id": 0,
@@ -305,10 +324,17 @@ def closing_events(events: list[Event]) -> list[Event]:
         "extra": "",
     }
     seq = len(events)
+    bids = [last + CLOSING_BID_GAP_MS * step for step in range(1, CLOSING_BIDS + 1)]
+    closing = [
+        (bids[0], BID_TOPIC),
+        (ts, PERSON_TOPIC),
+        (ts, AUCTION_TOPIC),
+        *((bid_ts, BID_TOPIC) for bid_ts in bids[1:]),
+    ]
+    rows = {PERSON_TOPIC: person, AUCTION_TOPIC: auction}
     return [
-        Event(seq, PERSON_TOPIC, "0", person, ts),
-        Event(seq + 1, AUCTION_TOPIC, "0", auction, ts),
-        _closing_bid(seq + 2, ts),
+        Event(seq + i, topic, "0", rows[topic], at) if topic in rows else _closing_bid(seq + i, at)
+        for i, (at, topic) in enumerate(closing)
     ]
 
 

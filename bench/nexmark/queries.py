@@ -2,9 +2,11 @@
 
 Every query reads the topics of ``bench.nexmark.model`` (String keys, JSON values, event
 time from ``dateTime``) and writes String keys and JSON values to one output topic. The
-mapping from Nexmark's (Flink SQL) definitions:
+mapping from Nexmark's (Flink SQL) definitions (``bench/nexmark/sql/`` has them in SQL, all
+but q6, with the same results: ``tests/unit/nexmark/test_sql.py``):
 
-- **q0** pass-through: ``SELECT * FROM bid``: the bid stream to the output.
+- **q0** pass-through: ``SELECT auction, bidder, price, dateTime, extra FROM bid``:
+  ``map_values``.
 - **q1** currency conversion: ``SELECT auction, bidder, 0.908 * price AS price, dateTime,
   extra FROM bid``: ``map_values``.
 - **q2** selection: ``SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0``:
@@ -14,7 +16,8 @@ mapping from Nexmark's (Flink SQL) definitions:
   ``KTable`` keyed by id (filtered by state); the auction stream is re-keyed by seller
   (a repartition topic) and joined with the table. Flink's regular join is symmetric; this
   stream-table join sees a person only if it came first, which the generator guarantees
-  (a seller is dated before its auctions). Output key: the seller id.
+  (a seller is dated before its auctions). Output key: the auction id (a column of
+  Nexmark's result row, as the SQL version's sink key).
 - **q4** average closing price per category: the highest bid of each auction among its
   bids within ``[dateTime, expires]``, averaged per category. Auctions and bids are joined
   as streams on the auction id (``JoinWindows`` from the auction's time to the longest
@@ -27,17 +30,18 @@ mapping from Nexmark's (Flink SQL) definitions:
   (``TimeWindows.advance_by``, grace = the 4 s watermark delay, emitted once when the
   window closes), then per window (re-keyed by window start) the auctions with the highest
   count, a ``KTable`` aggregation. Output key: the window start (TIMESTAMP text); value
-  ``{"starttime", "endtime", "num", "auctions"}`` (Flink writes one row per top auction).
+  ``{"starttime", "endtime", "num", "auctions"}`` (Flink writes one row per top auction, as
+  the SQL version does; ``sql_queries.as_dsl_records`` groups its rows into this form).
 - **q7** highest bid: the bids with the highest price per 10 s tumbling window (all bids
   grouped under one key, as Flink's global MAX), emitted when the window closes, one row
   per top bid: ``{"auction", "price", "bidder", "dateTime", "extra"}``, keyed by auction.
   The window is ``[start, end)``; Flink's ``BETWEEN window_end - 10 s AND window_end`` also
-  matches a bid exactly at the end.
+  matches a bid exactly at the end (the SQL version adds ``B.dateTime < B1.dateTime``).
 - **q8** monitor new users: persons who opened an auction in the same 10 s tumbling window.
   A windowed stream-stream join of persons (by id) and auctions (re-keyed by seller) within
   10 s, kept when both fall in the same tumbling window, then de-duplicated per person and
   window by a tumbling-window ``reduce`` emitted on close. Output key: the person id; value
-  ``{"id", "name", "starttime"}``. It runs with ``max.task.idle.ms`` = 2 s
+  ``{"id", "name", "stime"}`` (Nexmark's sink columns). It runs with ``max.task.idle.ms`` = 2 s
   (``QUERY_SETTINGS``): the join's task reads the person topic and the auctions'
   repartition topic, which this application fills itself; without waiting for it, the
   persons (already in their topic) run ahead in stream time and every auction arrives too
@@ -140,9 +144,18 @@ def _millis(text: str) -> int:
 
 
 def q0(ctx: QueryContext) -> Topology:
-    """Pass-through: every bid as it is."""
+    """Pass-through: every bid, with the columns Nexmark's q0 selects."""
     builder = StreamsBuilder()
-    _to(_source(builder, BID_TOPIC), ctx.output)
+    passed = _source(builder, BID_TOPIC).map_values(
+        lambda b: {
+            "auction": b["auction"],
+            "bidder": b["bidder"],
+            "price": b["price"],
+            "dateTime": b["dateTime"],
+            "extra": b["extra"],
+        }
+    )
+    _to(passed, ctx.output)
     return builder.build()
 
 
@@ -195,7 +208,7 @@ def q3(ctx: QueryContext) -> Topology:
     joined = auctions.join(
         persons,
         lambda a, p: {"name": p["name"], "city": p["city"], "state": p["state"], "id": a["id"]},
-    )
+    ).select_key(lambda _seller, row: str(row["id"]))
     _to(joined, ctx.output)
     return builder.build()
 
@@ -439,7 +452,7 @@ def q8(ctx: QueryContext) -> Topology:
     rows = once.to_stream().map(
         lambda wk, row: (
             wk.key,
-            {"id": row["id"], "name": row["name"], "starttime": format_timestamp(wk.window.start)},
+            {"id": row["id"], "name": row["name"], "stime": format_timestamp(wk.window.start)},
         )
     )
     _to(rows, ctx.output)

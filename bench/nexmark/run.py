@@ -9,7 +9,9 @@ and the process's CPU seconds. Then (not timed), for queries over bids, a second
 more closing bid (``flush_bid``: emit-on-close of sessions is throttled to once per
 wall-clock second), the runner stops, its output is read to the end offsets
 (read_committed) and compared with DuckDB's result over the same events
-(``bench.nexmark.reference.check``).
+(``bench.nexmark.reference.check``). A query runs on the ``"dsl"`` engine (its DSL
+topology) or the ``"sql"`` one (its compiled SQL, ``bench.nexmark.sql_queries``; its output
+goes through ``as_dsl_records`` before the same check).
 
 Events/s counts all generated events, as Nexmark does (its source generates all three kinds
 and each query reads what it needs); a query here reads only its own topics.
@@ -31,6 +33,7 @@ from bench.nexmark.generator import GeneratorConfig, closing_events, flush_bid, 
 from bench.nexmark.model import BID_TOPIC, TOPICS, Event
 from bench.nexmark.queries import QUERIES, QueryContext
 from bench.nexmark.reference import check
+from bench.nexmark.sql_queries import as_dsl_records, build
 from streaming.testing import LocalKafkaCluster
 
 #: Flink 1.13's events/s per core (nexmark/nexmark README: 100 M events, 8 task managers,
@@ -55,6 +58,7 @@ class QueryResult:
     query: str
     events: int
     input_records: int
+    engine: str = "dsl"
     seconds: float = 0.0
     cpu_seconds: float = 0.0
     peak_rss_mb: float = 0.0
@@ -107,16 +111,18 @@ def run_query(
     commit_ms: int = 100,
     timeout: float = 900.0,
     settings: tuple[str, ...] = (),
+    engine: str = "dsl",
 ) -> QueryResult:
-    """Run one query over the events in the topics; ``events`` gains the flush bid, if any.
+    """Run one query on ``engine`` over the events in the topics; ``events`` gains the
+    flush bid, if any.
 
     Its events/s count the ``generated`` events (without the closing ones)."""
-    build, topics = QUERIES[query]
-    result = QueryResult(query, generated, sum(1 for e in events if e.topic in topics))
-    group = f"nexmark-{query}-{uuid.uuid4().hex[:6]}"
+    topics = QUERIES[query][1]
+    result = QueryResult(query, generated, sum(1 for e in events if e.topic in topics), engine)
+    group = f"nexmark-{engine}-{query}-{uuid.uuid4().hex[:6]}"
     output = f"{group}-out"
     kafka.create_topic(output, partitions=1)
-    topology = build(QueryContext(output, config.max_auction_length_ms))
+    topology = build(engine, query, QueryContext(output, config.max_auction_length_ms))
     repartition = [f"{group}-{t}" for t in topology.internal_topics if t.endswith("-repartition")]
     state_dir = workdir / group
     state_dir.mkdir(parents=True)
@@ -139,6 +145,8 @@ def run_query(
         str(commit_ms),
         "--max-auction-length-ms",
         str(config.max_auction_length_ms),
+        "--engine",
+        engine,
     ]
     for item in settings:
         cmd += ["--set", item]
@@ -180,7 +188,9 @@ def run_query(
         for key, value in read_output(kafka.bootstrap_servers, output)
     ]
     result.output_records = len(records)
-    result.problems = check(query, events, records)
+    result.problems = check(
+        query, events, as_dsl_records(query, records) if engine == "sql" else records
+    )
     return result
 
 
@@ -195,6 +205,7 @@ def print_table(results: list[QueryResult], n: int) -> None:
     )
     columns = [
         "query",
+        "engine",
         "events",
         "read",
         "seconds",
@@ -216,6 +227,7 @@ def print_table(results: list[QueryResult], n: int) -> None:
         )
         table.add_row(
             r.query,
+            r.engine,
             f"{r.events:,}",
             f"{r.input_records:,}",
             f"{r.seconds:.2f}",

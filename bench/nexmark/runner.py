@@ -1,11 +1,12 @@
 """One Nexmark query as a ``KafkaStreams`` application, run by ``python -m bench.nexmark``.
 
     python -m bench.nexmark.runner --query q5 --bootstrap HOST:PORT --output TOPIC
-        --group APP_ID --state-dir DIR [--commit-interval-ms 100] [--guarantee eos]
-        [--max-auction-length-ms MS] [--set KEY=VALUE ...]
+        --group APP_ID --state-dir DIR [--engine dsl|sql] [--commit-interval-ms 100]
+        [--guarantee eos] [--max-auction-length-ms MS] [--set KEY=VALUE ...]
 
 Reads the Nexmark topics the query needs, writes its results to ``--output``, with the
-query's own ``QUERY_SETTINGS`` (``--set`` wins). Prints
+query's own ``QUERY_SETTINGS`` (``--set`` wins). ``--engine sql`` runs the query's SQL
+version (``bench/nexmark/sql/``) instead of its DSL one. Prints
 ``READY`` right before ``KafkaStreams.start()``; SIGTERM closes it cleanly.
 """
 
@@ -17,6 +18,7 @@ import logging
 from bench.broker import serve
 from bench.nexmark.generator import GeneratorConfig
 from bench.nexmark.queries import QUERIES, QUERY_SETTINGS, QueryContext
+from bench.nexmark.sql_queries import ENGINES, build
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -26,6 +28,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output", required=True)
     parser.add_argument("--group", required=True)
     parser.add_argument("--state-dir", required=True)
+    parser.add_argument("--engine", choices=ENGINES, default="dsl")
     parser.add_argument("--guarantee", choices=["eos", "alos"], default="eos")
     parser.add_argument("--commit-interval-ms", type=int, default=100)
     parser.add_argument(
@@ -47,8 +50,8 @@ def main(argv: list[str] | None = None) -> None:
     }
     config.update(QUERY_SETTINGS.get(args.query, {}))
     config.update(item.split("=", 1) for item in args.set)
-    build = QUERIES[args.query][0]
-    serve(build(QueryContext(args.output, args.max_auction_length_ms)), config)
+    ctx = QueryContext(args.output, args.max_auction_length_ms)
+    serve(build(args.engine, args.query, ctx), config)
 
 
 if __name__ == "__main__":

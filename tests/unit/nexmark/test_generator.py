@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from bench.nexmark.generator import (
+    CLOSING_BID_GAP_MS,
+    CLOSING_BIDS,
     CLOSING_GAP_MS,
     GeneratorConfig,
     closing_events,
@@ -87,7 +89,19 @@ def test_closing_events_come_after_every_window_end_and_grace() -> None:
     assert {e.topic for e in closing} == {PERSON_TOPIC, AUCTION_TOPIC, BID_TOPIC}
     last = max(e.timestamp for e in events)
     # a 10 s window (or a session's 10 s gap) after the last event, plus the 4 s grace
-    assert min(e.timestamp for e in closing) == last + CLOSING_GAP_MS > last + 14_000
-    assert [e.seq for e in closing] == [1_000, 1_001, 1_002]
+    # a 10 s window (or a session's 10 s gap) after the last event, plus the 4 s grace; the
+    # second closing bid closes the windows of the first
+    assert [(e.seq, e.topic, e.timestamp - last) for e in closing] == [
+        (1_000, BID_TOPIC, 12_000),
+        (1_001, PERSON_TOPIC, CLOSING_GAP_MS),
+        (1_002, AUCTION_TOPIC, CLOSING_GAP_MS),
+        (1_003, BID_TOPIC, 24_000),
+        (1_004, BID_TOPIC, 36_000),
+    ]
+    assert CLOSING_BIDS == 3 and CLOSING_BID_GAP_MS == 12_000 and CLOSING_GAP_MS > 14_000
     flush = flush_bid(events + closing)
-    assert (flush.topic, flush.seq, flush.timestamp) == (BID_TOPIC, 1_003, last + CLOSING_GAP_MS)
+    assert (flush.topic, flush.seq, flush.timestamp) == (
+        BID_TOPIC,
+        1_005,
+        last + 36_000,
+    )

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from bench.nexmark.generator import GeneratorConfig, closing_events, generate
+from bench.nexmark.local import drive
 from bench.nexmark.model import Event
 from bench.nexmark.queries import QUERIES, QueryContext
 from bench.nexmark.reference import check, expected_results
-from streaming import TopologyTestDriver, serdes
 
 #: 200 events/s of event time: 4,000 events span 20 s (two 10 s windows, sessions that end)
 CONFIG = GeneratorConfig(seed=7, events_per_second=200)
@@ -30,28 +30,11 @@ def events() -> list[Event]:
     return generated + closing_events(generated)
 
 
-def run_query(query: str, events: list[Event]) -> list[tuple[str, Any]]:
-    """``events`` through ``query``'s topology; its output as (key, JSON value) pairs."""
+def run_query(query: str, events: list[Event]) -> list[tuple[str | None, Any]]:
+    """``events`` through ``query``'s DSL topology; its output as (key, JSON value) pairs."""
     build, topics = QUERIES[query]
     topology = build(QueryContext("nexmark-out", CONFIG.max_auction_length_ms))
-    with TopologyTestDriver(topology, {"application.id": f"nexmark-{query}"}) as driver:
-        inputs = {
-            topic: driver.create_input_topic(
-                topic, key_serde=serdes.String(), value_serde=serdes.Json()
-            )
-            for topic in topics
-        }
-        output = driver.create_output_topic(
-            "nexmark-out", key_serde=serdes.String(), value_serde=serdes.Json()
-        )
-        second = events[0].timestamp // 1000
-        for event in events:
-            if event.timestamp // 1000 > second:
-                second = event.timestamp // 1000
-                driver.advance_wall_clock_time(1_000)
-            if event.topic in inputs:
-                inputs[event.topic].pipe_input(event.key, event.value, timestamp=event.timestamp)
-        return [(r.key, r.value) for r in output.read_records_to_list()]
+    return drive(topology, topics, events, "nexmark-out", f"nexmark-{query}")
 
 
 @pytest.mark.parametrize("query", sorted(QUERIES, key=lambda q: int(q[1:])))
