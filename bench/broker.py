@@ -89,6 +89,7 @@ class CommitMonitor:
         self.eos = eos
         self.repartition = repartition
         self.last_seen: dict[str, object] = {}
+        self._previous: dict[str, object] | None = None
         self.input_end: dict[tuple[str, int], int] = {}
         self.refresh_input_end(input_topics)
 
@@ -104,7 +105,17 @@ class CommitMonitor:
                 )[1]
 
     def done(self, group: str) -> bool:
-        """All input offsets committed, and every repartition record consumed and committed."""
+        """All input offsets committed, and every repartition record consumed and committed,
+        seen on two checks in a row with the same repartition end offsets: one check reads
+        the topics one after another, and a chain of repartition topics (a stage's commit
+        writes the next stage's input) can move between the reads."""
+        finished = self._finished(group)
+        snapshot = dict(self.last_seen) if finished else None
+        stable = snapshot is not None and snapshot == self._previous
+        self._previous = snapshot
+        return stable
+
+    def _finished(self, group: str) -> bool:
         committed = self._committed(group)
         self.last_seen = {"committed": committed}
         for tp, end in self.input_end.items():
