@@ -3,7 +3,7 @@
 Every query reads the topics of ``bench.nexmark.model`` (String keys, JSON values, event
 time from ``dateTime``) and writes String keys and JSON values to one output topic. The
 mapping from Nexmark's (Flink SQL) definitions (``bench/nexmark/sql/`` has them in SQL, all
-but q6, with the same results: ``tests/unit/nexmark/test_sql.py``):
+but q6, with the same results: ``tests/unit/nexmark/test_nexmark_sql.py``):
 
 - **q0** pass-through: ``SELECT auction, bidder, price, dateTime, extra FROM bid``:
   ``map_values``.
