@@ -36,8 +36,8 @@ import requests
 from dagster import AssetKey, DagsterEventType, DagsterInstance, DagsterRunStatus
 from dagster._core.definitions.run_request import InstigatorType
 from dagster._core.scheduler.instigation import InstigatorStatus, TickStatus
-from dagster_graphql import LOCATION, REPOSITORY, graphql, location_loaded, stop_sensor
 from local_postgres import LocalPostgres, free_port
+from webserver_graphql import LOCATION, REPOSITORY, graphql, location_loaded, stop_sensor
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_YAML = REPO / "platform" / "cluster" / "dagster.yaml"

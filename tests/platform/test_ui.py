@@ -32,8 +32,8 @@ from typing import Any
 
 import pytest
 import requests
-from dagster_graphql import LOCATION, REPOSITORY, graphql, location_loaded, stop_sensor
 from feeding import feed, wait_caught_up
+from webserver_graphql import LOCATION, REPOSITORY, graphql, location_loaded, stop_sensor
 
 from pipelines.quality.suites import DATASETS
 from sensors.hours import hour_key
