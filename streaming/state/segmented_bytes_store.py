@@ -138,6 +138,19 @@ class SegmentedBytesStore(StateStore):
             if segment is not None:
                 segment.put(key, value)
 
+    # -- horizons -------------------------------------------------------------------------
+
+    def readable_from(self, stream_time: int) -> int:
+        """The lowest segment timestamp a time-bounded read still returns once the store's
+        stream time reaches ``stream_time`` (reads skip what retention has passed)."""
+        return stream_time - self.retention_period + self._slack
+
+    def kept_from(self, stream_time: int) -> int:
+        """The lowest segment timestamp still held once the store's stream time reaches
+        ``stream_time`` (older segments are dropped whole)."""
+        segments = self.segments
+        return segments.segment_id(stream_time - self.retention_period) * segments.segment_interval
+
     # -- reads ----------------------------------------------------------------------------
 
     def get(self, key: bytes) -> bytes | None:

@@ -42,6 +42,7 @@ from streaming.dsl.change import Change
 from streaming.dsl.processors.table import TableSupplier
 from streaming.dsl.processors.table_getters import SessionValueGetterSupplier
 from streaming.dsl.windows import EmitStrategy, SessionWindows
+from streaming.state.segmented_bytes_store import SegmentedBytesStore
 from streaming.state.windowed import SessionWindow, Windowed
 from streaming.topology.processor import Processor, Record
 
@@ -129,6 +130,7 @@ class KStreamSessionWindowAggregateProcessor(Processor):
         self.last_emit_window_close_time = NO_TIMESTAMP
         self.next_time_to_emit = 0
         self.emit_interval_ms = DEFAULT_EMIT_INTERVAL_MS
+        self.segmented: SegmentedBytesStore | None = None
 
     def init(self, context: Any) -> None:
         super().init(context)
@@ -144,6 +146,8 @@ class KStreamSessionWindowAggregateProcessor(Processor):
             if last is not None:
                 self.last_emit_window_close_time = last
             self.emit_interval_ms = _emit_interval_ms(getattr(context, "app_configs", None))
+            find_layer = getattr(self.store, "find_layer", None)
+            self.segmented = find_layer(SegmentedBytesStore) if find_layer is not None else None
             self.caching = False  # final results are forwarded directly, never by a cache
         else:
             set_listener = getattr(self.store, "set_flush_listener", None)
@@ -162,6 +166,8 @@ class KStreamSessionWindowAggregateProcessor(Processor):
         timestamp = record.timestamp
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
+            if self.emit_final:
+                self._emit_before_expiry(record, timestamp)
         window_close_time = self.observed_stream_time - self.close_offset
 
         gap = self.gap
@@ -232,11 +238,30 @@ class KStreamSessionWindowAggregateProcessor(Processor):
 
     # -- emit on window close -----------------------------------------------------------
 
+    def _emit_before_expiry(self, record: Record, stream_time: int) -> None:
+        """Emit the closed sessions now, before the record's puts, whatever the throttle says,
+        if those puts could drop a closed session not yet emitted (see
+        ``AbstractTimeWindowAggregateProcessor.emit_before_expiry``)."""
+        last = self.last_emit_window_close_time
+        if last == NO_TIMESTAMP:
+            return
+        segmented = self.segmented
+        kept = (  # closed sessions are read from whole live segments
+            segmented.kept_from(stream_time)
+            if segmented is not None
+            else stream_time - self.close_offset + 1
+        )
+        if kept > last:  # sessions ending at ``last`` or later may wait to be emitted
+            self._forward_final_result(record, stream_time - self.close_offset)
+
     def _maybe_forward_final_result(self, record: Record, window_close_time: int) -> None:
         now = self.context.current_system_time_ms()
         if now < self.next_time_to_emit:  # throttle the emit frequency
             return
         self.next_time_to_emit = now + self.emit_interval_ms
+        self._forward_final_result(record, window_close_time)
+
+    def _forward_final_result(self, record: Record, window_close_time: int) -> None:
         last = self.last_emit_window_close_time
         if last != NO_TIMESTAMP and last >= window_close_time:
             return  # only emit when the window close time progresses
@@ -258,7 +283,8 @@ class KStreamSessionWindowAggregateProcessor(Processor):
         """Kafka's time-ordered ``SessionStore.findSessions(earliestEnd, latestEnd)``: all keys,
         ``earliestEnd <= end <= latestEnd``, ordered by ``[end][start][key bytes]``, regardless of
         the store's retention filter (the time-ordered store reads live segments directly); an
-        in-memory store answers like Kafka's InMemorySessionStore instead."""
+        in-memory store reads its live segments too, in the order of Kafka's
+        InMemorySessionStore."""
         store = self.store
         fetch = getattr(store, "fetch_sessions", None)
         if fetch is not None:
@@ -304,7 +330,6 @@ def _scan_closed_sessions(
     ``[earliest_end, latest_end]`` (segments are by session end) and sort like Kafka's
     ``TimeFirstSessionKeySchema`` (end, start, key bytes)."""
     from streaming.state.key_schema import SESSION_KEY_SCHEMA
-    from streaming.state.segmented_bytes_store import SegmentedBytesStore
 
     find_layer = getattr(store, "find_layer", None)
     segmented = find_layer(SegmentedBytesStore) if find_layer is not None else None
@@ -315,12 +340,10 @@ def _scan_closed_sessions(
         )
     split = SESSION_KEY_SCHEMA.split
     found: list[tuple[int, int, bytes, bytes]] = []
-    if not segmented.persistent:
-        # Kafka's InMemorySessionStore.findSessions(earliestEnd, latestEnd): expired sessions
-        # (end <= observed stream time - retention) are gone; order end, key bytes, start desc.
-        earliest_end = max(
-            earliest_end, segmented.observed_stream_time - segmented.retention_period + 1
-        )
+    # Kafka's InMemorySessionStore.findSessions(earliestEnd, latestEnd) also skips sessions
+    # with end <= observed stream time - retention: with the default retention (gap + grace)
+    # that is the very stream time a session closes at, so Kafka never emits a session whose
+    # close lands on a record's timestamp. Here every live segment is read, as for RocksDB.
     for segment in segmented.segments.segments(earliest_end, latest_end, True):
         for schema_key, value in segment.range(None, None, True):
             key_bytes, start, end = split(schema_key)

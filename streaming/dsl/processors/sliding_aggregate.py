@@ -21,7 +21,7 @@ from streaming.dsl.processors.window_aggregate import (
     AbstractTimeWindowAggregateProcessor,
     WindowedValueGetterSupplier,
 )
-from streaming.dsl.windows import EmitStrategy, SlidingWindows
+from streaming.dsl.windows import EmitStrategy, SlidingWindows, window_size_and_retention
 from streaming.state import ValueAndTimestamp
 from streaming.state.windowed import TimeWindow, Window
 from streaming.topology.processor import Processor, Record
@@ -64,6 +64,7 @@ class KStreamSlidingWindowAggregateProcessor(AbstractTimeWindowAggregateProcesso
         self.aggregator = supplier.aggregator
         self.time_difference_ms = supplier.windows.time_difference_ms
         self.grace_ms = supplier.windows.grace_period_ms()
+        self.min_retention_ms = window_size_and_retention(supplier.windows)[1]
         self.reverse_iterator_possible: bool | None = None
 
     def process(self, record: Record) -> None:
@@ -74,6 +75,8 @@ class KStreamSlidingWindowAggregateProcessor(AbstractTimeWindowAggregateProcesso
         timestamp = record.timestamp
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
+            if self.emit_final:
+                self.emit_before_expiry(record, timestamp)
         window_close_time = self.observed_stream_time - self.grace_ms
         td = self.time_difference_ms
 

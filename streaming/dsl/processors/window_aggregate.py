@@ -21,8 +21,9 @@ from streaming.dsl.change import Change
 from streaming.dsl.processors.forwarding import TupleForwarder
 from streaming.dsl.processors.table import TableSupplier
 from streaming.dsl.processors.value_getters import ValueGetter, ValueGetterSupplier
-from streaming.dsl.windows import EmitStrategy, TimeWindows
+from streaming.dsl.windows import EmitStrategy, TimeWindows, window_size_and_retention
 from streaming.state import ValueAndTimestamp, Windowed
+from streaming.state.segmented_bytes_store import SegmentedBytesStore
 from streaming.state.windowed import TimeWindow, Window
 from streaming.topology.processor import Processor, Record
 
@@ -86,6 +87,13 @@ class AbstractTimeWindowAggregateProcessor(Processor):
         # Kafka's KStreamImplJoin.TimeTracker (only the emit throttling part is used here)
         self.next_time_to_emit = 0
         self.emit_interval_ms = DEFAULT_EMIT_INTERVAL_MS
+        #: the segmented layer of the store, whose retention decides what emit-on-close can
+        #: still read (None: another store, judged by ``min_retention_ms``)
+        self.segmented: SegmentedBytesStore | None = None
+
+    #: the least retention the store may have (the builder refuses less)
+    min_retention_ms: int
+    grace_ms: int
 
     def init(self, context: Any) -> None:
         super().init(context)
@@ -95,6 +103,8 @@ class AbstractTimeWindowAggregateProcessor(Processor):
             if last is not None:
                 self.last_emit_window_close_time = last
             self.emit_interval_ms = _emit_interval_ms(getattr(context, "app_configs", None))
+            find_layer = getattr(self.window_store, "find_layer", None)
+            self.segmented = find_layer(SegmentedBytesStore) if find_layer is not None else None
             # no flush listener: final results are forwarded directly, never by the cache
             self.tuple_forwarder = TupleForwarder(None, context, self.send_old_values)
         else:
@@ -124,6 +134,36 @@ class AbstractTimeWindowAggregateProcessor(Processor):
                 lower = self.emit_range_lower_bound(window_close_time)
                 if self.should_range_fetch(lower, upper):
                     self._fetch_and_emit(record, window_close_time, lower, upper)
+
+    def emit_before_expiry(self, record: Record, stream_time: int) -> None:
+        """Emit what is closed at ``stream_time`` now, before the record's puts, whatever the
+        throttle says, if those puts could move the store's retention past a closed window not
+        yet emitted.
+
+        Emit-on-close runs at most once per emit interval of wall-clock time, and the store
+        stops returning windows its retention has passed; a backlog read faster than its event
+        time passes would otherwise jump over windows between two emits. Kafka's processor
+        loses them; here every final result comes out. Called when stream time advances."""
+        last = self.last_emit_window_close_time
+        if last == NO_TIMESTAMP:
+            return
+        segmented = self.segmented
+        readable = (
+            segmented.readable_from(stream_time)
+            if segmented is not None
+            else stream_time - self.min_retention_ms
+        )
+        if readable <= self.earliest_unemitted_start():
+            return
+        close = stream_time - self.grace_ms
+        lower = self.emit_range_lower_bound(close)
+        upper = self.emit_range_upper_bound(close)
+        if upper >= lower:
+            self._fetch_and_emit(record, close, lower, upper)
+
+    def earliest_unemitted_start(self) -> int:
+        """The start of the earliest window that may be closed but not yet emitted."""
+        return self.emit_range_lower_bound(self.last_emit_window_close_time)
 
     def _should_emit_final(self, window_close_time: int) -> bool:
         if not self.emit_final:
@@ -251,6 +291,7 @@ class KStreamWindowAggregateProcessor(AbstractTimeWindowAggregateProcessor):
             self.advance_ms = windows.advance_ms
         else:
             self.size_ms = windows.size()
+        self.min_retention_ms = window_size_and_retention(windows)[1]
 
     def process(self, record: Record) -> None:
         key = record.key
@@ -262,6 +303,8 @@ class KStreamWindowAggregateProcessor(AbstractTimeWindowAggregateProcessor):
         timestamp = record.timestamp
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
+            if self.emit_final:
+                self.emit_before_expiry(record, timestamp)
         window_close_time = self.observed_stream_time - self.grace_ms
 
         store = self.window_store
@@ -316,6 +359,13 @@ class KStreamWindowAggregateProcessor(AbstractTimeWindowAggregateProcessor):
 
     def emit_range_upper_bound(self, window_close_time: int) -> int:
         return window_close_time - self.size_ms
+
+    def earliest_unemitted_start(self) -> int:
+        lower = self.emit_range_lower_bound(self.last_emit_window_close_time)
+        if not self.time_windows:
+            return lower
+        advance = self.advance_ms  # TimeWindows start at multiples of the advance
+        return -(-lower // advance) * advance
 
     def should_range_fetch(self, lower: int, upper: int) -> bool:
         # don't fetch if the close time did not progress enough to cover a new window; window
