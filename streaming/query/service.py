@@ -14,7 +14,7 @@
 - ``/metrics`` Prometheus text; ``/health`` the application state (503 unless running);
 - ``/sql`` (POST the statement as the body, or GET ``?q=``) of an application compiled
   from SQL: a pull query answers a JSON list of rows (from the instance that owns the key,
-  forwarded like ``/keys``); a push query (``EMIT CHANGES``) is a started ``PushStream``
+  forwarded like ``/keys``); a push query (``EMIT CHANGES``) is a started ``PushStream`` (or ``TransientPushStream``)
   that the HTTP layer streams as JSON lines (``sql``).
 
 Remote keys are FORWARDED: the instance asks the owner (``metadata_for_key``) over HTTP and
@@ -229,13 +229,7 @@ class QueryService:
         started ``PushStream`` for a push query."""
         from streaming import serdes
         from streaming.sql.errors import SqlError
-        from streaming.sql.queries import (
-            PullQuery,
-            PushStream,
-            execute_pull,
-            plan,
-            push_client_config,
-        )
+        from streaming.sql.queries import PullQuery, execute_pull, plan, start_push
         from streaming.sql.results import catalog_of
 
         catalog = catalog_of(self.streams.topology)
@@ -249,7 +243,7 @@ class QueryService:
             return _error(400, str(exc))
         if not isinstance(query, PullQuery):
             try:
-                return PushStream(query, push_client_config(self.streams)).start()
+                return start_push(self.streams, query)
             except SqlError as exc:
                 return _error(400, str(exc))
             except Exception as exc:

@@ -84,12 +84,12 @@ def pull(streams: Any, text: str) -> list[dict[str, Any]]:
 def push(streams: Any, text: str) -> Any:
     """A started ``PushStream`` of the push query ``text`` (``... EMIT CHANGES``): iterate
     it (or ``poll()``) for rows written after this call; ``close()`` it when done."""
-    from streaming.sql.queries import PushQuery, PushStream, plan, push_client_config
+    from streaming.sql.queries import PullQuery, plan, start_push
 
     query = plan(_catalog(streams), text)
-    if not isinstance(query, PushQuery):
+    if isinstance(query, PullQuery):
         raise SqlError("a push query ends with EMIT CHANGES", line=1, column=1)
-    return PushStream(query, push_client_config(streams)).start()
+    return start_push(streams, query)
 
 
 def explain(text: str) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from sqlglot import exp
@@ -35,6 +35,9 @@ from streaming.sql.results import MaterializedResult, SqlCatalog
 from streaming.sql.rewrite import split_statements
 from streaming.sql.scopes import RowScope
 from streaming.sql.timestamps import parse_timestamp
+
+if TYPE_CHECKING:
+    from streaming.sql.transient import TransientQuery
 
 LONG_MAX = (1 << 63) - 1
 Row = dict[str, Any]
@@ -67,8 +70,9 @@ class PushQuery:
     project: Callable[[Row], Row]
 
 
-def plan(catalog: SqlCatalog, text: str) -> PullQuery | PushQuery:
-    """The pull or push query of one ``SELECT`` statement (a ``SqlError`` otherwise)."""
+def plan(catalog: SqlCatalog, text: str) -> PullQuery | PushQuery | TransientQuery:
+    """The pull or push query of one ``SELECT`` statement (a ``SqlError`` otherwise): a
+    push query that aggregates, windows or joins is compiled into a ``TransientQuery``."""
     from streaming.sql.compiler import parse
 
     statements = split_statements(text)
@@ -78,15 +82,35 @@ def plan(catalog: SqlCatalog, text: str) -> PullQuery | PushQuery:
     tree = parse(statement, text)
     if not isinstance(tree, exp.Select):
         raise error_at(text, statement.start, "a pull or push query is one SELECT statement")
-    if statement.window_tvf is not None or statement.watermark is not None:
-        raise error_at(text, statement.start, "window TVFs are not supported in a query here")
+    if statement.emit == "FINAL":
+        raise error_at(text, statement.emit_offset, "EMIT FINAL is not a query: use EMIT CHANGES")
+    if statement.watermark is not None:
+        raise error_at(text, statement.watermark.offset, "a query takes no WATERMARK")
+    if statement.emit == "CHANGES":
+        for clause in ("order", "limit"):
+            if tree.args.get(clause):
+                word = {"order": "ORDER BY"}.get(clause, clause.upper())
+                raise error_at(
+                    text,
+                    node_offset(tree.args[clause], statement.start),
+                    f"{word} is not supported in a push query",
+                )
+        from streaming.sql.transient import compile_transient, needs_topology
+
+        if needs_topology(tree, statement):
+            return compile_transient(catalog, text, statement, tree)
+    if statement.window_tvf is not None:
+        raise error_at(text, statement.start, "window TVFs are not supported in a pull query")
     for clause in ("joins", "group", "having", "order", "distinct"):
         if tree.args.get(clause):
             word = {"group": "GROUP BY", "order": "ORDER BY"}.get(clause, clause.upper())
             raise error_at(
                 text,
                 node_offset(tree.args[clause], statement.start),
-                f"{word} is not supported in a pull or push query",
+                f"{word} is not supported in a pull query (a push query, EMIT CHANGES, "
+                "may aggregate and join)"
+                if clause != "order"
+                else f"{word} is not supported in a pull or push query",
             )
     from_ = tree.args.get("from_") or tree.args.get("from")
     if from_ is None or not isinstance(from_.this, exp.Table):
@@ -94,15 +118,7 @@ def plan(catalog: SqlCatalog, text: str) -> PullQuery | PushQuery:
     name = from_.this.name
     if name not in catalog.tables:
         raise error_at(text, node_offset(from_.this, statement.start), f"unknown table {name}")
-    if statement.emit == "FINAL":
-        raise error_at(text, statement.emit_offset, "EMIT FINAL is not a query: use EMIT CHANGES")
     if statement.emit == "CHANGES":
-        if tree.args.get("limit"):
-            raise error_at(
-                text,
-                node_offset(tree.args["limit"], statement.start),
-                "LIMIT is not supported in a push query",
-            )
         return _push(catalog.tables[name], tree, text, from_.this.alias or None)
     result = catalog.results.get(name)
     if result is None:
@@ -436,3 +452,13 @@ def push_client_config(streams: Any) -> dict[str, Any]:
     )
     settings.pop("group.instance.id", None)
     return settings
+
+
+def start_push(streams: Any, query: PushQuery | TransientQuery) -> Any:
+    """A started push stream of ``query`` against the running ``streams``: a table's
+    topic tailed (``PushStream``), or a transient application (``TransientPushStream``)."""
+    from streaming.sql.transient import TransientPushStream
+
+    if isinstance(query, PushQuery):
+        return PushStream(query, push_client_config(streams)).start()
+    return TransientPushStream(query, streams.config).start()

@@ -1,0 +1,231 @@
+"""Push queries compiled into a transient application (``streaming.sql.transient``): which
+queries need one, the rows its topology hands to the buffer (run in a test driver), the
+bounded buffer between the application and the reader, and the transient config."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from streaming import TopologyTestDriver, serdes
+from streaming.runtime.config import StreamsConfig
+from streaming.sql import SqlError, compile
+from streaming.sql.queries import PushQuery, plan
+from streaming.sql.results import SqlCatalog, catalog_of
+from streaming.sql.transient import (
+    PushQueryFailed,
+    RowBuffer,
+    TransientQuery,
+    transient_config,
+)
+
+SQL = """
+CREATE TABLE orders (id STRING, region STRING, amount DOUBLE, ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '1' MINUTE
+) WITH ('connector' = 'kafka', 'topic' = 'orders', 'format' = 'json');
+CREATE TABLE regions (region STRING, manager STRING, PRIMARY KEY (region) NOT ENFORCED
+) WITH ('connector' = 'upsert-kafka', 'topic' = 'regions', 'key.format' = 'raw',
+        'value.format' = 'json');
+CREATE TABLE big (id STRING, amount DOUBLE)
+  WITH ('connector' = 'kafka', 'topic' = 'big', 'format' = 'json');
+INSERT INTO big SELECT id, amount FROM orders WHERE amount > 5;
+"""
+T10 = 1_704_103_200_000  # 2024-01-01 10:00:00 UTC
+
+
+def catalog() -> SqlCatalog:
+    found = catalog_of(compile(SQL))
+    assert found is not None
+    return found
+
+
+def transient(query: str) -> TransientQuery:
+    planned = plan(catalog(), query)
+    assert isinstance(planned, TransientQuery)
+    return planned
+
+
+def order(i: int, region: str, amount: float, ts: int = T10) -> dict:
+    return {"id": f"o{i}", "region": region, "amount": amount, "ts": ts}
+
+
+def run(query: TransientQuery, orders: list[dict], regions: dict | None = None) -> list[dict]:
+    """The rows the query's topology hands to its buffer for ``orders`` (after
+    ``regions``' rows)."""
+    with TopologyTestDriver(query.topology) as driver:
+        if regions:
+            table = driver.create_input_topic("regions", key_serde=serdes.String())
+            for region, manager in regions.items():
+                table.pipe_input(region, {"region": region, "manager": manager}, 0)
+        src = driver.create_input_topic("orders", key_serde=serdes.String())
+        for row in orders:
+            src.pipe_input(row["id"], row, row["ts"])
+        return query.buffer.take(0)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT region, COUNT(*) AS n FROM orders GROUP BY region EMIT CHANGES",
+        "SELECT COUNT(*) AS n FROM orders EMIT CHANGES",
+        "SELECT region, COUNT(*) AS n FROM orders GROUP BY region HAVING COUNT(*) > 1 EMIT CHANGES",
+        "SELECT region, window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE orders, "
+        "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end, region "
+        "EMIT CHANGES",
+        "SELECT o.id, r.manager FROM orders o JOIN regions r ON o.region = r.region EMIT CHANGES",
+        "SELECT id FROM (SELECT id, amount FROM orders) AS q WHERE amount > 1 EMIT CHANGES",
+    ],
+)
+def test_push_queries_that_aggregate_window_or_join_compile_to_a_topology(query):
+    assert isinstance(plan(catalog(), query), TransientQuery)
+
+
+def test_a_plain_push_query_still_tails_its_topic():
+    query = plan(catalog(), "SELECT id, amount FROM orders WHERE region = 'EU' EMIT CHANGES")
+    assert isinstance(query, PushQuery)
+
+
+def test_streams_start_now_tables_from_their_beginning():
+    query = transient(
+        "SELECT o.id, r.manager FROM orders o JOIN regions r ON o.region = r.region EMIT CHANGES"
+    )
+    assert query.topics == {"orders": "orders", "regions": "regions"}
+    assert query.stream_topics == ("orders",)
+
+
+def test_errors_point_into_the_push_query():
+    with pytest.raises(SqlError, match="line 2, column 10: unknown column nope"):
+        plan(catalog(), "SELECT region, COUNT(*) AS n FROM orders\nGROUP BY nope EMIT CHANGES")
+    with pytest.raises(SqlError, match="unknown table nowhere"):
+        plan(catalog(), "SELECT region, COUNT(*) FROM nowhere GROUP BY region EMIT CHANGES")
+
+
+def test_a_group_by_streams_every_update_of_the_running_aggregate():
+    query = transient(
+        "SELECT COUNT(*) AS n, SUM(amount) AS revenue FROM orders GROUP BY region EMIT CHANGES"
+    )
+    rows = run(query, [order(0, "EU", 1.5), order(1, "US", 2.0), order(2, "EU", 0.25)])
+    # only the selected columns: the group's region is not one
+    assert rows == [{"n": 1, "revenue": 1.5}, {"n": 1, "revenue": 2.0}, {"n": 2, "revenue": 1.75}]
+
+
+def test_having_retractions_are_not_rows():
+    query = transient(
+        "SELECT region, COUNT(*) AS n FROM orders GROUP BY region HAVING COUNT(*) > 1 EMIT CHANGES"
+    )
+    rows = run(query, [order(0, "EU", 1.0), order(1, "US", 1.0), order(2, "EU", 1.0)])
+    assert rows == [{"region": "EU", "n": 2}]
+
+
+def test_a_windowed_group_by_streams_window_rows():
+    query = transient(
+        "SELECT region, window_start, window_end, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE orders, "
+        "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end, region "
+        "EMIT CHANGES"
+    )
+    rows = run(query, [order(0, "EU", 1.0), order(1, "EU", 1.0, T10 + 60_000)])
+    assert rows == [
+        {
+            "region": "EU",
+            "window_start": "2024-01-01 10:00:00.000",
+            "window_end": "2024-01-01 10:01:00.000",
+            "n": 1,
+        },
+        {
+            "region": "EU",
+            "window_start": "2024-01-01 10:01:00.000",
+            "window_end": "2024-01-01 10:02:00.000",
+            "n": 1,
+        },
+    ]
+
+
+def test_a_stream_table_join_streams_joined_rows():
+    query = transient(
+        "SELECT o.id, r.manager FROM orders o LEFT JOIN regions r ON o.region = r.region "
+        "EMIT CHANGES"
+    )
+    rows = run(query, [order(0, "EU", 1.0), order(1, "US", 1.0)], {"EU": "ana"})
+    assert rows == [{"id": "o0", "manager": "ana"}, {"id": "o1", "manager": None}]
+
+
+def test_the_buffer_hands_rows_over_in_order():
+    buffer = RowBuffer(capacity=3)
+    assert buffer.take(0.01) == []
+    for n in range(3):
+        buffer.offer({"n": n})
+    assert buffer.take(0) == [{"n": 0}, {"n": 1}, {"n": 2}]
+
+
+def test_a_full_buffer_blocks_the_offer_until_the_reader_takes():
+    buffer = RowBuffer(capacity=2)
+    buffer.offer({"n": 0})
+    buffer.offer({"n": 1})
+    done = threading.Event()
+
+    def offer() -> None:
+        buffer.offer({"n": 2})
+        done.set()
+
+    threading.Thread(target=offer, daemon=True).start()
+    assert not done.wait(0.3)  # blocked: the stream thread stops consuming
+    assert buffer.take(0) == [{"n": 0}, {"n": 1}]
+    assert done.wait(5)
+    assert buffer.take(1) == [{"n": 2}]
+
+
+def test_a_reader_that_stalls_cancels_the_query_with_a_message():
+    buffer = RowBuffer(capacity=1, stall_limit_s=0.2)
+    buffer.offer({"n": 0})
+    started = time.monotonic()
+    buffer.offer({"n": 1})  # gives up after the stall limit, dropping the row
+    assert time.monotonic() - started >= 0.2
+    buffer.offer({"n": 2})  # cancelled: dropped at once
+    assert buffer.take(0) == [{"n": 0}]  # what was handed over is still read
+    with pytest.raises(PushQueryFailed, match=r"took no rows for 0\.2 s while 1 rows waited"):
+        buffer.take(0)
+
+
+def test_closing_the_buffer_releases_a_blocked_offer():
+    buffer = RowBuffer(capacity=1)
+    buffer.offer({"n": 0})
+    thread = threading.Thread(target=buffer.offer, args=({"n": 1},), daemon=True)
+    thread.start()
+    time.sleep(0.1)
+    buffer.close()
+    thread.join(5)
+    assert not thread.is_alive()
+
+
+def test_the_transient_config_keeps_the_client_settings_with_its_own_identity(tmp_path):
+    serving = StreamsConfig.from_mapping(
+        {
+            "application.id": "shop",
+            "bootstrap.servers": "broker:9093",
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "u",
+            "sasl.password": "p",
+            "processing.guarantee": "exactly_once_v2",
+            "application.server": "localhost:7070",
+            "client.id": "shop-1",
+            "consumer.group.instance.id": "shop-a",
+            "num.standby.replicas": 1,
+        }
+    )
+    config = transient_config(serving, "shop-push-0123abcd", tmp_path)
+    parsed = StreamsConfig.from_mapping(config)
+    assert parsed.application_id == "shop-push-0123abcd"
+    assert parsed.bootstrap_servers == "broker:9093"
+    assert parsed.processing_guarantee == "at_least_once"
+    assert parsed.state_dir == tmp_path and parsed.cache_max_bytes == 0
+    assert parsed.application_server is None and parsed.client_id is None
+    assert parsed.num_standby_replicas == 0 and not parsed.query_server_enabled
+    consumer = parsed.clients().main_consumer(client_id="c", group_instance_id=None)
+    assert consumer["group.id"] == "shop-push-0123abcd"
+    assert consumer["security.protocol"] == "SASL_SSL" and consumer["sasl.password"] == "p"
+    assert consumer["isolation.level"] == "read_committed"
+    assert "group.instance.id" not in consumer
+    assert parsed.clients().admin(client_id="a")["sasl.username"] == "u"
