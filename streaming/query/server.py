@@ -466,7 +466,8 @@ class QueryServer:
         (or the server stops). A thread polls the topic and hands rows to this coroutine
         through a queue of at most ``PUSH_QUEUE_BATCHES`` polls: a client that reads slower
         than the topic grows stops the polling instead of the server's memory. The answer
-        has no length and ends when the connection closes."""
+        has no length and ends when the connection closes; a push query that fails ends it
+        with a last line ``{"error": ...}``."""
         from streaming.query import codec
 
         loop = asyncio.get_running_loop()
@@ -491,6 +492,8 @@ class QueryServer:
                         hand_over(rows)
             except Exception as exc:
                 log.warning("push query stopped: %s", exc)
+                if not stop.is_set():  # the client still reads: the last line says why
+                    hand_over([{"error": str(exc)}])
             finally:
                 push.close()
                 with contextlib.suppress(RuntimeError):  # the loop is closed: stopping

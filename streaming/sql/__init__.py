@@ -15,7 +15,8 @@ Running: ``python -m streaming sql FILE.sql --config app.properties`` (``streami
 Pull queries (``pull(streams, text)``, or POST to the query server's ``/sql``) read the
 state store of an aggregation's sink table, which is named after the table; push queries
 (``... EMIT CHANGES``: ``push(streams, text)`` or ``/sql``) stream a table's new rows
-(``streaming.sql.queries``).
+(``streaming.sql.queries``), or, when they aggregate, window or join, the running result
+of a transient application compiled from them (``streaming.sql.transient``).
 
 Queries compose: ``CREATE TABLE ... AS SELECT`` (``views``, ``derived``), ``CREATE VIEW``
 and subqueries in FROM (kept inside the topology), GROUP BY over joins
@@ -82,8 +83,10 @@ def pull(streams: Any, text: str) -> list[dict[str, Any]]:
 
 
 def push(streams: Any, text: str) -> Any:
-    """A started ``PushStream`` of the push query ``text`` (``... EMIT CHANGES``): iterate
-    it (or ``poll()``) for rows written after this call; ``close()`` it when done."""
+    """A started ``PushStream`` (or, for a query that aggregates, windows or joins, a
+    ``TransientPushStream``) of the push query ``text`` (``... EMIT CHANGES``): iterate it
+    (or ``poll()``) for the rows of records written after this call; ``close()`` it when
+    done (a transient query's application, state and topics go with it)."""
     from streaming.sql.queries import PullQuery, plan, start_push
 
     query = plan(_catalog(streams), text)

@@ -12,10 +12,13 @@ queries answer.
 declared table's topic written after the query started: ``PushStream`` reads the topic
 with a fresh consumer (no group; read_committed) from each partition's end offset taken
 when it starts, and applies the compiled WHERE and projection to each JSON value
-(tombstones are skipped).
+(tombstones are skipped). A push query that aggregates, windows, joins or reads a
+subquery is compiled instead into a ``TransientQuery`` run by a transient application
+(``transient``).
 
-``plan(catalog, text)`` parses a query into a ``PullQuery`` or a ``PushQuery``;
-``execute_pull`` answers a pull query from a store view.
+``plan(catalog, text)`` parses a query into a ``PullQuery``, a ``PushQuery`` or a
+``TransientQuery``; ``execute_pull`` answers a pull query from a store view;
+``start_push`` starts the stream of a push query.
 """
 
 from __future__ import annotations

@@ -193,7 +193,7 @@ def compile_transient(
         primary_key=key,
         view=True,
     )
-    buffer = RowBuffer()
+    buffer = RowBuffer(BUFFER_ROWS, STALL_LIMIT_S)
 
     def deliver(_key: Any, row: Any) -> None:
         if isinstance(row, dict):  # a delete (HAVING retraction, merged session): no row
@@ -262,6 +262,7 @@ class TransientPushStream:
         self.streams: Any = None
         self._lock = threading.Lock()
         self._closed = False
+        self._cleaned = threading.Event()
 
     @property
     def config(self) -> Any:
@@ -344,11 +345,12 @@ class TransientPushStream:
 
     def close(self) -> None:
         """Close the application and delete its state directory, internal topics and
-        consumer group (idempotent)."""
+        consumer group; a second call waits for the first one's clean-up."""
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+            closing, self._closed = self._closed, True
+        if closing:
+            self._cleaned.wait(2 * CLOSE_TIMEOUT_S)
+            return
         self.query.buffer.close()
         streams, self.streams = self.streams, None
         try:
@@ -363,6 +365,7 @@ class TransientPushStream:
                 shutil.rmtree(self.state_dir, ignore_errors=True)
             with _OPEN_LOCK:
                 _OPEN.discard(self)
+            self._cleaned.set()
 
     def _delete_broker_state(self) -> None:
         """Delete the application's internal topics and consumer group (best effort)."""

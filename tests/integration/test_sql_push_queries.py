@@ -227,3 +227,52 @@ def test_push_query_errors_come_before_streaming(sql_app):
     assert json.loads(info.value.read()) == {
         "error": "line 2, column 22: unknown column nowhere in table orders"
     }
+
+
+def test_push_api_in_process_and_a_stalled_reader_cancels_the_query(
+    kafka_cluster, tmp_path, monkeypatch
+):
+    """``streaming.sql.push`` on an application in this process: rows come from poll();
+    a reader that stops taking rows while the buffer is full cancels the query with a
+    message, and close() cleans up."""
+    from streaming import KafkaStreams
+    from streaming import sql as streaming_sql
+    from streaming.sql import transient
+
+    bootstrap = kafka_cluster.bootstrap_servers
+    topics = {name: unique(f"pushapi-{name}") for name in ("orders", "regions", "big")}
+    for topic in topics.values():
+        kafka_cluster.create_topic(topic, partitions=1)
+    app_id = unique("sqlpushapi")
+    state = tmp_path / "state"
+    streams = KafkaStreams(
+        streaming_sql.compile(SQL.format(**topics)),
+        {
+            "application.id": app_id,
+            "bootstrap.servers": bootstrap,
+            "state.dir": str(state),
+            "commit.interval.ms": 200,
+        },
+    )
+    monkeypatch.setattr(transient, "BUFFER_ROWS", 3)
+    monkeypatch.setattr(transient, "STALL_LIMIT_S", 1.0)
+    streams.start()
+    try:
+        assert streams.wait_until(KafkaStreams.State.RUNNING, 60)
+        text = "SELECT region, COUNT(*) AS n FROM orders GROUP BY region EMIT CHANGES"
+        push = streaming_sql.push(streams, text)
+        try:
+            produce_orders(bootstrap, topics["orders"], [order(i, "EU", 1.0) for i in range(6)])
+            rows: list[dict[str, Any]] = []
+            wait_for(lambda: bool(push.query.buffer.failure), 60, "the query to be cancelled")
+            with pytest.raises(transient.PushQueryFailed, match="took no rows for 1 s"):
+                while True:
+                    rows.extend(push.poll(0.1))
+            assert rows == [{"region": "EU", "n": n} for n in (1, 2, 3)]
+            assert transient_topics(kafka_cluster, app_id)
+        finally:
+            push.close()
+        assert not transient_topics(kafka_cluster, app_id)
+        assert not push_dirs(state)
+    finally:
+        streams.close(30)

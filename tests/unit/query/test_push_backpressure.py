@@ -125,3 +125,32 @@ def test_head_on_sql_starts_no_query():
         sock.close()
     finally:
         server.stop()
+
+
+class FailingPush(EndlessPush):
+    """A push query that returns one batch, then fails (its application stopped)."""
+
+    def poll(self, timeout: float) -> list[dict]:
+        self.polls += 1
+        if self.polls > 1:
+            raise RuntimeError("push query cancelled: its reader took no rows")
+        return [{"n": 0}]
+
+
+def test_a_failing_push_query_ends_the_stream_with_an_error_line():
+    push = FailingPush()
+    server = _serve(push)  # type: ignore[arg-type]
+    try:
+        sock = _request(server.port)
+        sock.settimeout(10)
+        buf = b""
+        while chunk := sock.recv(1 << 16):  # the server closes the connection at the end
+            buf += chunk
+        body = buf.partition(b"\r\n\r\n")[2]
+        assert [orjson.loads(line) for line in body.splitlines()] == [
+            {"n": 0},
+            {"error": "push query cancelled: its reader took no rows"},
+        ]
+        assert push.closed.wait(10)
+    finally:
+        server.stop()
