@@ -136,6 +136,11 @@ class Compiler:
         self.inferring: set[str] = set()
         self.derived = DerivedTables(self)
 
+    @property
+    def topics_read(self) -> dict[str, str]:
+        """Table name -> topic of every table the compiled statements read."""
+        return {table: topic for topic, table in self._topics.items()}
+
     def compile_all(self) -> None:
         """Compile every statement of the source text."""
         for statement in split_statements(self.source):

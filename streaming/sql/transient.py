@@ -25,7 +25,9 @@ ksqlDB runs a transient push query:
 - ``close()`` (the HTTP client disconnected, or the caller is done) closes the
   application, deletes its state directory, its internal topics (``<app id>-push-...-``
   repartition and changelog topics) and its consumer group, so nothing accumulates on the
-  broker. Streams still open when the interpreter exits are closed then.
+  broker. Streams still open when the interpreter exits are closed then;
+- at most ``MAX_OPEN`` run in one process at once: one more fails to start (the query
+  server answers 503).
 
 A push query without any of those clauses tails its table's topic (``PushStream``).
 """
@@ -60,6 +62,9 @@ Row = dict[str, Any]
 BUFFER_ROWS = 10_000
 #: seconds the stream thread waits for room in a full buffer before cancelling the query
 STALL_LIMIT_S = 60.0
+#: transient push queries one process runs at once (each is an application, a consumer
+#: group and internal topics); one more is refused
+MAX_OPEN = 16
 #: seconds ``close`` waits for the transient application and for topic deletion
 CLOSE_TIMEOUT_S = 30.0
 #: the view the push query's rows are compiled into
@@ -200,7 +205,7 @@ def compile_transient(
             buffer.offer(row)
 
     compiler.views[name].foreach(deliver)
-    topics = {table: topic for topic, table in compiler._topics.items()}
+    topics = compiler.topics_read
     streams = tuple(
         topic
         for table, topic in topics.items()
@@ -264,37 +269,48 @@ class TransientPushStream:
         self._closed = False
         self._cleaned = threading.Event()
 
-    @property
-    def config(self) -> Any:
-        """The transient application's ``StreamsConfig``."""
+    def _clients(self) -> Any:
+        """The transient application's Kafka client settings (``ClientConfigs``): its
+        group, the serving application's connection and security settings."""
         from streaming.runtime.config import StreamsConfig
 
-        return StreamsConfig.from_mapping(
-            transient_config(self.serving_config, self.application_id, Path("unused"))
-        )
+        state_dir = self.state_dir or Path(self.serving_config.state_dir)
+        config = transient_config(self.serving_config, self.application_id, state_dir)
+        return StreamsConfig.from_mapping(config).clients()
 
     def start(self, timeout: float = 10.0) -> TransientPushStream:
         """Commit the streams' end offsets for the application's group, then start it: a
         record written to a stream after this returns is read."""
         from streaming.runtime.app import KafkaStreams
+        from streaming.runtime.errors import StreamThreadExceptionResponse
 
-        parent = Path(self.serving_config.state_dir)
-        parent.mkdir(parents=True, exist_ok=True)
-        self.state_dir = Path(tempfile.mkdtemp(prefix="push-", dir=parent))
         with _OPEN_LOCK:
+            if len(_OPEN) >= MAX_OPEN:
+                raise RuntimeError(
+                    f"{len(_OPEN)} push queries with GROUP BY, windows or joins are running in "
+                    f"this process (at most {MAX_OPEN}): close one, or retry later"
+                )
             _OPEN.add(self)
+        parent = Path(self.serving_config.state_dir)
         try:
+            parent.mkdir(parents=True, exist_ok=True)
+            self.state_dir = Path(tempfile.mkdtemp(prefix="push-", dir=parent))
             config = transient_config(self.serving_config, self.application_id, self.state_dir)
             self._commit_stream_ends(timeout)
             streams = KafkaStreams(self.query.topology, config)
             buffer = self.query.buffer
+            errors: list[BaseException] = []
+
+            def on_error(exc: BaseException) -> StreamThreadExceptionResponse:
+                errors.append(exc)
+                return StreamThreadExceptionResponse.SHUTDOWN_CLIENT
 
             def on_state(new: Any, _old: Any) -> None:
                 if new.name in ("PENDING_ERROR", "ERROR"):
-                    errors = getattr(streams, "_errors", [])
                     why = f": {errors[-1]}" if errors else ""
                     buffer.fail(f"push query stopped: its application failed{why}")
 
+            streams.set_uncaught_exception_handler(on_error)
             streams.set_state_listener(on_state)
             self.streams = streams
             streams.start()
@@ -308,8 +324,7 @@ class TransientPushStream:
         application's group."""
         from confluent_kafka import Consumer, TopicPartition
 
-        clients = self.config.clients()
-        settings = clients.main_consumer(
+        settings = self._clients().main_consumer(
             client_id=f"{self.application_id}-start", group_instance_id=None
         )
         consumer = Consumer(settings)
@@ -371,7 +386,7 @@ class TransientPushStream:
         """Delete the application's internal topics and consumer group (best effort)."""
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient(self.config.clients().admin(client_id=f"{self.application_id}-cleanup"))
+        admin = AdminClient(self._clients().admin(client_id=f"{self.application_id}-cleanup"))
         prefix = f"{self.application_id}-"
         try:
             topics = [t for t in admin.list_topics(timeout=10).topics if t.startswith(prefix)]

@@ -229,3 +229,17 @@ def test_the_transient_config_keeps_the_client_settings_with_its_own_identity(tm
     assert consumer["isolation.level"] == "read_committed"
     assert "group.instance.id" not in consumer
     assert parsed.clients().admin(client_id="a")["sasl.username"] == "u"
+
+
+def test_one_transient_query_too_many_is_refused_before_it_touches_kafka(monkeypatch, tmp_path):
+    from streaming.sql import transient as module
+
+    monkeypatch.setattr(module, "MAX_OPEN", 0)
+    serving = StreamsConfig.from_mapping(
+        {"application.id": "shop", "bootstrap.servers": "nowhere:9092", "state.dir": tmp_path}
+    )
+    query = transient("SELECT region, COUNT(*) AS n FROM orders GROUP BY region EMIT CHANGES")
+    stream = module.TransientPushStream(query, serving)
+    with pytest.raises(RuntimeError, match=r"\(at most 0\): close one, or retry later"):
+        stream.start()
+    assert list(tmp_path.iterdir()) == []
