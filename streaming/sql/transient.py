@@ -81,6 +81,10 @@ _NOT_INHERITED = (
 )
 
 
+#: client settings (under any prefix) the transient application sets itself
+_SET_HERE = ("group.instance.id", "auto.offset.reset", "isolation.level")
+
+
 class PushQueryFailed(RuntimeError):
     """The transient application behind a push query stopped: the message says why."""
 
@@ -220,7 +224,7 @@ def transient_config(serving: Any, application_id: str, state_dir: Path) -> dict
     config = {
         k: v
         for k, v in serving.originals.items()
-        if k not in _NOT_INHERITED and not k.endswith("group.instance.id")
+        if k not in _NOT_INHERITED and not k.endswith(_SET_HERE)
     }
     config.update(
         {

@@ -212,6 +212,7 @@ def test_the_transient_config_keeps_the_client_settings_with_its_own_identity(tm
             "application.server": "localhost:7070",
             "client.id": "shop-1",
             "consumer.group.instance.id": "shop-a",
+            "main.consumer.auto.offset.reset": "latest",
             "num.standby.replicas": 1,
         }
     )
@@ -227,8 +228,19 @@ def test_the_transient_config_keeps_the_client_settings_with_its_own_identity(tm
     assert consumer["group.id"] == "shop-push-0123abcd"
     assert consumer["security.protocol"] == "SASL_SSL" and consumer["sasl.password"] == "p"
     assert consumer["isolation.level"] == "read_committed"
+    assert consumer["auto.offset.reset"] == "earliest"  # streams start at committed ends
     assert "group.instance.id" not in consumer
     assert parsed.clients().admin(client_id="a")["sasl.username"] == "u"
+    reading_all = StreamsConfig.from_mapping(
+        {
+            "application.id": "shop",
+            "bootstrap.servers": "broker:9093",
+            "main.consumer.isolation.level": "read_uncommitted",
+        }
+    )
+    parsed = StreamsConfig.from_mapping(transient_config(reading_all, "t", tmp_path))
+    consumer = parsed.clients().main_consumer(client_id="c", group_instance_id=None)
+    assert consumer["isolation.level"] == "read_committed"
 
 
 def test_one_transient_query_too_many_is_refused_before_it_touches_kafka(monkeypatch, tmp_path):
