@@ -422,9 +422,9 @@ LINE = BASE.count("\n") + 1
             "paid is not a time attribute of payments: declare WATERMARK FOR paid",
         ),
         (
-            "INSERT INTO out SELECT o.id, p.pid, amount, paid FROM orders o RIGHT JOIN payments p ON o.id = p.order_id;",
-            75,
-            "RIGHT JOIN is not supported yet: swap the tables for a LEFT JOIN",
+            "INSERT INTO out SELECT o.id, c.name, amount, amount FROM orders o RIGHT JOIN customers c ON o.customer_id = c.id;",
+            78,
+            "a RIGHT join would keep every row of the table customers joined with a stream",
         ),
         (
             "INSERT INTO out SELECT o.id, c.name, amount, amount FROM orders o FULL JOIN customers c ON o.customer_id = c.id;",
