@@ -14,8 +14,8 @@ further equalities and other conditions filter the joined rows (added to WHERE).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
@@ -287,9 +287,7 @@ class OnClause:
                     continue
                 columns = {a[0]: term.this, b[0]: term.expression}
                 left_alias = self.scope.entry_of(columns["left"]).alias
-                equality = Equality(
-                    columns["left"].name, columns["right"].name, term, left_alias
-                )
+                equality = Equality(columns["left"].name, columns["right"].name, term, left_alias)
             elif isinstance(term, exp.Between):
                 if bound is not None:
                     raise self.error(term, "a join takes one time bound")

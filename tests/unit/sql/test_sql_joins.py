@@ -20,7 +20,7 @@ from streaming.sql.timestamps import ColumnTimestampExtractor, format_timestamp
 
 TABLES = """
 CREATE TABLE orders (
-  id STRING, customer_id STRING, amount DOUBLE, ts TIMESTAMP(3),
+  id STRING, customer_id STRING, product_id STRING, amount DOUBLE, ts TIMESTAMP(3),
   WATERMARK FOR ts AS ts - INTERVAL '30' SECOND
 ) WITH ('connector' = 'kafka', 'topic' = 'orders', 'key.fields' = 'id');
 CREATE TABLE customers (
@@ -81,16 +81,21 @@ def trace(seed: int, n: int = 80) -> list[tuple[str, str, dict | None, int]]:
     return records
 
 
-def run(topology, records, key_serde=None) -> list[tuple]:
+TOPICS = ("orders", "customers", "payments", "accounts")
+
+
+def run(topology, records, key_serde=None, topics=TOPICS) -> list[tuple]:
+    """The output records of ``records`` piped into the ``topics`` the topology reads."""
     with TopologyTestDriver(topology) as driver:
-        topics = {
+        described = str(topology.describe())
+        inputs = {
             name: driver.create_input_topic(name, **S)
-            for name in ("orders", "customers", "payments", "accounts")
-            if f"topics: [{name}]" in str(topology.describe())
+            for name in topics
+            if f"topics: [{name}]" in described
         }
         for topic, key, value, ts in records:
-            if topic in topics:
-                topics[topic].pipe_input(key, value, timestamp=ts)
+            if topic in inputs:
+                inputs[topic].pipe_input(key, value, timestamp=ts)
         out = driver.create_output_topic(
             "out", key_serde=key_serde or serdes.String(), value_serde=serdes.Json()
         )
