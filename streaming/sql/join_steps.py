@@ -1,27 +1,25 @@
 """One join of a chain -> one DSL join: its left input (a table, or the joined rows of
 the joins before) with the next table.
 
-``JoinInput`` is the left input: its rows (a KStream, or a KTable when every table in
-it is a table), which columns its Kafka key is the value of, and its time attribute.
-``JoinStep`` joins it with the next table by what the two are (see ``joins``): a
-stream-table join re-keys the input by its join column unless its key already is that
-column, written as the table writes its key; an interval join (two tables only) re-keys
-both sides; a join of two tables joins on the keys or by a foreign key. A RIGHT join
-compiles as the mirrored LEFT join (the sides swapped, the joiner swapping them back, an
-interval join's bounds mirrored), as Kafka Streams has none.
+``JoinStep`` joins the left input (a ``JoinInput``, see ``join_inputs``) with the next
+table by what the two are (see ``joins``): a stream-table join re-keys the input by its
+join column unless its key already is that column, written as the table writes its key;
+an interval join (the first join of a chain) re-keys both sides; a join of tables joins
+on the keys or by a foreign key. A RIGHT join compiles as the mirrored LEFT join (the
+sides swapped, the joiner swapping them back, an interval join's bounds mirrored), as
+Kafka Streams has none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from sqlglot import exp
 
 from streaming import serdes
 from streaming.dsl import Joined, JoinWindows, Materialized, StreamJoined
-from streaming.sql.catalog import TableDef, raw_key
+from streaming.sql.catalog import TableDef
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.join_conditions import (
     Equality,
@@ -30,96 +28,13 @@ from streaming.sql.join_conditions import (
     ScopeTable,
     TimeBound,
     bound_node,
-    read_path,
 )
+from streaming.sql.join_inputs import JoinInput, joined, key_maker, mirrored, plain_key
 
 #: How long (in the table's stream time) a versioned table keeps old rows. Flink keeps a
 #: version until the join's watermark passes it; a stream and its table advance apart
 #: here, so a day covers how far a stream's time usually lags its table's.
 VERSIONED_HISTORY_MS = 24 * 60 * 60 * 1000
-
-
-def joined(left: Any, right: Any) -> dict[str, Any]:
-    """The ValueJoiner of every SQL join: both rows, as the JoinScope reads them."""
-    return {"left": left, "right": right}
-
-
-def mirrored(right: Any, left: Any) -> dict[str, Any]:
-    """The ValueJoiner of a mirrored (RIGHT) join: the DSL's left value is the SQL's right
-    row, so the joined row keeps the SQL order."""
-    return {"left": left, "right": right}
-
-
-def key_maker(column: str, key_format: str) -> Callable[[Any], Any]:
-    """``value -> Kafka key`` of a row keyed by ``column``, written as a table with that
-    key column and ``key_format`` writes it (``raw``: the value's text; ``json``:
-    ``{column: value}``); None for a NULL value, which joins nothing."""
-    if key_format == "json":
-        return lambda value: None if value is None else {column: value}
-    return lambda value: None if value is None else raw_key(value)
-
-
-def plain_key(table: TableDef, column: str) -> bool:
-    """Whether ``table``'s Kafka key is exactly ``column``."""
-    return table.key_fields == (column,)
-
-
-@dataclass(frozen=True)
-class JoinInput:
-    """The left input of a join: one table's rows or the joined rows of the joins before."""
-
-    #: a KStream, or a KTable when every table in it is a table (rows: see ``JoinScope``)
-    rows: Any
-    is_upsert: bool
-    #: its tables and where their rows sit in its rows
-    tables: tuple[ScopeTable, ...]
-    #: the (alias, column) references whose value its Kafka key is (not NULL-padded ones)
-    keys: frozenset[tuple[str, str]]
-    key_format: str
-    #: the field of a JSON key (``'key.format' = 'json'``), else None
-    key_name: str | None
-    #: the tables whose key columns its rows keep as their Kafka key (for the sink)
-    keyed_by: tuple[TableDef, ...]
-    #: (alias, column) of the time attribute its record timestamps are (None: none is)
-    time: tuple[str, str] | None
-    #: the WATERMARK delay of that time attribute
-    delay_ms: int
-    #: the table itself when the input is one table (the first join), else None
-    base: TableDef | None
-
-    def reader(self, alias: str, column: str) -> Callable[[Any], Any]:
-        """``row -> value`` of ``alias.column`` in this input's rows."""
-        entry = next(t for t in self.tables if t.alias == alias)
-        return read_path(entry.path, column)
-
-    def keyed(self, equality: Equality) -> bool:
-        """Whether the Kafka key already is the equality's left column."""
-        return (equality.left_alias, equality.left) in self.keys
-
-    def same_key(self, right: TableDef, equality: Equality) -> bool:
-        """Whether the key is written as ``right`` writes a key of its join column (raw
-        text, or a JSON object of the same column name)."""
-        if self.key_format != right.key_format:
-            return False
-        return self.key_format == "raw" or self.key_name == equality.right
-
-
-def table_input(table: TableDef, alias: str, rows: Any) -> JoinInput:
-    """A table's rows as the left input of the first join."""
-    single = len(table.key_fields) == 1
-    watermark = table.watermark
-    return JoinInput(
-        rows=rows,
-        is_upsert=table.is_upsert,
-        tables=(ScopeTable(alias, table, ()),),
-        keys=frozenset({(alias, table.key_fields[0])}) if single else frozenset(),
-        key_format=table.key_format,
-        key_name=table.key_fields[0] if single else None,
-        keyed_by=(table,),
-        time=(alias, watermark.column) if watermark else None,
-        delay_ms=watermark.delay_ms if watermark else 0,
-        base=table,
-    )
 
 
 class JoinStep:
@@ -168,12 +83,12 @@ class JoinStep:
         base.update(changes)
         return JoinInput(**base)
 
-    def kept_keys(self, equality: Equality, right_keyed: bool) -> frozenset[tuple[str, str]]:
-        """The input's key columns the joined rows still carry as their key: none when the
-        input's side may be NULL-padded (RIGHT, FULL), plus the joined table's column when
-        it is the key and never NULL-padded (INNER)."""
+    def kept_keys(self, equality: Equality) -> frozenset[tuple[str, str]]:
+        """The key columns of rows joined on the key (the table's join column equal to the
+        input's key): the input's, unless its side may be NULL-padded (RIGHT, FULL), and
+        the table's join column, unless its side may be (LEFT, FULL)."""
         keys = set() if self.side in ("RIGHT", "FULL") else set(self.input.keys)
-        if right_keyed and self.side in ("INNER", "RIGHT"):
+        if self.side in ("INNER", "RIGHT"):
             keys.add((self.right_alias, equality.right))
         return frozenset(keys)
 
@@ -282,7 +197,7 @@ class JoinStep:
         else:
             table = self.compiler.source_of(right)
         # re-keyed: the key is the value of the input's join column, as the table writes it
-        kept = self.kept_keys(equality, True)
+        kept = self.kept_keys(equality)
         after = dict(
             keys=kept if keyed else kept - left.keys | {(equality.left_alias, equality.left)},
             key_format=right.key_format,
@@ -474,7 +389,7 @@ class JoinStep:
         return self.output(
             rows,
             True,
-            keys=self.kept_keys(equality, True),
+            keys=self.kept_keys(equality),
             keyed_by=(*left.keyed_by, right),
         )
 

@@ -40,9 +40,8 @@ from sqlglot import exp
 from streaming.sql.catalog import TableDef
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.join_conditions import JoinScope
-from streaming.sql.join_steps import JoinInput, JoinStep, joined, key_maker, plain_key, table_input
-
-__all__ = ["JoinCompiler", "joined", "key_maker", "plain_key"]
+from streaming.sql.join_inputs import JoinInput, table_input
+from streaming.sql.join_steps import JoinStep
 
 
 class JoinCompiler:

@@ -22,6 +22,7 @@ from test_sql_joins import (
 )
 
 from streaming import (
+    Grouped,
     Joined,
     JoinWindows,
     Materialized,
@@ -519,3 +520,53 @@ def test_chain_errors_point_at_line_and_column(query, column, message):
     error = error_of(CHAIN_BASE + query)
     assert message in error.message
     assert (error.line, error.column) == (CHAIN_LINE, column), str(error)
+
+
+# -- an aggregation over a chain ---------------------------------------------------------------
+
+
+def test_group_by_over_a_chain_aggregates_the_joined_rows():
+    sql = (
+        TABLES
+        + MORE_TABLES
+        + """
+    CREATE TABLE out (tier STRING, n BIGINT, top DOUBLE, PRIMARY KEY (tier) NOT ENFORCED)
+      WITH ('connector' = 'upsert-kafka', 'topic' = 'out');
+    INSERT INTO out SELECT c.tier, COUNT(*), MAX(p.price)
+    FROM orders o JOIN customers c ON o.customer_id = c.id
+    LEFT JOIN products p ON o.product_id = p.id
+    GROUP BY c.tier;
+    """
+    )
+    builder = StreamsBuilder()
+    customers = customers_table(builder)
+    products = builder.table("products", **S)
+    orders = stream(builder, "orders", "ts").select_key(lambda k, v: v.get("customer_id"))
+    rows = (
+        orders.join(customers, pair, joined=JOINED)
+        .select_key(lambda k, v: at(v, "left", "product_id"))
+        .left_join(products, pair, joined=JOINED)
+    )
+
+    def add(k, v, acc):
+        price = at(v, "right", "price")
+        top = acc[1] if price is None or (acc[1] is not None and acc[1] >= price) else price
+        return [acc[0] + 1, top]
+
+    (
+        rows.group_by(
+            lambda k, v: [at(v, "left", "right", "tier")],
+            Grouped.with_(key_serde=serdes.Json(), value_serde=serdes.Json()),
+        )
+        .aggregate(
+            lambda: [0, None],
+            add,
+            materialized=Materialized.as_("agg")
+            .with_key_serde(serdes.Json())
+            .with_value_serde(serdes.Json()),
+        )
+        .to_stream()
+        .map(lambda k, a: (k[0], {"tier": k[0], "n": a[0], "top": a[1]}))
+        .to("out", **S)
+    )
+    compare(sql, builder, 13)
