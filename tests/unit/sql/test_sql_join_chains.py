@@ -243,6 +243,42 @@ def test_chain_of_temporal_joins_reads_each_table_as_of_the_order_time(seed):
     compare(sql, builder, seed)
 
 
+def test_a_global_table_in_a_chain_keeps_the_stream_as_it_is_keyed():
+    # the global join re-keys nothing: the join on accounts after it re-keys the orders
+    sql = (
+        TABLES.replace("'topic' = 'customers')", "'topic' = 'customers', 'table.type' = 'global')")
+        + MORE_TABLES
+        + ENRICHED
+        + """
+    INSERT INTO out SELECT o.id, c.tier, a.balance, c.name
+    FROM orders o LEFT JOIN customers c ON o.customer_id = c.id
+    JOIN accounts a ON o.customer_id = a.customer_id;
+    """
+    )
+    builder = StreamsBuilder()
+    customers = builder.global_table(
+        "customers", **S, timestamp_extractor=ColumnTimestampExtractor("updated")
+    )
+    accounts = builder.table("accounts", **S)
+    rows = (
+        stream(builder, "orders", "ts")
+        .left_join(customers, lambda k, v: v.get("customer_id"), pair)
+        .select_key(lambda k, v: at(v, "left", "customer_id"))
+        .join(accounts, pair, joined=JOINED)
+    )
+
+    def project(v):
+        return {
+            "id": at(v, "left", "left", "id"),
+            "tier": at(v, "left", "right", "tier"),
+            "doubled": at(v, "right", "balance"),
+            "name": at(v, "left", "right", "name"),
+        }
+
+    write_enriched(rows, project)
+    compare(sql, builder, 15)
+
+
 # -- an interval join, then stream-table joins ---------------------------------------------
 
 INTERVAL = "p.ts BETWEEN o.ts - INTERVAL '1' MINUTE AND o.ts + INTERVAL '10' MINUTE"
@@ -570,3 +606,35 @@ def test_group_by_over_a_chain_aggregates_the_joined_rows():
         .to("out", **S)
     )
     compare(sql, builder, 13)
+
+
+def test_a_table_chain_joins_by_a_column_of_an_earlier_table():
+    # carts JOIN customers is keyed by the cart: ratings joins by c.id, a foreign key
+    sql = (
+        TABLES
+        + MORE_TABLES
+        + TABLE_SINK
+        + """
+    INSERT INTO out SELECT k.id, c.tier, CAST(NULL AS DOUBLE), r.score
+    FROM carts k LEFT JOIN customers c ON k.customer_id = c.id
+    JOIN ratings r ON c.id = r.customer_id;
+    """
+    )
+    builder = StreamsBuilder()
+    carts = builder.table("carts", **S)
+    customers = customers_table(builder)
+    ratings = builder.table("ratings", **S)
+    rows = carts.left_join(customers, lambda v: v.get("customer_id"), pair).join(
+        ratings, lambda v: at(v, "right", "id"), pair
+    )
+    table_rows(
+        rows,
+        lambda v: {
+            "id": at(v, "left", "left", "id"),
+            "tier": at(v, "left", "right", "tier"),
+            "balance": None,
+            "score": at(v, "right", "score"),
+        },
+    )
+    expected = compare(sql, builder, 14)
+    assert any(v is None for _, v, _ in expected)
