@@ -6,9 +6,10 @@ returns the compiled topology's ``describe()``. Supported: projection and WHERE 
 expressions (arithmetic, comparison, AND/OR/NOT, IS NULL, CASE, CAST, COALESCE, UPPER,
 LOWER, CONCAT / ``||``, SUBSTRING, CHAR_LENGTH, TRIM); GROUP BY on a stream with COUNT,
 COUNT(DISTINCT), SUM, AVG, MIN, MAX, over TUMBLE/HOP/SESSION windows (group-window
-functions or window TVFs) or none, and HAVING; joins of two tables (stream-table, also
+functions or window TVFs) or none, and HAVING; joins (stream-table, also
 ``FOR SYSTEM_TIME AS OF``; interval joins of two streams; table-table on the keys or a
-foreign key);
+foreign key; RIGHT joins as the mirrored LEFT joins; left-deep chains of more than two
+tables, ``joins``);
 EMIT CHANGES / EMIT FINAL; EXPLAIN. Errors are ``SqlError`` with line and column.
 
 Running: ``python -m streaming sql FILE.sql --config app.properties`` (``streaming.cli``).
@@ -23,8 +24,9 @@ and subqueries in FROM (kept inside the topology), GROUP BY over joins
 (``join_groups``) and over updating tables (``KGroupedTable`` with a subtractor);
 foreign-key table-table joins.
 
-Not yet: RIGHT joins, joins of more than two tables, windows over joins or updating
-tables, the Dagster integration.
+Not yet: windows over joins or updating tables; in a chain of joins, an interval join
+that is not the first; RIGHT joins that keep a table joined with a stream (Flink has
+none); the Dagster integration.
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ What is rewritten, and why (sqlglot transpiles the rest):
   time (the relation of ``r`` holds every version: its changelog rows, with their time
   attribute); a plain stream-table join is an ordinary join against the relation as
   given (its current rows); in an interval join's ON clause, time attributes are compared
-  as epoch ms and INTERVALs are milliseconds;
+  as epoch ms and INTERVALs are milliseconds; RIGHT joins and chains of joins stay as
+  written (DuckDB joins them left-deep, as the stream does);
 - query columns are named after the sink's columns, by position.
 
 A view or subquery in FROM (the only relation) that projects and filters one table is merged
@@ -397,6 +398,10 @@ class _Translation:
             return
         if definition.watermark is None:
             raise self.error(table, f"FOR SYSTEM_TIME AS OF needs a WATERMARK on {definition.name}")
+        # the time of the row AS OF names (in a chain, any table joined before)
+        at = version.expression
+        if isinstance(at, exp.Column) and at.table:
+            left_alias = at.table
         as_of = exp.GTE(
             this=exp.column(EVENT_MS, table=left_alias),
             expression=exp.column(EVENT_MS, table=alias),

@@ -1,7 +1,7 @@
 """Statements -> StreamsBuilder calls.
 
 ``CREATE TABLE`` adds a table to the catalog; ``INSERT INTO sink SELECT ...`` builds the
-topology that reads the source table's topic (or joins two, see ``joins``), filters,
+topology that reads the source table's topic (or joins several, see ``joins``), filters,
 projects or aggregates, and writes JSON rows to the sink's topic (key: the sink's key
 columns, or null without them, as Flink writes). Query columns go to the sink's columns
 by position, as in Flink.

@@ -53,7 +53,8 @@ class Output:
 @dataclass(frozen=True)
 class QuerySources:
     """What the query reads: its FROM table (the left one of a join) and alias, and the
-    right table of a join (else None)."""
+    right table of a join (else None; in a chain of joins, the first stream joined, else
+    the first table)."""
 
     left: TableDef
     left_alias: str

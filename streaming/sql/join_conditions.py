@@ -1,17 +1,20 @@
-"""The ON clause of a join of two tables: which columns it joins on and its time bound.
+"""The ON clause of a join: which columns it joins on and its time bound.
 
 ``JoinScope`` resolves ``alias.column`` and unambiguous column names on a joined row
-``{"left": row, "right": row}``. ``OnClause`` reads the join's kind (INNER, LEFT, FULL)
-and conditions: one equality of a column of each side is the join key; for two streams
+``{"left": row, "right": row}`` (nested on the left for a chain of joins). ``OnClause``
+reads one join's kind (INNER, LEFT, RIGHT, FULL) and conditions: one equality of a
+column of the left input (any table joined before) and one of the joined table is the
+join key; for two streams
 a ``BETWEEN`` of the time attributes (``r.ts BETWEEN l.ts - INTERVAL ... AND l.ts +
 INTERVAL ...``), or an equality of the two time attributes (``[0, 0]``), is the time
 bound. An inner join also takes these from WHERE, as Flink does (a comma join ``FROM a,
-b WHERE a.x = b.y``, a time bound in WHERE), and its further equalities and other
-conditions filter the joined rows (added to WHERE).
+b WHERE a.x = b.y``, a time bound in WHERE; for a join of two tables only), and its
+further equalities and other conditions filter the joined rows (added to WHERE).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,52 +26,92 @@ from streaming.sql.expressions import NUMERIC, Compiled, fail
 from streaming.sql.rewrite import interval_ms
 
 
+@dataclass(frozen=True)
+class ScopeTable:
+    """One table of a join: its alias and where its row sits in the joined row (``path``:
+    the keys to follow, ``()`` for a table's own row)."""
+
+    alias: str
+    table: TableDef
+    path: tuple[str, ...]
+
+
+def read_path(path: tuple[str, ...], column: str) -> Callable[[Any], Any]:
+    """``row -> value`` of ``column`` of the table at ``path`` in a joined row (None when
+    an outer join left that table out)."""
+
+    def read(row: Any) -> Any:
+        for step in path:
+            row = row.get(step) if isinstance(row, dict) else None
+        return row.get(column) if isinstance(row, dict) else None
+
+    return read
+
+
 @dataclass
 class JoinScope:
-    """Columns of a joined row ``{"left": row, "right": row}``, by ``alias.column`` or by a
-    column name that only one side has."""
+    """Columns of a joined row, by ``alias.column`` or by a column name that only one
+    table has. The joined row of ``a JOIN b`` is ``{"left": a_row, "right": b_row}``; a
+    chain nests it on the left: ``((a JOIN b) JOIN c)`` is ``{"left": {"left": a_row,
+    "right": b_row}, "right": c_row}``. ``tables`` lists the tables in join order; the
+    last one is the ``"right"`` side of the join being read, every other the ``"left"``."""
 
-    left: TableDef
-    right: TableDef
-    left_alias: str
-    right_alias: str
+    tables: tuple[ScopeTable, ...]
     source: str
 
-    def side_of(self, node: exp.Column) -> tuple[str, TableDef]:
-        """Which side (``"left"``/``"right"``) and table a column reference names."""
-        sides = (("left", self.left, self.left_alias), ("right", self.right, self.right_alias))
+    @property
+    def left(self) -> TableDef:
+        """The first table (the FROM table)."""
+        return self.tables[0].table
+
+    @property
+    def right(self) -> TableDef:
+        """The table joined last."""
+        return self.tables[-1].table
+
+    @property
+    def left_alias(self) -> str:
+        return self.tables[0].alias
+
+    @property
+    def right_alias(self) -> str:
+        return self.tables[-1].alias
+
+    @property
+    def left_is_upsert(self) -> bool:
+        """Whether the left input is a table: all its tables are (one stream makes the
+        joined rows a stream)."""
+        return all(t.table.is_upsert for t in self.tables[:-1])
+
+    def entry_of(self, node: exp.Column) -> ScopeTable:
+        """The table a column reference names."""
+        names = ", ".join(t.table.name for t in self.tables)
         if node.table:
-            for side, table, alias in sides:
-                if node.table == alias:
-                    if node.name not in table.columns:
-                        raise fail(self, node, f"unknown column {node.name} in table {table.name}")
-                    return side, table
+            for entry in self.tables:
+                if node.table == entry.alias:
+                    if node.name not in entry.table.columns:
+                        raise fail(
+                            self, node, f"unknown column {node.name} in table {entry.table.name}"
+                        )
+                    return entry
             raise fail(self, node, f"unknown table {node.table} in {node.sql()}")
-        found = [(side, table, alias) for side, table, alias in sides if node.name in table.columns]
+        found = [entry for entry in self.tables if node.name in entry.table.columns]
         if not found:
-            raise fail(
-                self,
-                node,
-                f"unknown column {node.name} in tables {self.left.name}, {self.right.name}",
-            )
+            raise fail(self, node, f"unknown column {node.name} in tables {names}")
         if len(found) > 1:
-            raise fail(
-                self,
-                node,
-                f"ambiguous column {node.name}: qualify it as "
-                f"{self.left_alias}.{node.name} or {self.right_alias}.{node.name}",
-            )
-        return found[0][0], found[0][1]
+            qualified = " or ".join(f"{entry.alias}.{node.name}" for entry in found)
+            raise fail(self, node, f"ambiguous column {node.name}: qualify it as {qualified}")
+        return found[0]
+
+    def side_of(self, node: exp.Column) -> tuple[str, TableDef]:
+        """Which side (``"left"``: a table of the left input, ``"right"``: the table
+        joined last) and table a column reference names."""
+        entry = self.entry_of(node)
+        return ("right" if entry is self.tables[-1] else "left"), entry.table
 
     def column(self, node: exp.Column) -> Compiled:
-        side, table = self.side_of(node)
-        name = node.name
-
-        def read(row: dict[str, Any]) -> Any:
-            values = row[side]
-            return None if values is None else values.get(name)
-
-        return Compiled(read, table.columns[name])
+        entry = self.entry_of(node)
+        return Compiled(read_path(entry.path, node.name), entry.table.columns[node.name])
 
     def aggregate(self, node: exp.AggFunc) -> Compiled:
         raise fail(self, node, f"aggregate {node.sql()} is not allowed here")
@@ -79,11 +122,13 @@ class JoinScope:
 
 @dataclass(frozen=True)
 class Equality:
-    """``left.column = right.column`` of an ON clause (the columns of each side)."""
+    """``left.column = right.column`` of an ON clause (the columns of each side, and
+    the alias of the left input's table whose column it is)."""
 
     left: str
     right: str
     node: exp.Expr
+    left_alias: str = ""
 
 
 @dataclass(frozen=True)
@@ -95,7 +140,8 @@ class TimeBound:
 
 
 class OnClause:
-    """The kind and conditions of one join (``select``'s only join)."""
+    """The kind and conditions of one join of ``select`` (its left input: the tables
+    joined before, ``scope.tables[:-1]``)."""
 
     def __init__(
         self,
@@ -107,11 +153,12 @@ class OnClause:
         self.scope = scope
         self.select = select
         self.join = join
-        self.left = scope.left
         self.right = scope.right
         self.source = source
         #: why a BETWEEN in WHERE could not be the time bound of two streams
         self.bound_error: SqlError | None = None
+        #: the inner join's conditions besides the key and bound, added to WHERE
+        self.filtered: list[exp.Expr] = []
         self.adopt_where()
         self.side = self.join_side()
 
@@ -120,15 +167,11 @@ class OnClause:
         return error_at(self.source, offset, message)
 
     def join_side(self) -> str:
-        """INNER, LEFT or FULL (RIGHT and USING are errors)."""
+        """INNER, LEFT, RIGHT or FULL (USING is an error)."""
         side = (self.join.side or "").upper()
         kind = (self.join.kind or "").upper()
         if kind not in ("", "INNER", "OUTER"):
             raise self.error(self.join, f"{kind} JOIN is not supported yet")
-        if side == "RIGHT":
-            raise self.error(
-                self.join, "RIGHT JOIN is not supported yet: swap the tables for a LEFT JOIN"
-            )
         if self.join.args.get("using"):
             raise self.error(self.join, "JOIN ... USING is not supported yet: use ON")
         if self.join.args.get("on") is None:
@@ -146,11 +189,12 @@ class OnClause:
         where = self.select.args.get("where")
         join = self.join
         inner = not join.side and (join.kind or "").upper() in ("", "INNER")
-        if where is None or not inner or join.args.get("using"):
+        chain = len(self.select.args.get("joins") or []) > 1
+        if where is None or not inner or join.args.get("using") or chain:
             return
         on = join.args.get("on")
         comma = on is None and not join.kind
-        streams = not self.left.is_upsert and not self.right.is_upsert
+        streams = not self.scope.left_is_upsert and not self.right.is_upsert
         has_bound = on is not None and on.find(exp.Between) is not None
         moved, kept = [], []
         for term in _conjuncts(where.this):
@@ -210,7 +254,7 @@ class OnClause:
         terms = _conjuncts(on)
         equality: Equality | None = None
         bound: TimeBound | None = None
-        streams = not self.left.is_upsert and not self.right.is_upsert
+        streams = not self.scope.left_is_upsert and not self.right.is_upsert
         filters: list[exp.Expr] = []
         unsupported: list[exp.Expr] = []
         for term in terms:
@@ -241,8 +285,9 @@ class OnClause:
                         )
                     filters.append(term)
                     continue
-                columns = {a[0]: term.this.name, b[0]: term.expression.name}
-                equality = Equality(columns["left"], columns["right"], term)
+                columns = {a[0]: term.this, b[0]: term.expression}
+                left_alias = self.scope.entry_of(columns["left"]).alias
+                equality = Equality(columns["left"].name, columns["right"].name, term, left_alias)
             elif isinstance(term, exp.Between):
                 if bound is not None:
                     raise self.error(term, "a join takes one time bound")
@@ -266,11 +311,13 @@ class OnClause:
             )
         if equality is None:
             raise self.error(on, "a join needs an equality on a column of each table: ON a.x = b.y")
+        self.filtered = filters
         if filters:
             where = self.select.args.get("where")
             rest = [where.this] if where is not None else []
             self.select.set("where", exp.Where(this=exp.and_(*filters, *rest)))
-        left_kind = self.left.columns[equality.left]
+        left_table = next(t.table for t in self.scope.tables if t.alias == equality.left_alias)
+        left_kind = left_table.columns[equality.left]
         right_kind = self.right.columns[equality.right]
         if left_kind != right_kind and not {left_kind, right_kind} <= set(NUMERIC):
             raise self.error(

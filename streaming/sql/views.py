@@ -232,9 +232,10 @@ class DerivedTables:
             raise self.error(select, "SELECT needs FROM <table>")
         left = self.compiler.table(from_.this)
         joins = select.args.get("joins") or []
-        right = None
-        if joins and isinstance(joins[0].this, exp.Table):
-            right = self.compiler.table(joins[0].this)
+        joined = [self.compiler.table(j.this) for j in joins if isinstance(j.this, exp.Table)]
+        # a chain with a stream in it is a stream: the right table stands for the others
+        streams = [table for table in joined if not table.is_upsert]
+        right = (streams or joined or [None])[0]
         return QuerySources(left, from_.this.alias or left.name, right)
 
     @contextmanager
