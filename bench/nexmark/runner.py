@@ -5,7 +5,8 @@
         [--guarantee eos] [--max-auction-length-ms MS] [--set KEY=VALUE ...]
 
 Reads the Nexmark topics the query needs, writes its results to ``--output``, with the
-query's own ``QUERY_SETTINGS`` (``--set`` wins). ``--engine sql`` runs the query's SQL
+query's own ``QUERY_SETTINGS`` (and ``SQL_QUERY_SETTINGS`` for the SQL version; ``--set``
+wins). ``--engine sql`` runs the query's SQL
 version (``bench/nexmark/sql/``) instead of its DSL one. Prints
 ``READY`` right before ``KafkaStreams.start()``; SIGTERM closes it cleanly.
 """
@@ -17,7 +18,7 @@ import logging
 
 from bench.broker import serve
 from bench.nexmark.generator import GeneratorConfig
-from bench.nexmark.queries import QUERIES, QUERY_SETTINGS, QueryContext
+from bench.nexmark.queries import QUERIES, QUERY_SETTINGS, SQL_QUERY_SETTINGS, QueryContext
 from bench.nexmark.sql_queries import ENGINES, build
 
 
@@ -49,6 +50,8 @@ def main(argv: list[str] | None = None) -> None:
         "default.key.serde": "string",
     }
     config.update(QUERY_SETTINGS.get(args.query, {}))
+    if args.engine == "sql":
+        config.update(SQL_QUERY_SETTINGS.get(args.query, {}))
     config.update(item.split("=", 1) for item in args.set)
     ctx = QueryContext(args.output, args.max_auction_length_ms)
     serve(build(args.engine, args.query, ctx), config)

@@ -41,10 +41,11 @@ from typing import TYPE_CHECKING, Any
 from streaming.dsl.change import Change
 from streaming.dsl.processors.table import TableSupplier
 from streaming.dsl.processors.table_getters import SessionValueGetterSupplier
+from streaming.dsl.processors.window_aggregate import NO_RECORD
 from streaming.dsl.windows import EmitStrategy, SessionWindows
 from streaming.state.segmented_bytes_store import SegmentedBytesStore
 from streaming.state.windowed import SessionWindow, Windowed
-from streaming.topology.processor import Processor, Record
+from streaming.topology.processor import Processor, PunctuationType, Record
 
 if TYPE_CHECKING:
     from streaming.runtime.context import TaskContext
@@ -148,6 +149,10 @@ class KStreamSessionWindowAggregateProcessor(Processor):
             self.emit_interval_ms = _emit_interval_ms(getattr(context, "app_configs", None))
             find_layer = getattr(self.store, "find_layer", None)
             self.segmented = find_layer(SegmentedBytesStore) if find_layer is not None else None
+            if self.emit_interval_ms > 0:
+                context.schedule(
+                    self.emit_interval_ms, PunctuationType.WALL_CLOCK_TIME, self._emit_held_back
+                )
             self.caching = False  # final results are forwarded directly, never by a cache
         else:
             set_listener = getattr(self.store, "set_flush_listener", None)
@@ -237,6 +242,14 @@ class KStreamSessionWindowAggregateProcessor(Processor):
             context.set_record_context(previous_rc)
 
     # -- emit on window close -----------------------------------------------------------
+
+    def _emit_held_back(self, _now: int) -> None:
+        """Emit the sessions that closed while the throttle held the last look back, though no
+        record has come since (see ``AbstractTimeWindowAggregateProcessor._emit_held_back``)."""
+        if self.observed_stream_time != NO_TIMESTAMP:
+            self._maybe_forward_final_result(
+                NO_RECORD, self.observed_stream_time - self.close_offset
+            )
 
     def _emit_before_expiry(self, record: Record, stream_time: int) -> None:
         """Emit the closed sessions now, before the record's puts, whatever the throttle says,

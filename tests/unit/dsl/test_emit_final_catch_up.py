@@ -107,3 +107,54 @@ def test_every_window_is_emitted_once_when_stream_time_outruns_the_throttle(
     emitted = [(k, v) for k, v in final if not k.startswith(CLOSING_KEY)]
     assert len(emitted) == len({k for k, _ in emitted}), "a window came out twice"
     assert dict(emitted) == expected
+
+
+def test_windows_held_back_by_the_throttle_come_out_on_the_wall_clock(tmp_path) -> None:
+    """Records close windows while the throttle holds emits back, and no record follows: the
+    windows come out once the interval has passed on the wall clock, also from a second
+    emit-on-close stage that only the first one feeds (Kafka waits for the next record)."""
+    builder = StreamsBuilder()
+    per_key = (
+        builder.stream("in", key_serde=S, value_serde=S)
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(10_000, 0))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .count(Materialized.as_("per-key"))
+    )
+    per_key.to_stream().map(lambda wk, n: (f"{wk.key}@{wk.window.start}", n)).to(
+        "per-key", key_serde=S, value_serde=L
+    )
+    (  # the final results per second of their timestamps: a second emit-on-close stage
+        per_key.to_stream()
+        .map(lambda wk, n: ("all", str(n)))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(1_000, 0))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .count(Materialized.as_("finals").with_retention(60_000))  # else b's jump emits
+        .to_stream()
+        .map(lambda wk, n: (f"{wk.window.start}", n))
+        .to("finals", key_serde=S, value_serde=L)
+    )
+    config = {EMIT_INTERVAL: 1_000, "state.dir": str(tmp_path)}
+    with TopologyTestDriver(builder.build(), config, initial_wall_clock_time_ms=0) as driver:
+        source = driver.create_input_topic("in", S, S)
+        per_key_out = driver.create_output_topic("per-key", S, L)
+        finals_out = driver.create_output_topic("finals", S, L)
+        source.pipe_input("a", "x", BASE)  # the first look: nothing closed yet
+        source.pipe_input("b", "x", BASE + 5_000)
+        source.pipe_input("c", "x", BASE + 10_000)  # closes a's and b's windows: held back
+        assert per_key_out.read_key_values_to_list() == []
+        driver.advance_wall_clock_time(1_000)
+        assert [(kv.key, kv.value) for kv in per_key_out.read_key_values_to_list()] == [
+            (f"a@{BASE}", 1),
+            (f"b@{BASE}", 1),
+        ]
+        # the second stage's first look came with a's result, b's closed a's second
+        assert finals_out.read_key_values_to_list() == []
+        driver.advance_wall_clock_time(1_000)
+        assert [(kv.key, kv.value) for kv in finals_out.read_key_values_to_list()] == [
+            (f"{BASE}", 1)
+        ]
+        driver.advance_wall_clock_time(5_000)  # nothing else has closed
+        assert per_key_out.read_key_values_to_list() == []
+        assert finals_out.read_key_values_to_list() == []
