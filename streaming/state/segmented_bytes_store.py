@@ -140,16 +140,17 @@ class SegmentedBytesStore(StateStore):
 
     # -- horizons -------------------------------------------------------------------------
 
-    def readable_from(self, stream_time: int) -> int:
-        """The lowest segment timestamp a time-bounded read still returns once the store's
-        stream time reaches ``stream_time`` (reads skip what retention has passed)."""
-        return stream_time - self.retention_period + self._slack
+    def readable_until(self, timestamp: int) -> int:
+        """The last stream time of the store at which a time-bounded read still returns a
+        record of segment timestamp ``timestamp`` (reads skip what retention has passed)."""
+        return timestamp + self.retention_period - self._slack
 
-    def kept_from(self, stream_time: int) -> int:
-        """The lowest segment timestamp still held once the store's stream time reaches
-        ``stream_time`` (older segments are dropped whole)."""
+    def kept_until(self, timestamp: int) -> int:
+        """The last stream time of the store at which a record of segment timestamp
+        ``timestamp`` is still held (older segments are dropped whole)."""
         segments = self.segments
-        return segments.segment_id(stream_time - self.retention_period) * segments.segment_interval
+        next_segment = (segments.segment_id(timestamp) + 1) * segments.segment_interval
+        return next_segment + self.retention_period - 1
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -44,7 +44,7 @@ from streaming.dsl.processors.table_getters import SessionValueGetterSupplier
 from streaming.dsl.processors.window_aggregate import NO_RECORD
 from streaming.dsl.windows import EmitStrategy, SessionWindows
 from streaming.state.segmented_bytes_store import SegmentedBytesStore
-from streaming.state.windowed import SessionWindow, Windowed
+from streaming.state.windowed import MAX_TIMESTAMP, SessionWindow, Windowed
 from streaming.topology.processor import Processor, PunctuationType, Record
 
 if TYPE_CHECKING:
@@ -132,6 +132,9 @@ class KStreamSessionWindowAggregateProcessor(Processor):
         self.next_time_to_emit = 0
         self.emit_interval_ms = DEFAULT_EMIT_INTERVAL_MS
         self.segmented: SegmentedBytesStore | None = None
+        #: the stream time past which a record's puts could drop a closed session not yet
+        #: emitted (see ``_emit_before_expiry``)
+        self.emit_before_puts_after = MAX_TIMESTAMP
 
     def init(self, context: Any) -> None:
         super().init(context)
@@ -153,6 +156,7 @@ class KStreamSessionWindowAggregateProcessor(Processor):
                 context.schedule(
                     self.emit_interval_ms, PunctuationType.WALL_CLOCK_TIME, self._emit_held_back
                 )
+            self._set_last_emit(self.last_emit_window_close_time)
             self.caching = False  # final results are forwarded directly, never by a cache
         else:
             set_listener = getattr(self.store, "set_flush_listener", None)
@@ -171,7 +175,7 @@ class KStreamSessionWindowAggregateProcessor(Processor):
         timestamp = record.timestamp
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
-            if self.emit_final:
+            if timestamp > self.emit_before_puts_after:
                 self._emit_before_expiry(record, timestamp)
         window_close_time = self.observed_stream_time - self.close_offset
 
@@ -252,20 +256,21 @@ class KStreamSessionWindowAggregateProcessor(Processor):
             )
 
     def _emit_before_expiry(self, record: Record, stream_time: int) -> None:
-        """Emit the closed sessions now, before the record's puts, whatever the throttle says,
-        if those puts could drop a closed session not yet emitted (see
+        """Emit the closed sessions now, before the record's puts, whatever the throttle says:
+        those puts could drop a closed session not yet emitted (see
         ``AbstractTimeWindowAggregateProcessor.emit_before_expiry``)."""
-        last = self.last_emit_window_close_time
-        if last == NO_TIMESTAMP:
-            return
-        segmented = self.segmented
-        kept = (  # closed sessions are read from whole live segments
-            segmented.kept_from(stream_time)
-            if segmented is not None
-            else stream_time - self.close_offset + 1
-        )
-        if kept > last:  # sessions ending at ``last`` or later may wait to be emitted
-            self._forward_final_result(record, stream_time - self.close_offset)
+        self._forward_final_result(record, stream_time - self.close_offset)
+
+    def _set_last_emit(self, window_close_time: int) -> None:
+        # sessions ending at the last close time or later may wait to be emitted; closed
+        # sessions are read from whole live segments
+        self.last_emit_window_close_time = window_close_time
+        if window_close_time == NO_TIMESTAMP:
+            self.emit_before_puts_after = MAX_TIMESTAMP
+        elif self.segmented is not None:
+            self.emit_before_puts_after = self.segmented.kept_until(window_close_time)
+        else:
+            self.emit_before_puts_after = window_close_time + self.close_offset - 1
 
     def _maybe_forward_final_result(self, record: Record, window_close_time: int) -> None:
         now = self.context.current_system_time_ms()
@@ -289,7 +294,7 @@ class KStreamSessionWindowAggregateProcessor(Processor):
         headers = record.headers
         for windowed, agg in self._fetch_sessions(lower, upper):
             forward(Record(windowed, Change(agg, None), windowed.window.end, headers))
-        self.last_emit_window_close_time = window_close_time
+        self._set_last_emit(window_close_time)
         _metadata_put(self.context, self.s.store_name, window_close_time)
 
     def _fetch_sessions(self, earliest_end: int, latest_end: int) -> Iterable[tuple[Windowed, Any]]:

@@ -75,7 +75,7 @@ class KStreamSlidingWindowAggregateProcessor(AbstractTimeWindowAggregateProcesso
         timestamp = record.timestamp
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
-            if self.emit_final:
+            if timestamp > self.emit_before_puts_after:
                 self.emit_before_expiry(record, timestamp)
         window_close_time = self.observed_stream_time - self.grace_ms
         td = self.time_difference_ms

@@ -24,7 +24,7 @@ from streaming.dsl.processors.value_getters import ValueGetter, ValueGetterSuppl
 from streaming.dsl.windows import EmitStrategy, TimeWindows, window_size_and_retention
 from streaming.state import ValueAndTimestamp, Windowed
 from streaming.state.segmented_bytes_store import SegmentedBytesStore
-from streaming.state.windowed import TimeWindow, Window
+from streaming.state.windowed import MAX_TIMESTAMP, TimeWindow, Window
 from streaming.topology.processor import Processor, PunctuationType, Record
 
 log = logging.getLogger(__name__)
@@ -94,6 +94,9 @@ class AbstractTimeWindowAggregateProcessor(Processor):
         #: the segmented layer of the store, whose retention decides what emit-on-close can
         #: still read (None: another store, judged by ``min_retention_ms``)
         self.segmented: SegmentedBytesStore | None = None
+        #: the stream time past which a record's puts could lose a closed window not yet
+        #: emitted (see ``emit_before_expiry``)
+        self.emit_before_puts_after = MAX_TIMESTAMP
 
     #: the least retention the store may have (the builder refuses less)
     min_retention_ms: int
@@ -113,6 +116,7 @@ class AbstractTimeWindowAggregateProcessor(Processor):
                 context.schedule(
                     self.emit_interval_ms, PunctuationType.WALL_CLOCK_TIME, self._emit_held_back
                 )
+            self._set_last_emit(self.last_emit_window_close_time)
             # no flush listener: final results are forwarded directly, never by the cache
             self.tuple_forwarder = TupleForwarder(None, context, self.send_old_values)
         else:
@@ -158,23 +162,26 @@ class AbstractTimeWindowAggregateProcessor(Processor):
         Emit-on-close runs at most once per emit interval of wall-clock time, and the store
         stops returning windows its retention has passed; a backlog read faster than its event
         time passes would otherwise jump over windows between two emits. Kafka's processor
-        loses them; here every final result comes out. Called when stream time advances."""
-        last = self.last_emit_window_close_time
-        if last == NO_TIMESTAMP:
-            return
-        segmented = self.segmented
-        readable = (
-            segmented.readable_from(stream_time)
-            if segmented is not None
-            else stream_time - self.min_retention_ms
-        )
-        if readable <= self.earliest_unemitted_start():
-            return
+        loses them; here every final result comes out. Called when stream time advances past
+        ``emit_before_puts_after``."""
         close = stream_time - self.grace_ms
         lower = self.emit_range_lower_bound(close)
         upper = self.emit_range_upper_bound(close)
         if upper >= lower:
             self._fetch_and_emit(record, close, lower, upper)
+
+    def _set_last_emit(self, window_close_time: int) -> None:
+        self.last_emit_window_close_time = window_close_time
+        if window_close_time == NO_TIMESTAMP:
+            self.emit_before_puts_after = MAX_TIMESTAMP
+            return
+        earliest = self.earliest_unemitted_start()
+        segmented = self.segmented
+        self.emit_before_puts_after = (
+            segmented.readable_until(earliest)
+            if segmented is not None
+            else earliest + self.min_retention_ms
+        )
 
     def earliest_unemitted_start(self) -> int:
         """The start of the earliest window that may be closed but not yet emitted."""
@@ -200,7 +207,7 @@ class AbstractTimeWindowAggregateProcessor(Processor):
         headers = record.headers
         for windowed, vat in self.window_store.fetch_all(lower, upper):
             forward(Record(windowed, Change(vat.value, None), vat.timestamp, headers))
-        self.last_emit_window_close_time = window_close_time
+        self._set_last_emit(window_close_time)
         _add_processor_metadata(self.context, self.store_name, window_close_time)
 
     # upper and lower bound are inclusive; they may be negative, then nothing is fetched
@@ -318,7 +325,7 @@ class KStreamWindowAggregateProcessor(AbstractTimeWindowAggregateProcessor):
         timestamp = record.timestamp
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
-            if self.emit_final:
+            if timestamp > self.emit_before_puts_after:
                 self.emit_before_expiry(record, timestamp)
         window_close_time = self.observed_stream_time - self.grace_ms
 
