@@ -71,14 +71,13 @@ def windowed_finals(config: dict[str, Any]) -> Any:
     def flat(wk: Any, count: int) -> tuple[str, int]:
         return f"{wk.key}@{wk.window.start}", count
 
-    # the store keeps windows longer than size + grace (the default retention): with Kafka's
-    # segment-based retention, a window not yet emitted when stream time moves more than a
-    # window past its close (catching up after a rebalance while emitting at most once per
-    # second) would no longer be found, as in Kafka Streams
+    # the default retention (size + grace): catching up after a rebalance moves stream time
+    # more than a window past its close within one throttled second of emit-on-close, and
+    # every window must still come out (Kafka Streams would lose it)
     (
         grouped.windowed_by(windows)
         .emit_strategy(EmitStrategy.on_window_close())
-        .count(materialized=Materialized.as_("emit-final-counts").with_retention(60_000))
+        .count(materialized=Materialized.as_("emit-final-counts"))
         .to_stream()
         .map(flat)
         .to(config["app.test.emit"], key_serde=serdes.String(), value_serde=serdes.Long())
@@ -111,6 +110,26 @@ def grace_join(config: dict[str, Any]) -> Any:
         lambda order, tier: f"{order}+{tier}",
         joined=Joined.with_(serdes.String(), serdes.String(), serdes.String(), "grace", 10_000),
     ).to(config["app.test.output"], **s)
+    return builder
+
+
+def session_finals(config: dict[str, Any]) -> Any:
+    """Per key: an emit-on-window-close count of sessions with a 1 s gap and no grace."""
+    from streaming import EmitStrategy, SessionWindows, StreamsBuilder, serdes
+
+    builder = StreamsBuilder()
+    (
+        builder.stream(
+            config["app.test.input"], key_serde=serdes.String(), value_serde=serdes.String()
+        )
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(1000, 0))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .count()
+        .to_stream()
+        .map(lambda wk, n: (f"{wk.key}@{wk.window.start}-{wk.window.end}", n))
+        .to(config["app.test.emit"], key_serde=serdes.String(), value_serde=serdes.Long())
+    )
     return builder
 
 
@@ -397,3 +416,42 @@ def test_stream_table_join_grace_buffer_survives_sigkill(kafka_cluster, tmp_path
     final = settle(bootstrap, [names["joined"]], quiet_s=2.0, timeout=30)
     assert [(m[3], m[4]) for m in final] == [(b"c1", b"o1+gold"), (b"c1", b"o2+gold")]
     assert len(msgs) == 2
+
+
+def test_a_final_result_held_back_by_the_throttle_comes_out_without_more_input(
+    kafka_cluster, tmp_path
+):
+    """The record that closes a session comes within a second of the previous look for
+    closed sessions, and nothing follows it: the session still comes out, committed, a
+    throttle interval later (Kafka would wait for the next record)."""
+    bootstrap = kafka_cluster.bootstrap_servers
+    names = {k: unique(k) for k in ("in", "emit")}
+    for topic in names.values():
+        kafka_cluster.create_topic(topic, partitions=1)
+    # mid-segment (60 s segments): closing the session does not drop the segment it is in,
+    # so only the throttle holds it back
+    base = T0 - T0 % 60_000 + 30_000
+    settings = {
+        "application.id": unique("held-back"),
+        "bootstrap.servers": bootstrap,
+        "processing.guarantee": "exactly_once_v2",
+        "commit.interval.ms": 100,
+        "state.dir": tmp_path / "state",
+        "app.test.input": names["in"],
+        "app.test.emit": names["emit"],
+    }
+    # all three are read in one poll: the first looks for closed sessions, the third closes
+    # k0's session within the same second
+    produce(
+        bootstrap,
+        names["in"],
+        [(b"k0", b"x", base), (b"k0", b"x", base + 400), (b"k1", b"x", base + 1_401)],
+    )
+    proc = spawn_app("test_final_results:session_finals", settings, log_path=tmp_path / "app.log")
+    try:
+        msgs = read_all(bootstrap, [names["emit"]], until=lambda m: len(m) >= 1, timeout=60)
+        assert _finals(msgs, names["emit"]) == [(f"k0@{base}-{base + 400}", 2)], (
+            tmp_path / "app.log"
+        ).read_text()[-3000:]
+    finally:
+        assert stop_app(proc) == 0, (tmp_path / "app.log").read_text()[-3000:]
