@@ -32,9 +32,6 @@ from streaming import (
 
 APP = "click-sessions"
 STORE = "click-sessions-store"
-# Sessions stay in the store this long after they close, so a jump in stream time (sparse
-# clicks) cannot expire a session's segment before its final result is emitted.
-RETENTION_MARGIN_MS = 60 * 60_000
 
 
 def _init() -> dict[str, Any]:
@@ -92,9 +89,9 @@ def build_click_sessions(config: StreamAppConfig | Mapping[str, Any] | None = No
             _init,
             _add,
             _merge,
-            Materialized.as_(STORE)
-            .with_value_serde(VALUE_SERDE)
-            .with_retention(cfg.session_gap_ms + cfg.session_grace_ms + RETENTION_MARGIN_MS),
+            # the default retention (gap + grace): the engine emits every closed session
+            # before the store lets it go, also when sparse clicks jump stream time
+            Materialized.as_(STORE).with_value_serde(VALUE_SERDE),
         )
         .to_stream()
         .map(_publish)
