@@ -72,8 +72,8 @@ class JoinCompiler:
         self.aliases = aliases
         #: the scope of the joined rows (set by ``build``)
         self.scope: JoinScope | None = None
-        #: the tables whose keys the joined rows keep (set by ``build``)
-        self.keyed_by: tuple[TableDef, ...] = ()
+        #: the tables (alias, table) whose keys the joined rows keep (set by ``build``)
+        self.keyed_by: tuple[tuple[str, TableDef], ...] = ()
 
     def error(self, node: exp.Expr | int, message: str) -> SqlError:
         offset = node if isinstance(node, int) else node_offset(node)

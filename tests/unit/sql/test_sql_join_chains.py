@@ -638,3 +638,37 @@ def test_a_table_chain_joins_by_a_column_of_an_earlier_table():
     )
     expected = compare(sql, builder, 14)
     assert any(v is None for _, v, _ in expected)
+
+
+# -- the sink's key of a chain of tables ------------------------------------------------------
+
+
+KEYED_SINK = """
+CREATE TABLE out (id STRING, tier STRING, title STRING, PRIMARY KEY (id) NOT ENFORCED)
+  WITH ('connector' = 'upsert-kafka', 'topic' = 'out');
+"""
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # carts, customers and products all have a key column id: the rows of a
+        # foreign-key join keep the carts' key, so c.id or p.id is not the sink's key
+        "INSERT INTO out SELECT c.id, c.tier, p.title FROM carts k "
+        "JOIN customers c ON k.customer_id = c.id JOIN products p ON k.product_id = p.id;",
+        "INSERT INTO out SELECT p.id, c.tier, p.title FROM carts k "
+        "JOIN customers c ON k.customer_id = c.id LEFT JOIN products p ON k.product_id = p.id;",
+    ],
+)
+def test_the_sink_key_of_joined_tables_is_the_kept_key_not_a_namesake(query):
+    error = error_of(TABLES + MORE_TABLES + KEYED_SINK + query)
+    assert "the rows of carts keep its key (id, 'key.format' raw)" in error.message
+    assert "INSERT" in (TABLES + MORE_TABLES + KEYED_SINK + query).splitlines()[error.line - 1]
+    # the kept key itself is accepted
+    compile(
+        TABLES
+        + MORE_TABLES
+        + KEYED_SINK
+        + "INSERT INTO out SELECT k.id, c.tier, p.title FROM carts k "
+        "JOIN customers c ON k.customer_id = c.id JOIN products p ON k.product_id = p.id;"
+    )
