@@ -456,10 +456,12 @@ class QueryServer:
             return _error(405, "only GET is supported (and POST to /sql)", Allow="GET, HEAD")
         return None
 
-    async def _sql(self, pool: ThreadPoolExecutor, text: str, forwarded: bool) -> Any:
+    async def _sql(self, pool: ThreadPoolExecutor | None, text: str, forwarded: bool) -> Any:
         """``service.sql`` on a worker. A push query started there after this coroutine
         was cancelled (the server stops while it starts) has no one to stream to: it is
         closed (a transient one's application, topics and group go with it)."""
+        if pool is None:
+            raise RuntimeError("the query server is stopping")
         future = pool.submit(self.service.sql, text, forwarded)
         try:
             return await asyncio.wrap_future(future)
