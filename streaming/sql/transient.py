@@ -19,8 +19,9 @@ ksqlDB runs a transient push query:
   resets internal topics to earliest whatever ``auto.offset.reset`` says);
 - backpressure: the sink processor blocks the transient application's stream thread while
   the buffer (``BUFFER_ROWS`` rows) is full, so a slow reader stops its consumption rather
-  than growing memory; a reader that takes nothing for ``STALL_LIMIT_S`` seconds (the
-  consumer must poll within ``max.poll.interval.ms``) cancels the query, and ``poll``
+  than growing memory; a reader that takes nothing for ``STALL_LIMIT_S`` seconds (or
+  half the consumer's ``max.poll.interval.ms``, within which it must poll, if less)
+  cancels the query, and ``poll``
   then raises ``PushQueryFailed`` saying so;
 - ``close()`` (the HTTP client disconnected, or the caller is done) closes the
   application, deletes its state directory, its internal topics (``<app id>-push-...-``
@@ -313,6 +314,14 @@ class TransientPushStream:
             self._commit_stream_ends(timeout)
             streams = KafkaStreams(self.query.topology, config)
             buffer = self.query.buffer
+            # the stream thread waits on a full buffer without polling: it gives up well
+            # within max.poll.interval.ms, before the consumer would be out of its group
+            poll_ms = (
+                self._clients()
+                .main_consumer(client_id="-", group_instance_id=None)
+                .get("max.poll.interval.ms", 300_000)
+            )
+            buffer.stall_limit_s = min(buffer.stall_limit_s, int(poll_ms) / 2000)
             errors: list[BaseException] = []
 
             def on_error(exc: BaseException) -> StreamThreadExceptionResponse:

@@ -331,3 +331,58 @@ def test_a_sweep_deletes_only_push_queries_no_live_process_runs(monkeypatch, tmp
     finally:
         for fd in held:
             os.close(fd)
+
+
+class FakeStreams:
+    """A KafkaStreams stand-in: records its lifecycle."""
+
+    def __init__(self, topology, config) -> None:
+        self.config = config
+        self.calls: list[str] = []
+
+    def set_uncaught_exception_handler(self, handler) -> None:
+        pass
+
+    def set_state_listener(self, listener) -> None:
+        pass
+
+    def start(self) -> None:
+        self.calls.append("start")
+
+    def close(self, timeout) -> bool:
+        self.calls.append("close")
+        return True
+
+    def cleanup(self) -> None:
+        self.calls.append("cleanup")
+
+
+def test_a_stall_gives_up_within_the_poll_interval_and_close_frees_everything(
+    monkeypatch, tmp_path
+):
+    import streaming.runtime.app
+    from streaming.sql import transient as module
+
+    deleted = []
+    monkeypatch.setattr(module, "_sweep_once", lambda serving: None)
+    monkeypatch.setattr(module.TransientPushStream, "_commit_stream_ends", lambda self, t: None)
+    monkeypatch.setattr(module, "delete_broker_state", lambda c, app: deleted.append(app) or True)
+    monkeypatch.setattr(streaming.runtime.app, "KafkaStreams", FakeStreams)
+    serving = StreamsConfig.from_mapping(
+        {
+            "application.id": "shop",
+            "bootstrap.servers": "nowhere:9092",
+            "state.dir": tmp_path,
+            "max.poll.interval.ms": 20_000,
+        }
+    )
+    query = transient("SELECT region, COUNT(*) AS n FROM orders GROUP BY region EMIT CHANGES")
+    stream = module.TransientPushStream(query, serving).start()
+    app = stream.streams
+    # a stream thread blocked longer than max.poll.interval.ms would leave the group
+    assert query.buffer.stall_limit_s == 10.0
+    assert stream in module._OPEN and len(list(tmp_path.iterdir())) == 1
+    stream.close()
+    assert app.calls == ["start", "close", "cleanup"]
+    assert deleted == [stream.application_id]
+    assert list(tmp_path.iterdir()) == [] and stream not in module._OPEN
