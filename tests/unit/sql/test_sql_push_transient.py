@@ -101,6 +101,9 @@ def test_errors_point_into_the_push_query():
         plan(catalog(), "SELECT region, COUNT(*) AS n FROM orders\nGROUP BY nope EMIT CHANGES")
     with pytest.raises(SqlError, match="unknown table nowhere"):
         plan(catalog(), "SELECT region, COUNT(*) FROM nowhere GROUP BY region EMIT CHANGES")
+    # not "in a pull query"
+    with pytest.raises(SqlError, match=r"DISTINCT is not supported in a push query$"):
+        plan(catalog(), "SELECT DISTINCT region FROM orders EMIT CHANGES")
 
 
 def test_a_group_by_streams_every_update_of_the_running_aggregate():
