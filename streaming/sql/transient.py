@@ -28,8 +28,8 @@ ksqlDB runs a transient push query:
   repartition and changelog topics) and its consumer group, so nothing accumulates on the
   broker. Streams still open when the interpreter exits are closed then; what a process
   that died left behind (a ``push-*`` directory naming its application, whose state
-  directory lock is free) is deleted by the first transient push query of the serving
-  application that starts in a process with the same ``state.dir`` (``sweep_orphans``);
+  directory lock is free) is deleted, in the background, when a transient push query of
+  the serving application starts with the same ``state.dir`` (``sweep_orphans``);
 - at most ``MAX_OPEN`` run in one process at once: one more fails to start (the query
   server answers 503).
 
@@ -308,7 +308,7 @@ class TransientPushStream:
             with _OPEN_LOCK:  # a sweep sees it named and open, or not at all
                 self.state_dir = Path(tempfile.mkdtemp(prefix="push-", dir=parent))
                 (self.state_dir / APPLICATION_FILE).write_text(self.application_id)
-            _sweep_once(self.serving_config)
+            _sweep(self.serving_config)
             config = transient_config(self.serving_config, self.application_id, self.state_dir)
             self._committed = True  # from here on the group may exist: close deletes it
             self._commit_stream_ends(timeout)
@@ -445,20 +445,25 @@ def delete_broker_state(clients: Any, application_id: str) -> bool:
     return done
 
 
-_SWEPT: set[tuple[str, str]] = set()
+_SWEEPING = threading.Lock()
 
 
-def _sweep_once(serving: Any) -> None:
+def _sweep(serving: Any) -> None:
     """Sweep the serving application's orphaned push queries (``sweep_orphans``) on a
-    daemon thread, the first time a push query of it starts in this process."""
-    mark = (str(serving.state_dir), serving.application_id)
-    with _OPEN_LOCK:
-        if mark in _SWEPT:
-            return
-        _SWEPT.add(mark)
-    threading.Thread(
-        target=sweep_orphans, args=(serving,), name="push-query-sweep", daemon=True
-    ).start()
+    daemon thread, unless a sweep is running (one a broker could not finish is retried
+    when the next push query starts)."""
+    if not _SWEEPING.acquire(blocking=False):
+        return
+
+    def run() -> None:
+        try:
+            sweep_orphans(serving)
+        except Exception as exc:  # best effort: the next push query sweeps again
+            log.warning("sweeping orphaned push queries: %s", exc)
+        finally:
+            _SWEEPING.release()
+
+    threading.Thread(target=run, name="push-query-sweep", daemon=True).start()
 
 
 def sweep_orphans(serving: Any) -> list[str]:

@@ -269,7 +269,7 @@ def test_a_start_that_fails_after_committing_offsets_deletes_the_group(monkeypat
     from streaming.sql import transient as module
 
     deleted = []
-    monkeypatch.setattr(module, "_sweep_once", lambda serving: None)
+    monkeypatch.setattr(module, "_sweep", lambda serving: None)
     monkeypatch.setattr(module.TransientPushStream, "_commit_stream_ends", lambda self, t: None)
     monkeypatch.setattr(module, "delete_broker_state", lambda c, app: deleted.append(app) or True)
 
@@ -367,7 +367,7 @@ def test_a_stall_gives_up_within_the_poll_interval_and_close_frees_everything(
     from streaming.sql import transient as module
 
     deleted = []
-    monkeypatch.setattr(module, "_sweep_once", lambda serving: None)
+    monkeypatch.setattr(module, "_sweep", lambda serving: None)
     monkeypatch.setattr(module.TransientPushStream, "_commit_stream_ends", lambda self, t: None)
     monkeypatch.setattr(module, "delete_broker_state", lambda c, app: deleted.append(app) or True)
     monkeypatch.setattr(streaming.runtime.app, "KafkaStreams", FakeStreams)
@@ -389,3 +389,26 @@ def test_a_stall_gives_up_within_the_poll_interval_and_close_frees_everything(
     assert app.calls == ["start", "close", "cleanup"]
     assert deleted == [stream.application_id]
     assert list(tmp_path.iterdir()) == [] and stream not in module._OPEN
+
+
+def test_each_start_sweeps_in_the_background_one_sweep_at_a_time(monkeypatch):
+    from streaming.sql import transient as module
+
+    calls, release = [], threading.Event()
+
+    def sweep(serving) -> list[str]:
+        calls.append(serving)
+        release.wait(10)
+        return []
+
+    monkeypatch.setattr(module, "sweep_orphans", sweep)
+    module._sweep("a")
+    module._sweep("b")  # one is running: not another
+    release.set()
+    deadline = time.monotonic() + 10
+    while module._SWEEPING.locked() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    module._sweep("c")  # the next start sweeps again (retrying what was refused)
+    while len(calls) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert calls == ["a", "c"]
