@@ -684,3 +684,38 @@ def test_the_sink_key_of_joined_tables_is_the_kept_key_not_a_namesake(query):
         + "INSERT INTO out SELECT k.id, c.tier, p.title FROM carts k "
         "JOIN customers c ON k.customer_id = c.id JOIN products p ON k.product_id = p.id;"
     )
+
+
+@pytest.mark.parametrize(
+    ("key", "joins", "accepted"),
+    [
+        ("c.id", "LEFT JOIN accounts a ON c.id = a.customer_id", True),
+        # an outer join leaves these NULL where the key is another table's
+        ("a.customer_id", "LEFT JOIN accounts a ON c.id = a.customer_id", False),
+        ("c.id", "RIGHT JOIN accounts a ON c.id = a.customer_id", False),
+        ("a.customer_id", "RIGHT JOIN accounts a ON c.id = a.customer_id", True),
+        ("c.id", "FULL JOIN accounts a ON c.id = a.customer_id", False),
+        ("COALESCE(c.id, a.customer_id)", "FULL JOIN accounts a ON c.id = a.customer_id", True),
+        (
+            "c.id",
+            "JOIN accounts a ON c.id = a.customer_id RIGHT JOIN ratings r ON c.id = r.customer_id",
+            False,
+        ),
+        (
+            "r.customer_id",
+            "JOIN accounts a ON c.id = a.customer_id RIGHT JOIN ratings r ON c.id = r.customer_id",
+            True,
+        ),
+    ],
+)
+def test_the_sink_key_of_outer_joined_tables_is_never_null(key, joins, accepted):
+    sql = (
+        TABLES
+        + MORE_TABLES
+        + TABLE_SINK
+        + f"INSERT INTO out SELECT {key}, c.tier, a.balance, 1 FROM customers c {joins};"
+    )
+    if accepted:
+        compile(sql)
+    else:
+        assert "select it into the key of the sink out" in error_of(sql).message
