@@ -21,8 +21,7 @@ ksqlDB runs a transient push query:
   the buffer (``BUFFER_ROWS`` rows) is full, so a slow reader stops its consumption rather
   than growing memory; a reader that takes nothing for ``STALL_LIMIT_S`` seconds (or
   half the consumer's ``max.poll.interval.ms``, within which it must poll, if less)
-  cancels the query, and ``poll``
-  then raises ``PushQueryFailed`` saying so;
+  cancels the query, and ``poll`` then raises ``PushQueryFailed`` saying so;
 - ``close()`` (the HTTP client disconnected, or the caller is done) closes the
   application, deletes its state directory, its internal topics (``<app id>-push-...-``
   repartition and changelog topics) and its consumer group, so nothing accumulates on the
@@ -310,7 +309,6 @@ class TransientPushStream:
                 (self.state_dir / APPLICATION_FILE).write_text(self.application_id)
             _sweep(self.serving_config)
             config = transient_config(self.serving_config, self.application_id, self.state_dir)
-            self._committed = True  # from here on the group may exist: close deletes it
             self._commit_stream_ends(timeout)
             streams = KafkaStreams(self.query.topology, config)
             buffer = self.query.buffer
@@ -366,6 +364,7 @@ class TransientPushStream:
                     _low, high = consumer.get_watermark_offsets(tp, timeout=timeout, cached=False)
                     offsets.append(TopicPartition(topic, partition, high))
             if offsets:
+                self._committed = True  # the group exists from here on: close deletes it
                 consumer.commit(offsets=offsets, asynchronous=False)
         finally:
             consumer.close()

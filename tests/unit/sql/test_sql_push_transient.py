@@ -270,7 +270,11 @@ def test_a_start_that_fails_after_committing_offsets_deletes_the_group(monkeypat
 
     deleted = []
     monkeypatch.setattr(module, "_sweep", lambda serving: None)
-    monkeypatch.setattr(module.TransientPushStream, "_commit_stream_ends", lambda self, t: None)
+
+    def commit(self, timeout):
+        self._committed = True
+
+    monkeypatch.setattr(module.TransientPushStream, "_commit_stream_ends", commit)
     monkeypatch.setattr(module, "delete_broker_state", lambda c, app: deleted.append(app) or True)
 
     def no_app(*args, **kwargs):
@@ -412,3 +416,25 @@ def test_each_start_sweeps_in_the_background_one_sweep_at_a_time(monkeypatch):
     while len(calls) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert calls == ["a", "c"]
+
+
+def test_a_start_that_fails_before_committing_touches_no_broker_state(monkeypatch, tmp_path):
+    # (a missing topic, an unreachable broker: no second round trip to delete nothing)
+    from streaming.sql import transient as module
+
+    deleted = []
+    monkeypatch.setattr(module, "_sweep", lambda serving: None)
+    monkeypatch.setattr(module, "delete_broker_state", lambda c, app: deleted.append(app) or True)
+
+    def missing(self, timeout):
+        raise SqlError("topic orders of table orders does not exist", line=1, column=1)
+
+    monkeypatch.setattr(module.TransientPushStream, "_commit_stream_ends", missing)
+    serving = StreamsConfig.from_mapping(
+        {"application.id": "shop", "bootstrap.servers": "nowhere:9092", "state.dir": tmp_path}
+    )
+    query = transient("SELECT region, COUNT(*) AS n FROM orders GROUP BY region EMIT CHANGES")
+    stream = module.TransientPushStream(query, serving)
+    with pytest.raises(SqlError, match="does not exist"):
+        stream.start()
+    assert deleted == [] and list(tmp_path.iterdir()) == [] and stream not in module._OPEN
