@@ -49,7 +49,7 @@ import socket
 import ssl
 import threading
 import urllib.parse
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from streaming.query.service import FORWARDED_HEADER, QueryService, Response
@@ -404,7 +404,7 @@ class QueryServer:
                 try:
                     if _is_sql(url.path):
                         text = request.body.decode("utf-8", "replace") or query.get("q", "")
-                        answer = await loop.run_in_executor(pool, self.service.sql, text, forwarded)
+                        answer = await self._sql(pool, text, forwarded)
                         if not isinstance(answer, Response):
                             await self._stream_push(reader, writer, answer)
                             return
@@ -455,6 +455,19 @@ class QueryServer:
         if request.method not in ("GET", "HEAD"):
             return _error(405, "only GET is supported (and POST to /sql)", Allow="GET, HEAD")
         return None
+
+    async def _sql(self, pool: ThreadPoolExecutor | None, text: str, forwarded: bool) -> Any:
+        """``service.sql`` on a worker. A push query started there after this coroutine
+        was cancelled (the server stops while it starts) has no one to stream to: it is
+        closed (a transient one's application, topics and group go with it)."""
+        if pool is None:
+            raise RuntimeError("the query server is stopping")
+        future = pool.submit(self.service.sql, text, forwarded)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            future.add_done_callback(_close_unstreamed)
+            raise
 
     def _answer(self, path: str, query: dict[str, str], forwarded: bool) -> Response:
         return self.service.handle(path, query, forwarded=forwarded)
@@ -531,6 +544,16 @@ class QueryServer:
             _render(response, body=body, keep_alive=keep_alive, keepalive_s=self.keepalive_timeout)
         )
         await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+
+
+def _close_unstreamed(future: Future[Any]) -> None:
+    """Close the push query ``future`` started, if it started one."""
+    if future.cancelled() or future.exception() is not None:
+        return
+    answer = future.result()
+    if not isinstance(answer, Response):
+        with contextlib.suppress(Exception):
+            answer.close()
 
 
 def _is_sql(path: str) -> bool:

@@ -14,8 +14,9 @@
 - ``/metrics`` Prometheus text; ``/health`` the application state (503 unless running);
 - ``/sql`` (POST the statement as the body, or GET ``?q=``) of an application compiled
   from SQL: a pull query answers a JSON list of rows (from the instance that owns the key,
-  forwarded like ``/keys``); a push query (``EMIT CHANGES``) is a started ``PushStream`` (or ``TransientPushStream``)
-  that the HTTP layer streams as JSON lines (``sql``).
+  forwarded like ``/keys``); a push query (``EMIT CHANGES``) is a started ``PushStream``
+  (or ``TransientPushStream``) that the HTTP layer streams as JSON lines (``sql``); one
+  that cannot start is answered 400 (a bad query) or 503 (e.g. too many running).
 
 Remote keys are FORWARDED: the instance asks the owner (``metadata_for_key``) over HTTP and
 relays its answer, so any instance answers for every key; a forwarded request is never
@@ -226,7 +227,7 @@ class QueryService:
 
     def sql(self, text: str, forwarded: bool = False) -> Response | Any:
         """The answer to a SQL query: a ``Response`` (pull query rows, or an error), or a
-        started ``PushStream`` for a push query."""
+        started ``PushStream`` (``TransientPushStream``) for a push query."""
         from streaming import serdes
         from streaming.sql.errors import SqlError
         from streaming.sql.queries import PullQuery, execute_pull, plan, start_push

@@ -393,7 +393,18 @@ class Compiler:
             self.require_upsert_sink(
                 statement, sink, "a join of two tables updates and deletes its rows"
             )
-            self.require_kept_key(statement, select, sink, plan.keyed_by)
+            keyed = dict(plan.keyed_by)
+            scope = plan.scope
+            assert scope is not None
+
+            def owner(column: exp.Column, alone: bool) -> TableDef | None:
+                alias = scope.entry_of(column).alias
+                # alone (not in a COALESCE), the column must not be NULL-padded
+                if alone and alias in plan.padded:
+                    return None
+                return keyed.get(alias)
+
+            self.require_kept_key(statement, select, sink, tuple(keyed.values()), owner=owner)
             table = joined.filter(lambda k, v: isinstance(v, dict) and where(v))
             table = table.map_values(lambda v: None if v is None else project(v))
             self.write(table.to_stream(), sink)
@@ -421,10 +432,14 @@ class Compiler:
         select: exp.Select,
         sink: TableDef,
         sources: tuple[TableDef, ...],
+        owner: Callable[[exp.Column, bool], TableDef | None] | None = None,
     ) -> None:
         """Rows of a table keep their Kafka keys on the way to the sink (``to_stream``: a
         delete has no row to take a new key from), so the sink's key columns must receive
-        the key columns of one of ``sources``, written the same way."""
+        the key columns of one of ``sources``, written the same way. ``owner`` (a join's
+        rows) names the source a column reference reads (alone, or in a COALESCE), None
+        for a table whose key the rows do not keep or, alone, a column an outer join may
+        leave NULL: a key column of the same name in another table is not the key."""
         if sink.is_view:
             return
         fed: dict[str, set[str]] = {}
@@ -437,7 +452,10 @@ class Compiler:
                 else []
             )
             columns = [expression.this, *parts] if parts else [expression]
-            if all(isinstance(c, exp.Column) for c in columns):
+            if all(isinstance(c, exp.Column) for c in columns) and all(
+                owner is None or c.name in getattr(owner(c, not parts), "key_fields", ())
+                for c in columns
+            ):
                 fed[name] = {c.name for c in columns}
         given = [fed.get(k, set()) for k in sink.key_fields]
         width = {len(source.key_fields) for source in sources}

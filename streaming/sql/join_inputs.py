@@ -56,8 +56,9 @@ class JoinInput:
     key_format: str
     #: the field of a JSON key (``'key.format' = 'json'``), else None
     key_name: str | None
-    #: the tables whose key columns its rows keep as their Kafka key (for the sink)
-    keyed_by: tuple[TableDef, ...]
+    #: the tables (alias, table) whose key columns its rows keep as their Kafka key (for
+    #: the sink)
+    keyed_by: tuple[tuple[str, TableDef], ...]
     #: (alias, column) of the time attribute its record timestamps are (None: none is)
     time: tuple[str, str] | None
     #: the WATERMARK delay of that time attribute
@@ -93,7 +94,7 @@ def table_input(table: TableDef, alias: str, rows: Any) -> JoinInput:
         keys=frozenset({(alias, table.key_fields[0])}) if single else frozenset(),
         key_format=table.key_format,
         key_name=table.key_fields[0] if single else None,
-        keyed_by=(table,),
+        keyed_by=((alias, table),),
         time=(alias, watermark.column) if watermark else None,
         delay_ms=watermark.delay_ms if watermark else 0,
         base=table,

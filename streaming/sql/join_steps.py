@@ -390,7 +390,7 @@ class JoinStep:
             rows,
             True,
             keys=self.kept_keys(equality),
-            keyed_by=(*left.keyed_by, right),
+            keyed_by=(*left.keyed_by, (self.right_alias, right)),
         )
 
     def foreign_key(self, equality: Equality) -> JoinInput:

@@ -72,8 +72,10 @@ class JoinCompiler:
         self.aliases = aliases
         #: the scope of the joined rows (set by ``build``)
         self.scope: JoinScope | None = None
-        #: the tables whose keys the joined rows keep (set by ``build``)
-        self.keyed_by: tuple[TableDef, ...] = ()
+        #: the tables (alias, table) whose keys the joined rows keep, and the aliases of
+        #: the tables an outer join may leave NULL (set by ``build``)
+        self.keyed_by: tuple[tuple[str, TableDef], ...] = ()
+        self.padded: set[str] = set()
 
     def error(self, node: exp.Expr | int, message: str) -> SqlError:
         offset = node if isinstance(node, int) else node_offset(node)
@@ -92,6 +94,11 @@ class JoinCompiler:
         self.check_filters(steps)
         self.scope = steps[-1].scope
         self.keyed_by = current.keyed_by
+        for step in steps:
+            if step.side in ("RIGHT", "FULL"):
+                self.padded.update(t.alias for t in step.input.tables)
+            if step.side in ("LEFT", "FULL"):
+                self.padded.add(step.right_alias)
         return current.rows, current.is_upsert
 
     def first_input(self) -> JoinInput:

@@ -90,7 +90,7 @@ def plan(catalog: SqlCatalog, text: str) -> PullQuery | PushQuery | TransientQue
     if statement.watermark is not None:
         raise error_at(text, statement.watermark.offset, "a query takes no WATERMARK")
     if statement.emit == "CHANGES":
-        for clause in ("order", "limit"):
+        for clause in ("order", "limit", "distinct"):
             if tree.args.get(clause):
                 word = {"order": "ORDER BY"}.get(clause, clause.upper())
                 raise error_at(

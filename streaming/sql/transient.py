@@ -19,13 +19,16 @@ ksqlDB runs a transient push query:
   resets internal topics to earliest whatever ``auto.offset.reset`` says);
 - backpressure: the sink processor blocks the transient application's stream thread while
   the buffer (``BUFFER_ROWS`` rows) is full, so a slow reader stops its consumption rather
-  than growing memory; a reader that takes nothing for ``STALL_LIMIT_S`` seconds (the
-  consumer must poll within ``max.poll.interval.ms``) cancels the query, and ``poll``
-  then raises ``PushQueryFailed`` saying so;
+  than growing memory; a reader that takes nothing for ``STALL_LIMIT_S`` seconds (or
+  half the consumer's ``max.poll.interval.ms``, within which it must poll, if less)
+  cancels the query, and ``poll`` then raises ``PushQueryFailed`` saying so;
 - ``close()`` (the HTTP client disconnected, or the caller is done) closes the
   application, deletes its state directory, its internal topics (``<app id>-push-...-``
   repartition and changelog topics) and its consumer group, so nothing accumulates on the
-  broker. Streams still open when the interpreter exits are closed then;
+  broker. Streams still open when the interpreter exits are closed then; what a process
+  that died left behind (a ``push-*`` directory naming its application, whose state
+  directory lock is free) is deleted, in the background, when a transient push query of
+  the serving application starts with the same ``state.dir`` (``sweep_orphans``);
 - at most ``MAX_OPEN`` run in one process at once: one more fails to start (the query
   server answers 503).
 
@@ -69,6 +72,8 @@ MAX_OPEN = 16
 CLOSE_TIMEOUT_S = 30.0
 #: the view the push query's rows are compiled into
 RESULT_VIEW = "push_query"
+#: the file in a transient application's state directory that names the application
+APPLICATION_FILE = "application.id"
 
 #: settings of the serving application a transient one does not take over
 _NOT_INHERITED = (
@@ -271,6 +276,7 @@ class TransientPushStream:
         self.streams: Any = None
         self._lock = threading.Lock()
         self._closed = False
+        self._committed = False
         self._cleaned = threading.Event()
 
     def _clients(self) -> Any:
@@ -298,11 +304,22 @@ class TransientPushStream:
         parent = Path(self.serving_config.state_dir)
         try:
             parent.mkdir(parents=True, exist_ok=True)
-            self.state_dir = Path(tempfile.mkdtemp(prefix="push-", dir=parent))
+            with _OPEN_LOCK:  # a sweep sees it named and open, or not at all
+                self.state_dir = Path(tempfile.mkdtemp(prefix="push-", dir=parent))
+                (self.state_dir / APPLICATION_FILE).write_text(self.application_id)
+            _sweep(self.serving_config)
             config = transient_config(self.serving_config, self.application_id, self.state_dir)
             self._commit_stream_ends(timeout)
             streams = KafkaStreams(self.query.topology, config)
             buffer = self.query.buffer
+            # the stream thread waits on a full buffer without polling: it gives up well
+            # within max.poll.interval.ms, before the consumer would be out of its group
+            poll_ms = (
+                self._clients()
+                .main_consumer(client_id="-", group_instance_id=None)
+                .get("max.poll.interval.ms", 300_000)
+            )
+            buffer.stall_limit_s = min(buffer.stall_limit_s, int(poll_ms) / 2000)
             errors: list[BaseException] = []
 
             def on_error(exc: BaseException) -> StreamThreadExceptionResponse:
@@ -347,6 +364,7 @@ class TransientPushStream:
                     _low, high = consumer.get_watermark_offsets(tp, timeout=timeout, cached=False)
                     offsets.append(TopicPartition(topic, partition, high))
             if offsets:
+                self._committed = True  # the group exists from here on: close deletes it
                 consumer.commit(offsets=offsets, asynchronous=False)
         finally:
             consumer.close()
@@ -354,6 +372,8 @@ class TransientPushStream:
     def poll(self, timeout: float = 0.5) -> list[Row]:
         """The rows that arrived within ``timeout`` seconds; ``PushQueryFailed`` when the
         application stopped or the query was cancelled."""
+        if self._closed:
+            raise PushQueryFailed("push query closed")
         if self.streams is None:
             raise RuntimeError("TransientPushStream.poll before start()")
         return self.query.buffer.take(timeout)
@@ -378,7 +398,8 @@ class TransientPushStream:
                     log.warning("push query %s did not close in time", self.application_id)
                 with contextlib.suppress(Exception):
                     streams.cleanup()
-                self._delete_broker_state()
+            if streams is not None or self._committed:
+                delete_broker_state(self._clients(), self.application_id)
         finally:
             if self.state_dir is not None:
                 shutil.rmtree(self.state_dir, ignore_errors=True)
@@ -386,29 +407,116 @@ class TransientPushStream:
                 _OPEN.discard(self)
             self._cleaned.set()
 
-    def _delete_broker_state(self) -> None:
-        """Delete the application's internal topics and consumer group (best effort)."""
-        from confluent_kafka.admin import AdminClient
-
-        admin = AdminClient(self._clients().admin(client_id=f"{self.application_id}-cleanup"))
-        prefix = f"{self.application_id}-"
-        try:
-            topics = [t for t in admin.list_topics(timeout=10).topics if t.startswith(prefix)]
-            if topics:
-                for topic, future in admin.delete_topics(topics, request_timeout=10).items():
-                    try:
-                        future.result(CLOSE_TIMEOUT_S)
-                    except Exception as exc:
-                        log.warning("could not delete the push query topic %s: %s", topic, exc)
-            for future in admin.delete_consumer_groups(
-                [self.application_id], request_timeout=10
-            ).values():
-                future.result(CLOSE_TIMEOUT_S)
-        except Exception as exc:
-            log.warning("cleaning up push query %s: %s", self.application_id, exc)
-
     def __enter__(self) -> TransientPushStream:
         return self if self.streams is not None else self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def delete_broker_state(clients: Any, application_id: str) -> bool:
+    """Delete a transient application's internal topics and consumer group (best effort:
+    False when something was not deleted, the reason logged)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(clients.admin(client_id=f"{application_id}-cleanup"))
+    prefix = f"{application_id}-"
+    done = True
+    try:
+        topics = [t for t in admin.list_topics(timeout=10).topics if t.startswith(prefix)]
+        if topics:
+            for topic, future in admin.delete_topics(topics, request_timeout=10).items():
+                try:
+                    future.result(CLOSE_TIMEOUT_S)
+                except Exception as exc:
+                    log.warning("could not delete the push query topic %s: %s", topic, exc)
+                    done = False
+        for future in admin.delete_consumer_groups([application_id], request_timeout=10).values():
+            try:
+                future.result(CLOSE_TIMEOUT_S)
+            except KafkaException as exc:
+                if "GROUP_ID_NOT_FOUND" not in str(exc):  # never created: nothing to delete
+                    raise
+    except Exception as exc:
+        log.warning("cleaning up push query %s: %s", application_id, exc)
+        return False
+    return done
+
+
+_SWEEPING = threading.Lock()
+
+
+def _sweep(serving: Any) -> None:
+    """Sweep the serving application's orphaned push queries (``sweep_orphans``) on a
+    daemon thread, unless a sweep is running (one a broker could not finish is retried
+    when the next push query starts)."""
+    if not _SWEEPING.acquire(blocking=False):
+        return
+
+    def run() -> None:
+        try:
+            sweep_orphans(serving)
+        except Exception as exc:  # best effort: the next push query sweeps again
+            log.warning("sweeping orphaned push queries: %s", exc)
+        finally:
+            _SWEEPING.release()
+
+    threading.Thread(target=run, name="push-query-sweep", daemon=True).start()
+
+
+def sweep_orphans(serving: Any) -> list[str]:
+    """Delete what transient push queries of the ``serving`` application left behind when
+    their process died (no ``close``): each ``<state.dir>/push-*`` directory naming an
+    application ``<app id>-push-...`` that no push query of this process runs and whose
+    state directory lock nobody holds, with that application's internal topics and
+    consumer group. Returns the swept application ids.
+
+    Safe while other instances of the application run: an instance has a ``state.dir``
+    of its own (its lock), so these directories are this instance's. A process whose
+    state directory is gone leaves topics and a group this does not find (see README)."""
+    from streaming.runtime.config import StreamsConfig
+
+    parent = Path(serving.state_dir)
+    prefix = f"{serving.application_id}-push-"
+    orphans: list[tuple[str, Path]] = []
+    with _OPEN_LOCK:
+        live = {stream.state_dir for stream in _OPEN}
+        for path in sorted(parent.glob("push-*")):
+            if path in live or not path.is_dir():
+                continue
+            try:
+                application_id = (path / APPLICATION_FILE).read_text().strip()
+            except OSError:
+                continue
+            if application_id.startswith(prefix) and not _locked(path / application_id):
+                orphans.append((application_id, path))
+    swept = []
+    for application_id, path in orphans:
+        config = transient_config(serving, application_id, path)
+        clients = StreamsConfig.from_mapping(config).clients()
+        if delete_broker_state(clients, application_id):
+            shutil.rmtree(path, ignore_errors=True)
+            swept.append(application_id)
+            log.info("deleted the orphaned push query %s", application_id)
+    return swept
+
+
+def _locked(app_dir: Path) -> bool:
+    """Whether a running application holds the lock of its state directory ``app_dir``."""
+    import fcntl
+    import os
+
+    from streaming.runtime.state_directory import LOCK_FILE
+
+    try:
+        fd = os.open(app_dir / LOCK_FILE, os.O_RDWR)
+    except OSError:
+        return False  # never locked (the application did not start)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a lock taken here
+    return False

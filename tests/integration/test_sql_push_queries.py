@@ -276,3 +276,52 @@ def test_push_api_in_process_and_a_stalled_reader_cancels_the_query(
         assert not push_dirs(state)
     finally:
         streams.close(30)
+
+
+def test_a_sweep_deletes_what_a_dead_process_left(kafka_cluster, tmp_path):
+    """A push query whose process died (its application stopped, no ``close``) leaves
+    its state directory, internal topics and group: ``sweep_orphans`` (run by the next
+    push query of the application) deletes them, and leaves a running one alone."""
+    from streaming import KafkaStreams
+    from streaming import sql as streaming_sql
+    from streaming.sql import transient
+
+    bootstrap = kafka_cluster.bootstrap_servers
+    topics = {name: unique(f"pushsweep-{name}") for name in ("orders", "regions", "big")}
+    for topic in topics.values():
+        kafka_cluster.create_topic(topic, partitions=1)
+    app_id = unique("sqlpushsweep")
+    state = tmp_path / "state"
+    streams = KafkaStreams(
+        streaming_sql.compile(SQL.format(**topics)),
+        {"application.id": app_id, "bootstrap.servers": bootstrap, "state.dir": str(state)},
+    )
+    streams.start()
+    try:
+        assert streams.wait_until(KafkaStreams.State.RUNNING, 60)
+        text = "SELECT region, COUNT(*) AS n FROM orders GROUP BY region EMIT CHANGES"
+        dead = streaming_sql.push(streams, text)
+        live = streaming_sql.push(streams, text)
+        try:
+            produce_orders(bootstrap, topics["orders"], [order(0, "EU", 1.0)])
+            wait_for(lambda: dead.poll(0.5) != [], 60, "a row")
+            # the process "dies": its application stops, nothing is cleaned up
+            with transient._OPEN_LOCK:
+                transient._OPEN.discard(dead)
+            dead._closed = True
+            assert dead.streams.close(30)
+            prefix = f"{dead.application_id}-"
+            assert any(t.startswith(prefix) for t in transient_topics(kafka_cluster, app_id))
+            assert transient.sweep_orphans(streams.config) == [dead.application_id]
+            assert not any(t.startswith(prefix) for t in transient_topics(kafka_cluster, app_id))
+            assert group_state(kafka_cluster, dead.application_id) == "DEAD"
+            assert push_dirs(state) == [live.state_dir]
+            assert any(
+                t.startswith(f"{live.application_id}-")
+                for t in transient_topics(kafka_cluster, app_id)
+            )
+        finally:
+            live.close()
+        assert not push_dirs(state) and not transient_topics(kafka_cluster, app_id)
+    finally:
+        streams.close(30)

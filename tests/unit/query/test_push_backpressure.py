@@ -154,3 +154,31 @@ def test_a_failing_push_query_ends_the_stream_with_an_error_line():
         assert push.closed.wait(10)
     finally:
         server.stop()
+
+
+def test_a_push_query_that_starts_after_the_server_stopped_is_closed():
+    # the server stops while a worker still starts the push query (a transient one takes
+    # seconds): the query it then returns has no connection to stream to, and is closed
+    push = EndlessPush()
+    starting, release = threading.Event(), threading.Event()
+
+    def slow_start(text: str, forwarded: bool = False) -> EndlessPush:
+        starting.set()
+        release.wait(10)
+        return push
+
+    streams = SimpleNamespace(host_info=SimpleNamespace(host="", port=-1), config=None)
+    server = QueryServer(streams, bind=("127.0.0.1", 0))
+    server.service.sql = slow_start  # type: ignore[method-assign]
+    server.start()
+    try:
+        sock = _request(server.port)
+        assert starting.wait(10)
+        server.stop()
+        release.set()
+        assert push.closed.wait(10), "the push query started for a stopped server leaked"
+        assert push.polls == 0
+        sock.close()
+    finally:
+        release.set()
+        server.stop()

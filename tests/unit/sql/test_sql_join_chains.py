@@ -95,10 +95,22 @@ def at(row, *path):
 def compare(sql: str, builder: StreamsBuilder, seed: int) -> list[tuple]:
     """The compiled SQL's output equals the hand-written topology's (and is not empty)."""
     records = chain_trace(seed)
-    expected = run(builder.build(), records, topics=CHAIN_TOPICS)
+    topology = builder.build()
+    expected = run(topology, records, topics=CHAIN_TOPICS)
     assert expected
-    assert run(compile(sql), records, topics=CHAIN_TOPICS) == expected
+    compiled = compile(sql)
+    assert run(compiled, records, topics=CHAIN_TOPICS) == expected
+    # the test driver has one partition: the re-keyings a real broker needs are checked on
+    # the topologies, each repartition the hand-written one has
+    assert repartitions(compiled) == repartitions(topology), str(compiled.describe())
     return expected
+
+
+def repartitions(topology) -> int:
+    """How many repartition topics ``topology`` writes."""
+    import re
+
+    return len(set(re.findall(r"topic: (\S+-repartition)\)", str(topology.describe()))))
 
 
 def write_enriched(joined, project, keep=lambda v: True) -> None:
@@ -638,3 +650,72 @@ def test_a_table_chain_joins_by_a_column_of_an_earlier_table():
     )
     expected = compare(sql, builder, 14)
     assert any(v is None for _, v, _ in expected)
+
+
+# -- the sink's key of a chain of tables ------------------------------------------------------
+
+
+KEYED_SINK = """
+CREATE TABLE out (id STRING, tier STRING, title STRING, PRIMARY KEY (id) NOT ENFORCED)
+  WITH ('connector' = 'upsert-kafka', 'topic' = 'out');
+"""
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # carts, customers and products all have a key column id: the rows of a
+        # foreign-key join keep the carts' key, so c.id or p.id is not the sink's key
+        "INSERT INTO out SELECT c.id, c.tier, p.title FROM carts k "
+        "JOIN customers c ON k.customer_id = c.id JOIN products p ON k.product_id = p.id;",
+        "INSERT INTO out SELECT p.id, c.tier, p.title FROM carts k "
+        "JOIN customers c ON k.customer_id = c.id LEFT JOIN products p ON k.product_id = p.id;",
+    ],
+)
+def test_the_sink_key_of_joined_tables_is_the_kept_key_not_a_namesake(query):
+    error = error_of(TABLES + MORE_TABLES + KEYED_SINK + query)
+    assert "the rows of carts keep its key (id, 'key.format' raw)" in error.message
+    assert "INSERT" in (TABLES + MORE_TABLES + KEYED_SINK + query).splitlines()[error.line - 1]
+    # the kept key itself is accepted
+    compile(
+        TABLES
+        + MORE_TABLES
+        + KEYED_SINK
+        + "INSERT INTO out SELECT k.id, c.tier, p.title FROM carts k "
+        "JOIN customers c ON k.customer_id = c.id JOIN products p ON k.product_id = p.id;"
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "joins", "accepted"),
+    [
+        ("c.id", "LEFT JOIN accounts a ON c.id = a.customer_id", True),
+        # an outer join leaves these NULL where the key is another table's
+        ("a.customer_id", "LEFT JOIN accounts a ON c.id = a.customer_id", False),
+        ("c.id", "RIGHT JOIN accounts a ON c.id = a.customer_id", False),
+        ("a.customer_id", "RIGHT JOIN accounts a ON c.id = a.customer_id", True),
+        ("c.id", "FULL JOIN accounts a ON c.id = a.customer_id", False),
+        ("COALESCE(c.id, a.customer_id)", "FULL JOIN accounts a ON c.id = a.customer_id", True),
+        (
+            "c.id",
+            "JOIN accounts a ON c.id = a.customer_id RIGHT JOIN ratings r ON c.id = r.customer_id",
+            False,
+        ),
+        (
+            "r.customer_id",
+            "JOIN accounts a ON c.id = a.customer_id RIGHT JOIN ratings r ON c.id = r.customer_id",
+            True,
+        ),
+    ],
+)
+def test_the_sink_key_of_outer_joined_tables_is_never_null(key, joins, accepted):
+    sql = (
+        TABLES
+        + MORE_TABLES
+        + TABLE_SINK
+        + f"INSERT INTO out SELECT {key}, c.tier, a.balance, 1 FROM customers c {joins};"
+    )
+    if accepted:
+        compile(sql)
+    else:
+        assert "select it into the key of the sink out" in error_of(sql).message

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -100,6 +101,9 @@ def test_errors_point_into_the_push_query():
         plan(catalog(), "SELECT region, COUNT(*) AS n FROM orders\nGROUP BY nope EMIT CHANGES")
     with pytest.raises(SqlError, match="unknown table nowhere"):
         plan(catalog(), "SELECT region, COUNT(*) FROM nowhere GROUP BY region EMIT CHANGES")
+    # not "in a pull query"
+    with pytest.raises(SqlError, match=r"DISTINCT is not supported in a push query$"):
+        plan(catalog(), "SELECT DISTINCT region FROM orders EMIT CHANGES")
 
 
 def test_a_group_by_streams_every_update_of_the_running_aggregate():
@@ -255,3 +259,182 @@ def test_one_transient_query_too_many_is_refused_before_it_touches_kafka(monkeyp
     with pytest.raises(RuntimeError, match=r"\(at most 0\): close one, or retry later"):
         stream.start()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_start_that_fails_after_committing_offsets_deletes_the_group(monkeypatch, tmp_path):
+    # the offsets committed for the application's group make the group: a start that
+    # fails afterwards (here the application cannot be created) deletes it, and the state
+    # directory, and frees the slot; a poll then says the query is closed
+    import streaming.runtime.app
+    from streaming.sql import transient as module
+
+    deleted = []
+    monkeypatch.setattr(module, "_sweep", lambda serving: None)
+
+    def commit(self, timeout):
+        self._committed = True
+
+    monkeypatch.setattr(module.TransientPushStream, "_commit_stream_ends", commit)
+    monkeypatch.setattr(module, "delete_broker_state", lambda c, app: deleted.append(app) or True)
+
+    def no_app(*args, **kwargs):
+        raise RuntimeError("cannot create the application")
+
+    monkeypatch.setattr(streaming.runtime.app, "KafkaStreams", no_app)
+    serving = StreamsConfig.from_mapping(
+        {"application.id": "shop", "bootstrap.servers": "nowhere:9092", "state.dir": tmp_path}
+    )
+    query = transient("SELECT region, COUNT(*) AS n FROM orders GROUP BY region EMIT CHANGES")
+    stream = module.TransientPushStream(query, serving)
+    with pytest.raises(RuntimeError, match="cannot create the application"):
+        stream.start()
+    assert deleted == [stream.application_id]
+    assert list(tmp_path.iterdir()) == [] and stream not in module._OPEN
+    with pytest.raises(PushQueryFailed, match="closed"):
+        stream.poll(0)
+
+
+def test_a_sweep_deletes_only_push_queries_no_live_process_runs(monkeypatch, tmp_path):
+    import fcntl
+    import os
+
+    from streaming.sql import transient as module
+
+    deleted = []
+    monkeypatch.setattr(module, "delete_broker_state", lambda c, app: deleted.append(app) or True)
+    serving = StreamsConfig.from_mapping(
+        {"application.id": "shop", "bootstrap.servers": "nowhere:9092", "state.dir": tmp_path}
+    )
+
+    def push_dir(name: str, application_id: str | None, locked: bool = False) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        if application_id is not None:
+            (path / module.APPLICATION_FILE).write_text(application_id)
+            (path / application_id).mkdir()
+            (path / application_id / ".lock").touch()
+        if locked:
+            fd = os.open(path / str(application_id) / ".lock", os.O_RDWR)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append(fd)
+        return path
+
+    held: list[int] = []
+    try:
+        orphan = push_dir("push-1", "shop-push-00000001")
+        running = push_dir("push-2", "shop-push-00000002", locked=True)  # another process's
+        other = push_dir("push-3", "shopfront-push-00000003")  # another application's
+        unnamed = push_dir("push-4", None)  # not named yet: a push query starting
+        serving_state = tmp_path / "shop"
+        serving_state.mkdir()
+        assert module.sweep_orphans(serving) == ["shop-push-00000001"]
+        assert deleted == ["shop-push-00000001"]
+        assert not orphan.exists()
+        assert running.exists() and other.exists() and unnamed.exists() and serving_state.exists()
+        # one whose broker state could not be deleted stays, for the next sweep
+        monkeypatch.setattr(module, "delete_broker_state", lambda c, app: False)
+        again = push_dir("push-5", "shop-push-00000005")
+        assert module.sweep_orphans(serving) == [] and again.exists()
+    finally:
+        for fd in held:
+            os.close(fd)
+
+
+class FakeStreams:
+    """A KafkaStreams stand-in: records its lifecycle."""
+
+    def __init__(self, topology, config) -> None:
+        self.config = config
+        self.calls: list[str] = []
+
+    def set_uncaught_exception_handler(self, handler) -> None:
+        pass
+
+    def set_state_listener(self, listener) -> None:
+        pass
+
+    def start(self) -> None:
+        self.calls.append("start")
+
+    def close(self, timeout) -> bool:
+        self.calls.append("close")
+        return True
+
+    def cleanup(self) -> None:
+        self.calls.append("cleanup")
+
+
+def test_a_stall_gives_up_within_the_poll_interval_and_close_frees_everything(
+    monkeypatch, tmp_path
+):
+    import streaming.runtime.app
+    from streaming.sql import transient as module
+
+    deleted = []
+    monkeypatch.setattr(module, "_sweep", lambda serving: None)
+    monkeypatch.setattr(module.TransientPushStream, "_commit_stream_ends", lambda self, t: None)
+    monkeypatch.setattr(module, "delete_broker_state", lambda c, app: deleted.append(app) or True)
+    monkeypatch.setattr(streaming.runtime.app, "KafkaStreams", FakeStreams)
+    serving = StreamsConfig.from_mapping(
+        {
+            "application.id": "shop",
+            "bootstrap.servers": "nowhere:9092",
+            "state.dir": tmp_path,
+            "max.poll.interval.ms": 20_000,
+        }
+    )
+    query = transient("SELECT region, COUNT(*) AS n FROM orders GROUP BY region EMIT CHANGES")
+    stream = module.TransientPushStream(query, serving).start()
+    app = stream.streams
+    # a stream thread blocked longer than max.poll.interval.ms would leave the group
+    assert query.buffer.stall_limit_s == 10.0
+    assert stream in module._OPEN and len(list(tmp_path.iterdir())) == 1
+    stream.close()
+    assert app.calls == ["start", "close", "cleanup"]
+    assert deleted == [stream.application_id]
+    assert list(tmp_path.iterdir()) == [] and stream not in module._OPEN
+
+
+def test_each_start_sweeps_in_the_background_one_sweep_at_a_time(monkeypatch):
+    from streaming.sql import transient as module
+
+    calls, release = [], threading.Event()
+
+    def sweep(serving) -> list[str]:
+        calls.append(serving)
+        release.wait(10)
+        return []
+
+    monkeypatch.setattr(module, "sweep_orphans", sweep)
+    module._sweep("a")
+    module._sweep("b")  # one is running: not another
+    release.set()
+    deadline = time.monotonic() + 10
+    while module._SWEEPING.locked() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    module._sweep("c")  # the next start sweeps again (retrying what was refused)
+    while len(calls) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert calls == ["a", "c"]
+
+
+def test_a_start_that_fails_before_committing_touches_no_broker_state(monkeypatch, tmp_path):
+    # (a missing topic, an unreachable broker: no second round trip to delete nothing)
+    from streaming.sql import transient as module
+
+    deleted = []
+    monkeypatch.setattr(module, "_sweep", lambda serving: None)
+    monkeypatch.setattr(module, "delete_broker_state", lambda c, app: deleted.append(app) or True)
+
+    def missing(self, timeout):
+        raise SqlError("topic orders of table orders does not exist", line=1, column=1)
+
+    monkeypatch.setattr(module.TransientPushStream, "_commit_stream_ends", missing)
+    serving = StreamsConfig.from_mapping(
+        {"application.id": "shop", "bootstrap.servers": "nowhere:9092", "state.dir": tmp_path}
+    )
+    query = transient("SELECT region, COUNT(*) AS n FROM orders GROUP BY region EMIT CHANGES")
+    stream = module.TransientPushStream(query, serving)
+    with pytest.raises(SqlError, match="does not exist"):
+        stream.start()
+    assert deleted == [] and list(tmp_path.iterdir()) == [] and stream not in module._OPEN
