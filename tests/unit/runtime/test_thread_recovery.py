@@ -11,11 +11,13 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from streaming.runtime.clients import main_consumer_membership
+from streaming.runtime.commit import Committer
 from streaming.runtime.config import StreamsConfig
 from streaming.runtime.failures import Stall, TaskCorruptedException, TaskMigratedException
 from streaming.runtime.producer import RecordCollector
 from streaming.runtime.task import StreamTask
-from streaming.runtime.thread import StreamThread, _txn_executor
+from streaming.runtime.task_manager import TaskManager
+from streaming.runtime.thread import StreamThread
 
 BASE = {"application.id": "app", "bootstrap.servers": "localhost:9092"}
 PID = "3f1c2b9e-0d4a-4c8e-9a53-7b2f1e6d5c40"
@@ -55,32 +57,58 @@ def test_the_other_consumers_settings_do_not_matter():
 # -- a lost assignment while a commit_transaction is pending --------------------------------
 
 
-def thread_with(committing):
-    thread = object.__new__(StreamThread)
-    threading.Thread.__init__(thread, name="t")
-    thread.tasks = {}
-    thread.config = SimpleNamespace(exactly_once=True)
-    thread._needs_init = False
-    thread._needs_abort = False
-    thread._needs_rewind = set()
-    thread._committing = committing
-    return thread
+@pytest.fixture
+def thread_with():
+    """A stream thread (no clients) with its task manager and committer, and under
+    exactly-once a ``commit_transaction`` pending (``committing``) or not (None)."""
+    committers = []
+
+    def make(committing):
+        thread = object.__new__(StreamThread)
+        threading.Thread.__init__(thread, name="t")
+        thread.config = SimpleNamespace(exactly_once=True)
+        thread.metrics = SimpleNamespace(producer_replacements=0)
+        thread.stall = Stall("t", 300_000, 100)
+        thread.task_manager = TaskManager(
+            owner=SimpleNamespace(config=thread.config, plan=None),
+            standby=lambda: None,
+            stall=thread.stall,
+            metrics=thread.metrics,
+            changelog_end=lambda topic, partition: 0,
+        )
+        thread.committer = Committer(
+            name="t",
+            config=thread.config,
+            internal_topics=set,
+            task_manager=thread.task_manager,
+            stall=thread.stall,
+            metrics=thread.metrics,
+            position=lambda tp: None,
+            changelog_end=lambda topic, partition: 0,
+        )
+        committers.append(thread.committer)
+        thread.committer.committing = committing
+        return thread
+
+    yield make
+    for committer in committers:
+        committer.close()
 
 
-def test_a_pending_commit_is_finished_not_aborted_when_the_tasks_are_dropped():
+def test_a_pending_commit_is_finished_not_aborted_when_the_tasks_are_dropped(thread_with):
     # librdkafka refuses abort_transaction (_CONFLICT) until a timed-out commit_transaction
     # has been resumed: the recovery must finish the commit instead
     thread = thread_with({("in", 0): 42})
     thread._drop_tasks_after_failure(None)
-    assert thread._committing == {("in", 0): 42}
-    assert not thread._needs_abort
+    assert thread.committer.committing == {("in", 0): 42}
+    assert not thread.committer.needs_abort
     assert thread._recovering()
 
 
-def test_an_open_transaction_is_aborted_when_the_tasks_are_dropped():
+def test_an_open_transaction_is_aborted_when_the_tasks_are_dropped(thread_with):
     thread = thread_with(None)
     thread._drop_tasks_after_failure(None)
-    assert thread._needs_abort
+    assert thread.committer.needs_abort
 
 
 class TimingOutProducer:
@@ -88,19 +116,14 @@ class TimingOutProducer:
         raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "retry call to resume"))
 
 
-def test_an_abort_that_times_out_replaces_the_producer():
+def test_an_abort_that_times_out_replaces_the_producer(thread_with):
     # librdkafka's abort can stay stuck once the brokers are back, and a producer whose
     # records timed out can keep a broken sequence state: a new producer aborts instead
-    thread = thread_with(None)
-    thread._needs_abort = True
-    thread.stall = Stall("t", 300_000, 100)
-    thread._txn_calls = _txn_executor("t")
-    thread.producer = TimingOutProducer()
-    try:
-        with pytest.raises(TaskMigratedException, match="replacing the producer"):
-            thread._recover()
-    finally:
-        thread._txn_calls.shutdown()
+    committer = thread_with(None).committer
+    committer.needs_abort = True
+    committer.producer = TimingOutProducer()
+    with pytest.raises(TaskMigratedException, match="replacing the producer"):
+        committer.recover()
 
 
 class Msg:
@@ -172,18 +195,18 @@ class PausingConsumer:
         self.resumed.extend((tp.topic, tp.partition) for tp in partitions)
 
 
-def test_a_rollback_resumes_the_partitions_it_had_paused():
+def test_a_rollback_resumes_the_partitions_it_had_paused(thread_with):
     # the rebuilt tasks start with empty queues: a partition left paused in the consumer
     # would never be fetched again (only a full queue's partition is resumed when it drains)
     thread = thread_with(None)
-    thread.assigned = [("in", 0), ("in", 1)]
-    thread.by_partition = {}
-    thread._paused = {("in", 1)}
-    thread.consumer = PausingConsumer()
+    tasks = thread.task_manager
+    tasks.assigned = [("in", 0), ("in", 1)]
+    tasks.paused = {("in", 1)}
+    tasks.consumer = PausingConsumer()
     built = []
-    thread._build_tasks = built.extend
+    tasks.create_tasks = built.extend
     thread._rebuild_tasks_dirty()
-    assert thread.consumer.resumed == [("in", 1)]
-    assert not thread._paused
-    assert built == thread.assigned
-    assert thread._needs_rewind == set(thread.assigned)
+    assert tasks.consumer.resumed == [("in", 1)]
+    assert not tasks.paused
+    assert built == tasks.assigned
+    assert thread.committer.needs_rewind == set(tasks.assigned)

@@ -1,0 +1,257 @@
+"""The active tasks of one stream thread (Kafka's ``TaskManager``).
+
+Builds the tasks of an assignment (tasks kept across a rebalance keep their state), closes
+them clean (checkpointing a running task's changelogs) or dirty, handles a revocation and a
+lost assignment, restores restoring tasks from their changelogs (``restore``), hands polled
+records to their tasks' queues (pausing a partition whose queue is full, resuming it once
+drained), and runs the running tasks' processing and wall-clock punctuation.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from streaming.runtime import metrics as metrics_mod
+from streaming.runtime.active_task import CLOSED, RESTORING, RUNNING, ActiveTask
+from streaming.runtime.failures import Stall, calling
+from streaming.runtime.restore import ChangelogReader
+
+if TYPE_CHECKING:
+    from streaming.runtime.standby import StandbyManager
+    from streaming.runtime.thread import StreamThread
+
+log = logging.getLogger(__name__)
+
+
+class TaskManager:
+    """Owns the active tasks of one stream thread and the partitions assigned to it."""
+
+    def __init__(
+        self,
+        *,
+        owner: StreamThread,
+        standby: Callable[[], StandbyManager | None],
+        stall: Stall,
+        metrics: metrics_mod.ThreadMetrics,
+        changelog_end: Callable[[str, int], int],
+    ) -> None:
+        #: the thread the tasks belong to (``ActiveTask`` reads its clients and settings)
+        self.owner = owner
+        self.config = owner.config
+        self.plan = owner.plan
+        self._standby = standby
+        self.stall = stall
+        self.metrics = metrics
+        self._changelog_end = changelog_end
+        self.tasks: dict[str, ActiveTask] = {}
+        self.by_partition: dict[tuple[str, int], ActiveTask] = {}
+        self.assigned: list[tuple[str, int]] = []
+        #: partitions paused in the consumer because their task's queue is full
+        self.paused: set[tuple[str, int]] = set()
+        #: the task being processed (the source of a dead letter of its writes)
+        self.current_task: ActiveTask | None = None
+        self.consumer: Consumer | None = None
+
+    # -- assignment -----------------------------------------------------------------------
+
+    def handle_assignment(self, assigned: list[tuple[str, int]]) -> set[tuple[str, int]]:
+        """Build the tasks of a new assignment; the input partitions of the kept tasks."""
+        before = set(self.tasks.values())
+        self.create_tasks(assigned)
+        return {
+            tp for task in self.tasks.values() if task in before for tp in task.input_partitions
+        }
+
+    def create_tasks(self, assigned: list[tuple[str, int]]) -> None:
+        """Close the tasks whose partitions changed (clean) and build the missing ones."""
+        wanted = self.plan.tasks_for_partitions(assigned)
+        task: ActiveTask | None
+        for tid, task in list(self.tasks.items()):
+            if tid not in wanted or sorted(wanted[tid]) != task.input_partitions:
+                self.close_task_clean(task)
+                del self.tasks[tid]
+        for tid, parts in wanted.items():
+            task = self.tasks.get(tid)
+            if task is None:
+                sub_id, partition = (int(x) for x in tid.split("_"))
+                sub = self.plan.subtopology_by_id[sub_id]
+                standby = self._standby()
+                with standby.activating(tid) if standby is not None else nullcontext():
+                    task = ActiveTask(tid, sub, partition, parts, self.owner)
+                    task.initialize()
+                    self.tasks[tid] = task
+            elif task.state != RESTORING:
+                task.state = RUNNING
+        self.by_partition = {tp: t for t in self.tasks.values() for tp in t.input_partitions}
+        self.assigned = assigned
+
+    def handle_revocation(self) -> None:
+        """Forget the revoked partitions: queues are cleared, restoring tasks closed dirty;
+        running tasks stay (the next assignment keeps or closes them)."""
+        for task in self.tasks.values():
+            task.partition_group.clear()
+            if task.state == RESTORING:
+                task.close(clean=False)
+        self.tasks = {tid: t for tid, t in self.tasks.items() if t.state != CLOSED}
+        self.by_partition.clear()
+        self.paused.clear()
+        self.assigned = []
+
+    def handle_lost_all(self) -> None:
+        """Forget the lost partitions (their tasks were closed dirty)."""
+        self.by_partition.clear()
+        self.paused.clear()
+        self.assigned = []
+
+    # -- closing --------------------------------------------------------------------------
+
+    def close_task_clean(self, task: ActiveTask) -> None:
+        """Checkpoint a running task's changelogs and close it; dirty if that fails."""
+        try:
+            if task.state == RUNNING and task.changelogs:
+                task.checkpoint(self._changelog_end)
+            task.close(clean=task.state == RUNNING)
+        except Exception:
+            log.exception("Closing task %s failed; closing it dirty", task.id)
+            task.close(clean=False)
+
+    def close_all_dirty(self) -> None:
+        """Close every task dirty (its state is wiped) and forget it."""
+        for task in self.tasks.values():
+            task.close(clean=False)
+        self.tasks.clear()
+
+    def close_dirty_and_revive(self) -> list[tuple[str, int]]:
+        """Close every task dirty and build it again from its committed state; the
+        assigned partitions (to rewind to their committed offsets)."""
+        partitions = list(self.assigned)
+        for task in self.tasks.values():
+            task.close(clean=False)
+        self.tasks.clear()
+        self.by_partition.clear()
+        # the partitions stay assigned, and paused in the consumer: the rebuilt tasks start
+        # with empty queues, so nothing would ever resume them
+        paused = [TopicPartition(t, p) for t, p in self.paused]
+        self.paused.clear()
+        if paused:
+            try:
+                self.consumer.resume(paused)  # type: ignore[union-attr]
+            except KafkaException as exc:
+                log.debug("resuming %s after a rollback: %s", paused, exc)
+        self.create_tasks(partitions)
+        return partitions
+
+    def shutdown(self, *, clean: bool) -> None:
+        """Close every task (clean: checkpointed) and forget them."""
+        for task in self.tasks.values():
+            if clean:
+                self.close_task_clean(task)
+            else:
+                task.close(clean=False)
+        self.tasks.clear()
+        self.by_partition.clear()
+
+    # -- restoration ----------------------------------------------------------------------
+
+    def has_restoring(self) -> bool:
+        """Whether a task still restores its state."""
+        return any(t.state == RESTORING for t in self.tasks.values())
+
+    def try_to_complete_restoration(
+        self, reader: ChangelogReader, stopping: Callable[[], bool]
+    ) -> None:
+        """Restore the restoring tasks from their changelogs; they run once restored."""
+        restoring = [t for t in self.tasks.values() if t.state == RESTORING]
+        requests = [r for task in restoring for r in task.pending_restore]
+        with calling("restoring state from changelogs"):
+            self.metrics.restored_records += reader.restore(requests, stopping)
+        if stopping():
+            return
+        self.stall.recovered()
+        for task in restoring:
+            task.pending_restore = []
+            task.state = RUNNING
+
+    # -- records --------------------------------------------------------------------------
+
+    def add_records_to_tasks(self, msgs: list[Any], on_error: Callable[[Any], None]) -> None:
+        """Hand polled records to their tasks' queues (``on_error`` gets error events);
+        pause a partition whose queue holds more than ``buffered.records.per.partition``."""
+        by_task: dict[ActiveTask, list[Any]] = {}
+        by_partition = self.by_partition
+        last_topic = None
+        last_partition = -1
+        batch: list[Any] | None = None
+        for msg in msgs:
+            if msg.error() is not None:
+                on_error(msg.error())
+                continue
+            topic = msg.topic()
+            partition = msg.partition()
+            if partition != last_partition or topic != last_topic:
+                last_topic = topic
+                last_partition = partition
+                task = by_partition.get((topic, partition))
+                if task is None:
+                    batch = None
+                else:
+                    batch = by_task.get(task)
+                    if batch is None:
+                        batch = by_task[task] = []
+            if batch is not None:
+                batch.append(msg)
+        limit = self.config.buffered_records_per_partition
+        for task, batch in by_task.items():
+            task.add_messages(batch)
+            for tp, queue in task.partition_group.queues.items():
+                if len(queue) > limit and tp not in self.paused:
+                    self.consumer.pause([TopicPartition(tp[0], tp[1])])  # type: ignore[union-attr]
+                    self.paused.add(tp)
+
+    def resume_drained(self) -> None:
+        """Resume the paused partitions whose queue is down to half its limit."""
+        if not self.paused:
+            return
+        limit = self.config.buffered_records_per_partition // 2
+        resume = []
+        for tp in list(self.paused):
+            task = self.by_partition.get(tp)
+            queue = task.partition_group.queues.get(tp) if task is not None else None
+            if task is None or queue is None or len(queue) <= limit:
+                self.paused.discard(tp)
+                if task is not None:
+                    resume.append(TopicPartition(tp[0], tp[1]))
+        if resume:
+            self.consumer.resume(resume)  # type: ignore[union-attr]
+
+    # -- processing -----------------------------------------------------------------------
+
+    def running(self) -> Iterator[ActiveTask]:
+        """The running tasks (restored, assigned)."""
+        return (t for t in self.tasks.values() if t.state == RUNNING)
+
+    def process(self, max_records: int, now: int, lag: Callable[..., int | None]) -> int:
+        """Process up to ``max_records`` records of each running task; how many were."""
+        total = 0
+        for task in self.tasks.values():
+            if task.state != RUNNING:
+                continue
+            self.current_task = task
+            total += task.process(max_records, now, lag)
+        self.current_task = None
+        return total
+
+    def punctuate(self, now: int) -> None:
+        """Run the running tasks' due wall-clock punctuations."""
+        for task in self.tasks.values():
+            if task.state == RUNNING and task.punctuate_wall_clock(now):
+                self.metrics.punctuations += 1
+
+    def commit_requested(self) -> bool:
+        """Whether a running task asked for a commit (``context.commit()``)."""
+        return any(t.stream_task.commit_requested for t in self.running())
