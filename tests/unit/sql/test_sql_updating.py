@@ -57,6 +57,22 @@ def store(name: str):
     return Materialized.as_(name).with_key_serde(serdes.Json()).with_value_serde(serdes.Json())
 
 
+def per_category(where: str) -> str:
+    """Every aggregate of the items' prices per category, over the items where ``where``."""
+    return (
+        ITEMS
+        + f"""
+    CREATE TABLE out (category STRING, n BIGINT, total DOUBLE, top DOUBLE, low DOUBLE,
+      prices BIGINT, mean DOUBLE, PRIMARY KEY (category) NOT ENFORCED)
+      WITH ('connector' = 'upsert-kafka', 'topic' = 'out');
+    INSERT INTO out
+    SELECT category, COUNT(*), SUM(price), MAX(price), MIN(price), COUNT(DISTINCT price),
+      AVG(price)
+    FROM items WHERE {where} GROUP BY category;
+    """
+    )
+
+
 def bag_adder(column):
     """The group's row count and the non-NULL values of ``column`` as a list."""
     return lambda k, v, a: [a[0] + 1, a[1] if v[column] is None else [*a[1], v[column]]]
@@ -76,18 +92,7 @@ def bag_subtractor(column):
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_group_by_over_an_upsert_table_matches_the_dsl(seed):
-    sql = (
-        ITEMS
-        + """
-    CREATE TABLE out (category STRING, n BIGINT, total DOUBLE, top DOUBLE, low DOUBLE,
-      prices BIGINT, mean DOUBLE, PRIMARY KEY (category) NOT ENFORCED)
-      WITH ('connector' = 'upsert-kafka', 'topic' = 'out');
-    INSERT INTO out
-    SELECT category, COUNT(*), SUM(price), MAX(price), MIN(price), COUNT(DISTINCT price),
-      AVG(price)
-    FROM items WHERE price IS NULL OR price < 40 GROUP BY category;
-    """
-    )
+    sql = per_category("price IS NULL OR price < 40")
     builder = StreamsBuilder()
 
     def row(k, a):
@@ -201,18 +206,7 @@ def test_a_window_over_an_updating_table_is_an_error():
 def test_group_by_over_an_upsert_table_written_out_by_hand():
     """The random traces above check SQL against the DSL; this one against rows worked out
     by hand: an item moves between categories, leaves the filter, and is deleted."""
-    sql = (
-        ITEMS
-        + """
-    CREATE TABLE out (category STRING, n BIGINT, total DOUBLE, top DOUBLE, low DOUBLE,
-      prices BIGINT, mean DOUBLE, PRIMARY KEY (category) NOT ENFORCED)
-      WITH ('connector' = 'upsert-kafka', 'topic' = 'out');
-    INSERT INTO out
-    SELECT category, COUNT(*), SUM(price), MAX(price), MIN(price), COUNT(DISTINCT price),
-      AVG(price)
-    FROM items WHERE price < 40 GROUP BY category;
-    """
-    )
+    sql = per_category("price < 40")
     records = [
         ("items", "i1", {"id": "i1", "category": "a", "price": 5.0}),
         ("items", "i2", {"id": "i2", "category": "a", "price": 12.0}),
