@@ -33,6 +33,7 @@ from streaming.runtime.failures import (
 from streaming.runtime.nodes import StreamsException
 from streaming.runtime.restore import RestoreRequest
 from streaming.runtime.state_directory import (
+    TaskLock,
     delete_checkpoint,
     read_checkpoint,
     wipe_task_dir,
@@ -52,6 +53,10 @@ CREATED, RESTORING, RUNNING, SUSPENDED, CLOSED = (
     "SUSPENDED",
     "CLOSED",
 )
+
+#: how long a task waits for its previous owner (a stream thread or worker process that lost
+#: it in a rebalance) to close it: it does so at its own next assignment
+TASK_LOCK_TIMEOUT_S = 60.0
 
 RUNTIME_FAILURES = (RetriableStreamsException, TaskCorruptedException, TaskMigratedException)
 
@@ -84,6 +89,7 @@ class ActiveTask:
         config = thread.config
         self.eos = config.exactly_once
         self.task_dir: Path = thread.state_directory.task_dir(task_id)
+        self._dir_lock: TaskLock | None = None
         self.changelogs = {store: spec.topic for store, spec in sub.changelogs.items()}
         #: stores whose changelog is their source topic (``reuse.ktable.source.topics``)
         self.source_changelogs = {s for s, spec in sub.changelogs.items() if spec.source}
@@ -122,6 +128,18 @@ class ActiveTask:
 
     def initialize(self) -> list[RestoreRequest]:
         """Open the stores (wiping state without a checkpoint) and list what to restore."""
+        # the task's previous owner may still be closing it (it closes tasks it lost at its
+        # own next assignment)
+        self._dir_lock = self.thread.state_directory.lock_task(
+            self.id, timeout_s=TASK_LOCK_TIMEOUT_S
+        )
+        try:
+            return self._initialize()
+        except BaseException:
+            self._dir_lock.release()
+            raise
+
+    def _initialize(self) -> list[RestoreRequest]:
         checkpoint = read_checkpoint(self.task_dir)
         if checkpoint is None:
             wipe_task_dir(self.task_dir)
@@ -243,6 +261,8 @@ class ActiveTask:
             self.state = CLOSED
             if not clean:
                 delete_checkpoint(self.task_dir)
+            if self._dir_lock is not None:
+                self._dir_lock.release()
 
     # -- input ----------------------------------------------------------------------------
 

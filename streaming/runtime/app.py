@@ -10,17 +10,26 @@
 are co-partitioned), creates the internal topics, takes the state directory lock and starts
 the stream threads (``num.stream.threads``, default 1), which join the consumer group
 ``application.id``. States follow Kafka's ``KafkaStreams.State``.
+
+With more than one stream thread and ``stream.workers = processes`` (the default) each
+stream thread runs in a worker process of its own (``runtime.worker``), since CPython
+threads share one core: the client keeps the state-directory lock, the HTTP query server,
+the global and standby threads and the state, and reads the workers' stores and counters
+through them. Processors then run in the workers: what they change in this process (a
+list a ``foreach`` appends to) is not seen here; ``stream.workers = threads`` keeps them in
+one process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import shutil
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from streaming.runtime.assignment import TopologyPlan, task_id
 from streaming.runtime.client_log import client_logger
@@ -42,6 +51,11 @@ from streaming.runtime.state_directory import StateDirectory
 from streaming.runtime.thread import StreamThread
 from streaming.runtime.topic_limits import TopicLimitsCache
 from streaming.runtime.topics import InternalTopicManager
+from streaming.runtime.worker_process import RemoteStore, WorkerProcess
+
+if TYPE_CHECKING:
+    from streaming.runtime.listeners import StandbyHandover
+    from streaming.runtime.metrics import ThreadStatus
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +146,12 @@ class KafkaStreams:
         #: what each topic accepts (timestamps, record size), checked before every write
         self.topic_limits: TopicLimitsCache = None  # type: ignore[assignment]
         self.threads: list[StreamThread] = []
+        #: the worker processes running the stream threads (stream.workers = processes)
+        self.workers: list[WorkerProcess] = []
+        #: in a worker process: the link to its client (the stream thread's listener)
+        self._worker_link: Any = None
+        #: the global stores' directory (a worker process keeps its own copy)
+        self.global_dir = "global"
         self._dead_threads: list[Any] = []
         self._thread_index = 0
         self._closed_event = threading.Event()
@@ -202,79 +222,140 @@ class KafkaStreams:
     def start(self) -> None:
         """Create internal topics and start the stream threads (fails fast on bad setups)."""
         with self._state_lock:
-            if self._state is not State.CREATED:
-                raise IllegalStateException(
-                    f"KafkaStreams can only be started once (state is {self._state.name})"
-                )
-            self.state_directory = StateDirectory(self.config.state_dir, self.config.application_id)
-            self.state_directory.lock()
-            try:
-                self.process_id = self.state_directory.process_id()
-                # the process id tells instances apart in the group (standby placement)
-                self.client_id = f"{self.client_id}-{self.process_id}"
-                from confluent_kafka.admin import AdminClient
-
-                admin_config = self.config.clients(self.client_logger).admin(
-                    client_id=f"{self.client_id}-admin"
-                )
-                # an unreachable cluster fails here, naming bootstrap.servers (bounded wait)
-                check_bootstrap_servers(admin_config, self.config.bootstrap_timeout_ms / 1000)
-                self.admin = AdminClient(admin_config)
-                self.topic_limits = TopicLimitsCache(self.admin)
-                InternalTopicManager(
-                    self.admin, replication_factor=self.config.replication_factor
-                ).setup(self.plan)
-                self._partition_counts = dict(self.plan.partitions)
-                if self.config.dead_letter_queue_topic:
-                    counts = InternalTopicManager(self.admin).partition_counts(
-                        [self.config.dead_letter_queue_topic]
-                    )
-                    if not counts.get(self.config.dead_letter_queue_topic):
-                        raise ValueError(
-                            f"dead-letter topic {self.config.dead_letter_queue_topic} does not "
-                            "exist; create it (errors.dead.letter.queue.topic.name)"
-                        )
-                self._directory = AssignmentDirectory(
-                    self.plan,
-                    self.admin,
-                    self.config.application_id,
-                    self._local_assignment,
-                    new_admin=lambda: AdminClient(admin_config),
-                )
-                if self.topology.global_stores:
-                    # like Kafka, the global stores are complete before any task starts
-                    self.global_thread = GlobalStreamThread(self)
-                    self.global_thread.bootstrap()
-                    self.global_stores = self.global_thread.stores
-                if self.config.application_server and self.config.query_server_enabled:
-                    # answers 503 until running; a taken port fails start() before any thread
-                    from streaming.query.server import QueryServer
-
-                    self.query_server = QueryServer(self).start()
-            except BaseException:
-                if self.query_server is not None:
-                    self.query_server.stop()
-                    self.query_server = None
-                if self.global_thread is not None:
-                    self.global_thread.close()
-                    self.global_thread = None
-                self.state_directory.unlock()
-                raise
-            if self.global_thread is not None:
-                self.global_thread.start()
-            self._set_state(State.REBALANCING)
-            for _ in range(self.config.num_stream_threads):
-                self._start_thread()
+            if self.config.worker_processes:
+                self._start_workers()
+            else:
+                self._start_client(lambda: self.state_directory.process_id())
+                for _ in range(self.config.num_stream_threads):
+                    self._start_thread()
             if self.config.num_standby_replicas > 0:
                 self.standby = StandbyManager(self)
                 self.standby.start()
 
-    def _start_thread(self) -> StreamThread:
+    def start_worker(self, *, index: int, process_id: str, link: Any) -> None:
+        """Run as worker process ``index`` of the client ``process_id``: its stream thread
+        only (the client holds the state-directory lock and serves queries)."""
+        self._worker_link = link
+        self._thread_index = index - 1
+        self.global_dir = f"global-worker-{index}"
+        with self._state_lock:
+            self._start_client(lambda: process_id)
+            self._start_thread()
+
+    def _start_workers(self) -> None:
+        """Spawn the worker processes (they load while this client sets itself up), then
+        let them all start their stream threads at once: they join the group together."""
+        payload = self._worker_payload()
+        workers = [
+            WorkerProcess(self, index, payload)
+            for index in range(1, self.config.num_stream_threads + 1)
+        ]
+        self._thread_index = len(workers)
+        try:
+            self._start_client(lambda: self.state_directory.process_id())
+        except BaseException:
+            for worker in workers:
+                worker.kill()
+            raise
+        self.workers = [worker.start() for worker in workers]
+
+    def _worker_payload(self) -> bytes:
+        """The topology and config for the worker processes (fails fast when they cannot
+        be sent)."""
+        import cloudpickle
+
+        try:
+            return bytes(cloudpickle.dumps((self.topology, self.config.originals)))
+        except Exception as exc:
+            raise ValueError(
+                f"num.stream.threads={self.config.num_stream_threads} runs worker processes, "
+                f"and the topology or config cannot be sent to them ({type(exc).__name__}: "
+                f"{exc}); make them picklable, or set stream.workers=threads"
+            ) from exc
+
+    def _start_client(self, process_id: Callable[[], str]) -> None:
+        """Everything before the stream threads: state directory, admin client, internal
+        topics, global stores, query server."""
+        if self._state is not State.CREATED:
+            raise IllegalStateException(
+                f"KafkaStreams can only be started once (state is {self._state.name})"
+            )
+        worker = self._worker_link is not None
+        self.state_directory = StateDirectory(self.config.state_dir, self.config.application_id)
+        if not worker:
+            self.state_directory.lock()
+        try:
+            self.process_id = process_id()
+            # the process id tells instances apart in the group (standby placement)
+            self.client_id = f"{self.client_id}-{self.process_id}"
+            from confluent_kafka.admin import AdminClient
+
+            admin_config = self.config.clients(self.client_logger).admin(
+                client_id=f"{self.client_id}-admin"
+            )
+            # an unreachable cluster fails here, naming bootstrap.servers (bounded wait)
+            check_bootstrap_servers(admin_config, self.config.bootstrap_timeout_ms / 1000)
+            self.admin = AdminClient(admin_config)
+            self.topic_limits = TopicLimitsCache(self.admin)
+            InternalTopicManager(
+                self.admin, replication_factor=self.config.replication_factor
+            ).setup(self.plan)
+            self._partition_counts = dict(self.plan.partitions)
+            if self.config.dead_letter_queue_topic:
+                counts = InternalTopicManager(self.admin).partition_counts(
+                    [self.config.dead_letter_queue_topic]
+                )
+                if not counts.get(self.config.dead_letter_queue_topic):
+                    raise ValueError(
+                        f"dead-letter topic {self.config.dead_letter_queue_topic} does not "
+                        "exist; create it (errors.dead.letter.queue.topic.name)"
+                    )
+            self._directory = AssignmentDirectory(
+                self.plan,
+                self.admin,
+                self.config.application_id,
+                self._local_assignment,
+                new_admin=lambda: AdminClient(admin_config),
+            )
+            if self.topology.global_stores:
+                # like Kafka, the global stores are complete before any task starts
+                self.global_thread = GlobalStreamThread(self)
+                self.global_thread.bootstrap()
+                self.global_stores = self.global_thread.stores
+            if self.config.application_server and self.config.query_server_enabled and not worker:
+                # answers 503 until running; a taken port fails start() before any thread
+                from streaming.query.server import QueryServer
+
+                self.query_server = QueryServer(self).start()
+        except BaseException:
+            if self.query_server is not None:
+                self.query_server.stop()
+                self.query_server = None
+            if self.global_thread is not None:
+                self.global_thread.close()
+                self.global_thread = None
+            self.state_directory.unlock()
+            raise
+        if self.global_thread is not None:
+            self.global_thread.start()
+        self._set_state(State.REBALANCING)
+
+    def _start_thread(self) -> None:
+        """Start the next stream thread of this process."""
         self._thread_index += 1
         thread = StreamThread(self, self._thread_index)
+        if self._worker_link is not None:
+            thread.listener = self._worker_link
         self.threads.append(thread)
         thread.start()
-        return thread
+
+    def _runners(self) -> list[Any]:
+        """The stream threads, or the worker processes that run them."""
+        return list(self.workers) if self.workers else list(self.threads)
+
+    def standby_handover(self) -> StandbyHandover | None:
+        """Who hands standby state over to a stream thread activating a task."""
+        return self._worker_link if self._worker_link is not None else self.standby
 
     def close(self, timeout: float | None = None) -> bool:
         """Stop the threads (committing and checkpointing); True if done within ``timeout``."""
@@ -288,7 +369,9 @@ class KafkaStreams:
             if self._state is not State.PENDING_ERROR:
                 self._set_state(State.PENDING_SHUTDOWN)
             threads = list(self.threads)
-        if threading.current_thread() in threads:
+        if threading.current_thread() in threads or any(
+            threading.current_thread() is w._monitor for w in self.workers
+        ):
             # called from a stream thread (e.g. a handler): finish in the background
             threading.Thread(target=self._finish_close, args=(timeout,), daemon=True).start()
             return False
@@ -299,14 +382,16 @@ class KafkaStreams:
         if self.query_server is not None:
             self.query_server.stop()
             self.query_server = None
-        for thread in list(self.threads):
-            thread.shutdown()
-        for thread in list(self.threads):
+        runners = self._runners()
+        for runner in runners:
+            runner.shutdown()
+        for runner in runners:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            thread.join(remaining)
-        if any(t.is_alive() for t in self.threads):
+            runner.join(remaining)
+        if any(r.is_alive() for r in runners):
             return False
         self.threads = []
+        self.workers = []
         if self.standby is not None:
             self.standby.shutdown()
             if self.standby is not threading.current_thread():
@@ -369,7 +454,7 @@ class KafkaStreams:
 
         if self._state not in (State.REBALANCING, State.RUNNING):
             return
-        states = [th.state for th in self.threads if th.is_alive() or th is thread]
+        states = [th.state for th in self._runners() if th.is_alive() or th is thread]
         if thread.state in (t.PARTITIONS_REVOKED, t.PARTITIONS_ASSIGNED, t.STARTING):
             self._set_state(State.REBALANCING)
         elif states and all(s == t.THREAD_RUNNING for s in states):
@@ -401,9 +486,17 @@ class KafkaStreams:
         if response is StreamThreadExceptionResponse.REPLACE_THREAD:
             log.warning("Replacing stream thread %s after: %s", thread.name, exc)
             with self._state_lock:
+                self._set_state(State.REBALANCING)
+                if thread in self.workers:
+                    # the same index: its static membership and transactional id take over
+                    # at once from a killed worker (fencing its open transaction)
+                    self.workers.remove(thread)
+                    self.workers.append(
+                        WorkerProcess(self, thread.index, self._worker_payload()).start()
+                    )
+                    return
                 if thread in self.threads:
                     self.threads.remove(thread)
-                self._set_state(State.REBALANCING)
                 self._start_thread()
             return
         if response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
@@ -435,12 +528,16 @@ class KafkaStreams:
 
     # -- interactive queries --------------------------------------------------------------
 
+    def _statuses(self) -> list[ThreadStatus]:
+        """Every stream thread's status (a worker process's by asking it)."""
+        return [runner.status() for runner in self._runners()]
+
     def _local_assignment(self) -> tuple[HostInfo, set[str], set[tuple[str, int]]]:
         tasks: set[str] = set()
         tps: set[tuple[str, int]] = set()
-        for thread in self.threads:
-            tasks.update(thread.tasks)
-            tps.update(thread.assigned)
+        for status in self._statuses():
+            tasks.update(status.tasks)
+            tps.update(status.assigned)
         return self.host_info, tasks, tps
 
     def _local_stores(self, name: str) -> list[tuple[Any, Any]]:
@@ -457,7 +554,15 @@ class KafkaStreams:
             )
         from streaming.runtime.active_task import RUNNING
 
-        out = []
+        out: list[tuple[int, Any, Any]] = []
+        for worker in list(self.workers):
+            try:
+                partitions = worker.call("partitions", name)
+            except InvalidStateStoreException:
+                continue  # a worker that is ending or being replaced
+            out.extend(
+                (p, contextlib.nullcontext(), RemoteStore(worker, name, p)) for p in partitions
+            )
         for thread in list(self.threads):
             for task in list(thread.tasks.values()):
                 if task.state != RUNNING:
@@ -537,7 +642,7 @@ class KafkaStreams:
 
     def local_tasks(self) -> dict[str, str]:
         """Task id -> task state of the tasks on this instance."""
-        return {tid: t.state for th in self.threads for tid, t in th.tasks.items()}
+        return {tid: state for status in self._statuses() for tid, state in status.tasks.items()}
 
     def _require_running(self) -> None:
         if not self._state.is_running_or_rebalancing():
@@ -549,33 +654,22 @@ class KafkaStreams:
 
     def metrics(self) -> dict[str, Any]:
         """Counters: processed records and rate, commits, restore progress, lag, drops."""
-        threads = list(self.threads)
-        ms = [t.metrics for t in threads]
+        statuses = self._statuses()
+        ms = [st.metrics for st in statuses]
         commits = sum(m.commits for m in ms)
         lag: dict[str, int] = {}
         restore: dict[str, dict[str, Any]] = {}
-        for thread in threads:
-            for (topic, partition), value in list(thread.lag.items()):
+        for status in statuses:
+            for (topic, partition), value in status.lag.items():
                 lag[f"{topic}-{partition}"] = value
-            if thread.reader is not None:
-                for (topic, partition), prog in list(thread.reader.progress.items()):
-                    restore[f"{topic}-{partition}"] = {
-                        "store": prog.store,
-                        "start-offset": prog.start,
-                        "end-offset": prog.end,
-                        "restored": prog.restored,
-                        "remaining": 0
-                        if prog.done
-                        else max(0, prog.end - prog.start - prog.restored),
-                        "done": prog.done,
-                    }
+            restore.update(status.restore)
         return {
             "state": self._state.name,
-            "threads": len([t for t in threads if t.is_alive()]),
-            "tasks": sorted(self.local_tasks()),
+            "threads": len([st for st in statuses if st.alive]),
+            "tasks": sorted(tid for st in statuses for tid in st.tasks),
             "standby-tasks": self.standby.standby_task_ids() if self.standby is not None else [],
             "process-total": sum(m.processed for m in ms),
-            "process-rate": sum(m.process_rate() for m in ms),
+            "process-rate": sum(st.process_rate for st in statuses),
             "commit-total": commits,
             "commit-latency-avg": (sum(m.commit_latency_total_ms for m in ms) / commits)
             if commits
@@ -590,12 +684,12 @@ class KafkaStreams:
             "restore-progress": restore,
             "consumer-lag": lag,
             "consumer-lag-max": max(lag.values(), default=0),
-            "records-sent-total": sum(t.collector.sent for t in threads if t.collector is not None),
+            "records-sent-total": sum(st.records_sent for st in statuses),
             "producer-replacements-total": sum(m.producer_replacements for m in ms),
             # a thread retrying a retriable failure (broker down, leader moving) is stalled
             # until it makes progress again, and fails after task.timeout.ms
-            "stalled-threads": len([t for t in threads if t.stall.stalled]),
-            "stalled-seconds-max": max((t.stall.seconds() for t in threads), default=0.0),
-            "stall-reason": next((t.stall.reason for t in threads if t.stall.stalled), None),
-            "stalls-total": sum(t.stall.total_stalls for t in threads),
+            "stalled-threads": len([st for st in statuses if st.stalled]),
+            "stalled-seconds-max": max((st.stalled_seconds for st in statuses), default=0.0),
+            "stall-reason": next((st.stall_reason for st in statuses if st.stalled), None),
+            "stalls-total": sum(st.stalls_total for st in statuses),
         }

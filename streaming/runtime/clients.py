@@ -52,6 +52,7 @@ class ClientConfigs:
             "auto.offset.reset": "earliest",
             "partition.assignment.strategy": "range",
             "isolation.level": "read_committed" if self.config.exactly_once else "read_uncommitted",
+            "fetch.queue.backoff.ms": 10,
         }
         settings.update(self.config.consumer)
         settings.pop("group.instance.id", None)

@@ -57,6 +57,10 @@ PROCESSING_GUARANTEE = "processing.guarantee"
 COMMIT_INTERVAL_MS = "commit.interval.ms"
 STATE_DIR = "state.dir"
 NUM_STREAM_THREADS = "num.stream.threads"
+#: ours: what runs num.stream.threads > 1: "processes" (default; CPython threads share one
+#: core) or "threads" (one process, for processors with in-process side effects)
+STREAM_WORKERS = "stream.workers"
+STREAM_WORKER_KINDS = ("processes", "threads")
 NUM_STANDBY_REPLICAS = "num.standby.replicas"
 MAX_TASK_IDLE_MS = "max.task.idle.ms"
 CACHE_MAX_BYTES = "statestore.cache.max.bytes"
@@ -114,6 +118,7 @@ KNOWN_KEYS = frozenset(
         COMMIT_INTERVAL_MS,
         STATE_DIR,
         NUM_STREAM_THREADS,
+        STREAM_WORKERS,
         NUM_STANDBY_REPLICAS,
         MAX_TASK_IDLE_MS,
         CACHE_MAX_BYTES,
@@ -201,6 +206,8 @@ class StreamsConfig:
     commit_interval_ms: int
     state_dir: Path
     num_stream_threads: int
+    #: "processes" or "threads": what runs the stream threads when there are several
+    stream_workers: str
     num_standby_replicas: int
     max_task_idle_ms: int
     cache_max_bytes: int
@@ -369,6 +376,12 @@ class StreamsConfig:
                     f"{DEFAULT_TIMESTAMP_EXTRACTOR}: {exc}"
                 ) from None
         threads = _int(cfg, NUM_STREAM_THREADS, 1, minimum=1)
+        workers = str(cfg.get(STREAM_WORKERS, "processes")).lower()
+        if workers not in STREAM_WORKER_KINDS:
+            raise ConfigException(
+                f"Invalid value {cfg.get(STREAM_WORKERS)!r} for configuration {STREAM_WORKERS}: "
+                f"use one of {', '.join(STREAM_WORKER_KINDS)}"
+            )
         standbys = _int(cfg, NUM_STANDBY_REPLICAS, 0, minimum=0)
         _check_managed_values(cfg, clients, guarantee)
         return StreamsConfig(
@@ -378,6 +391,7 @@ class StreamsConfig:
             commit_interval_ms=commit_ms,
             state_dir=state_dir,
             num_stream_threads=threads,
+            stream_workers=workers,
             num_standby_replicas=standbys,
             max_task_idle_ms=_int(cfg, MAX_TASK_IDLE_MS, 0, minimum=-1),
             cache_max_bytes=cache_bytes,
@@ -415,6 +429,11 @@ class StreamsConfig:
             retry_backoff_ms=_int(cfg, RETRY_BACKOFF_MS, 100, minimum=0),
             bootstrap_timeout_ms=_int(cfg, BOOTSTRAP_TIMEOUT_MS, 15_000, minimum=1),
         )
+
+    @property
+    def worker_processes(self) -> bool:
+        """Whether the stream threads run as worker processes (several, and not "threads")."""
+        return self.num_stream_threads > 1 and self.stream_workers == "processes"
 
     def app_configs(self) -> dict[str, Any]:
         """The dict processors and stores see as ``context.app_configs``."""

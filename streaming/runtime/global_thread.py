@@ -41,7 +41,7 @@ class GlobalStreamThread(threading.Thread):
         self.config = app.config
         topology = app.topology
         self.topics = list(topology.global_topics())
-        self.task_dir = app.state_directory.task_dir("global")
+        self.task_dir = app.state_directory.task_dir(app.global_dir)
         self.lock = threading.RLock()
         self.task = StreamTask(
             "global",

@@ -4,6 +4,7 @@ both)."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -28,3 +29,10 @@ class GlobalThreadListener(Protocol):
 
     def on_global_thread_failure(self, exc: BaseException) -> None:
         """The global thread stopped on ``exc``; the client cannot go on without it."""
+
+
+class StandbyHandover(Protocol):
+    """Hands a standby task's state directory over to a stream thread that activates it."""
+
+    def activating(self, tid: str) -> AbstractContextManager[None]:
+        """Held while ``tid`` becomes active: the standby copy is closed and stays closed."""

@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 LATE_RECORD_MESSAGE = "Skipping record for expired window"
 
@@ -58,6 +59,30 @@ class ThreadMetrics:
             if now_t - t <= window_s:
                 return (now_n - n) / (now_t - t) if now_t > t else 0.0
         return 0.0
+
+
+@dataclass(frozen=True)
+class ThreadStatus:
+    """A stream thread's state, tasks and counters at one moment: plain data, so that a
+    worker process can send its thread's to the client (``KafkaStreams.metrics()`` sums
+    these)."""
+
+    name: str
+    state: str
+    alive: bool
+    #: task id -> task state
+    tasks: dict[str, str]
+    assigned: list[tuple[str, int]]
+    metrics: ThreadMetrics
+    process_rate: float
+    lag: dict[tuple[str, int], int]
+    #: changelog partition ("topic-partition") -> restore progress
+    restore: dict[str, dict[str, Any]]
+    records_sent: int
+    stalled: bool
+    stalled_seconds: float
+    stall_reason: str | None
+    stalls_total: int
 
 
 class _LateRecordCounter(logging.Handler):

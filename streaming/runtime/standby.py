@@ -30,7 +30,12 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 from streaming.runtime.assignment import Subtopology, task_id
 from streaming.runtime.failures import Kind, classify, error_of
 from streaming.runtime.metadata import process_from_client_id
-from streaming.runtime.state_directory import read_checkpoint, wipe_task_dir, write_checkpoint
+from streaming.runtime.state_directory import (
+    TaskLock,
+    read_checkpoint,
+    wipe_task_dir,
+    write_checkpoint,
+)
 from streaming.state.api import InMemoryStateStoreContext
 
 if TYPE_CHECKING:
@@ -58,8 +63,18 @@ class StandbyTask:
         self.callbacks: dict[str, Any] = {}
         self.offsets: dict[tuple[str, int], int | None] = {}
         self.applied = 0
+        self._dir_lock: TaskLock | None = None
 
     def open(self) -> None:
+        # fails while an active task has the directory (another worker's, or closing)
+        self._dir_lock = self.app.state_directory.lock_task(self.id)
+        try:
+            self._open()
+        except BaseException:
+            self._close_stores()
+            raise
+
+    def _open(self) -> None:
         checkpoint = read_checkpoint(self.task_dir)
         if checkpoint is None:
             wipe_task_dir(self.task_dir)
@@ -130,6 +145,9 @@ class StandbyTask:
             with contextlib.suppress(Exception):
                 store.close()
         self.stores.clear()
+        if self._dir_lock is not None:
+            self._dir_lock.release()
+            self._dir_lock = None
 
 
 class StandbyManager(threading.Thread):

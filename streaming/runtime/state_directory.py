@@ -7,7 +7,10 @@ changelog (a crash, or an exactly-once task that was running), so the task direc
 wiped and the stores are rebuilt from the changelog.
 
 The application directory also holds the process id (``kafka-streams-process-metadata``)
-and a lock file so that two instances never share one state directory.
+and a lock file so that two instances never share one state directory, and one lock file
+per task (``.task-<task>.lock``, Kafka's task directory lock): a stream thread or worker
+process holds it while the task's stores are open, so that the next owner of a task moved
+by a rebalance waits until the last one has closed it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import json
 import logging
 import os
 import shutil
+import time
 import uuid
 from pathlib import Path
 
@@ -33,6 +37,10 @@ LOCK_FILE = ".lock"
 
 class StateDirectoryLocked(RuntimeError):
     """Another KafkaStreams instance uses this state directory."""
+
+
+class TaskDirectoryLocked(RuntimeError):
+    """A task's directory stayed locked by its previous owner for too long."""
 
 
 class StateDirectoryUnusable(ConfigException):
@@ -140,10 +148,42 @@ class StateDirectory:
             meta.write_text(json.dumps({"processId": pid}))
             return pid
 
+    def lock_task(self, task_id: str, *, timeout_s: float = 0.0) -> TaskLock:
+        """Hold task ``task_id``'s directory lock, waiting up to ``timeout_s`` while its last
+        owner (another stream thread or worker process) still has the task open."""
+        fd = os.open(self.path / f".task-{task_id}.lock", os.O_CREAT | os.O_RDWR, 0o644)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return TaskLock(fd)
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise TaskDirectoryLocked(
+                        f"task {task_id}'s state directory is still held by its previous owner "
+                        f"after {timeout_s:.0f} s"
+                    ) from None
+                time.sleep(0.02)
+
     def task_dir(self, task_id: str) -> Path:
         path = self.path / task_id
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+
+class TaskLock:
+    """A held task directory lock (released by ``release()``, or when the process ends)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                os.close(self._fd)
+            self._fd = None
 
 
 def read_checkpoint(task_dir: Path) -> dict[tuple[str, int], int] | None:

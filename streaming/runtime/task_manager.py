@@ -22,7 +22,7 @@ from streaming.runtime.failures import Stall, calling
 from streaming.runtime.restore import ChangelogReader
 
 if TYPE_CHECKING:
-    from streaming.runtime.standby import StandbyManager
+    from streaming.runtime.listeners import StandbyHandover
     from streaming.runtime.thread import StreamThread
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ class TaskManager:
         self,
         *,
         owner: StreamThread,
-        standby: Callable[[], StandbyManager | None],
+        standby: Callable[[], StandbyHandover | None],
         stall: Stall,
         metrics: metrics_mod.ThreadMetrics,
         changelog_end: Callable[[str, int], int],

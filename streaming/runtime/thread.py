@@ -30,6 +30,7 @@ restart, it takes its old place at once; it leaves the group explicitly when it 
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -127,7 +128,7 @@ class StreamThread(threading.Thread):
         #: the active tasks and the assigned partitions
         self.task_manager = TaskManager(
             owner=self,
-            standby=lambda: app.standby,
+            standby=app.standby_handover,
             stall=self.stall,
             metrics=self.metrics,
             changelog_end=self._changelog_end,
@@ -159,6 +160,36 @@ class StreamThread(threading.Thread):
     def assigned(self) -> list[tuple[str, int]]:
         """The partitions assigned to the thread's consumer."""
         return self.task_manager.assigned
+
+    def status(self) -> metrics_mod.ThreadStatus:
+        """This thread's state, tasks and counters now."""
+        restore: dict[str, dict[str, Any]] = {}
+        if self.reader is not None:
+            for (topic, partition), prog in list(self.reader.progress.items()):
+                restore[f"{topic}-{partition}"] = {
+                    "store": prog.store,
+                    "start-offset": prog.start,
+                    "end-offset": prog.end,
+                    "restored": prog.restored,
+                    "remaining": 0 if prog.done else max(0, prog.end - prog.start - prog.restored),
+                    "done": prog.done,
+                }
+        return metrics_mod.ThreadStatus(
+            name=self.name,
+            state=self.state,
+            alive=self.is_alive(),
+            tasks={tid: task.state for tid, task in list(self.tasks.items())},
+            assigned=list(self.assigned),
+            metrics=copy.copy(self.metrics),
+            process_rate=self.metrics.process_rate(),
+            lag=dict(self.lag),
+            restore=restore,
+            records_sent=self.collector.sent if self.collector is not None else 0,
+            stalled=self.stall.stalled,
+            stalled_seconds=self.stall.seconds(),
+            stall_reason=self.stall.reason,
+            stalls_total=self.stall.total_stalls,
+        )
 
     # -- clients --------------------------------------------------------------------------
 
@@ -324,7 +355,7 @@ class StreamThread(threading.Thread):
             if self._recovering():  # still backing off
                 self._stop_event.wait(0.05)
             return
-        msgs = self.consumer.consume(num_messages=MAX_POLL_RECORDS, timeout=timeout)  # type: ignore[union-attr]
+        msgs = self._poll(timeout)
         with self.lock:
             if msgs:
                 self.task_manager.add_records_to_tasks(msgs, self._consumer_error)
@@ -345,6 +376,19 @@ class StreamThread(threading.Thread):
             self.lag = {
                 tp: lag for tp in self.assigned if (lag := self._metric_lag(tp)) is not None
             }
+
+    def _poll(self, timeout: float) -> list[Any]:
+        """What the consumer has fetched (at most ``MAX_POLL_RECORDS``), waiting up to
+        ``timeout`` for the first record only: librdkafka's batch consume waits for a full
+        batch until its timeout, which would hold a few records back for the whole wait."""
+        consumer: Consumer = self.consumer  # type: ignore[assignment]
+        msgs = consumer.consume(num_messages=MAX_POLL_RECORDS, timeout=0.0)
+        if msgs or timeout <= 0:
+            return msgs
+        msgs = consumer.consume(num_messages=1, timeout=timeout)
+        if msgs:
+            msgs.extend(consumer.consume(num_messages=MAX_POLL_RECORDS - 1, timeout=0.0))
+        return msgs
 
     def _process(self) -> None:
         total = self.task_manager.process(PROCESS_BATCH, self.wall_clock_ms(), self._lag)
