@@ -640,101 +640,18 @@ class QueryService:
                 page.next_cursor = Cursor(partition)
                 break
             after = cursor.after if cursor is not None and cursor.partition == partition else None
-            rows, more = self._read_partition(lock, typed, kind, bounds, after, remaining)
-            page.entries.extend(self._decode(typed, kind, rows))
+            read = getattr(typed, "read_page", None)  # a worker process's store reads there
+            if read is not None:
+                entries, more, last = read(kind, bounds, after, remaining, self.scan_chunk)
+            else:
+                entries, more, last = read_page(
+                    lock, typed, kind, bounds, after, remaining, self.scan_chunk
+                )
+            page.entries.extend(entries)
             if more:
-                page.next_cursor = Cursor(partition, rows[-1][0])
+                page.next_cursor = Cursor(partition, last)
                 break
         return page
-
-    def _read_partition(
-        self, lock: Any, typed: Any, kind: str, bounds: tuple, after: bytes | None, limit: int
-    ) -> tuple[list[tuple[bytes, bytes]], bool]:
-        """Raw (key, value) entries after ``after``, at most ``limit``, and whether more follow.
-
-        Reads ``scan_chunk`` entries per hold of the stream thread's ``lock``, each chunk a
-        fresh range read after the last key, and yields the interpreter between chunks so that
-        the stream thread gets the lock back: a scan never blocks processing for long."""
-        from streaming.state.key_value_store import KeyValueStore
-        from streaming.state.window_store import WindowStore
-
-        chunk: Callable[[bytes | None, int], list[tuple[bytes, bytes]]]
-        if kind == "keyvalue" and isinstance(typed, KeyValueStore):
-            lo = None if bounds[0] is None else typed.raw_key(bounds[0])
-            hi = None if bounds[1] is None else typed.raw_key(bounds[1])
-            raw = typed.wrapped
-
-            def chunk(last: bytes | None, n: int) -> list[tuple[bytes, bytes]]:
-                start = lo if last is None else last + b"\x00"
-                # with lo set, start is bytes (lo, or the key after last)
-                if lo is not None and start < lo:  # type: ignore[operator]
-                    start = lo
-                return _take(raw.range(start, hi), n)
-
-        elif kind == "window" and isinstance(typed, WindowStore):
-            chunk = _window_chunker(typed.wrapped, bounds[0], bounds[1])
-        else:
-            return self._read_whole(lock, typed, kind, bounds, after, limit)
-        rows: list[tuple[bytes, bytes]] = []
-        last = after
-        while len(rows) <= limit:
-            want = min(self.scan_chunk, limit + 1 - len(rows))
-            with lock:
-                got = chunk(last, want)
-            rows.extend(got)
-            if len(got) < want:
-                break
-            last = got[-1][0]
-            time.sleep(0)  # let the stream thread take the lock (and the GIL) first
-        more = len(rows) > limit
-        return rows[:limit], more
-
-    @staticmethod
-    def _read_whole(
-        lock: Any, typed: Any, kind: str, bounds: tuple, after: bytes | None, limit: int
-    ) -> tuple[list[tuple[bytes, Any]], bool]:
-        # a store without raw range reads (none of the built-in kinds): one read, ordered by
-        # the JSON of its keys; rows are (that JSON, (key, value))
-        with lock:
-            if kind == "keyvalue":
-                items = list(typed.all() if bounds == (None, None) else typed.range(*bounds))
-            else:
-                items = list(typed.fetch_all(*bounds))
-        rows = sorted(((codec.dumps(k), (k, v)) for k, v in items), key=lambda row: row[0])
-        if after is not None:
-            rows = [row for row in rows if row[0] > after]
-        return rows[:limit], len(rows) > limit
-
-    @staticmethod
-    def _decode(typed: Any, kind: str, rows: list[tuple[bytes, Any]]) -> list[dict[str, Any]]:
-        from streaming.state.key_value_store import KeyValueStore
-        from streaming.state.window_store import WindowStore
-
-        if kind == "keyvalue":
-            if not isinstance(typed, KeyValueStore):
-                return [{"key": k, "value": _plain(v)} for _, (k, v) in rows]
-            key_from, value_from = typed.key_from, typed.value_from
-            return [{"key": key_from(k), "value": _plain(value_from(v))} for k, v in rows]
-        if not isinstance(typed, WindowStore):
-            return [
-                {"key": w.key, "start": w.window.start, "end": w.window.end, "value": _plain(v)}
-                for _, (w, v) in rows
-            ]
-        split = typed.key_schema.split
-        key_from, value_from = typed.key_from, typed.value_from
-        size = typed.window_size
-        out = []
-        for k, v in rows:
-            key, start = split(k)
-            out.append(
-                {
-                    "key": key_from(key),
-                    "start": start,
-                    "end": min(start + size, LONG_MAX),
-                    "value": _plain(value_from(v)),
-                }
-            )
-        return out
 
     # -- forwarding -----------------------------------------------------------------------
 
@@ -762,6 +679,118 @@ class QueryService:
             return Response(exc.code, exc.read(), exc.headers.get("Content-Type", JSON_TYPE), extra)
         except (urllib.error.URLError, OSError) as exc:
             return _error(502, f"the owner {owner} could not be reached: {exc}", owner=str(owner))
+
+
+def read_page(
+    lock: Any,
+    typed: Any,
+    kind: str,
+    bounds: tuple,
+    after: bytes | None,
+    limit: int,
+    scan_chunk: int = SCAN_CHUNK,
+) -> tuple[list[dict[str, Any]], bool, bytes | None]:
+    """Up to ``limit`` decoded entries of one local store partition after the cursor key
+    ``after``, whether more follow, and the cursor key of the last one (a worker process
+    answers its stores' pages with this too)."""
+    rows, more = _read_partition(lock, typed, kind, bounds, after, limit, scan_chunk)
+    return _decode(typed, kind, rows), more, rows[-1][0] if rows else None
+
+
+def _read_partition(
+    lock: Any,
+    typed: Any,
+    kind: str,
+    bounds: tuple,
+    after: bytes | None,
+    limit: int,
+    scan_chunk: int,
+) -> tuple[list[tuple[bytes, bytes]], bool]:
+    """Raw (key, value) entries after ``after``, at most ``limit``, and whether more follow.
+
+    Reads ``scan_chunk`` entries per hold of the stream thread's ``lock``, each chunk a
+    fresh range read after the last key, and yields the interpreter between chunks so that
+    the stream thread gets the lock back: a scan never blocks processing for long."""
+    from streaming.state.key_value_store import KeyValueStore
+    from streaming.state.window_store import WindowStore
+
+    chunk: Callable[[bytes | None, int], list[tuple[bytes, bytes]]]
+    if kind == "keyvalue" and isinstance(typed, KeyValueStore):
+        lo = None if bounds[0] is None else typed.raw_key(bounds[0])
+        hi = None if bounds[1] is None else typed.raw_key(bounds[1])
+        raw = typed.wrapped
+
+        def chunk(last: bytes | None, n: int) -> list[tuple[bytes, bytes]]:
+            start = lo if last is None else last + b"\x00"
+            # with lo set, start is bytes (lo, or the key after last)
+            if lo is not None and start < lo:  # type: ignore[operator]
+                start = lo
+            return _take(raw.range(start, hi), n)
+
+    elif kind == "window" and isinstance(typed, WindowStore):
+        chunk = _window_chunker(typed.wrapped, bounds[0], bounds[1])
+    else:
+        return _read_whole(lock, typed, kind, bounds, after, limit)
+    rows: list[tuple[bytes, bytes]] = []
+    last = after
+    while len(rows) <= limit:
+        want = min(scan_chunk, limit + 1 - len(rows))
+        with lock:
+            got = chunk(last, want)
+        rows.extend(got)
+        if len(got) < want:
+            break
+        last = got[-1][0]
+        time.sleep(0)  # let the stream thread take the lock (and the GIL) first
+    more = len(rows) > limit
+    return rows[:limit], more
+
+
+def _read_whole(
+    lock: Any, typed: Any, kind: str, bounds: tuple, after: bytes | None, limit: int
+) -> tuple[list[tuple[bytes, Any]], bool]:
+    # a store without raw range reads (none of the built-in kinds): one read, ordered by
+    # the JSON of its keys; rows are (that JSON, (key, value))
+    with lock:
+        if kind == "keyvalue":
+            items = list(typed.all() if bounds == (None, None) else typed.range(*bounds))
+        else:
+            items = list(typed.fetch_all(*bounds))
+    rows = sorted(((codec.dumps(k), (k, v)) for k, v in items), key=lambda row: row[0])
+    if after is not None:
+        rows = [row for row in rows if row[0] > after]
+    return rows[:limit], len(rows) > limit
+
+
+def _decode(typed: Any, kind: str, rows: list[tuple[bytes, Any]]) -> list[dict[str, Any]]:
+    from streaming.state.key_value_store import KeyValueStore
+    from streaming.state.window_store import WindowStore
+
+    if kind == "keyvalue":
+        if not isinstance(typed, KeyValueStore):
+            return [{"key": k, "value": _plain(v)} for _, (k, v) in rows]
+        key_from, value_from = typed.key_from, typed.value_from
+        return [{"key": key_from(k), "value": _plain(value_from(v))} for k, v in rows]
+    if not isinstance(typed, WindowStore):
+        return [
+            {"key": w.key, "start": w.window.start, "end": w.window.end, "value": _plain(v)}
+            for _, (w, v) in rows
+        ]
+    split = typed.key_schema.split
+    key_from, value_from = typed.key_from, typed.value_from
+    size = typed.window_size
+    out = []
+    for k, v in rows:
+        key, start = split(k)
+        out.append(
+            {
+                "key": key_from(key),
+                "start": start,
+                "end": min(start + size, LONG_MAX),
+                "value": _plain(value_from(v)),
+            }
+        )
+    return out
 
 
 def _plain(value: Any) -> Any:

@@ -150,6 +150,8 @@ class KafkaStreams:
         self.workers: list[WorkerProcess] = []
         #: in a worker process: the link to its client (the stream thread's listener)
         self._worker_link: Any = None
+        #: the topology and config as the workers get them (pickled once)
+        self._payload: bytes | None = None
         #: the global stores' directory (a worker process keeps its own copy)
         self.global_dir = "global"
         self._dead_threads: list[Any] = []
@@ -246,17 +248,16 @@ class KafkaStreams:
         """Spawn the worker processes (they load while this client sets itself up), then
         let them all start their stream threads at once: they join the group together."""
         payload = self._worker_payload()
-        workers = [
-            WorkerProcess(self, index, payload)
-            for index in range(1, self.config.num_stream_threads + 1)
-        ]
-        self._thread_index = len(workers)
+        workers: list[WorkerProcess] = []
         try:
+            for index in range(1, self.config.num_stream_threads + 1):
+                workers.append(WorkerProcess(self, index, payload))
             self._start_client(lambda: self.state_directory.process_id())
         except BaseException:
             for worker in workers:
                 worker.kill()
             raise
+        self._thread_index = len(workers)
         self.workers = [worker.start() for worker in workers]
 
     def _worker_payload(self) -> bytes:
@@ -264,8 +265,11 @@ class KafkaStreams:
         be sent)."""
         import cloudpickle
 
+        if self._payload is not None:
+            return self._payload
         try:
-            return bytes(cloudpickle.dumps((self.topology, self.config.originals)))
+            self._payload = bytes(cloudpickle.dumps((self.topology, self.config.originals)))
+            return self._payload
         except Exception as exc:
             raise ValueError(
                 f"num.stream.threads={self.config.num_stream_threads} runs worker processes, "
@@ -452,13 +456,14 @@ class KafkaStreams:
     def on_thread_state_change(self, thread: Any) -> None:
         from streaming.runtime import thread as t
 
-        if self._state not in (State.REBALANCING, State.RUNNING):
-            return
-        states = [th.state for th in self._runners() if th.is_alive() or th is thread]
-        if thread.state in (t.PARTITIONS_REVOKED, t.PARTITIONS_ASSIGNED, t.STARTING):
-            self._set_state(State.REBALANCING)
-        elif states and all(s == t.THREAD_RUNNING for s in states):
-            self._set_state(State.RUNNING)
+        with self._state_lock:  # workers report from several monitor threads
+            if self._state not in (State.REBALANCING, State.RUNNING):
+                return
+            states = [th.state for th in self._runners() if th.is_alive() or th is thread]
+            if thread.state in (t.PARTITIONS_REVOKED, t.PARTITIONS_ASSIGNED, t.STARTING):
+                self._set_state(State.REBALANCING)
+            elif states and all(s == t.THREAD_RUNNING for s in states):
+                self._set_state(State.RUNNING)
 
     def on_assignment_change(self) -> None:
         if self._directory is not None:
@@ -486,19 +491,24 @@ class KafkaStreams:
         if response is StreamThreadExceptionResponse.REPLACE_THREAD:
             log.warning("Replacing stream thread %s after: %s", thread.name, exc)
             with self._state_lock:
-                self._set_state(State.REBALANCING)
-                if thread in self.workers:
-                    # the same index: its static membership and transactional id take over
-                    # at once from a killed worker (fencing its open transaction)
-                    self.workers.remove(thread)
+                if not self._set_state(State.REBALANCING):
+                    return  # closing meanwhile
+                if thread not in self.workers:
+                    if thread in self.threads:
+                        self.threads.remove(thread)
+                    self._start_thread()
+                    return
+                # the same index: its static membership and transactional id take over at
+                # once from a killed worker (fencing its open transaction)
+                self.workers.remove(thread)
+                try:
                     self.workers.append(
                         WorkerProcess(self, thread.index, self._worker_payload()).start()
                     )
                     return
-                if thread in self.threads:
-                    self.threads.remove(thread)
-                self._start_thread()
-            return
+                except Exception as spawn_exc:
+                    log.exception("Starting a worker to replace %s failed", thread.name)
+                    self._errors.append(spawn_exc)
         if response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
             log.error(
                 "SHUTDOWN_APPLICATION requested: librdkafka cannot signal the other instances "
@@ -559,7 +569,9 @@ class KafkaStreams:
             try:
                 partitions = worker.call("partitions", name)
             except InvalidStateStoreException:
-                continue  # a worker that is ending or being replaced
+                if worker.is_alive():
+                    raise
+                continue  # a worker that ended (its replacement follows)
             out.extend(
                 (p, contextlib.nullcontext(), RemoteStore(worker, name, p)) for p in partitions
             )

@@ -84,6 +84,26 @@ class ThreadStatus:
     stall_reason: str | None
     stalls_total: int
 
+    @staticmethod
+    def unknown(name: str, state: str, *, alive: bool) -> ThreadStatus:
+        """The status of a thread that cannot tell (a worker process ending or ended)."""
+        return ThreadStatus(
+            name=name,
+            state=state,
+            alive=alive,
+            tasks={},
+            assigned=[],
+            metrics=ThreadMetrics(),
+            process_rate=0.0,
+            lag={},
+            restore={},
+            records_sent=0,
+            stalled=False,
+            stalled_seconds=0.0,
+            stall_reason=None,
+            stalls_total=0,
+        )
+
 
 class _LateRecordCounter(logging.Handler):
     """Counts DSL "expired window" skips per stream thread."""

@@ -30,7 +30,8 @@ restart, it takes its old place at once; it leaves the group explicitly when it 
 
 from __future__ import annotations
 
-import copy
+import collections
+import dataclasses
 import logging
 import threading
 import time
@@ -180,7 +181,8 @@ class StreamThread(threading.Thread):
             alive=self.is_alive(),
             tasks={tid: task.state for tid, task in list(self.tasks.items())},
             assigned=list(self.assigned),
-            metrics=copy.copy(self.metrics),
+            # the counters only: the rate samples change while a worker pickles this
+            metrics=dataclasses.replace(self.metrics, _samples=collections.deque(maxlen=1)),
             process_rate=self.metrics.process_rate(),
             lag=dict(self.lag),
             restore=restore,

@@ -11,9 +11,10 @@ task directories the client's), under the client's state-directory lock.
 
 Two connections to the client:
 
-- *calls* (client -> worker, one answer each): ``status``, ``partitions`` (the running
-  tasks of a store) and ``store`` (one read of one task's store, run under the stream
-  thread's lock, iterators answered as lists);
+- *calls* (client -> worker, numbered, one answer each): ``status``, ``partitions`` (the
+  running tasks of a store), ``store`` (one read of one task's store) and ``page`` (a query
+  server page of one task's store), reads done under the stream thread's lock, waiting for
+  it at most ``LOCK_WAIT_S``;
 - *events* (worker -> client): the stream thread's state changes, assignment changes and
   its end, and the ``activating`` handshake that hands a standby task's state directory
   over from the client's standby updater.
@@ -42,6 +43,31 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: the read methods of the stores that the client may call (``queries`` views use these)
+READS = frozenset(
+    {
+        "get",
+        "range",
+        "reverse_range",
+        "all",
+        "reverse_all",
+        "prefix_scan",
+        "approximate_num_entries",
+        "fetch",
+        "backward_fetch",
+        "fetch_all",
+        "backward_fetch_all",
+        "backward_all",
+        "find_sessions",
+        "backward_find_sessions",
+        "fetch_session",
+    }
+)
+
+#: how long a read waits for the stream thread's lock (held through a rebalance) before
+#: it is answered with "try again"; shorter than the client's call timeout
+LOCK_WAIT_S = 10.0
+
 
 class WorkerError(RuntimeError):
     """A worker's failure whose own exception could not be sent to the client."""
@@ -56,23 +82,53 @@ def portable(exc: BaseException) -> BaseException:
         return WorkerError(f"{type(exc).__name__}: {exc}")
 
 
-def store_call(app: KafkaStreams, name: str, partition: int, method: str, args: tuple) -> Any:
-    """``method(*args)`` on the store ``name`` of the running task of ``partition``."""
+class _BoundedLock:
+    """The stream thread's lock, or "try again" after ``LOCK_WAIT_S`` without it."""
+
+    def __init__(self, lock: Any) -> None:
+        self._lock = lock
+
+    def __enter__(self) -> None:
+        from streaming.runtime.queries import InvalidStateStoreException
+
+        if not self._lock.acquire(timeout=LOCK_WAIT_S):
+            raise InvalidStateStoreException(
+                f"the stream thread held its tasks for over {LOCK_WAIT_S:.0f} s (a "
+                "rebalance?); try again"
+            )
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+def _partition_store(app: KafkaStreams, name: str, partition: int) -> tuple[Any, Any]:
+    """(lock, store) of the running task of ``partition`` of store ``name``."""
     from streaming.runtime.queries import InvalidStateStoreException
 
-    for _p, lock, store in app._local_partition_stores(name):
-        if _p != partition:
-            continue
-        if method.startswith("_"):
-            raise AttributeError(method)
-        with lock:
-            result = getattr(store, method)(*args)
-            if hasattr(result, "__next__") or isinstance(result, (map, filter)):
-                result = list(result)
-        return result
+    for p, lock, store in app._local_partition_stores(name):
+        if p == partition:
+            return lock, store
     raise InvalidStateStoreException(
         f"partition {partition} of store {name} is no longer served by this worker"
     )
+
+
+def store_call(app: KafkaStreams, name: str, partition: int, method: str, args: tuple) -> Any:
+    """``method(*args)`` (a read) on the store ``name`` of the task of ``partition``."""
+    if method not in READS:
+        raise AttributeError(f"{method} is not a store read")
+    lock, store = _partition_store(app, name, partition)
+    with _BoundedLock(lock):
+        result = getattr(store, method)(*args)
+        return list(result) if hasattr(result, "__next__") else result
+
+
+def store_page(app: KafkaStreams, name: str, partition: int, *args: Any) -> Any:
+    """The query server's ``read_page`` of one task's store, read here in chunks."""
+    from streaming.query.service import read_page
+
+    lock, store = _partition_store(app, name, partition)
+    return read_page(_BoundedLock(lock), store, *args)
 
 
 class ClientLink:
@@ -104,7 +160,9 @@ class ClientLink:
         standby updater closes its copy first and keeps it closed until this ends."""
         with self._lock:
             self._events.send(("activating", tid))
-            self._events.recv()  # the standby copy is closed
+            kind, error = self._events.recv()
+        if kind == "error":
+            raise error
         try:
             yield
         finally:
@@ -115,46 +173,57 @@ class _Stop(Exception):
     """SIGTERM arrived while the worker waited for a call."""
 
 
-def serve(app: KafkaStreams, calls: Connection) -> None:
-    """Answer the client's calls until SIGTERM (clean close) or the client is gone."""
-    waiting = False
-    stop = False
+class _Signals:
+    """SIGTERM: stop at the next opportunity (at once while waiting for a call)."""
 
-    def on_term(_signum: int, _frame: Any) -> None:
-        nonlocal stop
-        stop = True
-        if waiting:
+    def __init__(self) -> None:
+        self.stop = False
+        self.waiting = False
+        signal.signal(signal.SIGTERM, self._on_term)
+
+    def _on_term(self, _signum: int, _frame: Any) -> None:
+        self.stop = True
+        if self.waiting:
             raise _Stop
 
-    signal.signal(signal.SIGTERM, on_term)
-    while not stop:
+
+def _answer(app: KafkaStreams, op: str, args: tuple) -> Any:
+    if op == "status":
+        return [thread.status() for thread in list(app.threads)]
+    if op == "partitions":
+        return [p for p, _lock, _store in app._local_partition_stores(*args)]
+    if op == "store":
+        return store_call(app, *args)
+    if op == "page":
+        return store_page(app, *args)
+    raise ValueError(f"unknown call {op!r}")
+
+
+def serve(app: KafkaStreams, calls: Connection, signals: _Signals) -> None:
+    """Answer the client's calls until SIGTERM (then close cleanly) or until the client is
+    gone (then end at once)."""
+    while not signals.stop:
         try:
-            waiting = True
-            message = calls.recv()
+            signals.waiting = True
+            if signals.stop:
+                break
+            seq, op, args = calls.recv()
         except _Stop:
             break
         except (EOFError, OSError):
             log.error("worker %s: the client process is gone; stopping at once", os.getpid())
             os._exit(1)
         finally:
-            waiting = False
-        op, args = message
+            signals.waiting = False
         try:
-            if op == "status":
-                result: Any = [thread.status() for thread in list(app.threads)]
-            elif op == "partitions":
-                result = [p for p, _lock, _store in app._local_partition_stores(*args)]
-            elif op == "store":
-                result = store_call(app, *args)
-            else:
-                raise ValueError(f"unknown call {op!r}")
-            reply: tuple[str, Any] = ("ok", result)
-        except BaseException as exc:
-            reply = ("error", portable(exc))
+            reply: tuple[int, str, Any] = (seq, "ok", _answer(app, op, args))
+        except Exception as exc:
+            reply = (seq, "error", portable(exc))
         try:
             calls.send(reply)
-        except (OSError, pickle.PicklingError, TypeError, AttributeError) as exc:
-            calls.send(("error", WorkerError(f"the answer could not be sent: {exc}")))
+        except Exception as exc:  # an answer that cannot be pickled
+            with contextlib.suppress(Exception):
+                calls.send((seq, "error", WorkerError(f"the answer could not be sent: {exc}")))
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # closing already (SIGKILL still ends it)
     app.close()
 
@@ -162,7 +231,7 @@ def serve(app: KafkaStreams, calls: Connection) -> None:
 def main(argv: list[str]) -> int:
     calls = Connection(int(argv[1]))
     events = Connection(int(argv[2]))
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the client; it decides
+    signals = _Signals()  # a SIGTERM while starting is honoured once started
     setup = calls.recv()
     logging.basicConfig(
         level=setup["log_level"],
@@ -186,7 +255,7 @@ def main(argv: list[str]) -> int:
         with contextlib.suppress(OSError):
             events.send(("finished", portable(exc)))
         return 1
-    serve(app, calls)
+    serve(app, calls, signals)
     return 0
 
 

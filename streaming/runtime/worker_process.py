@@ -17,12 +17,14 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from streaming.runtime import thread as thread_states
-from streaming.runtime.metrics import ThreadMetrics, ThreadStatus
+from streaming.runtime.metrics import ThreadStatus
 from streaming.runtime.queries import InvalidStateStoreException
+from streaming.runtime.worker import READS, portable
 
 if TYPE_CHECKING:
     from streaming.runtime.app import KafkaStreams
@@ -35,6 +37,11 @@ CALL_TIMEOUT_S = 30.0
 
 class WorkerDied(RuntimeError):
     """A worker process ended without being asked to (killed, or crashed)."""
+
+
+class WorkerBusy(InvalidStateStoreException):
+    """A worker did not answer a call in time (its stream thread holds its tasks, e.g. in a
+    rebalance): the call can be tried again."""
 
 
 def _pipe() -> tuple[Connection, socket.socket]:
@@ -54,6 +61,7 @@ class WorkerProcess:
         self._calls, calls_child = _pipe()
         self._events, events_child = _pipe()
         self._call_lock = threading.Lock()
+        self._call_seq = 0
         self._finished = threading.Event()
         self._stopping = False
         env = dict(os.environ)
@@ -72,13 +80,17 @@ class WorkerProcess:
             target=self._watch, name=f"{self.name}-monitor", daemon=True
         )
         # the worker loads its modules and the topology while the client sets itself up
-        self._calls.send(
-            {
-                "payload": payload,
-                "index": index,
-                "log_level": logging.getLogger().getEffectiveLevel(),
-            }
-        )
+        try:
+            self._calls.send(
+                {
+                    "payload": payload,
+                    "index": index,
+                    "log_level": logging.getLogger().getEffectiveLevel(),
+                }
+            )
+        except BaseException:
+            self.kill()
+            raise
 
     def start(self) -> WorkerProcess:
         """Let the worker start its stream thread (the client is set up: internal topics
@@ -100,10 +112,8 @@ class WorkerProcess:
                 self.process.send_signal(signal.SIGTERM)
 
     def join(self, timeout: float | None = None) -> None:
+        """Wait until the worker has ended and its end was reported."""
         self._finished.wait(timeout)
-        if self._finished.is_set():
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(1.0)
 
     def kill(self) -> None:
         """End a worker that was never started (the client failed to set itself up)."""
@@ -112,19 +122,28 @@ class WorkerProcess:
             self.process.kill()
         self.process.wait()
         for conn in (self._calls, self._events):
-            conn.close()
+            with contextlib.suppress(OSError):
+                conn.close()
         self._finished.set()
 
     # -- calls ----------------------------------------------------------------------------
 
     def call(self, op: str, *args: Any) -> Any:
-        """One call answered by the worker; its exception is raised here."""
+        """One call answered by the worker; its exception is raised here. Calls are
+        numbered: the late answer to a call that timed out is skipped, never taken for the
+        answer to the next one."""
         with self._call_lock:
+            self._call_seq += 1
+            seq = self._call_seq
+            deadline = time.monotonic() + CALL_TIMEOUT_S
             try:
-                self._calls.send((op, args))
-                if not self._calls.poll(CALL_TIMEOUT_S):
-                    raise TimeoutError(f"{self.name} did not answer {op} in {CALL_TIMEOUT_S}s")
-                kind, value = self._calls.recv()
+                self._calls.send((seq, op, args))
+                while True:
+                    if not self._calls.poll(max(0.0, deadline - time.monotonic())):
+                        raise WorkerBusy(f"{self.name} did not answer {op} in {CALL_TIMEOUT_S}s")
+                    answered, kind, value = self._calls.recv()
+                    if answered == seq:
+                        break
             except (EOFError, OSError) as exc:
                 raise InvalidStateStoreException(f"{self.name} is not running ({exc})") from None
         if kind == "error":
@@ -134,26 +153,13 @@ class WorkerProcess:
     def status(self) -> ThreadStatus:
         """The worker's stream thread status (a dead one's when it cannot answer)."""
         if self.is_alive():
-            with contextlib.suppress(Exception):
+            try:
                 statuses = self.call("status")
                 if statuses:
                     return statuses[0]
-        return ThreadStatus(
-            name=self.name,
-            state=self.state,
-            alive=self.is_alive(),
-            tasks={},
-            assigned=[],
-            metrics=ThreadMetrics(),
-            process_rate=0.0,
-            lag={},
-            restore={},
-            records_sent=0,
-            stalled=False,
-            stalled_seconds=0.0,
-            stall_reason=None,
-            stalls_total=0,
-        )
+            except InvalidStateStoreException as exc:
+                log.debug("no status from %s: %s", self.name, exc)
+        return ThreadStatus.unknown(self.name, self.state, alive=self.is_alive())
 
     # -- events ---------------------------------------------------------------------------
 
@@ -180,14 +186,16 @@ class WorkerProcess:
                         with contextlib.suppress(ProcessLookupError):
                             self.process.send_signal(signal.SIGTERM)
                 elif kind == "activating":
-                    standby = self.app.standby
-                    if standby is not None:
-                        handing_over = standby.activating(message[1])
-                        handing_over.__enter__()
-                    self._events.send(("ok",))
+                    handing_over = self._hand_over(message[1])
                 elif kind == "activated" and handing_over is not None:
                     handing_over.__exit__(None, None, None)
                     handing_over = None
+        except BaseException as exc:
+            # the worker's stream thread may wait for an answer: it must not wait forever
+            log.exception("Following %s failed; stopping it", self.name)
+            self.exception = self.exception or exc
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
         finally:
             if handing_over is not None:
                 handing_over.__exit__(None, None, None)
@@ -204,9 +212,28 @@ class WorkerProcess:
                     conn.close()
             listener.on_thread_finished(self, self.exception)
 
+    def _hand_over(self, tid: str) -> Any:
+        """The worker activates ``tid``: close the client's standby copy of it and keep it
+        closed until the worker says ``activated``; answer in every case (the worker's
+        stream thread waits for it), with the error when the handover failed."""
+        standby = self.app.standby
+        held = None
+        answer: tuple[str, Any] = ("ok", None)
+        try:
+            if standby is not None:
+                held = standby.activating(tid)
+                held.__enter__()
+        except Exception as exc:
+            log.exception("Handing standby task %s over to %s failed", tid, self.name)
+            held = None
+            answer = ("error", portable(exc))
+        self._events.send(answer)
+        return held
+
 
 class RemoteStore:
-    """A store of a task running in a worker process: each method call is one read there."""
+    """A store of a task running in a worker process: each read method call (``READS``) is
+    one call there, iterators answered as lists."""
 
     def __init__(self, worker: WorkerProcess, name: str, partition: int) -> None:
         self._worker = worker
@@ -214,10 +241,18 @@ class RemoteStore:
         self._partition = partition
 
     def __getattr__(self, method: str) -> Any:
-        if method.startswith("_"):
+        if method not in READS:
             raise AttributeError(method)
 
         def read(*args: Any) -> Any:
             return self._worker.call("store", self._name, self._partition, method, args)
 
         return read
+
+    def read_page(
+        self, kind: str, bounds: tuple, after: bytes | None, limit: int, scan_chunk: int
+    ) -> tuple[list[dict[str, Any]], bool, bytes | None]:
+        """The query server's page of this partition, read in chunks in the worker."""
+        return self._worker.call(
+            "page", self._name, self._partition, kind, bounds, after, limit, scan_chunk
+        )

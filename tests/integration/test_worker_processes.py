@@ -128,6 +128,18 @@ def test_two_workers_share_the_tasks_answer_queries_and_restart(kafka_cluster, t
         with urllib.request.urlopen(f"{base}/stores/counts/all", timeout=30) as reply:
             entries = orjson.loads(reply.read())["entries"]
         assert {e["key"]: e["value"] for e in entries} == {f"k{i}": per_key for i in range(KEYS)}
+        # pages of 7, read in chunks inside the workers, each key exactly once
+        paged, cursor = [], None
+        while True:
+            query = "limit=7" + (f"&cursor={cursor}" if cursor else "")
+            with urllib.request.urlopen(f"{base}/stores/counts/all?{query}", timeout=30) as r:
+                page = orjson.loads(r.read())
+            assert len(page["entries"]) <= 7
+            paged.extend(e["key"] for e in page["entries"])
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        assert sorted(paged) == sorted(f"k{i}" for i in range(KEYS))
     finally:
         assert app.close(60)
     assert app.state is State.NOT_RUNNING

@@ -10,7 +10,7 @@ import pytest
 
 from streaming import serdes
 from streaming.query.server import default_bind_host
-from streaming.query.service import Cursor, QueryService
+from streaming.query.service import Cursor, read_page
 from streaming.state import InMemoryStateStoreContext, Stores
 from streaming.state.value_and_timestamp import ValueAndTimestamp
 
@@ -63,16 +63,16 @@ def _window_store(tmp_path, kind: str):
     return _init(builder.with_caching_enabled().build(), tmp_path)
 
 
-def _pages(service, lock, store, kind, bounds, limit):
+def _pages(scan_chunk, lock, store, kind, bounds, limit):
     """Every page of one partition: (entries, number of pages)."""
     entries, after = [], None
     for pages in range(1, 10_000):
-        rows, more = service._read_partition(lock, store, kind, bounds, after, limit)
-        assert len(rows) <= limit
-        entries.extend(service._decode(store, kind, rows))
+        got, more, last = read_page(lock, store, kind, bounds, after, limit, scan_chunk)
+        assert len(got) <= limit
+        entries.extend(got)
         if not more:
             return entries, pages
-        after = rows[-1][0]
+        after = last
     raise AssertionError("endless paging")
 
 
@@ -86,16 +86,16 @@ def test_key_value_pages_hold_every_entry_once_in_store_order(tmp_path, persiste
     for i, key in enumerate(keys[120:], 120):
         store.put(key, i)
     expected = [{"key": k, "value": v} for k, v in store.all()]
-    service = QueryService(None, scan_chunk=3)
+    chunk = 3
     for limit in (1, 7, 203, 500):
         lock = CountingLock()
-        got, pages = _pages(service, lock, store, "keyvalue", (None, None), limit)
+        got, pages = _pages(chunk, lock, store, "keyvalue", (None, None), limit)
         assert got == expected, limit
         assert pages == -(-len(keys) // limit)  # the last page says it is the last
         # three raw entries per hold of the lock at most
         assert lock.holds >= len(keys) // 3
     # a key range: from <= key <= to
-    got, _ = _pages(service, CountingLock(), store, "keyvalue", ("k10", "k15"), 4)
+    got, _ = _pages(chunk, CountingLock(), store, "keyvalue", ("k10", "k15"), 4)
     assert [e["key"] for e in got] == sorted(k for k in keys if "k10" <= k <= "k15")
     store.close()
 
@@ -124,12 +124,12 @@ def test_window_pages_follow_the_store_order_across_segments(tmp_path, kind):
         for w, v in store.all()
     ]
     assert len(expected) == len({(e["key"], e["start"]) for e in expected}) > 100
-    service = QueryService(None, scan_chunk=2)
+    chunk = 2
     for limit in (1, 5, 64, 1000):
-        got, _ = _pages(service, CountingLock(), store, "window", (0, (1 << 63) - 1), limit)
+        got, _ = _pages(chunk, CountingLock(), store, "window", (0, (1 << 63) - 1), limit)
         assert got == expected, limit
     lo, hi = T0 + 100_000, T0 + 400_000
-    got, _ = _pages(service, CountingLock(), store, "window", (lo, hi), 6)
+    got, _ = _pages(chunk, CountingLock(), store, "window", (lo, hi), 6)
     assert got == [e for e in expected if lo <= e["start"] <= hi]
     store.close()
 
@@ -140,7 +140,7 @@ def test_a_writer_makes_progress_during_a_scan_and_keys_appear_once(tmp_path):
     for i, key in enumerate(keys):
         store.put(key, i)
     lock = CountingLock()
-    service = QueryService(None, scan_chunk=50)
+    chunk = 50
     stop = threading.Event()
     writes = []
 
@@ -156,7 +156,7 @@ def test_a_writer_makes_progress_during_a_scan_and_keys_appear_once(tmp_path):
     thread = threading.Thread(target=writer)
     thread.start()
     try:
-        got, pages = _pages(service, lock, store, "keyvalue", (None, None), 100)
+        got, pages = _pages(chunk, lock, store, "keyvalue", (None, None), 100)
         writes_during_scan = len(writes)
     finally:
         stop.set()
