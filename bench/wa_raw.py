@@ -11,6 +11,11 @@ repartition topic, the changelog and the output:
   changelog and the output (key = region + 8-byte window start, value = JSON sum), then
   commit the offsets (in the transaction under exactly-once).
 
+The consumer fetches again 10 ms after its queue of prefetched records fills
+(``fetch.queue.backoff.ms``, librdkafka's default 1 s), as this engine's stream threads do:
+with the default the loop waited for input most of the time (56,000 rec/s at 1,000,000
+records using a fifth of a core; 168,000 rec/s with it).
+
 Prints ``READY`` right before it creates its topics and subscribes; SIGTERM stops it.
 """
 
@@ -74,6 +79,7 @@ def main() -> None:
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed" if eos else "read_uncommitted",
+            "fetch.queue.backoff.ms": 10,
         }
     )
     producer_conf = {
