@@ -18,6 +18,8 @@ from test_app_support import (
     long_value,
     produce,
     read_all,
+    spawn_app,
+    stop_app,
     unique,
     wait_for,
 )
@@ -284,3 +286,77 @@ def test_a_worker_takes_over_from_the_clients_standby(kafka_cluster, tmp_path):
     finally:
         for app in (a, b):
             app.close(60)
+
+
+def _workers_of(pid: int) -> list[int]:
+    """The worker processes whose parent is ``pid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and b"streaming.runtime.worker" in cmdline:
+            found.append(int(entry))
+    return found
+
+
+def test_a_killed_client_takes_its_workers_with_it(kafka_cluster, tmp_path):
+    """SIGKILL of the client process (``python -m streaming run``, two workers): its workers
+    end too (none keeps consuming as an orphan), and the restarted client counts on from
+    the committed state, nothing lost and nothing twice."""
+    bootstrap = kafka_cluster.bootstrap_servers
+    names = {k: unique(k) for k in ("in", "copy", "counts")}
+    for topic in names.values():
+        kafka_cluster.create_topic(topic, partitions=2)
+    settings = {
+        "application.id": unique("wp-kill"),
+        "bootstrap.servers": bootstrap,
+        "processing.guarantee": "exactly_once_v2",
+        "num.stream.threads": 2,
+        "state.dir": str(tmp_path / "state"),
+        "app.test.input": names["in"],
+        "app.test.copy": names["copy"],
+        "app.test.counts": names["counts"],
+    }
+    n, keys = 2000, 20
+
+    def counts_reach(total: int) -> dict[str, int]:
+        def done(msgs):
+            last = last_value_per_key(msgs, names["counts"])
+            return sum(long_value(v) for v in last.values()) >= total
+
+        msgs = read_all(bootstrap, [names["counts"]], until=done, timeout=120)
+        last = last_value_per_key(msgs, names["counts"])
+        return {k.decode(): long_value(v) for k, v in last.items()}
+
+    client = spawn_app("test_app_support:count_and_copy", settings, log_path=tmp_path / "a.log")
+    try:
+        produce(bootstrap, names["in"], ((f"k{i % keys}".encode(), b"v", T0 + i) for i in range(n)))
+        assert counts_reach(n) == {f"k{i}": n // keys for i in range(keys)}
+        workers = _workers_of(client.pid)
+        assert len(workers) == 2, (tmp_path / "a.log").read_text()[-3000:]
+        stop_app(client, kill=True)
+
+        def gone() -> bool:
+            return not any(os.path.exists(f"/proc/{pid}") for pid in workers)
+
+        wait_for(gone, 30, "the killed client's workers to end")
+    finally:
+        stop_app(client, kill=True)
+
+    produce(bootstrap, names["in"], ((f"k{i % keys}".encode(), b"v", T0 + n + i) for i in range(n)))
+    client = spawn_app("test_app_support:count_and_copy", settings, log_path=tmp_path / "b.log")
+    try:
+        assert counts_reach(2 * n) == {f"k{i}": 2 * n // keys for i in range(keys)}
+        copies = read_all(
+            bootstrap, [names["copy"]], until=lambda msgs: len(msgs) >= 2 * n, timeout=60
+        )
+        assert len(copies) == 2 * n  # every input record copied once
+    finally:
+        assert stop_app(client) == 0
