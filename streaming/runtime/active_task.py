@@ -269,9 +269,9 @@ class ActiveTask:
     def add_records(self, records: list[ConsumerRecord]) -> None:
         self.stream_task.add_records(records)
 
-    def add_messages(self, msgs: list[Any]) -> None:
-        """Queue confluent-kafka messages (see ``StreamTask.add_messages``)."""
-        self.stream_task.add_messages(msgs)
+    def add_messages(self, topic: str, partition: int, msgs: list[Any]) -> None:
+        """Queue confluent-kafka messages of one partition (see ``StreamTask.add_messages``)."""
+        self.stream_task.add_messages(topic, partition, msgs)
 
     # -- processing -----------------------------------------------------------------------
 

@@ -83,7 +83,7 @@ class TaskContext:
             if child_name is None:
                 for child in node.children:  # type: ignore[union-attr]
                     self.current_node = child
-                    child.process(record)
+                    child.handle(record)
             else:
                 child = node.children_by_name.get(child_name)  # type: ignore[union-attr]
                 if child is None:
@@ -92,7 +92,7 @@ class TaskContext:
                         f"not connected to this processor ({node.name})."  # type: ignore[union-attr]
                     )
                 self.current_node = child
-                child.process(record)
+                child.handle(record)
         finally:
             self.current_node = node
             self._record_context = previous_rc

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -347,32 +346,22 @@ class StreamTask:
                 continue
             self.partition_group.queue(tp).append(stamped)
 
-    def add_messages(self, msgs: Iterable[Any]) -> None:
-        """``add_records`` straight from confluent-kafka ``Message`` objects (the hot path).
+    def add_messages(self, topic: str, partition: int, msgs: Iterable[Any]) -> None:
+        """``add_records`` straight from confluent-kafka ``Message`` objects of one input
+        partition (the hot path).
 
         The common case (record-time extractor, key and value deserialise, timestamp >= 0)
         queues the stamped record directly; anything else goes through ``add_records``.
         """
-        source_for = self.source_for
-        queue_for = self.partition_group.queue
-        last_topic = None
-        last_tp: tuple[str, int] | None = None
-        queue: deque[StampedRecord] | None = None
-        key_de = value_de = None
-        plain = False
+        source = self.source_for(topic)
+        if source is None:
+            raise StreamsException(f"task {self.id} does not consume topic {topic}")
+        key_de = source.key_serde.deserialize
+        value_de = source.value_serde.deserialize
+        extractor = source.timestamp_extractor or self._default_extractor
+        plain = extractor.__class__ is RecordTimestampExtractor
+        append = self.partition_group.queue((topic, partition)).append
         for msg in msgs:
-            topic = msg.topic()
-            partition = msg.partition()
-            if topic != last_topic:
-                source = source_for(topic)
-                if source is None:
-                    raise StreamsException(f"task {self.id} does not consume topic {topic}")
-                key_de = source.key_serde.deserialize
-                value_de = source.value_serde.deserialize
-                extractor = source.timestamp_extractor or self._default_extractor
-                plain = extractor.__class__ is RecordTimestampExtractor
-                last_topic = topic
-                last_tp = None
             headers = msg.headers()
             headers = tuple(headers) if headers else NO_HEADERS
             timestamp = msg.timestamp()[1]
@@ -380,15 +369,12 @@ class StreamTask:
             raw_value = msg.value()
             if plain and timestamp >= 0:
                 try:
-                    key = key_de(topic, raw_key)  # type: ignore[misc]
-                    value = value_de(topic, raw_value)  # type: ignore[misc]
+                    key = key_de(topic, raw_key)
+                    value = value_de(topic, raw_value)
                 except (SerializationError, ValueError, TypeError):
                     pass  # the handlers run in add_records
                 else:
-                    if last_tp is None or last_tp[1] != partition:
-                        last_tp = (topic, partition)
-                        queue = queue_for(last_tp)
-                    queue.append(  # type: ignore[union-attr]
+                    append(
                         StampedRecord(
                             topic,
                             partition,

@@ -182,11 +182,10 @@ class TaskManager:
     def add_records_to_tasks(self, msgs: list[Any], on_error: Callable[[Any], None]) -> None:
         """Hand polled records to their tasks' queues (``on_error`` gets error events);
         pause a partition whose queue holds more than ``buffered.records.per.partition``."""
-        by_task: dict[ActiveTask, list[Any]] = {}
-        by_partition = self.by_partition
+        by_tp: dict[tuple[str, int], list[Any]] = {}
         last_topic = None
         last_partition = -1
-        batch: list[Any] | None = None
+        batch: list[Any] = []
         for msg in msgs:
             if msg.error() is not None:
                 on_error(msg.error())
@@ -196,22 +195,18 @@ class TaskManager:
             if partition != last_partition or topic != last_topic:
                 last_topic = topic
                 last_partition = partition
-                task = by_partition.get((topic, partition))
-                if task is None:
-                    batch = None
-                else:
-                    batch = by_task.get(task)
-                    if batch is None:
-                        batch = by_task[task] = []
-            if batch is not None:
-                batch.append(msg)
+                batch = by_tp.setdefault((topic, partition), [])
+            batch.append(msg)
+        by_partition = self.by_partition
         limit = self.config.buffered_records_per_partition
-        for task, batch in by_task.items():
-            task.add_messages(batch)
-            for tp, queue in task.partition_group.queues.items():
-                if len(queue) > limit and tp not in self.paused:
-                    self.consumer.pause([TopicPartition(tp[0], tp[1])])  # type: ignore[union-attr]
-                    self.paused.add(tp)
+        for tp, batch in by_tp.items():
+            task = by_partition.get(tp)
+            if task is None:
+                continue  # no task of this thread reads it (revoked meanwhile)
+            task.add_messages(tp[0], tp[1], batch)
+            if len(task.partition_group.queues[tp]) > limit and tp not in self.paused:
+                self.consumer.pause([TopicPartition(tp[0], tp[1])])  # type: ignore[union-attr]
+                self.paused.add(tp)
 
     def resume_drained(self) -> None:
         """Resume the paused partitions whose queue is down to half its limit."""

@@ -303,6 +303,8 @@ class CachingWindowStore(_CachingMixin, _SegmentedCacheKeys, WrappedWindowBytesS
         schema = self.key_schema
         self._store_key = schema.store_key
         self._segment_ts = schema.segment_timestamp
+        #: (key, window start, cache key) of the last fetch
+        self._last_fetched: tuple[bytes, int, bytes] | None = None
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._init_cache(context)
@@ -340,7 +342,11 @@ class CachingWindowStore(_CachingMixin, _SegmentedCacheKeys, WrappedWindowBytesS
                 ctx.set_record_context(current)
 
     def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
-        cache_key = self._seg_prefix(window_start) + self._store_key(key, window_start, 0)
+        last = self._last_fetched
+        if last is not None and last[0] == key and last[1] == window_start:
+            cache_key = last[2]  # an aggregation puts the window it has just fetched
+        else:
+            cache_key = self._seg_prefix(window_start) + self._store_key(key, window_start, 0)
         self.cache.put_into(
             self.named, cache_key, LRUCacheEntry(value, self.context.record_context(), True)
         )
@@ -349,6 +355,7 @@ class CachingWindowStore(_CachingMixin, _SegmentedCacheKeys, WrappedWindowBytesS
 
     def fetch(self, key: bytes, window_start: int) -> bytes | None:
         cache_key = self._seg_prefix(window_start) + self._store_key(key, window_start, 0)
+        self._last_fetched = (key, window_start, cache_key)
         entry = self.named.get(cache_key)
         if entry is None:
             return self.wrapped.fetch(key, window_start)

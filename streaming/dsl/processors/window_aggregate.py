@@ -97,6 +97,8 @@ class AbstractTimeWindowAggregateProcessor(Processor):
         #: the stream time past which a record's puts could lose a closed window not yet
         #: emitted (see ``emit_before_expiry``)
         self.emit_before_puts_after = MAX_TIMESTAMP
+        #: whether updates are forwarded as they happen (set in ``init``)
+        self.forward_updates = False
 
     #: the least retention the store may have (the builder refuses less)
     min_retention_ms: int
@@ -121,13 +123,16 @@ class AbstractTimeWindowAggregateProcessor(Processor):
             self.tuple_forwarder = TupleForwarder(None, context, self.send_old_values)
         else:
             self.tuple_forwarder = TupleForwarder(self.window_store, context, self.send_old_values)
+        # updates go out now only without emit-on-close and without a cache (whose flush
+        # forwards them): otherwise building the update record per window is wasted
+        self.forward_updates = not self.emit_final and not self.tuple_forwarder.caching
 
     # -- emitting ---------------------------------------------------------------------
 
     def maybe_forward_update(
         self, record: Record, window: Window, old_agg: Any, new_agg: Any, new_timestamp: int
     ) -> None:
-        if self.emit_final:
+        if not self.forward_updates:
             return
         self.tuple_forwarder.maybe_forward(
             Record(
@@ -358,7 +363,7 @@ class KStreamWindowAggregateProcessor(AbstractTimeWindowAggregateProcessor):
                     new_timestamp = timestamp if timestamp > old_ts else old_ts
                 new_agg = aggregator(key, value, old_agg)
                 store.put(key, ValueAndTimestamp.make(new_agg, new_timestamp), window_start)
-                if not self.emit_final:
+                if self.forward_updates:
                     window = (
                         TimeWindow(window_start, window_end)
                         if matched is None

@@ -588,3 +588,27 @@ def test_kv_close_whose_flush_fails_drops_the_cache_and_closes_the_store(tmp_pat
     again = build()  # opens the same RocksDB directory
     assert again.get("b") is None
     again.close()
+
+
+def test_window_cache_put_after_fetch_of_another_window(tmp_path):
+    """A put reuses the cache key of the window fetched just before it only when it is the
+    same key and window start: an aggregation fetches and puts each window in turn."""
+    ctx = make_context(tmp_path)
+    store = (
+        Stores.window_store_builder(window_supplier("rocksdb", 1000, 10), StrSerde(), StrSerde())
+        .with_caching_enabled()
+        .build()
+    )
+    store.init(ctx, store)
+    assert store.fetch("a", 10) is None
+    store.put("b", "b1", 10)  # another key, same start
+    assert store.fetch("a", 20) is None
+    store.put("a", "a1", 10)  # same key, another start
+    assert store.fetch("a", 10) == "a1"
+    store.put("a", "a2", 10)  # the window just fetched
+    assert (store.fetch("a", 10), store.fetch("b", 10), store.fetch("a", 20)) == ("a2", "b1", None)
+    store.flush()
+    assert sorted((w.key, w.window.start, v) for w, v in store.all()) == [
+        ("a", 10, "a2"),
+        ("b", 10, "b1"),
+    ]
