@@ -43,7 +43,14 @@ class ClientConfigs:
     def main_consumer(self, *, client_id: str, group_instance_id: str | None) -> dict[str, Any]:
         """The stream thread's group consumer: offsets committed by the runtime (in the
         transaction under exactly-once), the range assignor, ``read_committed`` under
-        exactly-once."""
+        exactly-once.
+
+        It fetches again 10 ms after its queue of prefetched records filled
+        (``fetch.queue.backoff.ms``, 1 s by default), and a fetch waits at most 100 ms on the
+        broker for data (``fetch.wait.max.ms``, 500 ms by default): a partition whose
+        offset is known only after a fetch went out (every newly assigned one) waits for
+        that fetch to return, which over partitions without data took the whole 500 ms
+        after each assignment."""
         settings: dict[str, Any] = {
             **self._base(client_id),
             "group.id": self.config.application_id,
@@ -53,6 +60,7 @@ class ClientConfigs:
             "partition.assignment.strategy": "range",
             "isolation.level": "read_committed" if self.config.exactly_once else "read_uncommitted",
             "fetch.queue.backoff.ms": 10,
+            "fetch.wait.max.ms": 100,
         }
         settings.update(self.config.consumer)
         settings.pop("group.instance.id", None)

@@ -539,3 +539,17 @@ def test_cli_config_file_that_cannot_be_read(tmp_path):
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "cannot read config file" in proc.stderr
+
+
+def test_stream_thread_consumer_waits_briefly_for_fetches_unless_told_otherwise():
+    # a fetch over partitions without data held each new assignment back for librdkafka's
+    # fetch.wait.max.ms (500 ms); the prefetch queue's fetch.queue.backoff.ms (1 s) too
+    def main_config(cfg):
+        return cfg.clients().main_consumer(client_id="c", group_instance_id=None)
+
+    defaults = main_config(build())
+    assert (defaults["fetch.wait.max.ms"], defaults["fetch.queue.backoff.ms"]) == (100, 10)
+    mine = main_config(
+        build(**{"main.consumer.fetch.wait.max.ms": 400, "consumer.fetch.queue.backoff.ms": 20})
+    )
+    assert (mine["fetch.wait.max.ms"], mine["fetch.queue.backoff.ms"]) == (400, 20)
