@@ -75,6 +75,36 @@ def _committed(consumer: Any, topics: list[str], timeout: float) -> dict[tuple[s
     }
 
 
+#: errors of an offsets lookup that go away once metadata and leaders are known again
+TRANSIENT_LOOKUP_ERRORS = (
+    "_UNKNOWN_PARTITION",
+    "_UNKNOWN_TOPIC",
+    "_TRANSPORT",
+    "_TIMED_OUT",
+    "LEADER_NOT_AVAILABLE",
+    "NOT_LEADER_FOR_PARTITION",
+    "UNKNOWN_TOPIC_OR_PART",
+)
+
+
+def _watermarks(consumer: Any, tp: Any, timeout: float) -> tuple[int, int]:
+    """(low, high) watermark of ``tp``, asked again until ``timeout`` while the consumer's
+    metadata does not know the partition yet or its leader is away (what a fresh consumer
+    meets right after the brokers restarted)."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return consumer.get_watermark_offsets(tp, timeout=max(deadline - time.monotonic(), 0.1))
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            name = error.name() if hasattr(error, "name") else None
+            if name not in TRANSIENT_LOOKUP_ERRORS or time.monotonic() + 0.2 > deadline:
+                raise
+            time.sleep(0.2)
+
+
 class BrokerProbe:
     """Asks the cluster for its metadata with a short timeout, and for an application's
     committed offsets: the supervisor's stall detection. Keeps its clients between calls
@@ -226,9 +256,7 @@ def consumer_lag(
             committed = _committed(consumer, wanted, timeout)
         for topic in wanted:
             for p in topic_partitions(bootstrap, topic, timeout):
-                low, high = consumer.get_watermark_offsets(
-                    TopicPartition(topic, p), timeout=timeout
-                )
+                low, high = _watermarks(consumer, TopicPartition(topic, p), timeout)
                 offset = committed.get((topic, p), -1)
                 if offset < 0 and committed_only:
                     continue
