@@ -252,7 +252,11 @@ def stream_vs_kafka_batch(
 
 @asset(
     key=SQL_DUCKDB_KEY,
-    deps=[lake_key(domain.ORDERS), lake_key(domain.REVENUE_5M_SQL), lake_key(domain.REVENUE_LATE)],
+    deps=[
+        lake_key(domain.ORDERS),
+        lake_key(domain.REVENUE_5M_SQL),
+        lake_key(domain.REVENUE_SQL_LATE),
+    ],
     partitions_def=HOURLY,
     backfill_policy=BackfillPolicy.single_run(),
     group_name="reconciliation",

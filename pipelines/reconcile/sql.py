@@ -8,13 +8,13 @@ and closed 5-minute window of one hour with
 - the same SQL query run by DuckDB over the lake's orders (``streaming.sql.batch``, the
   lambda check applied to SQL): ``vs_duckdb``.
 
-Late data: both revenue applications read the same orders with the same grace, so the
-records the DSL application reported dropping as late (``windowed-revenue-late``) are
-the ones the SQL application dropped too, as long as both saw the same stream time
-(``<app>-late`` exists only for the DSL application: a SQL application cannot report
-them). Against the batch and DuckDB, a window differing by exactly those records is
-explained; against the DSL application, windows with late records are left out (both
-sides lack them) and counted as ``windows_with_late_data``.
+Late data: the SQL application reports the rows its aggregation drops as late to
+``windowed-revenue-sql-late`` (result ``revenue_5m``, its sink table), as the DSL
+application does to ``windowed-revenue-late``. Each application decides on its own
+interleaving of its own repartition topic, so the two can drop different records. Against
+the batch and DuckDB, a window differing by exactly the records the SQL application
+dropped is explained; against the DSL application, windows where either dropped records
+are left out and counted as ``windows_with_late_data``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from pipelines.reconcile.tolerance import Tolerance
 from pipelines.streams.sql import REVENUE_SQL
 from streaming.sql.batch import BatchQuery, to_duckdb
 
-#: the DSL result whose late records explain the SQL one's
+#: the result both applications' late records name (the batch result, the SQL sink table)
 RESULT = "revenue_5m"
 
 
@@ -62,8 +62,10 @@ def _sql_results(hour: str, lake: Path | None) -> pd.DataFrame:
     return _windows_of_hour(read_topic_hours(domain.REVENUE_5M_SQL, [hour_of(start)], lake), start)
 
 
-def _late(hour: str, lake: Path | None) -> pd.DataFrame:
-    return late_report(late_records_of_hour(domain.REVENUE_LATE, hour_start_ms(hour), lake), RESULT)
+def _late(hour: str, lake: Path | None, topic: str = domain.REVENUE_SQL_LATE) -> pd.DataFrame:
+    """The records of ``hour``'s windows dropped as late, per window (by the SQL
+    application, or by the application writing ``topic``)."""
+    return late_report(late_records_of_hour(topic, hour_start_ms(hour), lake), RESULT)
 
 
 def _compare(
@@ -123,13 +125,17 @@ def vs_dsl(
     tolerance: Tolerance | None = None,
     watermark_ms: int | None = None,
 ) -> Reconciliation:
-    """The SQL application's windows of ``hour`` vs the DSL application's; windows with
-    late records are left out of both (counted as ``windows_with_late_data``)."""
+    """The SQL application's windows of ``hour`` vs the DSL application's; windows where
+    either dropped late records are left out of both (counted as
+    ``windows_with_late_data``)."""
     start = hour_start_ms(hour)
     dsl = _windows_of_hour(read_topic_hours(domain.REVENUE_5M, [hour_of(start)], lake), start)
     sql = _sql_results(hour, lake)
-    late = _late(hour, lake)
-    late_keys = set(zip(late["region"], late["window_start"].astype("int64"), strict=True))
+    late_keys = {
+        (region, int(window_start))
+        for late in (_late(hour, lake), _late(hour, lake, domain.REVENUE_LATE))
+        for region, window_start in zip(late["region"], late["window_start"], strict=True)
+    }
 
     def on_time(frame: pd.DataFrame) -> pd.DataFrame:
         if frame.empty or not late_keys:

@@ -47,6 +47,7 @@ class StreamApp:
             sql.output_fields,
             sql.stores,
             windowed_store,
+            reports_late=sql.reports_late,
             sql=sql,
         )
 

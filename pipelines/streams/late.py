@@ -77,11 +77,13 @@ def report_late(
     windows: TimeWindows,
     topic: str,
     final_store: str | None = None,
+    key_serde: Any = KEY_SERDE,
 ) -> None:
     """Write the records an aggregation of ``stream`` over ``windows`` drops to ``topic``.
 
     ``final_store``: the aggregation's store when it emits on window close (its emitted
-    close time survives restarts in the task's processor metadata)."""
+    close time survives restarts in the task's processor metadata); ``key_serde``: the
+    serde of the stream's keys."""
     stream.process(lambda: LateRecordTap(result, windows, final_store), named=f"late-{result}").to(
-        topic, Produced(key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
+        topic, Produced(key_serde=key_serde, value_serde=VALUE_SERDE)
     )

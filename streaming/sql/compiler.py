@@ -511,6 +511,20 @@ class Compiler:
 
     # -- GROUP BY ----------------------------------------------------------------------
 
+    def group_rows(
+        self,
+        rows: Any,
+        key_of: Callable[[Any, Any], Any],
+        grouping: Grouped,
+        windows: TimeWindows | None,
+        sink: TableDef,
+    ) -> Any:
+        """``rows`` (an append stream) grouped by ``key_of`` for an aggregation into
+        ``sink``, over ``windows`` when it is time-windowed. A hook: a subclass may look at
+        the grouped rows in the order the aggregation sees them (the platform reports the
+        rows a windowed aggregation drops as late)."""
+        return rows.group_by(key_of, grouping)
+
     def window_of(
         self, statement: Statement, group: exp.Group | None, source: TableDef
     ) -> tuple[Window | None, list[exp.Expr]]:
@@ -643,11 +657,19 @@ class Compiler:
             value_serde=serdes.Json(),
             name=self.unique(f"{sink.name}-group-by"),
         )
+        grace = source.watermark.delay_ms if source.watermark else 0
+        time_windows: TimeWindows | None = None
+        if window is not None and window.kind != "SESSION":
+            time_windows = TimeWindows.of_size_and_grace(window.size_ms, grace)
+            if window.slide_ms != window.size_ms:
+                time_windows = time_windows.advance_by(window.slide_ms)
         if source.is_upsert:
             # an updating input: KGroupedTable.aggregate takes each old row back
             grouped = rows_in.group_by(lambda k, v: ([fn(v) for fn in key_fns], v), grouping)
         else:
-            grouped = rows_in.group_by(lambda k, v: [fn(v) for fn in key_fns], grouping)
+            grouped = self.group_rows(
+                rows_in, lambda k, v: [fn(v) for fn in key_fns], grouping, time_windows, sink
+            )
         # The store is named after the sink table (the queryable name pull queries look
         # up); a second aggregation into the same sink gets a suffixed name.
         store_name = self.unique(sink.name)
@@ -672,7 +694,6 @@ class Compiler:
             table = grouped.aggregate(init, add, materialized=store)
             split = lambda k: (k, None)  # noqa: E731
         else:
-            grace = source.watermark.delay_ms if source.watermark else 0
             if window.kind == "SESSION":
                 gap = window.size_ms
                 sessions = SessionWindows.of_inactivity_gap_and_grace(gap, grace)
@@ -681,10 +702,8 @@ class Compiler:
                 )
                 split = lambda k: (k.key, (k.window.start, k.window.end + gap))  # noqa: E731
             else:
-                windows = TimeWindows.of_size_and_grace(window.size_ms, grace)
-                if window.slide_ms != window.size_ms:
-                    windows = windows.advance_by(window.slide_ms)
-                table = grouped.windowed_by(windows).aggregate(init, add, materialized=store)
+                assert time_windows is not None  # a tumbling or hopping window
+                table = grouped.windowed_by(time_windows).aggregate(init, add, materialized=store)
                 split = lambda k: (k.key, (k.window.start, k.window.end))  # noqa: E731
             if statement.emit == "FINAL":
                 table = table.suppress(

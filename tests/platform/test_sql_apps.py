@@ -91,6 +91,7 @@ def test_sql_apps_agree_with_batch_dsl_and_duckdb(broker, tmp_path: Path) -> Non
         *domain.RAW_TOPICS,
         domain.REVENUE_5M,
         domain.REVENUE_LATE,
+        domain.REVENUE_SQL_LATE,
         domain.REVENUE_5M_SQL,
         domain.ENRICHED_ORDERS_SQL,
     ]

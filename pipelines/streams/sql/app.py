@@ -19,8 +19,9 @@ from typing import Any
 
 from pipelines.streams.common import click_problem, dead_letter_gate, order_problem
 from pipelines.streams.config import StreamAppConfig
+from pipelines.streams.late import report_late
 from pipelines.streams.sql.lineage import SqlLineage, read_lineage
-from streaming import StreamsBuilder, Topology
+from streaming import Grouped, Repartitioned, StreamsBuilder, TimeWindows, Topology
 from streaming.sql.catalog import TableDef
 from streaming.sql.compiler import Compiler
 from streaming.sql.results import catalog_for, register
@@ -65,12 +66,48 @@ class GatedStreamsBuilder(StreamsBuilder):
 
 class PlatformSqlCompiler(Compiler):
     """The SQL compiler with the platform's topic names (``topics``: the file's topic ->
-    the deployed one) and dead-letter gate on the source streams."""
+    the deployed one), dead-letter gate on the source streams and, with ``late_topic``,
+    the rows each time-windowed aggregation drops as late written there
+    (``pipelines.streams.late``, result = the sink table's name)."""
 
-    def __init__(self, source: str, topics: Mapping[str, str], builder: StreamsBuilder) -> None:
+    def __init__(
+        self,
+        source: str,
+        topics: Mapping[str, str],
+        builder: StreamsBuilder,
+        late_topic: str | None = None,
+    ) -> None:
         super().__init__(source)
         self.builder = builder
         self.topics = dict(topics)
+        self.late_topic = late_topic
+
+    def group_rows(
+        self,
+        rows: Any,
+        key_of: Callable[[Any, Any], Any],
+        grouping: Grouped,
+        windows: TimeWindows | None,
+        sink: TableDef,
+    ) -> Any:
+        """The rows rekeyed through the grouping's repartition topic (the topic
+        ``group_by`` would make), with a late-record tap beside the aggregation: it sees
+        the same rows in the same order, so it drops exactly what the aggregation drops."""
+        if windows is None or self.late_topic is None:
+            return super().group_rows(rows, key_of, grouping, windows, sink)
+        rekeyed = rows.select_key(key_of).repartition(
+            Repartitioned(
+                name=grouping.name, key_serde=grouping.key_serde, value_serde=grouping.value_serde
+            )
+        )
+        report_late(
+            rekeyed,
+            result=sink.name,
+            windows=windows,
+            topic=self.late_topic,
+            key_serde=grouping.key_serde,
+        )
+        return rekeyed.group_by_key(grouping)
 
     def declare_table(self, table: TableDef) -> TableDef:
         """A declared table reads or writes the deployed topic: renamed as it enters the
@@ -88,6 +125,8 @@ class SqlApp:
 
     name: str
     file: Path
+    #: writes the rows its time-windowed aggregations drop as late to ``<name>-late``
+    reports_late: bool = False
 
     @cached_property
     def text(self) -> str:
@@ -137,7 +176,8 @@ class SqlApp:
         builder = GatedStreamsBuilder(
             gates, cfg.dead_letter_topic(self.name), cfg.max_event_time_ahead_ms
         )
-        compiler = PlatformSqlCompiler(self.text, renames, builder)
+        late_topic = cfg.late_topic(self.name) if self.reports_late else None
+        compiler = PlatformSqlCompiler(self.text, renames, builder, late_topic)
         compiler.compile_all()
         return compiler
 
@@ -149,5 +189,5 @@ class SqlApp:
         return topology
 
 
-REVENUE_SQL = SqlApp("windowed-revenue-sql", SQL_DIR / "revenue.sql")
+REVENUE_SQL = SqlApp("windowed-revenue-sql", SQL_DIR / "revenue.sql", reports_late=True)
 ENRICHED_SQL = SqlApp("enriched-orders-sql", SQL_DIR / "enriched.sql")
