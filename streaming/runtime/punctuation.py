@@ -36,19 +36,20 @@ class PunctuationQueue:
     """Schedules ordered by due time; ``maybe_punctuate`` fires those due at ``now``."""
 
     def __init__(self) -> None:
-        self._heap: list[tuple[int, int, PunctuationSchedule]] = []
+        #: (due time, sequence, schedule), the next due first; empty when nothing is scheduled
+        self.heap: list[tuple[int, int, PunctuationSchedule]] = []
         self._seq = itertools.count()
 
     def schedule(self, sched: PunctuationSchedule) -> PunctuationSchedule:
-        heapq.heappush(self._heap, (sched.timestamp, next(self._seq), sched))
+        heapq.heappush(self.heap, (sched.timestamp, next(self._seq), sched))
         return sched
 
     def __bool__(self) -> bool:
-        return bool(self._heap)
+        return bool(self.heap)
 
     def maybe_punctuate(self, now: int, fire: Callable[[PunctuationSchedule, int], None]) -> bool:
         punctuated = False
-        heap = self._heap
+        heap = self.heap
         while heap and heap[0][0] <= now:
             _, _, sched = heapq.heappop(heap)
             if sched.cancelled:

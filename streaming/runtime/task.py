@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -414,6 +415,10 @@ class StreamTask:
         ``ready`` (asked before each record) ends the batch early when it says no (a task
         idling for an empty partition); ``on_error`` handles a record's processing failure
         instead of raising it (the exception handlers of a running application)."""
+        queues = self.partition_group.queues
+        if ready is None and len(queues) == 1:
+            ((tp, queue),) = queues.items()
+            return self._process_queue(tp, queue, limit, on_error)
         next_record = self.partition_group.next_record
         process_stamped = self.process_stamped
         context = self.context
@@ -434,6 +439,41 @@ class StreamTask:
             if context.stream_time_punctuations:
                 self.maybe_punctuate_stream_time()
             n += 1
+        return n
+
+    def _process_queue(
+        self,
+        tp: tuple[str, int],
+        queue: deque[StampedRecord],
+        limit: int,
+        on_error: Callable[[StampedRecord, Exception], None] | None,
+    ) -> int:
+        """``process`` of a task with one input partition (the common case), ``queue``: the
+        same steps without choosing a partition per record, and the processed offset
+        recorded once, for the last record taken."""
+        group = self.partition_group
+        process_stamped = self.process_stamped
+        punctuations = self.context.stream_time_punctuations.heap
+        n = 0
+        rec = None
+        try:
+            while n < limit and queue:
+                rec = queue.popleft()
+                if rec.timestamp > group.stream_time:
+                    group.stream_time = rec.timestamp
+                if on_error is None:
+                    process_stamped(rec)
+                else:
+                    try:
+                        process_stamped(rec)
+                    except Exception as exc:
+                        on_error(rec, exc)
+                if punctuations:
+                    self.maybe_punctuate_stream_time()
+                n += 1
+        finally:
+            if rec is not None:
+                group.processed_offsets[tp] = rec.offset
         return n
 
     def source_for(self, topic: str) -> SourceNode | None:
