@@ -18,12 +18,14 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import orjson
 
 from pipelines.connection import Kafka, KafkaConnection
+
+T = TypeVar("T")
 
 #: the supervisor's health fields (pipelines.streams.supervisor.AppHealth), copied when set
 HEALTH_FIELDS = (
@@ -71,11 +73,12 @@ def _committed(consumer: Any, topics: list[str], timeout: float) -> dict[tuple[s
         return {}
     return {
         (tp.topic, tp.partition): tp.offset if tp.offset >= 0 else -1
-        for tp in consumer.committed(parts, timeout=timeout)
+        for tp in _retrying(lambda left: consumer.committed(parts, timeout=left), timeout)
     }
 
 
-#: errors of an offsets lookup that go away once metadata and leaders are known again
+#: errors of an offsets lookup that go away once metadata, leaders and group coordinators
+#: are known again (what a fresh client meets right after the brokers restarted)
 TRANSIENT_LOOKUP_ERRORS = (
     "_UNKNOWN_PARTITION",
     "_UNKNOWN_TOPIC",
@@ -84,25 +87,32 @@ TRANSIENT_LOOKUP_ERRORS = (
     "LEADER_NOT_AVAILABLE",
     "NOT_LEADER_FOR_PARTITION",
     "UNKNOWN_TOPIC_OR_PART",
+    "NOT_COORDINATOR",
+    "COORDINATOR_NOT_AVAILABLE",
+    "COORDINATOR_LOAD_IN_PROGRESS",
 )
 
 
-def _watermarks(consumer: Any, tp: Any, timeout: float) -> tuple[int, int]:
-    """(low, high) watermark of ``tp``, asked again until ``timeout`` while the consumer's
-    metadata does not know the partition yet or its leader is away (what a fresh consumer
-    meets right after the brokers restarted)."""
+def _retrying(lookup: Callable[[float], T], timeout: float) -> T:
+    """``lookup(remaining seconds)``, called again while it fails with one of the
+    ``TRANSIENT_LOOKUP_ERRORS`` and ``timeout`` is not spent."""
     from confluent_kafka import KafkaException
 
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return consumer.get_watermark_offsets(tp, timeout=max(deadline - time.monotonic(), 0.1))
+            return lookup(max(deadline - time.monotonic(), 0.1))
         except KafkaException as exc:
             error = exc.args[0] if exc.args else None
             name = error.name() if hasattr(error, "name") else None
             if name not in TRANSIENT_LOOKUP_ERRORS or time.monotonic() + 0.2 > deadline:
                 raise
             time.sleep(0.2)
+
+
+def _watermarks(consumer: Any, tp: Any, timeout: float) -> tuple[int, int]:
+    """(low, high) watermark of ``tp`` (``_retrying``)."""
+    return _retrying(lambda left: consumer.get_watermark_offsets(tp, timeout=left), timeout)
 
 
 class BrokerProbe:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 
 from pipelines.streams import monitor
 from pipelines.streams.apps import STREAM_APPS
@@ -23,14 +23,22 @@ SLICE_MS = 30_000
 def wait_caught_up(
     bootstrap: str, timeout: float = 120.0, apps: Sequence[str] | None = None
 ) -> None:
-    """Until the consumer group of every stream application (or of ``apps``) has no lag."""
+    """Until the consumer group of every stream application (or of ``apps``) has no lag.
+
+    A lookup that fails counts as lag: right after the brokers (re)started, a group's
+    offsets stay unknown until its coordinator is loaded and the transactions the previous
+    run left open have been aborted (``transaction.timeout.ms``)."""
     config = StreamAppConfig()
     deadline = time.monotonic() + timeout
-    lag = -1
+    lag: int | str = -1
     while time.monotonic() < deadline:
-        lag = 0
-        for app in (STREAM_APPS[a] for a in apps or STREAM_APPS):
-            lag += sum(monitor.consumer_lag(bootstrap, app.name, app.input_topics(config)).values())
+        try:
+            lag = sum(
+                sum(monitor.consumer_lag(bootstrap, app.name, app.input_topics(config)).values())
+                for app in (STREAM_APPS[a] for a in apps or STREAM_APPS)
+            )
+        except KafkaException as exc:
+            lag = f"unknown ({exc})"
         if lag == 0:
             return
         time.sleep(0.2)
