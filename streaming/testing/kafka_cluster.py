@@ -680,6 +680,10 @@ class LocalKafkaCluster:
                 log_dir=node.data_dir,
                 replication_factor=self.replication_factor,
                 min_insync_replicas=self.min_insync_replicas,
+                # a killed node of several is fenced within 3 s, so that its partitions
+                # move on; the only node has no one to hand them to, and fencing it because
+                # a heartbeat came late (a loaded machine) takes every partition offline
+                broker_session_timeout_ms=3000 if self.num_nodes > 1 else 9000,
             )
             if self.sasl_users:
                 text += self._sasl_ssl_properties(node)
