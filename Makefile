@@ -69,7 +69,7 @@ $(TOOLS_BIN)/.kubeconform-$(KUBECONFORM_VERSION):
 # The long fault-injection variants (marker `chaos`) only run under `make test-chaos`;
 # `make test` runs the small variant of each chaos family.
 test: setup
-	$(PY) -m pytest -q -p no:cacheprovider -m "not chaos"
+	$(PY) -m pytest -q -p no:cacheprovider --durations=40 -m "not chaos"
 
 # Kafka's streams system tests ported to tests/chaos (broker bounces, EOS under rebalances
 # and kill -9, standby replicas, broker outages) at full size, plus the soak test.

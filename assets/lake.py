@@ -19,9 +19,13 @@ def lake_asset(topic: str) -> AssetsDefinition:
     offsets came from, a warning and ``cluster_change`` say so and everything is re-landed
     from the earliest offset."""
 
+    # a derived topic lands after the raw topics, so the lake never holds a stream result
+    # or late report about an order that it does not hold yet
+    raw = () if topic in domain.RAW_TOPICS else domain.RAW_TOPICS
+
     @asset(
         key=lake_key(topic),
-        deps=[kafka_key(topic)],
+        deps=[kafka_key(topic), *(lake_key(t) for t in raw)],
         group_name="lake",
         kinds={"parquet", "duckdb"},
         description=f"Topic {topic!r} landed as Parquet by event hour (offsets in a manifest).",

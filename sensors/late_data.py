@@ -34,6 +34,7 @@ from pipelines import domain
 from pipelines.connection import Kafka, KafkaConnection
 from resources.kafka import KafkaResource
 from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key, hour_start_ms
+from sensors.runs import partition_in_flight
 
 MAX_RECORDS_PER_TICK = 50_000
 
@@ -254,6 +255,10 @@ def build_late_data_sensor(
         hours = state.hours_to_rerun()
         if partitions_def is not None:
             hours = [h for h in hours if partitions_def.has_partition_key(h)]
+        # an hour whose run is still queued or running is asked for again on a later tick
+        # (its late count stays unrequested), when that run's result is in
+        busy = [h for h in hours if partition_in_flight(context.instance, job_name, h)]
+        hours = [h for h in hours if h not in busy]
         requests = []
         for h in hours:
             tags = {"trigger": "late-data", "late_orders": str(state.late[h])}
@@ -265,6 +270,8 @@ def build_late_data_sensor(
             state.requested[h] = state.late[h]
         if not requests:
             reason = f"read {len(times)} orders from cluster {state.cluster_id}; no new late data"
+            if busy:
+                reason += f" to request (a run of {', '.join(busy)} is queued or running)"
             if change:
                 reason = f"{change}; {reason}"
             return SensorResult(skip_reason=SkipReason(reason), cursor=state.to_cursor())

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines import domain
+from pipelines.lake.cut import LakeCut
 from pipelines.lake.paths import HOUR_MS, hour_dir, hour_of, lake_root, topic_dir
 
 _SPARK_TYPES = {
@@ -37,23 +38,33 @@ def hours_between(start_ms: int, end_ms: int) -> list[str]:
     return [hour_of(ts) for ts in range(first, end_ms, HOUR_MS)]
 
 
-def read_hours(spark: Any, topic: str, start_ms: int, end_ms: int, lake: Path | None = None) -> Any:
-    """Valid rows of ``topic`` in the hour folders overlapping ``[start_ms, end_ms)``."""
-    base = topic_dir(lake_root(lake), topic)
-    folders = [
-        str(hour_dir(base, h))
-        for h in hours_between(start_ms, end_ms)
-        if any(hour_dir(base, h).glob("*.parquet"))
-    ]
-    if not folders:
+def _read(spark: Any, topic: str, base: Path, files: list[Path]) -> Any:
+    if not files:
         return spark.createDataFrame([], spark_ddl(topic))
-    frame = spark.read.option("basePath", str(base)).parquet(*folders)
+    frame = spark.read.option("basePath", str(base)).parquet(*(str(f) for f in files))
     return frame.filter("_valid")
 
 
-def read_all(spark: Any, topic: str, lake: Path | None = None) -> Any:
-    """Every valid row of ``topic`` (for small, compacted topics such as customers)."""
+def read_hours(
+    spark: Any,
+    topic: str,
+    start_ms: int,
+    end_ms: int,
+    lake: Path | None = None,
+    cut: LakeCut | None = None,
+) -> Any:
+    """Valid rows of ``topic`` in the hour folders overlapping ``[start_ms, end_ms)`` (only
+    the files within ``cut``, when given)."""
     base = topic_dir(lake_root(lake), topic)
-    if not any(base.glob("event_hour=*/*.parquet")):
-        return spark.createDataFrame([], spark_ddl(topic))
-    return spark.read.option("basePath", str(base)).parquet(str(base)).filter("_valid")
+    files = [
+        f for h in hours_between(start_ms, end_ms) for f in hour_dir(base, h).glob("*.parquet")
+    ]
+    return _read(spark, topic, base, sorted(files if cut is None else cut.select(files)))
+
+
+def read_all(spark: Any, topic: str, lake: Path | None = None, cut: LakeCut | None = None) -> Any:
+    """Every valid row of ``topic`` (for small, compacted topics such as customers; only the
+    files within ``cut``, when given)."""
+    base = topic_dir(lake_root(lake), topic)
+    files = list(base.glob("event_hour=*/*.parquet"))
+    return _read(spark, topic, base, sorted(files if cut is None else cut.select(files)))

@@ -9,7 +9,7 @@ apart (``store.result_name``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -19,7 +19,8 @@ from pipelines.batch.read import read_all, read_hours
 from pipelines.batch.session import ensure_kafka_source, get_spark
 from pipelines.batch.store import KAFKA, LAKE, write_result
 from pipelines.connection import Kafka
-from pipelines.lake.paths import HOUR_MS, hour_of, hour_start_ms
+from pipelines.lake.cut import LakeCut
+from pipelines.lake.paths import HOUR_MS, hour_of, hour_start_ms, lake_root
 
 # Batch result name -> the stream topic it recomputes.
 RESULTS = {
@@ -55,18 +56,27 @@ class Reader(Protocol):
 
 @dataclass
 class LakeReader:
-    """The lake's topics (``pipelines.batch.read``)."""
+    """The lake's topics (``pipelines.batch.read``), each as of the first time this reader
+    read it (``cuts``): a result records what it was computed from, and data landing while
+    it runs does not change it half-way."""
 
     lake: Path | None = None
+    cuts: dict[str, LakeCut] = field(default_factory=dict)
     name: ClassVar[str] = LAKE
+
+    def cut(self, topic: str) -> LakeCut:
+        """The cut of ``topic`` this reader reads (taken on first use)."""
+        if topic not in self.cuts:
+            self.cuts[topic] = LakeCut.now(lake_root(self.lake), topic)
+        return self.cuts[topic]
 
     def read_hours(self, spark: Any, topic: str, start_ms: int, end_ms: int) -> Any:
         """Valid rows of ``topic`` in the lake's hour folders overlapping the range."""
-        return read_hours(spark, topic, start_ms, end_ms, self.lake)
+        return read_hours(spark, topic, start_ms, end_ms, self.lake, self.cut(topic))
 
     def read_all(self, spark: Any, topic: str) -> Any:
         """Every valid row of ``topic`` in the lake."""
-        return read_all(spark, topic, self.lake)
+        return read_all(spark, topic, self.lake, self.cut(topic))
 
 
 def reader_for(
@@ -187,5 +197,10 @@ def recompute(
     frame = compute_result(result, hour, lake, spark, source=reader).toPandas()
     frame = frame.sort_values(_SORT[result], kind="stable").reset_index(drop=True)
     lake_hour = hour_of(hour_start_ms(hour))
-    path = write_result(result, lake_hour, frame, lake, source=reader.name) if store else None
+    cuts = reader.cuts if isinstance(reader, LakeReader) else None
+    path = (
+        write_result(result, lake_hour, frame, lake, source=reader.name, cuts=cuts)
+        if store
+        else None
+    )
     return BatchOutput(result, lake_hour, frame, path, reader.name)

@@ -13,8 +13,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from pipelines.lake.cut import LakeCut, decode_cuts, encode_cuts
 from pipelines.lake.paths import batch_dir, hour_dir, lake_root
 from pipelines.lake.writer import write_table
+
+#: the Parquet key of a result's input cuts (``pipelines.lake.cut``)
+CUTS_KEY = b"platform.lake_cuts"
 
 #: the batch recompute's sources: the Parquet lake, or the Kafka topics themselves
 LAKE = "lake"
@@ -34,15 +38,26 @@ def result_path(result: str, hour: str, lake: Path | None = None, *, source: str
 
 
 def write_result(
-    result: str, hour: str, frame: Any, lake: Path | None = None, *, source: str = LAKE
+    result: str,
+    hour: str,
+    frame: Any,
+    lake: Path | None = None,
+    *,
+    source: str = LAKE,
+    cuts: dict[str, LakeCut] | None = None,
 ) -> Path:
     """Replace ``result``'s file of ``hour`` (computed from ``source``) with ``frame``.
 
-    ``frame`` is a pandas DataFrame or an Arrow table.
+    ``frame`` is a pandas DataFrame or an Arrow table; ``cuts``: the lake files it was
+    computed from, per topic, kept in the file's metadata (``read_result_cuts``).
     """
     table = (
         frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)
     )
+    if cuts:
+        metadata = dict(table.schema.metadata or {})
+        metadata[CUTS_KEY] = encode_cuts(cuts)
+        table = table.replace_schema_metadata(metadata)
     path = result_path(result, hour, lake, source=source)
     write_table(path, table)
     return path
@@ -55,3 +70,17 @@ def read_result(result: str, hour: str, lake: Path | None = None, *, source: str
 
     path = result_path(result, hour, lake, source=source)
     return pq.read_table(path).to_pandas() if path.exists() else None
+
+
+def read_result_cuts(
+    result: str, hour: str, lake: Path | None = None, *, source: str = LAKE
+) -> dict[str, LakeCut]:
+    """The lake cuts batch ``result`` of ``hour`` was computed from, per topic (empty when
+    it was not computed, or not from cuts of the lake)."""
+    import pyarrow.parquet as pq
+
+    path = result_path(result, hour, lake, source=source)
+    if not path.exists():
+        return {}
+    raw = (pq.read_schema(path).metadata or {}).get(CUTS_KEY)
+    return decode_cuts(raw) if raw else {}

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines import domain
+from pipelines.lake.cut import LakeCut
 from pipelines.lake.paths import batch_dir, lake_root, topic_dir
 
 
@@ -90,16 +91,23 @@ def read_topic(topic: str, lake: Path | None = None, *, valid_only: bool = True)
 
 
 def read_topic_hours(
-    topic: str, hours: list[str], lake: Path | None = None, *, valid_only: bool = True
+    topic: str,
+    hours: list[str],
+    lake: Path | None = None,
+    *,
+    valid_only: bool = True,
+    cut: LakeCut | None = None,
 ) -> Any:
-    """The landed rows of ``topic`` in the ``event_hour`` folders ``hours`` (pandas)."""
+    """The landed rows of ``topic`` in the ``event_hour`` folders ``hours`` (pandas; only
+    the files within ``cut``, when given)."""
     import duckdb
 
     from pipelines.lake.paths import hour_dir
     from pipelines.lake.records import arrow_schema
 
     base = topic_dir(lake_root(lake), topic)
-    files = [str(p) for h in hours for p in sorted(hour_dir(base, h).glob("*.parquet"))]
+    paths = [p for h in hours for p in sorted(hour_dir(base, h).glob("*.parquet"))]
+    files = [str(p) for p in (paths if cut is None else cut.select(paths))]
     if not files:
         return arrow_schema(topic).empty_table().to_pandas()
     where = " WHERE _valid" if valid_only else ""

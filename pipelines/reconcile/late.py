@@ -4,6 +4,11 @@ uses them to explain a stream result that is lower than the batch recompute.
 The stream applications report them themselves (``pipelines.streams.late``): one record per
 dropped (order, window) on ``<application>-late``, written in the same transaction as the
 windowed results. The lake lands those topics like any other, placed by window start.
+
+A batch result is computed from the orders landed when it read them (its lake cut); a late
+record explains a batch/stream difference only when its order is among those
+(``of_orders``): a record the stream reported about an order that landed after the batch
+read would otherwise be counted against a batch that never saw the order.
 """
 
 from __future__ import annotations
@@ -11,6 +16,18 @@ from __future__ import annotations
 import pandas as pd
 
 LATE_COLUMNS = ["window_start", "late_count", "late_cents", "max_lateness_ms"]
+
+
+def of_orders(late_records: pd.DataFrame, orders: pd.DataFrame) -> pd.DataFrame:
+    """The late records whose order is among ``orders``: per result, order and window, at
+    most as many as ``orders`` holds copies of that order (a duplicate order is dropped,
+    and reported, once per copy)."""
+    if late_records.empty:
+        return late_records
+    copies = orders["order_id"].value_counts() if not orders.empty else pd.Series(dtype="int64")
+    allowed = late_records["order_id"].map(copies).fillna(0)
+    nth = late_records.groupby(["result", "order_id", "window_start"]).cumcount()
+    return late_records[nth < allowed]
 
 
 def late_report(

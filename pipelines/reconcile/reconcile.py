@@ -12,11 +12,12 @@ import orjson
 import pandas as pd
 
 from pipelines import domain
-from pipelines.batch.store import LAKE, read_result
+from pipelines.batch.store import LAKE, read_result, read_result_cuts
+from pipelines.lake.cut import LakeCut
 from pipelines.lake.duck import read_topic_hours
 from pipelines.lake.paths import HOUR_MS, hour_of, hour_start_ms
 from pipelines.reconcile.compare import Reconciliation, compare_keyed
-from pipelines.reconcile.late import late_report
+from pipelines.reconcile.late import late_report, of_orders
 from pipelines.reconcile.tolerance import Tolerance
 
 # What the reconciliation compares: batch result -> stream topic, keys, values.
@@ -50,12 +51,30 @@ def batch_result(result: str, hour: str, lake: Path | None, source: str = LAKE) 
     return frame
 
 
-def late_records_of_hour(topic: str, start: int, lake: Path | None) -> pd.DataFrame:
-    """What the stream reported dropping as late for windows starting in the hour."""
-    late = read_topic_hours(topic, _hours(start - HOUR_MS, start + 2 * HOUR_MS), lake)
+def late_records_of_hour(
+    topic: str, start: int, lake: Path | None, orders_cut: LakeCut | None = None
+) -> pd.DataFrame:
+    """What the stream reported dropping as late for windows starting in the hour; with
+    ``orders_cut`` (the orders a batch result was computed from) only the records of those
+    orders (``late.of_orders``)."""
+    hours = _hours(start - HOUR_MS, start + 2 * HOUR_MS)
+    late = read_topic_hours(topic, hours, lake)
     if late.empty:
         return late
-    return late[(late["window_start"] >= start) & (late["window_start"] < start + HOUR_MS)]
+    late = late[(late["window_start"] >= start) & (late["window_start"] < start + HOUR_MS)]
+    if orders_cut is None:
+        return late
+    return of_orders(late, read_topic_hours(domain.ORDERS, hours, lake, cut=orders_cut))
+
+
+def batch_orders_cut(
+    result: str, hour: str, lake: Path | None, source: str = LAKE
+) -> LakeCut | None:
+    """The orders batch ``result`` of ``hour`` was computed from (None: not from the lake,
+    or computed before results kept their cut)."""
+    if source != LAKE:
+        return None
+    return read_result_cuts(result, hour, lake).get(domain.ORDERS)
 
 
 def _explainable_bursts(batch_bursts: pd.DataFrame, late: pd.DataFrame) -> pd.DataFrame:
@@ -111,7 +130,8 @@ def reconcile_revenue(
     batch = batch_result(result, lake_hour, lake, source)
     stream = read_topic_hours(topic, [lake_hour], lake)
     stream = stream[(stream["window_start"] >= start) & (stream["window_start"] < start + HOUR_MS)]
-    late = late_report(late_records_of_hour(domain.REVENUE_LATE, start, lake), result)
+    cut = batch_orders_cut(result, lake_hour, lake, source)
+    late = late_report(late_records_of_hour(domain.REVENUE_LATE, start, lake, cut), result)
     grace = domain.REVENUE_GRACE_MS
     closed_batch = closed_mask(batch, "window_end", grace, watermark_ms)
     closed_stream = closed_mask(stream, "window_end", grace, watermark_ms)
@@ -164,7 +184,10 @@ def reconcile_fraud(
         batch_bursts = batch_bursts[batch_bursts["window_start"] + wait <= watermark_ms]
         stream_bursts = stream_bursts[stream_bursts["window_start"] + wait <= watermark_ms]
     keys = ["rule", "customer_id", "ref"]
-    late = _explainable_bursts(batch_bursts, late_records_of_hour(domain.FRAUD_LATE, start, lake))
+    cut = batch_orders_cut("fraud_alerts", lake_hour, lake, source)
+    late = _explainable_bursts(
+        batch_bursts, late_records_of_hour(domain.FRAUD_LATE, start, lake, cut)
+    )
     return compare_keyed(
         "fraud_alerts",
         pd.concat(

@@ -26,13 +26,15 @@ import pandas as pd
 
 from pipelines import domain
 from pipelines.batch.store import LAKE
+from pipelines.lake.cut import LakeCut
 from pipelines.lake.duck import read_topic_hours
-from pipelines.lake.paths import HOUR_MS, hour_of, hour_start_ms
+from pipelines.lake.paths import HOUR_MS, hour_of, hour_start_ms, lake_root
 from pipelines.reconcile.compare import Reconciliation, compare_keyed
 from pipelines.reconcile.late import late_report
 from pipelines.reconcile.reconcile import (
     REVENUE_KEYS,
     REVENUE_VALUES,
+    batch_orders_cut,
     batch_result,
     closed_mask,
     late_records_of_hour,
@@ -62,10 +64,16 @@ def _sql_results(hour: str, lake: Path | None) -> pd.DataFrame:
     return _windows_of_hour(read_topic_hours(domain.REVENUE_5M_SQL, [hour_of(start)], lake), start)
 
 
-def _late(hour: str, lake: Path | None, topic: str = domain.REVENUE_SQL_LATE) -> pd.DataFrame:
+def _late(
+    hour: str,
+    lake: Path | None,
+    topic: str = domain.REVENUE_SQL_LATE,
+    orders_cut: LakeCut | None = None,
+) -> pd.DataFrame:
     """The records of ``hour``'s windows dropped as late, per window (by the SQL
-    application, or by the application writing ``topic``)."""
-    return late_report(late_records_of_hour(topic, hour_start_ms(hour), lake), RESULT)
+    application, or by the application writing ``topic``), of the orders within
+    ``orders_cut`` when given."""
+    return late_report(late_records_of_hour(topic, hour_start_ms(hour), lake, orders_cut), RESULT)
 
 
 def _compare(
@@ -107,12 +115,14 @@ def vs_batch(
     source: str = LAKE,
 ) -> Reconciliation:
     """The SQL application's windows of ``hour`` vs the batch recompute's ``revenue_5m``."""
-    batch = batch_result(RESULT, hour_of(hour_start_ms(hour)), lake, source)
+    lake_hour = hour_of(hour_start_ms(hour))
+    batch = batch_result(RESULT, lake_hour, lake, source)
+    cut = batch_orders_cut(RESULT, lake_hour, lake, source)
     return _compare(
         "revenue_5m_sql",
         _sql_results(hour, lake),
         batch,
-        _late(hour, lake),
+        _late(hour, lake, orders_cut=cut),
         watermark_ms,
         tolerance,
     )
@@ -150,13 +160,16 @@ def vs_dsl(
     return report
 
 
-def duckdb_revenue(hour: str, lake: Path | None = None) -> pd.DataFrame:
+def duckdb_revenue(
+    hour: str, lake: Path | None = None, orders_cut: LakeCut | None = None
+) -> pd.DataFrame:
     """``revenue.sql``'s query run by DuckDB over the lake's valid orders of ``hour``
-    (every window starting in the hour, whose orders all lie in the hour)."""
+    (every window starting in the hour, whose orders all lie in the hour; only the files
+    within ``orders_cut``, when given)."""
     import duckdb
 
     start = hour_start_ms(hour)
-    orders = read_topic_hours(domain.ORDERS, [hour_of(start)], lake)
+    orders = read_topic_hours(domain.ORDERS, [hour_of(start)], lake, cut=orders_cut)
     query = revenue_batch_query()
     columns = list(query.columns)
     if orders.empty:
@@ -177,12 +190,14 @@ def vs_duckdb(
     tolerance: Tolerance | None = None,
     watermark_ms: int | None = None,
 ) -> Reconciliation:
-    """The SQL application's windows of ``hour`` vs its own query run by DuckDB."""
+    """The SQL application's windows of ``hour`` vs its own query run by DuckDB, both sides
+    over the orders landed when it starts (one cut)."""
+    cut = LakeCut.now(lake_root(lake), domain.ORDERS)
     return _compare(
         "revenue_5m_sql_vs_duckdb",
         _sql_results(hour, lake),
-        duckdb_revenue(hour, lake),
-        _late(hour, lake),
+        duckdb_revenue(hour, lake, cut),
+        _late(hour, lake, orders_cut=cut),
         watermark_ms,
         tolerance,
     )

@@ -20,7 +20,7 @@ from pipelines import domain
 from pipelines.batch.session import get_spark
 from pipelines.batch.store import read_result
 from pipelines.generator import Event
-from pipelines.lake.writer import land_events
+from pipelines.lake.writer import ensure_layout, land_events
 from pipelines.reconcile.compare import MISSING_IN_STREAM, VALUE_DIFF
 from pipelines.reconcile.reconcile import reconcile_hour, reconcile_revenue
 from pipelines.reconcile.tolerance import Tolerance
@@ -438,3 +438,102 @@ def test_a_session_running_for_hours_is_read_to_its_end(tmp_path: Path) -> None:
         "u-long": (long_clicks[0], long_clicks[-1], 31),
         "u-short": (short_clicks[0], short_clicks[-1], 3),
     }
+
+
+def _order(order_id: str, region: str, cents: int, event_time: int) -> dict[str, Any]:
+    return {
+        "order_id": order_id,
+        "customer_id": "c1",
+        "amount": cents / 100,
+        "region": region,
+        "location": "Berlin",
+        "event_time": event_time,
+    }
+
+
+def _land_orders(root: Path, orders: list[dict[str, Any]]) -> None:
+    land_events(
+        root,
+        [Event(domain.ORDERS, o["order_id"], orjson.dumps(o), o["event_time"], 0) for o in orders],
+        partitions=2,
+    )
+
+
+def _land_late(root: Path, orders: list[dict[str, Any]], stream_time: int) -> None:
+    w = domain.REVENUE_WINDOW_MS
+    late = pd.DataFrame(
+        [
+            {
+                **o,
+                "result": "revenue_5m",
+                "window_start": o["event_time"] // w * w,
+                "window_end": o["event_time"] // w * w + w,
+                "stream_time": stream_time,
+            }
+            for o in orders
+        ]
+    )
+    _land_as_stream(root, domain.REVENUE_LATE, late, "region")
+
+
+def test_late_records_count_only_for_orders_the_batch_read(tmp_path: Path) -> None:
+    """The first hour of a user's platform came out red: a late order arrived between the
+    batch recompute's read of the lake and the reconciliation, so the stream's late report
+    (landed later) held one more record than the batch had orders, and the window's
+    difference no longer added up. A late record counts only for an order of the batch's
+    input (its lake cut); recomputing the batch takes the new order in, and both
+    reconciliations agree, with the late accounting exact each time."""
+    from pipelines.batch.recompute import recompute
+
+    root = tmp_path
+    ensure_layout(root)
+    w = domain.REVENUE_WINDOW_MS
+    window = START_MS + 9 * w
+    on_time = [_order(f"o{i}", "EU", 1_000 + i, window + i * 1_000) for i in range(5)]
+    late_1 = _order("late-1", "EU", 777, window + 30_000)
+    after = _order("later", "EU", 555, START_MS + 20 * w)  # moves the watermark on
+    _land_orders(root, [*on_time, late_1, late_1, after])  # late-1 sent twice (a duplicate)
+    stream_time = window + 3 * w
+    _land_as_stream(
+        root,
+        domain.REVENUE_5M,
+        pd.DataFrame(
+            [
+                {
+                    "region": "EU",
+                    "window_start": window,
+                    "window_end": window + w,
+                    "revenue": sum(o["amount"] for o in on_time),
+                    "order_count": 5,
+                    "revenue_cents": sum(round(o["amount"] * 100) for o in on_time),
+                }
+            ]
+        ),
+        "region",
+    )
+    _land_late(root, [late_1, late_1], stream_time)
+    get_spark()
+    recompute("revenue_5m", HOUR, root)
+
+    # after the batch read: another late order of the window, and the stream's report of it
+    late_2 = _order("late-2", "EU", 333, window + 60_000)
+    _land_orders(root, [late_2])
+    _land_late(root, [late_2], stream_time)
+
+    def verdict() -> tuple[bool, dict[str, Any], list[dict[str, Any]]]:
+        report = reconcile_revenue(HOUR, root)
+        row = report.table[report.table["window_start"] == window]
+        return report.passed, report.stats, row.to_dict("records")
+
+    passed, stats, rows = verdict()
+    assert passed and stats["unexplained"] == 0, stats
+    assert stats["late_records"] == 2  # both copies of late-1; late-2 is not in the batch
+    assert rows[0]["order_count_batch"] - rows[0]["order_count_stream"] == rows[0]["late_count"]
+    assert rows[0]["explained_by_late_data"]
+
+    recompute("revenue_5m", HOUR, root)  # the next run reads late-2 too
+    passed, stats, rows = verdict()
+    assert passed and stats["unexplained"] == 0, stats
+    assert stats["late_records"] == 3
+    assert rows[0]["order_count_batch"] - rows[0]["order_count_stream"] == 3
+    assert rows[0]["revenue_cents_batch"] - rows[0]["revenue_cents_stream"] == 777 * 2 + 333

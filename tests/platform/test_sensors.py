@@ -16,6 +16,8 @@ import pytest
 from confluent_kafka import Producer
 from dagster import (
     DagsterInstance,
+    DagsterRun,
+    DagsterRunStatus,
     HourlyPartitionsDefinition,
     SensorResult,
     SkipReason,
@@ -26,6 +28,7 @@ from dagster import (
 from pipelines.streams.apps import STREAM_APPS
 from resources import KafkaResource, StreamAppsResource
 from sensors import (
+    HOURLY_JOB,
     build_health_sensor,
     build_late_data_sensor,
     build_nightly_backfill,
@@ -189,6 +192,23 @@ def test_late_data_sensor_requests_reruns(kafka_cluster) -> None:
     third = tick(again.cursor)
     assert [r.partition_key for r in third.run_requests] == ["2025-01-01-00:00"]
     assert third.run_requests[0].run_key != result.run_requests[0].run_key
+    # while a run of the hour is running, more late orders ask for nothing; once it has
+    # finished, one run for them
+    running = DagsterRun(
+        job_name=HOURLY_JOB,
+        run_id=uuid.uuid4().hex,
+        status=DagsterRunStatus.STARTED,
+        tags={"dagster/partition": "2025-01-01-00:00"},
+    )
+    instance.add_run(running)
+    _produce(kafka_cluster.bootstrap_servers, topic, [order(101, T0 + 22 * M)])
+    fourth = tick(third.cursor)
+    assert not fourth.run_requests
+    assert "2025-01-01-00:00 is queued or running" in fourth.skip_reason.skip_message
+    instance.report_run_canceled(running)
+    fifth = tick(fourth.cursor)
+    assert [r.partition_key for r in fifth.run_requests] == ["2025-01-01-00:00"]
+    assert fifth.run_requests[0].tags["late_orders"] == "3"
 
 
 def test_health_sensor_observes_lag(kafka_cluster, tmp_path) -> None:

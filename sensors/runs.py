@@ -1,0 +1,24 @@
+"""What the run queue already holds: a sensor requests no run of a partition that is still
+queued or running (a second Spark run of the same hour would only repeat its work)."""
+
+from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+
+IN_FLIGHT = [
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+]
+
+
+def partition_in_flight(instance: DagsterInstance, job_name: str, partition_key: str) -> bool:
+    """Whether a run of ``job_name`` for ``partition_key`` is queued or running."""
+    runs = instance.get_run_records(
+        filters=RunsFilter(
+            job_name=job_name,
+            statuses=IN_FLIGHT,
+            tags={"dagster/partition": partition_key},
+        ),
+        limit=1,
+    )
+    return bool(runs)
