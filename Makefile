@@ -22,7 +22,10 @@ GO ?= $(or $(shell command -v go 2>/dev/null),/usr/local/go/bin/go)
 
 .PHONY: setup test test-fast test-chaos lint format run bench clean
 
-setup: $(STAMP) $(JARS)/.copied $(KAFKA_JARS)/.copied $(SPARK_JARS)/.copied $(K8S_TOOLS)
+# what `make run` needs (the virtualenv, the broker's and Spark's jars); `make test` also
+# needs Kafka Streams' reference jars and the Kubernetes tools (built with Go)
+RUN_SETUP := $(STAMP) $(KAFKA_JARS)/.copied $(SPARK_JARS)/.copied
+setup: $(RUN_SETUP) $(JARS)/.copied $(K8S_TOOLS)
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11+ is required ($(PYTHON) not found)"; exit 1; }
@@ -97,7 +100,7 @@ format: setup
 # The platform: local Kafka broker (unless KAFKA_BOOTSTRAP_SERVERS is set), topics, the
 # generator, the stream applications and the Dagster UI on http://127.0.0.1:3000.
 # Ctrl-C stops everything.
-run: setup
+run: $(RUN_SETUP)
 	$(PY) -m pipelines.run
 
 # Quix Streams (the benchmark's peer) pins confluent-kafka < 2.13 and pydantic < 2.14, which

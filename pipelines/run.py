@@ -66,6 +66,9 @@ KAFKA_DATA_DIR = STATE_DIR / "kafka"
 CLUSTER_FILE = STATE_DIR / "kafka-cluster.json"
 DEFAULT_LAKE = REPO / ".lake"
 DEFAULT_KAFKA_PORT = 9092
+#: locked by the ``make run`` of this checkout while it runs (its pid inside); outside
+#: ``.state/`` so that ``--fresh`` cannot delete it from under a running platform
+RUN_LOCK = REPO / ".run.lock"
 
 
 def _log(message: str) -> None:
@@ -129,6 +132,74 @@ class BrokerStartError(RuntimeError):
     """The local broker could not start; the message says what to do."""
 
 
+class StartRefused(RuntimeError):
+    """``make run`` cannot start here and now; the message says why and what to do."""
+
+
+def hold_run_lock(path: Path | None = None) -> Any:
+    """Lock ``path`` (default ``RUN_LOCK``) for this process (the lock goes with the process); ``StartRefused``
+    naming the pid of the ``make run`` holding it. Two platforms on one ``.state/`` would
+    share the broker's storage and the stream state."""
+    import fcntl
+
+    handle = open(path or RUN_LOCK, "a+")  # noqa: SIM115 (held until the process ends)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        pid = handle.read().strip() or "unknown"
+        handle.close()
+        raise StartRefused(
+            f"another make run (pid {pid}) is running in this checkout; use that one (its "
+            f"UI, its console), or stop it (Ctrl-C in its terminal, or kill {pid}) first"
+        ) from None
+    handle.truncate(0)
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+def check_ports(ui_port: int, kafka_port: int | None) -> None:
+    """``StartRefused`` naming the first port ``make run`` needs that another process holds,
+    and the setting that moves it (``kafka_port``: the local broker's, None for an external
+    cluster)."""
+    from streaming.testing.kafka_cluster import PortInUseError, check_ports_free
+
+    wanted = [(ui_port, "the Dagster UI", "--port N (or DAGSTER_PORT=N make run)")]
+    if kafka_port is not None:
+        setting = "--kafka-port N (or KAFKA_PORT=N make run; the controller takes N+1)"
+        wanted += [
+            (kafka_port, "the Kafka broker", setting),
+            (kafka_port + 1, "the Kafka broker's controller", setting),
+        ]
+    for port, what, setting in wanted:
+        try:
+            check_ports_free([port])
+        except PortInUseError:
+            also = (
+                " (a Dagster UI answers there: another platform?)"
+                if port == ui_port and ui_answers(f"http://127.0.0.1:{port}", timeout=1.0)
+                else ""
+            )
+            raise StartRefused(
+                f"port {port}, needed by {what}, is in use by another process{also}; stop "
+                f"it, or run with {setting}"
+            ) from None
+
+
+def check_java() -> None:
+    """``StartRefused`` when there is no Java for the local broker, saying how to get one
+    or how to use a cluster instead."""
+    from streaming.testing.kafka_cluster import JavaNotFoundError, find_java
+
+    try:
+        find_java()
+    except JavaNotFoundError as exc:
+        raise StartRefused(
+            f"{exc}; or set KAFKA_BOOTSTRAP_SERVERS to use a running Kafka cluster"
+        ) from None
+
+
 def default_kafka_port() -> int:
     """``$KAFKA_PORT``, else 9092."""
     value = os.environ.get("KAFKA_PORT") or str(DEFAULT_KAFKA_PORT)
@@ -153,6 +224,7 @@ def start_local_broker(
     """Start (or resume) the local broker on ``port`` with its storage in ``data_dir``;
     returns the cluster and whether it is new (storage formatted now)."""
     from streaming.testing.kafka_cluster import (
+        JavaNotFoundError,
         KafkaClusterError,
         LocalKafkaCluster,
         PortInUseError,
@@ -170,6 +242,8 @@ def start_local_broker(
             f"--kafka-port N (or KAFKA_PORT=N make run) to choose another (the broker uses "
             f"the port and the next one, for its controller)"
         ) from exc
+    except JavaNotFoundError as exc:
+        raise BrokerStartError(str(exc)) from exc
     except KafkaClusterError as exc:
         raise BrokerStartError(
             f"the local Kafka broker did not start: {exc}\n(its data is in {data_dir}; "
@@ -707,14 +781,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     kafka_port = args.kafka_port if args.kafka_port is not None else default_kafka_port()
-    if args.fresh and not clean_state(fresh_paths(args.keep_lake), assume_yes=args.yes):
-        return 1
-    if ui_answers(f"http://127.0.0.1:{args.port}", timeout=1.0):
-        # READY would be about that other server
-        _log(
-            f"port {args.port} already serves a Dagster UI (another make run?); stop it or "
-            "run with --port N (or DAGSTER_PORT=N make run)"
-        )
+    local_broker = not os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    try:
+        run_lock = hold_run_lock()  # noqa: F841 (held until the process ends)
+        if args.fresh and not clean_state(fresh_paths(args.keep_lake), assume_yes=args.yes):
+            return 1
+        # what would fail later, half-started, fails now with what to change
+        check_ports(args.port, kafka_port if local_broker else None)
+        if local_broker:
+            check_java()
+    except StartRefused as exc:
+        _log(str(exc))
         return 1
 
     stop = threading.Event()

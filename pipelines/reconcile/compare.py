@@ -15,6 +15,8 @@ MATCH = "match"
 VALUE_DIFF = "value_diff"
 MISSING_IN_STREAM = "missing_in_stream"
 MISSING_IN_BATCH = "missing_in_batch"
+#: a final result the stream wrote more than once (its values may agree)
+DUPLICATE_IN_STREAM = "duplicate_in_stream"
 
 
 @dataclass
@@ -46,6 +48,13 @@ def latest_per_key(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     return ordered.drop_duplicates(list(keys), keep="last")
 
 
+def _int_keys(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    for key in keys:
+        if pd.api.types.is_numeric_dtype(frame[key]):
+            frame[key] = frame[key].astype("int64")
+    return frame
+
+
 def compare_keyed(
     name: str,
     stream: pd.DataFrame,
@@ -58,8 +67,14 @@ def compare_keyed(
     late_values: Mapping[str, str] | None = None,
     tolerance: Tolerance | None = None,
     worst_limit: int = 20,
+    final: bool = False,
 ) -> Reconciliation:
     """Compare ``stream`` with ``batch`` on ``keys`` (and ``values``, if any).
+
+    ``final``: the stream writes each key once (a window emitted on close, a session, an
+    alert); a key it wrote more than once is an unexplained difference
+    (``DUPLICATE_IN_STREAM`` when its last value agrees), counted in ``duplicates``. Without
+    it the stream's last record per key is its value (a changelog).
 
     ``late`` (columns ``keys`` + ``late_count`` and the columns ``late_values`` names)
     holds the records the stream dropped as late. A differing key is *explained by late
@@ -72,19 +87,21 @@ def compare_keyed(
     keys = list(keys)
     values = list(values)
     s = latest_per_key(stream, keys)[keys + values].copy()
+    copies = (
+        stream.groupby(keys, dropna=False).size().rename("stream_records").reset_index()
+        if final and not stream.empty
+        else None
+    )
     b = batch[keys + values].drop_duplicates(keys).copy()
     for frame in (s, b):
-        for key in keys:
-            if pd.api.types.is_numeric_dtype(frame[key]):
-                frame[key] = frame[key].astype("int64")
+        _int_keys(frame, keys)
+    if copies is not None:
+        s = s.merge(_int_keys(copies, keys), on=keys, how="left")
     merged = b.merge(s, on=keys, how="outer", suffixes=("_batch", "_stream"), indicator=True)
     late_values = dict(late_values or {})
     late_columns = ["late_count", *late_values.values()]
     if late is not None and not late.empty:
-        late_frame = late[[*keys, *late_columns]].copy()
-        for key in keys:
-            if pd.api.types.is_numeric_dtype(late_frame[key]):
-                late_frame[key] = late_frame[key].astype("int64")
+        late_frame = _int_keys(late[[*keys, *late_columns]].copy(), keys)
         merged = merged.merge(late_frame, on=keys, how="left")
     else:
         for column in late_columns:
@@ -108,13 +125,19 @@ def compare_keyed(
         merged[f"{value}_diff"] = bv - sv
         rel = diff / bv.abs().replace(0, np.nan)
         worst_diff = np.fmax(worst_diff, rel.fillna(diff).fillna(np.inf).to_numpy())
+    extra = (
+        merged["stream_records"].fillna(1).astype("int64") - 1
+        if "stream_records" in merged
+        else pd.Series(0, index=merged.index)
+    )
+    status = np.where((extra > 0) & (status == MATCH), DUPLICATE_IN_STREAM, status)
     merged["status"] = status
     if count_column is not None:
         short = merged["status"].isin([VALUE_DIFF, MISSING_IN_STREAM]) & (merged["late_count"] > 0)
         for column, late_column in {count_column: "late_count", **late_values}.items():
             deficit = merged[f"{column}_batch"].fillna(0) - merged[f"{column}_stream"].fillna(0)
             short &= deficit == merged[late_column]
-        explained = short.to_numpy()
+        explained = (short & (extra == 0)).to_numpy()
     else:
         explained = (
             (merged["status"] == MISSING_IN_STREAM) & (merged["late_count"] > 0)
@@ -134,6 +157,7 @@ def compare_keyed(
         "value_diffs": int((table["status"] == VALUE_DIFF).sum()),
         "missing_in_stream": int((table["status"] == MISSING_IN_STREAM).sum()),
         "missing_in_batch": int((table["status"] == MISSING_IN_BATCH).sum()),
+        "duplicates": int(extra.sum()),
         "explained_by_late_data": int(differing["explained_by_late_data"].sum()),
         "unexplained": unexplained,
         "key_coverage": (

@@ -145,6 +145,7 @@ def reconcile_revenue(
         count_column="order_count",
         late_values={"revenue_cents": "late_cents"},
         tolerance=tolerance,
+        final=not hopping,  # emitted on window close; the hopping windows update eagerly
     )
     report.stats["pending_windows"] = int((~closed_batch).sum())
     report.stats["late_records"] = int(late["late_count"].sum()) if not late.empty else 0
@@ -205,6 +206,7 @@ def reconcile_fraud(
         keys=keys,
         late=late,
         tolerance=tolerance,
+        final=True,
     )
 
 
@@ -234,6 +236,7 @@ def reconcile_sessions(
         keys=("user_id", "session_start"),
         values=("session_end", "click_count"),
         tolerance=tolerance,
+        final=True,
     )
     report.stats["pending_sessions"] = int((~closed).sum())
     return report

@@ -9,7 +9,8 @@ read from ``orders``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pipelines.streams.common import (
@@ -28,22 +29,41 @@ STORE = "orders-dedup-store"
 
 
 class DedupProcessor(FixedKeyProcessor):
-    """Forward a record unless its id was seen within ``window_ms`` of its timestamp."""
+    """Forward a record unless its id (``id_of`` its value; the order id by default) was
+    seen within ``window_ms`` of its timestamp, remembered in window store ``store_name``."""
 
-    def __init__(self, window_ms: int) -> None:
+    def __init__(
+        self,
+        window_ms: int,
+        store_name: str = STORE,
+        id_of: Callable[[Any], str] = operator.itemgetter("order_id"),
+    ) -> None:
         self.window_ms = window_ms
+        self.store_name = store_name
+        self.id_of = id_of
 
     def init(self, context: Any) -> None:
         self.context = context
-        self.store = context.get_state_store(STORE)
+        self.store = context.get_state_store(self.store_name)
 
     def process(self, record: Record) -> None:
-        order_id = record.value["order_id"]
+        record_id = self.id_of(record.value)
         ts = record.timestamp
-        for _ in self.store.fetch_range(order_id, ts - self.window_ms, ts + self.window_ms):
+        for _ in self.store.fetch_range(record_id, ts - self.window_ms, ts + self.window_ms):
             return  # a duplicate
-        self.store.put(order_id, ts, ts)
+        self.store.put(record_id, ts, ts)
         self.context.forward(record)
+
+
+def dedup_store(name: str, window_ms: int) -> Any:
+    """The window store a ``DedupProcessor`` over ``window_ms`` remembers ids in."""
+    return Stores.window_store_builder(
+        Stores.persistent_window_store(
+            name, retention_period=2 * window_ms, window_size=window_ms, retain_duplicates=False
+        ),
+        KEY_SERDE,
+        VALUE_SERDE,
+    ).with_caching_disabled()
 
 
 def build_orders_dedup(config: StreamAppConfig | Mapping[str, Any] | None = None) -> Topology:
@@ -51,15 +71,7 @@ def build_orders_dedup(config: StreamAppConfig | Mapping[str, Any] | None = None
     cfg = StreamAppConfig.of(config)
     window = cfg.dedup_window_ms
     builder = StreamsBuilder()
-    builder.add_state_store(
-        Stores.window_store_builder(
-            Stores.persistent_window_store(
-                STORE, retention_period=2 * window, window_size=window, retain_duplicates=False
-            ),
-            KEY_SERDE,
-            VALUE_SERDE,
-        ).with_caching_disabled()
-    )
+    builder.add_state_store(dedup_store(STORE, window))
     orders = builder.stream(
         cfg.orders_topic,
         key_serde=KEY_SERDE,

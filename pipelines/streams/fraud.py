@@ -9,6 +9,10 @@
   (orders joined with the ``customers`` KTable; customers without a profile are skipped:
   they are the enriched-orders application's concern).
 
+An alert is final: an order sent twice (the generator's duplicates) raises its
+``high_value`` and ``new_location`` alerts once (``alert-dedup-store`` remembers each rule and
+order id for ``dedup_window_ms``), as the batch recompute raises them once per order id.
+
 Orders the burst count dropped as late go to ``fraud-alerts-late`` (``pipelines.streams.late``).
 
 Alert value: ``{"rule", "customer_id", "order_id", "amount", "event_time", "window_start",
@@ -23,6 +27,7 @@ from typing import Any
 
 from pipelines.streams.common import KEY_SERDE, VALUE_SERDE
 from pipelines.streams.config import StreamAppConfig
+from pipelines.streams.dedup import DedupProcessor, dedup_store
 from pipelines.streams.enriched import customers_table, orders_by_customer
 from pipelines.streams.late import report_late
 from streaming import Materialized, Produced, StreamsBuilder, TimeWindows, Topology
@@ -30,6 +35,11 @@ from streaming import Materialized, Produced, StreamsBuilder, TimeWindows, Topol
 APP = "fraud-alerts"
 BURST_STORE = "burst-count-store"
 PROFILE_STORE = "fraud-customers-store"
+ALERT_DEDUP_STORE = "alert-dedup-store"
+
+
+def _alert_id(alert: dict[str, Any]) -> str:
+    return f"{alert['rule']}/{alert['order_id']}"
 
 
 def alert(
@@ -107,7 +117,12 @@ def build_fraud_alerts(config: StreamAppConfig | Mapping[str, Any] | None = None
 
     new_location = orders.join(customers, _new_location).filter(lambda k, v: v is not None)
 
-    high_value.merge(bursts).merge(new_location).to(
+    builder.add_state_store(dedup_store(ALERT_DEDUP_STORE, cfg.dedup_window_ms))
+    window = cfg.dedup_window_ms
+    per_order = high_value.merge(new_location).process_values(
+        lambda: DedupProcessor(window, ALERT_DEDUP_STORE, _alert_id), ALERT_DEDUP_STORE
+    )
+    per_order.merge(bursts).to(
         cfg.fraud_topic, Produced(key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
     )
     report_late(orders, result="rapid_burst", windows=burst_windows, topic=cfg.late_topic(APP))

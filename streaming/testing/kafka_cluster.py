@@ -87,6 +87,10 @@ class KafkaClusterError(RuntimeError):
     """The local Kafka cluster could not be started or used."""
 
 
+class JavaNotFoundError(KafkaClusterError):
+    """No Java runtime to start the broker with."""
+
+
 class PortInUseError(KafkaClusterError):
     """A fixed port of ``LocalKafkaCluster(port=...)`` is taken by another process."""
 
@@ -265,13 +269,13 @@ class LocalKafkaCluster:
         with self._lock:
             if self.nodes:
                 raise KafkaClusterError("the cluster is already started")
-            java = _find_java()
+            java = find_java()
             classpath = self._classpath()
             if self.class_data_sharing:
                 self._cds = CdsArchive(java, self.jars_dir)
             _sweep_stale_temp_dirs()
             if self.port is not None:
-                _check_ports_free(range(self.port, self.port + 2 * self.num_nodes))
+                check_ports_free(range(self.port, self.port + 2 * self.num_nodes))
             began = time.monotonic()
             if self._root is None:
                 self._root = Path(tempfile.mkdtemp(prefix=_TEMP_PREFIX))
@@ -337,7 +341,7 @@ class LocalKafkaCluster:
         node = self.node(node_id)
         if node.is_running():
             raise KafkaClusterError(f"node {node_id} is still running")
-        self._launch(_find_java(), self._classpath(), node)
+        self._launch(find_java(), self._classpath(), node)
         deadline = time.monotonic() + (self.startup_timeout if timeout is None else timeout)
         self._wait_until_ready(deadline, nodes=[node])
 
@@ -891,13 +895,14 @@ def _signal(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
         proc.send_signal(sig)
 
 
-def _find_java() -> str:
+def find_java() -> str:
+    """The ``java`` of ``JAVA_HOME`` or PATH; ``JavaNotFoundError`` saying how to get one."""
     home = os.environ.get("JAVA_HOME")
     if home and (Path(home) / "bin" / "java").exists():
         return str(Path(home) / "bin" / "java")
     java = shutil.which("java")
     if java is None:
-        raise KafkaClusterError(
+        raise JavaNotFoundError(
             "java was not found: the local Kafka broker needs Java 17+ on PATH or in "
             "JAVA_HOME (e.g. apt-get install openjdk-17-jre-headless)"
         )
@@ -923,7 +928,7 @@ def _port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _check_ports_free(ports: Sequence[int]) -> None:
+def check_ports_free(ports: Sequence[int]) -> None:
     """Raise ``PortInUseError`` for the first of ``ports`` another process listens on.
 
     SO_REUSEADDR as the JVM sets it: connections of an earlier run in TIME_WAIT do not

@@ -11,37 +11,52 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Producer
 
-from pipelines.streams import monitor
 from pipelines.streams.apps import STREAM_APPS
 from pipelines.streams.config import StreamAppConfig
+from pipelines.streams.monitor import BrokerProbe
 
 SLICE_MS = 30_000
 
 
+def _lag(probe: BrokerProbe, apps: Sequence[str] | None) -> int | str:
+    """Total lag of the applications' groups, or why it is unknown."""
+    config = StreamAppConfig()
+    total = 0
+    for app in (STREAM_APPS[a] for a in apps or STREAM_APPS):
+        offsets = probe.group_offsets(app.name, app.input_topics(config))
+        if offsets is None:
+            return f"unknown (group {app.name}: {probe.check() or 'offsets lookup failed'})"
+        total += offsets[1]
+    return total
+
+
 def wait_caught_up(
-    bootstrap: str, timeout: float = 120.0, apps: Sequence[str] | None = None
+    bootstrap: str,
+    timeout: float = 120.0,
+    apps: Sequence[str] | None = None,
+    probe: BrokerProbe | None = None,
 ) -> None:
     """Until the consumer group of every stream application (or of ``apps``) has no lag.
 
-    A lookup that fails counts as lag: right after the brokers (re)started, a group's
-    offsets stay unknown until its coordinator is loaded and the transactions the previous
-    run left open have been aborted (``transaction.timeout.ms``)."""
-    config = StreamAppConfig()
+    ``probe``: the clients to ask with (kept by a caller that waits again and again; a
+    fresh one otherwise). A lookup that fails counts as lag: right after the brokers
+    (re)started, a group's offsets stay unknown until its coordinator is loaded and the
+    transactions the previous run left open have been aborted (``transaction.timeout.ms``)."""
+    own = probe is None
+    probe = probe or BrokerProbe(bootstrap, timeout=10.0)
     deadline = time.monotonic() + timeout
     lag: int | str = -1
-    while time.monotonic() < deadline:
-        try:
-            lag = sum(
-                sum(monitor.consumer_lag(bootstrap, app.name, app.input_topics(config)).values())
-                for app in (STREAM_APPS[a] for a in apps or STREAM_APPS)
-            )
-        except KafkaException as exc:
-            lag = f"unknown ({exc})"
-        if lag == 0:
-            return
-        time.sleep(0.2)
+    try:
+        while time.monotonic() < deadline:
+            lag = _lag(probe, apps)
+            if lag == 0:
+                return
+            time.sleep(0.1)
+    finally:
+        if own:
+            probe.close()
     raise AssertionError(f"stream applications still lag {lag} records after {timeout}s")
 
 
@@ -54,19 +69,23 @@ def feed(
     producer = Producer(
         {"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 5}
     )
+    probe = BrokerProbe(bootstrap, timeout=10.0)
     i = 0
     slice_end = start_ms
-    while i < len(events):
-        slice_end += SLICE_MS
-        while i < len(events) and events[i].emit_ms < slice_end:
-            e = events[i]
-            producer.produce(
-                e.topic,
-                key=None if e.key is None else e.key.encode(),
-                value=e.value,
-                timestamp=e.timestamp,
-            )
-            i += 1
-        assert producer.flush(30) == 0
-        wait_caught_up(bootstrap, apps=apps)
+    try:
+        while i < len(events):
+            slice_end += SLICE_MS
+            while i < len(events) and events[i].emit_ms < slice_end:
+                e = events[i]
+                producer.produce(
+                    e.topic,
+                    key=None if e.key is None else e.key.encode(),
+                    value=e.value,
+                    timestamp=e.timestamp,
+                )
+                i += 1
+            assert producer.flush(30) == 0
+            wait_caught_up(bootstrap, apps=apps, probe=probe)
+    finally:
+        probe.close()
     return i

@@ -21,7 +21,7 @@ from pipelines.batch.session import get_spark
 from pipelines.batch.store import read_result
 from pipelines.generator import Event
 from pipelines.lake.writer import ensure_layout, land_events
-from pipelines.reconcile.compare import MISSING_IN_STREAM, VALUE_DIFF
+from pipelines.reconcile.compare import DUPLICATE_IN_STREAM, MISSING_IN_STREAM, VALUE_DIFF
 from pipelines.reconcile.reconcile import reconcile_hour, reconcile_revenue
 from pipelines.reconcile.tolerance import Tolerance
 from resources import platform_resources
@@ -537,3 +537,30 @@ def test_late_records_count_only_for_orders_the_batch_read(tmp_path: Path) -> No
     assert stats["late_records"] == 3
     assert rows[0]["order_count_batch"] - rows[0]["order_count_stream"] == 3
     assert rows[0]["revenue_cents_batch"] - rows[0]["revenue_cents_stream"] == 777 * 2 + 333
+
+
+def test_a_final_result_written_twice_is_an_unexplained_difference(
+    lake: tuple[Path, list],
+) -> None:
+    """A window emitted on close, a session or an alert written twice with the same value
+    would pass as a match if only the last record per key counted; it is a duplicate. The
+    hopping windows update eagerly, so their repeated records are a changelog."""
+    root, _ = lake
+    _stream_like_batch(root)
+    for result, topic, key in (
+        ("revenue_5m", domain.REVENUE_5M, "region"),
+        ("revenue_hopping", domain.REVENUE_HOPPING, "region"),
+        ("fraud_alerts", domain.FRAUD_ALERTS, "customer_id"),
+        ("click_sessions", domain.CLICK_SESSIONS, "user_id"),
+    ):
+        frame = read_result(result, HOUR, root)
+        again = frame.iloc[[2]].astype(object)
+        _land_as_stream(root, topic, again.where(again.notna(), None), key)
+    reports = reconcile_hour(HOUR, root)
+    for name in ("revenue_5m", "fraud_alerts", "click_sessions"):
+        report = reports[name]
+        assert not report.passed, name
+        assert report.stats["duplicates"] == 1 and report.stats["unexplained"] == 1, name
+        assert report.worst["status"].tolist() == [DUPLICATE_IN_STREAM], name
+    hopping = reports["revenue_hopping"]
+    assert hopping.passed and hopping.stats["duplicates"] == 0

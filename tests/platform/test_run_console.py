@@ -17,6 +17,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dagster import DagsterInstance, asset, materialize
@@ -169,7 +170,7 @@ def test_ready_and_status_lines() -> None:
     )
 
 
-def test_make_run_stops_when_another_ui_holds_its_port(capsys) -> None:
+def test_make_run_stops_when_another_ui_holds_its_port(own_run_lock: Path, capsys) -> None:
     """READY must be about this run's UI: a port already answering /server_info stops it."""
     import http.server
 
@@ -186,12 +187,69 @@ def test_make_run_stops_when_another_ui_holds_its_port(capsys) -> None:
     try:
         port = server.server_address[1]
         assert run.ui_answers(f"http://127.0.0.1:{port}")
-        assert run.main(["--port", str(port)]) == 1
+        assert run.main(["--port", str(port), "--kafka-port", str(_free_port())]) == 1
     finally:
         server.shutdown()
     out = capsys.readouterr().out
-    assert f"port {port} already serves a Dagster UI" in out
+    assert (
+        f"port {port}, needed by the Dagster UI, is in use by another process (a Dagster UI "
+        "answers there: another platform?); stop it, or run with --port N" in out
+    )
     assert not run.ui_answers(f"http://127.0.0.1:{_free_port()}", timeout=0.5)
+
+
+@pytest.fixture
+def own_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``make run``'s lock in ``tmp_path`` (not the checkout's, which a developer's own
+    ``make run`` may hold)."""
+    monkeypatch.setattr(run, "RUN_LOCK", tmp_path / ".run.lock")
+    return tmp_path / ".run.lock"
+
+
+def test_make_run_names_a_busy_broker_port_before_starting_anything(
+    own_run_lock: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    started: list[Any] = []
+    monkeypatch.setattr(run, "_start", lambda *a, **k: started.append(a))
+    monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        kafka_port = busy.getsockname()[1]
+        assert run.main(["--port", str(_free_port()), "--kafka-port", str(kafka_port)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"port {kafka_port}, needed by the Kafka broker, is in use by another process; stop "
+        "it, or run with --kafka-port N (or KAFKA_PORT=N make run" in out
+    )
+    assert started == [] and "starting the local Kafka broker" not in out
+
+
+def test_a_second_make_run_in_the_checkout_names_the_first(own_run_lock: Path, capsys) -> None:
+    first = run.hold_run_lock()
+    try:
+        assert own_run_lock.read_text().strip() == str(os.getpid())
+        with pytest.raises(run.StartRefused, match=rf"another make run \(pid {os.getpid()}\)"):
+            run.hold_run_lock()
+        assert run.main(["--port", str(_free_port())]) == 1
+        out = capsys.readouterr().out
+        assert f"another make run (pid {os.getpid()}) is running in this checkout" in out
+        assert "--fresh" not in out and "--port" not in out
+    finally:
+        first.close()
+    run.hold_run_lock().close()  # free again once the first has ended
+
+
+def test_make_run_without_java_says_so_without_suggesting_fresh(
+    own_run_lock: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert run.main(["--port", str(_free_port()), "--kafka-port", str(_free_port())]) == 1
+    out = capsys.readouterr().out
+    assert "java was not found" in out and "KAFKA_BOOTSTRAP_SERVERS" in out
+    assert "--fresh" not in out
 
 
 def _free_port() -> int:
@@ -212,6 +270,7 @@ run.STATE_DIR = root / ".state"
 run.KAFKA_DATA_DIR = run.STATE_DIR / "kafka"
 run.CLUSTER_FILE = run.STATE_DIR / "kafka-cluster.json"
 run.LOG_DIR = run.STATE_DIR / "logs"
+run.RUN_LOCK = root / ".run.lock"
 raise SystemExit(run.main(sys.argv[2:]))
 """
 

@@ -220,6 +220,7 @@ def test_fraud_alerts(driver_for: Any) -> None:
 
     big = order("o1", "c1", 20_000.0, 1 * M, location="Tokyo")  # high value + new location
     pipe(big)
+    pipe(big)  # sent twice (a duplicate): its alerts are final, raised once
     burst = [order(f"b{i}", "c2", 10.0, 5 * M + i * M, location="Paris") for i in range(5)]
     for o in burst:  # 5M..9M: five orders in window [5M, 10M); the 4th raises the alert
         pipe(o)
