@@ -12,7 +12,9 @@ by position, as in Flink.
   ``aggregate``; with TUMBLE/HOP (group-window functions or window TVFs) over
   ``TimeWindows`` whose grace is the source's WATERMARK delay; with SESSION over
   ``SessionWindows`` (the same grace; accumulators merge when a row bridges two
-  sessions). ``EMIT FINAL`` adds
+  sessions). ``EMIT FINAL`` emits each window once when it closes: over TUMBLE/HOP with
+  ``EmitStrategy.on_window_close`` (its progress is committed with the offsets, so a
+  restart never emits a closed window again), over SESSION with
   ``suppress(until_window_closes)``; ``EMIT CHANGES`` (the default) emits every update
   (one per key per commit, as the engine's store cache does).
 - window_start / window_end are epoch ms inside the query; a sink column of type
@@ -56,6 +58,7 @@ from sqlglot.tokens import TokenType
 from streaming import serdes
 from streaming.dsl import (
     BufferConfig,
+    EmitStrategy,
     Grouped,
     Materialized,
     SessionWindows,
@@ -518,9 +521,11 @@ class Compiler:
         grouping: Grouped,
         windows: TimeWindows | None,
         sink: TableDef,
+        final_store: str | None = None,
     ) -> Any:
         """``rows`` (an append stream) grouped by ``key_of`` for an aggregation into
-        ``sink``, over ``windows`` when it is time-windowed. A hook: a subclass may look at
+        ``sink``, over ``windows`` when it is time-windowed (``final_store``: the
+        aggregation's store when it emits on window close). A hook: a subclass may look at
         the grouped rows in the order the aggregation sees them (the platform reports the
         rows a windowed aggregation drops as late)."""
         return rows.group_by(key_of, grouping)
@@ -663,16 +668,22 @@ class Compiler:
             time_windows = TimeWindows.of_size_and_grace(window.size_ms, grace)
             if window.slide_ms != window.size_ms:
                 time_windows = time_windows.advance_by(window.slide_ms)
+        # The store is named after the sink table (the queryable name pull queries look
+        # up); a second aggregation into the same sink gets a suffixed name.
+        store_name = self.unique(sink.name)
+        emit_on_close = time_windows is not None and statement.emit == "FINAL"
         if source.is_upsert:
             # an updating input: KGroupedTable.aggregate takes each old row back
             grouped = rows_in.group_by(lambda k, v: ([fn(v) for fn in key_fns], v), grouping)
         else:
             grouped = self.group_rows(
-                rows_in, lambda k, v: [fn(v) for fn in key_fns], grouping, time_windows, sink
+                rows_in,
+                lambda k, v: [fn(v) for fn in key_fns],
+                grouping,
+                time_windows,
+                sink,
+                store_name if emit_on_close else None,
             )
-        # The store is named after the sink table (the queryable name pull queries look
-        # up); a second aggregation into the same sink gets a suffixed name.
-        store_name = self.unique(sink.name)
         store = (
             Materialized.as_(store_name)
             .with_key_serde(serdes.Json())
@@ -703,9 +714,12 @@ class Compiler:
                 split = lambda k: (k.key, (k.window.start, k.window.end + gap))  # noqa: E731
             else:
                 assert time_windows is not None  # a tumbling or hopping window
-                table = grouped.windowed_by(time_windows).aggregate(init, add, materialized=store)
+                windowed = grouped.windowed_by(time_windows)
+                if emit_on_close:
+                    windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
+                table = windowed.aggregate(init, add, materialized=store)
                 split = lambda k: (k.key, (k.window.start, k.window.end))  # noqa: E731
-            if statement.emit == "FINAL":
+            if statement.emit == "FINAL" and not emit_on_close:
                 table = table.suppress(
                     Suppressed.until_window_closes(BufferConfig.unbounded()).with_name(
                         self.unique(f"{sink.name}-final")

@@ -89,12 +89,13 @@ class PlatformSqlCompiler(Compiler):
         grouping: Grouped,
         windows: TimeWindows | None,
         sink: TableDef,
+        final_store: str | None = None,
     ) -> Any:
         """The rows rekeyed through the grouping's repartition topic (the topic
         ``group_by`` would make), with a late-record tap beside the aggregation: it sees
         the same rows in the same order, so it drops exactly what the aggregation drops."""
         if windows is None or self.late_topic is None:
-            return super().group_rows(rows, key_of, grouping, windows, sink)
+            return super().group_rows(rows, key_of, grouping, windows, sink, final_store)
         rekeyed = rows.select_key(key_of).repartition(
             Repartitioned(
                 name=grouping.name, key_serde=grouping.key_serde, value_serde=grouping.value_serde
@@ -105,6 +106,7 @@ class PlatformSqlCompiler(Compiler):
             result=sink.name,
             windows=windows,
             topic=self.late_topic,
+            final_store=final_store,
             key_serde=grouping.key_serde,
         )
         return rekeyed.group_by_key(grouping)
