@@ -52,6 +52,7 @@ from streaming.runtime.thread import StreamThread
 from streaming.runtime.topic_limits import TopicLimitsCache
 from streaming.runtime.topics import InternalTopicManager
 from streaming.runtime.worker_process import RemoteStore, WorkerProcess
+from streaming.topology.graph import SinkNode
 
 if TYPE_CHECKING:
     from streaming.runtime.listeners import StandbyHandover
@@ -244,6 +245,20 @@ class KafkaStreams:
             self._start_client(lambda: process_id)
             self._start_thread()
 
+    def _sink_topics(self) -> list[str]:
+        """The user topics the topology writes to by name (not internal ones, not topics
+        chosen per record)."""
+        topology = self.topology
+        return sorted(
+            {
+                node.topic
+                for node in topology.nodes.values()
+                if isinstance(node, SinkNode)
+                and node.topic is not None
+                and node.topic not in topology.internal_topics
+            }
+        )
+
     def _start_workers(self) -> None:
         """Spawn the worker processes (they load while this client sets itself up), then
         let them all start their stream threads at once: they join the group together."""
@@ -305,6 +320,8 @@ class KafkaStreams:
                 self.admin, replication_factor=self.config.replication_factor
             ).setup(self.plan)
             self._partition_counts = dict(self.plan.partitions)
+            if not worker:
+                InternalTopicManager(self.admin).check_sink_topics(self._sink_topics())
             if self.config.dead_letter_queue_topic:
                 counts = InternalTopicManager(self.admin).partition_counts(
                     [self.config.dead_letter_queue_topic]

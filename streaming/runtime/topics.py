@@ -29,6 +29,10 @@ class InternalTopicError(RuntimeError):
     """An internal topic could not be created or has the wrong layout."""
 
 
+class MissingSinkTopicError(ValueError):
+    """A topic the topology writes to does not exist, and the brokers will not create it."""
+
+
 class InternalTopicManager:
     """Reads partition counts and creates the internal topics of a ``TopologyPlan``."""
 
@@ -50,6 +54,35 @@ class InternalTopicManager:
             tm = meta.topics.get(topic)
             out[topic] = 0 if tm is None or tm.error is not None else len(tm.partitions)
         return out
+
+    def auto_create_enabled(self) -> bool:
+        """Whether the brokers create a topic a client writes to
+        (``auto.create.topics.enable``, read from one broker; True when it cannot be read)."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        brokers = sorted(self.admin.list_topics(timeout=self.timeout).brokers)
+        if not brokers:
+            return True
+        resource = ConfigResource(ResourceType.BROKER, str(brokers[0]))
+        try:
+            configs = self.admin.describe_configs([resource])[resource].result(self.timeout)
+        except Exception:  # not authorized to read it, or an old broker: assume it may
+            return True
+        entry = configs.get("auto.create.topics.enable")
+        return entry is None or str(entry.value).lower() != "false"
+
+    def check_sink_topics(self, topics: Iterable[str]) -> None:
+        """``MissingSinkTopicError`` naming the ``topics`` that do not exist when the brokers
+        will not create them: records for them would only time out, transaction after
+        transaction."""
+        counts = self.partition_counts(topics)
+        missing = sorted(t for t, n in counts.items() if not n)
+        if missing and not self.auto_create_enabled():
+            names = ", ".join(missing)
+            raise MissingSinkTopicError(
+                f"topic {names} does not exist (automatic topic creation is off): create "
+                f"{'it' if len(missing) == 1 else 'them'} before starting the application"
+            )
 
     def setup(self, plan: TopologyPlan) -> None:
         """Resolve partition counts and create missing repartition and changelog topics."""

@@ -21,6 +21,7 @@ from streaming import StreamsBuilder, serdes
 from streaming.runtime.app import KafkaStreams, State
 from streaming.runtime.config import ClusterUnreachableException, ConfigException
 from streaming.runtime.state_directory import StateDirectory
+from streaming.runtime.topics import MissingSinkTopicError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -191,3 +192,40 @@ def test_state_dir_that_cannot_be_created_fails_start(kafka_cluster, tmp_path, b
     admin = kafka_cluster.admin()
     assert not [t for t in admin.list_topics(timeout=10).topics if t.startswith(app_id)]
     assert app.close(timeout=10)
+
+
+def test_a_sink_topic_that_does_not_exist_fails_start_naming_it(kafka_cluster, tmp_path):
+    """With automatic topic creation off (the broker's setting here, as on most production
+    clusters), records for a missing topic would only time out, one aborted transaction
+    after another: start() names the topic instead."""
+    source, sink = unique("sink-src"), unique("no-such-sink")
+    kafka_cluster.create_topic(source, partitions=1)
+    app = KafkaStreams(
+        _topology(source, sink),
+        {
+            "application.id": unique("missing-sink"),
+            "bootstrap.servers": kafka_cluster.bootstrap_servers,
+            "state.dir": str(tmp_path),
+            "processing.guarantee": "exactly_once_v2",
+        },
+    )
+    with pytest.raises(MissingSinkTopicError) as info:
+        app.start()
+    assert str(info.value) == (
+        f"topic {sink} does not exist (automatic topic creation is off): create it before "
+        "starting the application"
+    )
+    assert app.state is State.CREATED
+    assert app.close(timeout=10)
+    # once the topic exists, the same application starts
+    kafka_cluster.create_topic(sink, partitions=1)
+    again = KafkaStreams(
+        _topology(source, sink),
+        {
+            "application.id": unique("missing-sink"),
+            "bootstrap.servers": kafka_cluster.bootstrap_servers,
+            "state.dir": str(tmp_path / "again"),
+        },
+    )
+    again.start()
+    assert again.close(timeout=30)
