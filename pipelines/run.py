@@ -436,14 +436,21 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _LOUD = re.compile(r"\b(WARNING|ERROR|CRITICAL|FATAL|Traceback)\b")
 #: Python warnings about APIs (Dagster's beta / preview / deprecation notices at start-up)
 _API_NOTICE = re.compile(r"\b\w*(Beta|Preview|Supersession|Deprecation|Experimental)Warning\b")
+#: what Dagster logs at ERROR when a run is cancelled (from the UI, or by stopping make run):
+#: the cancellation itself and its interrupted step; a failure has lines of its own
+_CANCELLATION = re.compile(r" - RUN_CANCELED - |finished without success or failure event")
 
 
 def console_worthy(line: str) -> bool:
     """Whether a child's output line belongs on the console too: a warning or an error (its
     level within the line's head), or a traceback's first line; not the notices about APIs
     Dagster logs as warnings when it loads the code. The rest is only in the child's log
-    file."""
-    return bool(_LOUD.search(line[:200])) and not _API_NOTICE.search(line)
+    file. A cancelled run is not an error: Dagster's ERROR lines about one stay in the file."""
+    return (
+        bool(_LOUD.search(line[:200]))
+        and not _API_NOTICE.search(line)
+        and not _CANCELLATION.search(line)
+    )
 
 
 _NUMBERS = re.compile(r"\d+")
@@ -576,6 +583,49 @@ mutation PlatformStartSchedule($selector: ScheduleSelector!) {
   }
 }
 """
+
+
+IN_FLIGHT_RUNS_QUERY = """
+query PlatformRunsInFlight {
+  runsOrError(filter: {statuses: [QUEUED, NOT_STARTED, STARTING, STARTED, CANCELING]}) {
+    __typename
+    ... on Runs { results { runId jobName status } }
+  }
+}
+"""
+
+TERMINATE_RUNS_MUTATION = """
+mutation PlatformTerminateRuns($runIds: [String!]!) {
+  terminateRuns(runIds: $runIds, terminatePolicy: SAFE_TERMINATE) {
+    __typename
+    ... on TerminateRunsResult {
+      terminateRunResults { __typename ... on PythonError { message } }
+    }
+    ... on PythonError { message }
+  }
+}
+"""
+
+
+def runs_in_flight(url: str) -> list[dict[str, Any]]:
+    """The runs queued, starting, running or being cancelled (``runId``, ``jobName``,
+    ``status``)."""
+    data = graphql(url, IN_FLIGHT_RUNS_QUERY)["runsOrError"]
+    return list(data.get("results") or [])
+
+
+def cancel_runs(url: str, timeout: float = 60.0) -> list[dict[str, Any]]:
+    """Terminate every run in flight and wait (at most ``timeout``) until they have ended,
+    so that stopping ``make run`` leaves them CANCELED, not FAILURE ("interrupted
+    unexpectedly"). Returns the runs it terminated."""
+    runs = runs_in_flight(url)
+    ids = [r["runId"] for r in runs if r["status"] != "CANCELING"]
+    if ids:
+        graphql(url, TERMINATE_RUNS_MUTATION, {"runIds": ids})
+    deadline = time.monotonic() + timeout
+    while runs and runs_in_flight(url) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return runs
 
 
 def location_status(url: str, location: str = LOCATION) -> tuple[str, str | None]:
@@ -801,6 +851,8 @@ def main(argv: list[str] | None = None) -> int:
     cluster = None
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     children: list[tuple[str, subprocess.Popen, int, float]] = []
+    url = f"http://127.0.0.1:{args.port}"
+    ready = False
     try:
         new: bool | None = None
         if not bootstrap:
@@ -888,10 +940,8 @@ def main(argv: list[str] | None = None) -> int:
                 60.0,
             )
         )
-        url = f"http://127.0.0.1:{args.port}"
         _log(f"waiting for the Dagster UI on {url} to answer (it loads the code location first)")
         began = time.monotonic()
-        ready = False
         last_note = last_status = began
         last_health: dict[str, Any] | None = None
         while not stop.wait(1.0):
@@ -932,6 +982,17 @@ def main(argv: list[str] | None = None) -> int:
             elif last_health is None and health:
                 last_health = health
     finally:
+        if ready:
+            try:
+                cancelled = cancel_runs(url)
+            except Exception as exc:  # the webserver may be gone already
+                _log(f"WARNING: could not cancel the runs in flight: {exc}")
+            else:
+                if cancelled:
+                    _log(
+                        f"cancelled {len(cancelled)} run(s) in flight: "
+                        + ", ".join(f"{r['jobName']} {r['runId'][:8]}" for r in cancelled)
+                    )
         for name, proc, sig, timeout in reversed(children):
             _stop(name, proc, sig, timeout)
         if cluster is not None:

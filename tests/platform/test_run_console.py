@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dagster import DagsterInstance, asset, materialize
+from dagster import DagsterInstance, DagsterRunStatus, asset, materialize
 
 from pipelines import run
 
@@ -97,12 +97,29 @@ def test_run_workers_log_info_not_debug_to_the_console(tmp_path: Path, capfd) ->
     assert {"STEP_START", "STEP_SUCCESS", "ASSET_MATERIALIZATION"} <= types
 
 
+def test_a_cancelled_run_is_no_error_on_the_console() -> None:
+    head = "2026-11-28 18:39:47 +0000 - dagster - ERROR - __ASSET_JOB - cfd3fa47 - 8265 - "
+    assert not run.console_worthy(head + 'RUN_CANCELED - Execution of run for "x" canceled.')
+    assert not run.console_worthy(
+        head + "Step orders_dedup finished without success or failure event. Downstream "
+        "steps will not execute."
+    )
+    assert run.console_worthy(head + 'RUN_FAILURE - Execution of run for "x" failed.')
+    assert run.console_worthy(head + "STEP_FAILURE - boom")
+
+
 def test_the_graphql_documents_fit_the_webserver_schema() -> None:
     from dagster_graphql.schema import create_schema
     from graphql import parse, validate
 
     schema = create_schema().graphql_schema
-    for document in (run.LOCATIONS_QUERY, run.INSTIGATORS_QUERY, run.START_SCHEDULE_MUTATION):
+    for document in (
+        run.LOCATIONS_QUERY,
+        run.INSTIGATORS_QUERY,
+        run.START_SCHEDULE_MUTATION,
+        run.IN_FLIGHT_RUNS_QUERY,
+        run.TERMINATE_RUNS_MUTATION,
+    ):
         assert validate(schema, parse(document)) == []
 
 
@@ -338,6 +355,12 @@ def test_make_run_says_ready_once_the_ui_answers(kafka_cluster, tmp_path: Path) 
         log = (tmp_path / ".state" / "logs" / "dagster.log").read_text()
         assert "Serving dagster-webserver" in log
         assert "superseded" not in log  # `dg dev`, not the deprecated `dagster dev`
+        # a streaming asset runs until it is stopped: Ctrl-C of make run cancels it
+        streaming_run = _launch_asset_run(url, ["kafka", "orders-deduped"])
+        deadline = time.monotonic() + 240
+        while _run_status(url, streaming_run) != "STARTED" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _run_status(url, streaming_run) == "STARTED"
     finally:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGINT)
@@ -350,3 +373,48 @@ def test_make_run_says_ready_once_the_ui_answers(kafka_cluster, tmp_path: Path) 
     assert proc.returncode == 0, "\n".join(console)
     assert console[-1] == "[run] stopped"
     assert len(console) < 40, "\n".join(console)
+    text = "\n".join(console)
+    assert f"cancelled 1 run(s) in flight: __ASSET_JOB {streaming_run[:8]}" in text
+    assert "ERROR" not in text
+    instance = DagsterInstance.from_config(str(tmp_path / ".dagster"))
+    record = instance.get_run_by_id(streaming_run)
+    assert record is not None and record.status == DagsterRunStatus.CANCELED, record
+
+
+def _launch_asset_run(url: str, path: list[str]) -> str:
+    """Materialize the asset at ``path`` as the UI's button does; its run id."""
+    result = run.graphql(
+        url,
+        """
+        mutation($p: ExecutionParams!) {
+          launchRun(executionParams: $p) {
+            __typename
+            ... on LaunchRunSuccess { run { runId } }
+            ... on PythonError { message }
+            ... on Error { message }
+          }
+        }
+        """,
+        {
+            "p": {
+                "selector": {
+                    "repositoryLocationName": run.LOCATION,
+                    "repositoryName": run.REPOSITORY,
+                    "jobName": "__ASSET_JOB",
+                    "assetSelection": [{"path": path}],
+                },
+                "runConfigData": {},
+            }
+        },
+    )["launchRun"]
+    assert result["__typename"] == "LaunchRunSuccess", result
+    return result["run"]["runId"]
+
+
+def _run_status(url: str, run_id: str) -> str | None:
+    data = run.graphql(
+        url,
+        "query($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } } }",
+        {"id": run_id},
+    )["runOrError"]
+    return data.get("status")
