@@ -53,6 +53,32 @@ SQL_CHECK_NAMES = {
     "revenue_5m_sql_vs_dsl": "revenue_5m_sql_matches_dsl",
 }
 DUCKDB_CHECK_NAMES = {"revenue_5m_sql_vs_duckdb": "revenue_5m_sql_matches_duckdb"}
+
+_LATE = (
+    " A key that differs by exactly the records the stream reported dropping as late (its "
+    "`<app>-late` topic: arrived after the window closed, so the stream skipped them and the "
+    "batch counts them) is *explained by late data*; only late records of orders the batch "
+    "read count. Anything else is unexplained and fails the check."
+)
+_ONCE = " A final result the stream wrote twice is a difference too."
+#: what each reconciliation compares, for its check's description in the UI
+COMPARES = {
+    "revenue_5m": "Revenue and order count per region and closed 5-minute window: the "
+    "`windowed-revenue` stream against the batch recompute of the hour." + _LATE + _ONCE,
+    "revenue_hopping": "Revenue and order count per region and closed 10-minute window "
+    "(every 5 minutes): the stream's latest value against the batch recompute." + _LATE,
+    "fraud_alerts": "The fraud alerts of the hour per (rule, customer, order), bursts per "
+    "(customer, window): on both sides, or a burst the stream could not see without the "
+    "orders it reported late." + _ONCE,
+    "click_sessions": "Click sessions starting in the hour per user: the same bounds and "
+    "click count on both sides, for every closed session." + _ONCE,
+    "revenue_5m_sql": "The SQL application's revenue per region and closed 5-minute window "
+    "against the batch recompute." + _LATE + _ONCE,
+    "revenue_5m_sql_vs_dsl": "The SQL application's windows against the DSL application's, "
+    "leaving out the windows where either reported late records.",
+    "revenue_5m_sql_vs_duckdb": "The SQL application's windows against its own query run by "
+    "DuckDB over the lake's orders." + _LATE + _ONCE,
+}
 _WORST_COLUMNS = 8
 
 
@@ -208,8 +234,8 @@ def _reconcile(
     group_name="reconciliation",
     kinds={"pandas"},
     check_specs=[
-        AssetCheckSpec(check, asset=RECONCILIATION_KEY, blocking=True)
-        for check in (*CHECK_NAMES.values(), *SQL_CHECK_NAMES.values())
+        AssetCheckSpec(check, asset=RECONCILIATION_KEY, blocking=True, description=COMPARES[name])
+        for name, check in {**CHECK_NAMES, **SQL_CHECK_NAMES}.items()
     ],
     description=(
         "Lambda reconciliation of each hour of the run: stream results (lake) vs batch recompute. A "
@@ -234,7 +260,12 @@ def stream_vs_batch(
     group_name="kappa_batch",
     kinds={"pandas"},
     check_specs=[
-        AssetCheckSpec(KAFKA_CHECK_NAMES[name], asset=KAFKA_RECONCILIATION_KEY, blocking=True)
+        AssetCheckSpec(
+            KAFKA_CHECK_NAMES[name],
+            asset=KAFKA_RECONCILIATION_KEY,
+            blocking=True,
+            description=COMPARES[name].replace("the batch recompute", "the batch read from Kafka"),
+        )
         for name in RECONCILED
     ],
     description=(
@@ -262,8 +293,8 @@ def stream_vs_kafka_batch(
     group_name="reconciliation",
     kinds={"duckdb", "sql"},
     check_specs=[
-        AssetCheckSpec(check, asset=SQL_DUCKDB_KEY, blocking=True)
-        for check in DUCKDB_CHECK_NAMES.values()
+        AssetCheckSpec(check, asset=SQL_DUCKDB_KEY, blocking=True, description=COMPARES[name])
+        for name, check in DUCKDB_CHECK_NAMES.items()
     ],
     description=(
         "The lambda check applied to SQL: the SELECT of `pipelines/streams/sql/revenue.sql`, "

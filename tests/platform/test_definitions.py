@@ -334,3 +334,14 @@ def test_sql_reconciliation_checks_are_blocking(repo) -> None:
     duck = repo.asset_graph.get(AssetKey(["reconcile", "sql_vs_duckdb"]))
     assert {k.path[-1] for k in duck.parent_keys} >= {domain.ORDERS, domain.REVENUE_5M_SQL}
     assert duck.group_name == "reconciliation"  # so the hourly job runs it
+
+
+def test_every_reconciliation_check_says_what_it_compares(repo) -> None:
+    specs = [repo.asset_graph.get_check_spec(k) for k in repo.asset_graph.asset_check_keys]
+    reconciliation = [s for s in specs if s.asset_key.path[0] == "reconcile"]
+    assert len(reconciliation) == 11  # 4 + 2 SQL against the lake batch, 4 against Kafka, 1 DuckDB
+    for spec in reconciliation:
+        assert spec.description and len(spec.description) > 80, spec.name
+    by_name = {s.name: s.description for s in reconciliation}
+    assert "explained by late data" in by_name["revenue_5m_stream_matches_batch"]
+    assert "batch read from Kafka" in by_name["revenue_5m_stream_matches_kafka_batch"]
