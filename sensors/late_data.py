@@ -16,6 +16,7 @@ of reading nothing.
 
 import json
 import logging
+import time
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from pipelines import domain
 from pipelines.connection import Kafka, KafkaConnection
 from resources.kafka import KafkaResource
 from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key, hour_start_ms
-from sensors.runs import partition_in_flight
+from sensors.runs import latest_run_created, partition_in_flight
 
 MAX_RECORDS_PER_TICK = 50_000
 
@@ -50,6 +51,7 @@ class LateDataState:
     late: dict[str, int] = field(default_factory=dict)  # hour key -> late orders seen
     requested: dict[str, int] = field(default_factory=dict)  # hour -> late count at request
     cluster_id: str | None = None  # the Kafka cluster the offsets refer to
+    late_at: dict[str, float] = field(default_factory=dict)  # hour -> when it last grew (s)
 
     @staticmethod
     def from_cursor(cursor: str | None) -> "LateDataState":
@@ -62,6 +64,7 @@ class LateDataState:
             late=data.get("late", {}),
             requested=data.get("requested", {}),
             cluster_id=data.get("cluster_id"),
+            late_at=data.get("late_at", {}),
         )
 
     def to_cursor(self) -> str:
@@ -72,6 +75,7 @@ class LateDataState:
                 "late": self.late,
                 "requested": self.requested,
                 "cluster_id": self.cluster_id,
+                "late_at": self.late_at,
             },
             sort_keys=True,
         )
@@ -119,15 +123,18 @@ class LateDataState:
         *,
         window_ms: int = domain.REVENUE_WINDOW_MS,
         grace_ms: int = domain.REVENUE_GRACE_MS,
+        now: float | None = None,
     ) -> int:
-        """Account for orders in arrival order; return how many were late (their window
-        had closed: window end + grace <= stream time)."""
+        """Account for orders in arrival order, read at ``now`` (epoch seconds); return how
+        many were late (their window had closed: window end + grace <= stream time)."""
+        now = time.time() if now is None else now
         late = 0
         for t in event_times:
             window_end = t - t % window_ms + window_ms
             if self.stream_time >= 0 and window_end + grace_ms <= self.stream_time:
                 key = hour_key(t)
                 self.late[key] = self.late.get(key, 0) + 1
+                self.late_at[key] = now
                 late += 1
             if t > self.stream_time:
                 self.stream_time = t
@@ -141,6 +148,27 @@ class LateDataState:
             if n > self.requested.get(h, 0)
             and hour_start_ms(h) + HOUR_MS + grace_ms <= self.stream_time
         )
+
+
+def hours_to_request(
+    state: LateDataState, instance: Any, job_name: str, hours: list[str]
+) -> tuple[list[str], list[str]]:
+    """Of ``hours`` (complete, with late orders not requested yet): those to run now, and
+    those left for a later tick because a run of the hour is queued or running (its late
+    count stays unrequested until that run's result is in). A run of the hour created after
+    its last late order was read (the watermark sensor's, one from the UI) lands that order
+    itself: the hour counts as requested, no second run."""
+    busy = [h for h in hours if partition_in_flight(instance, job_name, h)]
+    todo = []
+    for h in hours:
+        if h in busy:
+            continue
+        created = latest_run_created(instance, job_name, h)
+        if created is not None and created >= state.late_at.get(h, 0.0):
+            state.requested[h] = state.late[h]
+        else:
+            todo.append(h)
+    return todo, busy
 
 
 def cluster_positions(
@@ -255,10 +283,7 @@ def build_late_data_sensor(
         hours = state.hours_to_rerun()
         if partitions_def is not None:
             hours = [h for h in hours if partitions_def.has_partition_key(h)]
-        # an hour whose run is still queued or running is asked for again on a later tick
-        # (its late count stays unrequested), when that run's result is in
-        busy = [h for h in hours if partition_in_flight(context.instance, job_name, h)]
-        hours = [h for h in hours if h not in busy]
+        hours, busy = hours_to_request(state, context.instance, job_name, hours)
         requests = []
         for h in hours:
             tags = {"trigger": "late-data", "late_orders": str(state.late[h])}

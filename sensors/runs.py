@@ -22,3 +22,15 @@ def partition_in_flight(instance: DagsterInstance, job_name: str, partition_key:
         limit=1,
     )
     return bool(runs)
+
+
+def latest_run_created(
+    instance: DagsterInstance, job_name: str, partition_key: str
+) -> float | None:
+    """When the newest run of ``job_name`` for ``partition_key`` was created (epoch
+    seconds; None without one)."""
+    records = instance.get_run_records(
+        filters=RunsFilter(job_name=job_name, tags={"dagster/partition": partition_key}),
+        limit=1,
+    )
+    return records[0].create_timestamp.timestamp() if records else None

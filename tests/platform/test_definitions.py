@@ -345,3 +345,22 @@ def test_every_reconciliation_check_says_what_it_compares(repo) -> None:
     by_name = {s.name: s.description for s in reconciliation}
     assert "explained by late data" in by_name["revenue_5m_stream_matches_batch"]
     assert "batch read from Kafka" in by_name["revenue_5m_stream_matches_kafka_batch"]
+
+
+def test_the_local_instance_runs_one_spark_job_at_a_time(tmp_path) -> None:
+    """make run's instance queues a second Spark run (another hour, or the same hour asked
+    for again by a sensor or the UI) until the first has finished, as the cluster's does."""
+    from dagster import DagsterInstance
+
+    from pipelines.run import prepare_dagster_home
+
+    home = prepare_dagster_home(tmp_path / ".dagster")
+    with DagsterInstance.from_config(str(home)) as instance:
+        queue = instance.get_concurrency_config().run_queue_config
+    assert queue is not None and queue.max_concurrent_runs >= 2
+    spark = [
+        limit["limit"]
+        for limit in queue.tag_concurrency_limits
+        if limit["key"] == "platform/compute" and limit.get("value") == "spark"
+    ]
+    assert spark == [1], queue.tag_concurrency_limits

@@ -36,7 +36,7 @@ from sensors import (
     hour_key,
     hour_start_ms,
 )
-from sensors.late_data import LateDataState
+from sensors.late_data import LateDataState, hours_to_request
 from sensors.schedules import previous_day_hours
 from sensors.watermark import hours_to_reconcile
 
@@ -85,6 +85,37 @@ def test_late_data_state() -> None:
     assert state.hours_to_rerun() == ["2025-01-01-00:00"]
     again = LateDataState.from_cursor(state.to_cursor())
     assert again == state
+
+
+def test_late_data_asks_for_one_run_of_an_hour_at_a_time() -> None:
+    """No second Spark run of an hour while one is queued or running, and none for late
+    orders that a run created after them lands anyway."""
+    hour = "2025-01-01-00:00"
+    instance = DagsterInstance.ephemeral()
+    state = LateDataState(late={hour: 2}, late_at={hour: time.time() - 60})
+
+    def add_run(status: DagsterRunStatus) -> DagsterRun:
+        run = DagsterRun(
+            job_name=HOURLY_JOB,
+            run_id=uuid.uuid4().hex,
+            status=status,
+            tags={"dagster/partition": hour},
+        )
+        instance.add_run(run)
+        return run
+
+    assert hours_to_request(state, instance, HOURLY_JOB, [hour]) == ([hour], [])
+    running = add_run(DagsterRunStatus.STARTED)  # e.g. the watermark sensor's run
+    assert hours_to_request(state, instance, HOURLY_JOB, [hour]) == ([], [hour])
+    assert state.requested == {}
+    instance.report_run_canceled(running)
+    # that run was created after the two late orders were read: it landed them
+    assert hours_to_request(state, instance, HOURLY_JOB, [hour]) == ([], [])
+    assert state.requested == {hour: 2}
+    state.observe([T0 + 2 * M], now=time.time() + 5)  # stream time unknown yet: not late
+    state.observe([T0 + 3 * H, T0 + 4 * M], now=time.time() + 5)  # one more, after that run
+    assert state.late[hour] == 3 and state.hours_to_rerun() == [hour]
+    assert hours_to_request(state, instance, HOURLY_JOB, [hour]) == ([hour], [])
 
 
 def test_nightly_backfill_requests_previous_day_as_one_run() -> None:
