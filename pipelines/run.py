@@ -159,10 +159,10 @@ def hold_run_lock(path: Path | None = None) -> Any:
     return handle
 
 
-def check_ports(ui_port: int, kafka_port: int | None) -> None:
+def check_ports(ui_port: int, kafka_port: int | None, query_ports: range = range(0)) -> None:
     """``StartRefused`` naming the first port ``make run`` needs that another process holds,
     and the setting that moves it (``kafka_port``: the local broker's, None for an external
-    cluster)."""
+    cluster; ``query_ports``: the stream applications' query servers)."""
     from streaming.testing.kafka_cluster import PortInUseError, check_ports_free
 
     wanted = [(ui_port, "the Dagster UI", "--port N (or DAGSTER_PORT=N make run)")]
@@ -172,6 +172,10 @@ def check_ports(ui_port: int, kafka_port: int | None) -> None:
             (kafka_port, "the Kafka broker", setting),
             (kafka_port + 1, "the Kafka broker's controller", setting),
         ]
+    wanted += [
+        (port, "a stream application's query server", "STREAM_QUERY_BASE_PORT=N make run")
+        for port in query_ports
+    ]
     for port, what, setting in wanted:
         try:
             check_ports_free([port])
@@ -185,6 +189,15 @@ def check_ports(ui_port: int, kafka_port: int | None) -> None:
                 f"port {port}, needed by {what}, is in use by another process{also}; stop "
                 f"it, or run with {setting}"
             ) from None
+
+
+def query_ports() -> range:
+    """The ports of the stream applications' query servers (one per application from
+    ``STREAM_QUERY_BASE_PORT``, 7070 by default)."""
+    from pipelines.streams.apps import STREAM_APPS
+
+    base = int(os.environ.get("STREAM_QUERY_BASE_PORT", "7070"))
+    return range(base, base + len(STREAM_APPS)) if base else range(0)
 
 
 def check_java() -> None:
@@ -837,7 +850,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.fresh and not clean_state(fresh_paths(args.keep_lake), assume_yes=args.yes):
             return 1
         # what would fail later, half-started, fails now with what to change
-        check_ports(args.port, kafka_port if local_broker else None)
+        check_ports(
+            args.port,
+            kafka_port if local_broker else None,
+            range(0) if args.no_stream_apps else query_ports(),
+        )
         if local_broker:
             check_java()
     except StartRefused as exc:

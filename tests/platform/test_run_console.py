@@ -240,6 +240,19 @@ def test_make_run_names_a_busy_broker_port_before_starting_anything(
         "it, or run with --kafka-port N (or KAFKA_PORT=N make run" in out
     )
     assert started == [] and "starting the local Kafka broker" not in out
+    # the stream applications' query servers, from STREAM_QUERY_BASE_PORT on
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        query_port = busy.getsockname()[1]
+        monkeypatch.setenv("STREAM_QUERY_BASE_PORT", str(query_port - 2))
+        assert run.main(["--port", str(_free_port()), "--kafka-port", str(_free_port())]) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"port {query_port}, needed by a stream application's query server, is in use by "
+        "another process; stop it, or run with STREAM_QUERY_BASE_PORT=N make run" in out
+    )
+    assert started == []
 
 
 def test_a_second_make_run_in_the_checkout_names_the_first(own_run_lock: Path, capsys) -> None:
@@ -260,6 +273,7 @@ def test_a_second_make_run_in_the_checkout_names_the_first(own_run_lock: Path, c
 def test_make_run_without_java_says_so_without_suggesting_fresh(
     own_run_lock: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
+    monkeypatch.setenv("STREAM_QUERY_BASE_PORT", "0")
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
     monkeypatch.setenv("PATH", "/nonexistent")
