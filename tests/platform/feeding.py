@@ -61,11 +61,15 @@ def wait_caught_up(
 
 
 def feed(
-    bootstrap: str, events: Sequence[Any], start_ms: int, apps: Sequence[str] | None = None
+    bootstrap: str,
+    events: Sequence[Any],
+    start_ms: int,
+    apps: Sequence[str] | None = None,
+    slice_ms: int = SLICE_MS,
 ) -> int:
-    """Produce ``events`` (sorted by ``emit_ms``) slice by slice from ``start_ms``, waiting
-    for the applications (every one, or ``apps``) after each; returns how many were
-    produced."""
+    """Produce ``events`` (sorted by ``emit_ms``) slice by slice (``slice_ms`` of emit time)
+    from ``start_ms``, waiting for the applications (every one, or ``apps``) after each;
+    returns how many were produced."""
     producer = Producer(
         {"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 5}
     )
@@ -74,7 +78,7 @@ def feed(
     slice_end = start_ms
     try:
         while i < len(events):
-            slice_end += SLICE_MS
+            slice_end += slice_ms
             while i < len(events) and events[i].emit_ms < slice_end:
                 e = events[i]
                 producer.produce(

@@ -1,16 +1,33 @@
-"""The platform stopped and started again mid-hour, broker included (what a second
-``make run`` does): the broker resumes its storage on the same port, the stream
-applications their state, the lake its manifests.
+"""A user's first hour with the platform: what the README suggests, in the order a user does
+it, then the hour reconciled.
 
-Checked afterwards: every record produced before and after the restart is in the lake
-exactly once, and the stream results of the hour reconcile with the batch recompute with
-zero unexplained differences.
+The stream applications run as ``make run`` runs them (the supervisor, a process of its
+own, exactly-once) over an hour of generated events fed in 30-second slices, and meet:
+
+- Ctrl-C of ``make run`` mid-hour: the supervisor stopped by SIGINT and the broker stopped,
+  both started again (the broker resumes its storage on the same port);
+- a burst right after that restart (the generator asset's "Materialize" in the UI: five
+  minutes of orders at eight times the rate, produced at once);
+- a streaming asset's run from the UI: a second instance of ``windowed-revenue`` joins the
+  supervisor's application for a while and leaves (two rebalances);
+- ``kill -9`` of the supervisor mid-hour, then a new one.
+
+Checked afterwards: every record produced is in the lake exactly once; every final result
+(5-minute windows of the DSL and SQL applications, alerts, sessions) was written once; every
+reconciliation of the hour passes with no unexplained key, and the late accounting is exact:
+a window that matches had nothing reported late, and a window that differs differs by
+exactly what was reported late for it.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from feeding import feed
@@ -21,18 +38,21 @@ from pipelines.batch.recompute import recompute
 from pipelines.generator import GeneratorConfig, iter_events
 from pipelines.lake.paths import topic_dir
 from pipelines.lake.sink import sink_topics
+from pipelines.reconcile import sql as sql_reconcile
+from pipelines.reconcile.compare import MATCH
 from pipelines.reconcile.reconcile import reconcile_hour, stream_watermark
 from pipelines.run import start_local_broker, stored_cluster_id
 from pipelines.streams.apps import STREAM_APPS
 from pipelines.streams.config import StreamAppConfig
-from pipelines.streams.supervisor import RunnerSettings, Supervisor
+from pipelines.streams.supervisor import RunnerSettings, StreamAppRunner, read_status
 from pipelines.topics import create_topics
 from sensors.hours import hour_key
 
+REPO = Path(__file__).resolve().parents[2]
 HOUR_MS = 3_600_000
+MINUTE = 60_000
 T0 = (int(time.time() * 1000) // HOUR_MS - 3) * HOUR_MS
 HOUR = hour_key(T0)
-RESTART_AT = T0 + 35 * 60_000  # mid-hour, with windows open in every application
 TOPICS = [
     *domain.RAW_TOPICS,
     *dict.fromkeys(
@@ -41,49 +61,130 @@ TOPICS = [
 ]
 
 
-def _run(data_dir: Path, port: int, state: Path, lake: Path, events: list, start_ms: int) -> bool:
-    """Start broker and applications, feed ``events``, land the lake, stop everything;
-    returns whether the broker was new."""
-    cluster, new = start_local_broker(port, data_dir)
-    try:
-        bootstrap = cluster.bootstrap_servers
-        create_topics(bootstrap)
-        supervisor = Supervisor(RunnerSettings(bootstrap, state_root=state))
-        supervisor.start()
-        try:
-            feed(bootstrap, events, start_ms)
-            status = supervisor.status()
-        finally:
-            assert supervisor.close(90)
-        assert all(s["state"] == "RUNNING" for s in status.values()), status
-        sink_topics(bootstrap, TOPICS, lake)
-    finally:
-        cluster.stop()
-    return new
+class Supervisor:
+    """``python -m pipelines.streams.supervisor`` as ``make run`` starts it."""
+
+    def __init__(self, bootstrap: str, state: Path, log: Path) -> None:
+        self.state = state
+        self.log = log.open("ab")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pipelines.streams.supervisor",
+                "--bootstrap",
+                bootstrap,
+                "--state-dir",
+                str(state),
+                "--query-base-port",
+                "0",
+            ],
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def running(self) -> dict[str, Any]:
+        """The applications' states, once every one has reported RUNNING."""
+        deadline = time.monotonic() + 120
+        states: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, f"the supervisor exited ({self.proc.returncode})"
+            status = read_status(self.state)
+            if status.get("pid") != self.proc.pid:  # the last one's, killed or stopped
+                time.sleep(0.5)
+                continue
+            states = {name: app.get("state") for name, app in status["apps"].items()}
+            if len(states) == len(STREAM_APPS) and set(states.values()) == {"RUNNING"}:
+                return states
+            time.sleep(0.5)
+        raise AssertionError(f"not every application is RUNNING: {states}")
+
+    def stop(self, sig: int) -> int:
+        self.proc.send_signal(sig)
+        code = self.proc.wait(120)
+        self.log.close()
+        return code
 
 
-def test_a_restart_mid_hour_loses_nothing_and_reconciles(tmp_path: Path) -> None:
+def _slice(events: list, start_ms: int, end_ms: int) -> list:
+    return [e for e in events if start_ms <= e.emit_ms < end_ms]
+
+
+def test_a_users_first_hour_with_restarts_a_burst_and_a_ui_run_reconciles(
+    tmp_path: Path,
+) -> None:
     data_dir, state, lake = tmp_path / "kafka", tmp_path / "state", tmp_path / "lake"
+    log = tmp_path / "supervisor.log"
     port = _free_port_pair()
     gen = GeneratorConfig(
         seed=11, start_ms=T0, duration_s=70 * 60, orders_per_second=1.0, customers=60
     )
     events = list(iter_events(gen))
-    before = [e for e in events if e.emit_ms < RESTART_AT]
-    after = [e for e in events if e.emit_ms >= RESTART_AT]
-    assert len(before) > 1000 and len(after) > 1000
+    burst = list(
+        iter_events(
+            GeneratorConfig(
+                seed=12,
+                start_ms=T0 + 20 * MINUTE,
+                duration_s=5 * 60,
+                orders_per_second=8.0,
+                customers=60,
+            )
+        )
+    )
+    produced = [*events, *burst]
 
-    assert _run(data_dir, port, state, lake, before, T0) is True
+    # the first start: a new broker, the applications, 20 minutes of events
+    cluster, new = start_local_broker(port, data_dir)
+    assert new
     cluster_id = stored_cluster_id(data_dir)
-    assert _run(data_dir, port, state, lake, after, RESTART_AT) is False
-    assert stored_cluster_id(data_dir) == cluster_id
+    try:
+        bootstrap = cluster.bootstrap_servers
+        create_topics(bootstrap)
+        supervisor = Supervisor(bootstrap, state, log)
+        supervisor.running()
+        feed(bootstrap, _slice(events, 0, T0 + 20 * MINUTE), T0)  # profiles come first
+        assert supervisor.stop(signal.SIGINT) == 0  # Ctrl-C of make run
+    finally:
+        cluster.stop()
+
+    cluster, new = start_local_broker(port, data_dir)
+    assert not new and stored_cluster_id(data_dir) == cluster_id
+    try:
+        bootstrap = cluster.bootstrap_servers
+        supervisor = Supervisor(bootstrap, state, log)
+        supervisor.running()
+        # the UI's burst: produced at once, in one slice
+        feed(bootstrap, burst, T0 + 20 * MINUTE, slice_ms=HOUR_MS)
+        feed(bootstrap, _slice(events, T0 + 20 * MINUTE, T0 + 30 * MINUTE), T0 + 20 * MINUTE)
+        # a streaming asset's run from the UI: another instance of windowed-revenue
+        app = STREAM_APPS["windowed-revenue"]
+        ui_run = StreamAppRunner(
+            app, RunnerSettings(bootstrap, state_root=tmp_path / "ui-run", instance="ui-run")
+        )
+        ui_run.start()
+        try:
+            feed(bootstrap, _slice(events, T0 + 30 * MINUTE, T0 + 40 * MINUTE), T0 + 30 * MINUTE)
+            assert ui_run.state == "RUNNING"
+        finally:
+            assert ui_run.close(60)
+        feed(bootstrap, _slice(events, T0 + 40 * MINUTE, T0 + 45 * MINUTE), T0 + 40 * MINUTE)
+        assert supervisor.stop(signal.SIGKILL) == -signal.SIGKILL  # kill -9, mid-transaction
+        supervisor = Supervisor(bootstrap, state, log)
+        supervisor.running()
+        feed(bootstrap, _slice(events, T0 + 45 * MINUTE, 2 * T0), T0 + 45 * MINUTE)  # the rest
+        assert supervisor.stop(signal.SIGTERM) == 0
+        sink_topics(bootstrap, TOPICS, lake)
+    finally:
+        cluster.stop()
 
     # every produced raw record is in the lake once (valid or not: the lake keeps both)
     for topic in domain.RAW_TOPICS:
         landed = pd.read_parquet(topic_dir(lake, topic), columns=["_partition", "_offset"])
-        produced = sum(1 for e in events if e.topic == topic)
+        count = sum(1 for e in produced if e.topic == topic)
         assert not landed.duplicated().any(), topic
-        assert len(landed) == produced, (topic, len(landed), produced)
+        assert len(landed) == count, (topic, len(landed), count)
     # the derived topics too: one row per committed record, none twice
     for topic in TOPICS[len(domain.RAW_TOPICS) :]:
         landed = pd.read_parquet(topic_dir(lake, topic), columns=["_partition", "_offset"])
@@ -91,15 +192,30 @@ def test_a_restart_mid_hour_loses_nothing_and_reconciles(tmp_path: Path) -> None
 
     for result in ("revenue_5m", "revenue_hopping", "fraud_alerts", "click_sessions"):
         recompute(result, HOUR, lake)
-    reports = reconcile_hour(HOUR, lake, watermark_ms=stream_watermark(lake))
+    watermark = stream_watermark(lake)
+    reports = {
+        **reconcile_hour(HOUR, lake, watermark_ms=watermark),
+        "revenue_5m_sql": sql_reconcile.vs_batch(HOUR, lake, watermark_ms=watermark),
+        "revenue_5m_sql_vs_duckdb": sql_reconcile.vs_duckdb(HOUR, lake, watermark_ms=watermark),
+    }
     print("\n".join(r.summary() for r in reports.values()))
     for name, report in reports.items():
+        assert report.passed, report.summary()
         assert report.stats["unexplained"] == 0, (name, report.worst)
+        assert report.stats["duplicates"] == 0, name
         assert report.stats["matched"] >= 5, report.summary()
+    for name in ("revenue_5m", "revenue_hopping", "revenue_5m_sql", "revenue_5m_sql_vs_duckdb"):
+        table = reports[name].table
+        # nothing was reported late for a window the stream counted in full ...
+        assert (table.loc[table["status"] == MATCH, "late_count"] == 0).all(), name
+        # ... and a window that differs, differs by exactly what was reported late for it
+        differs = table[table["status"] != MATCH]
+        deficit = differs["order_count_batch"].fillna(0) - differs["order_count_stream"].fillna(0)
+        assert (deficit == differs["late_count"]).all(), (name, differs)
     revenue = reports["revenue_5m"]
     assert revenue.stats["batch_rows"] == revenue.stats["stream_rows"] >= 12 * len(domain.REGIONS)
-    # no final window was emitted twice across the restart
-    windows = pd.read_parquet(
-        topic_dir(lake, domain.REVENUE_5M), columns=["region", "window_start"]
-    )
-    assert not windows.duplicated().any()
+    assert revenue.stats["late_records"] > 0  # the generator's late orders, and the burst's
+    # no final window was emitted twice across the restarts, the kill and the rebalances
+    for topic in (domain.REVENUE_5M, domain.REVENUE_5M_SQL):
+        windows = pd.read_parquet(topic_dir(lake, topic), columns=["region", "window_start"])
+        assert not windows.duplicated().any(), topic
