@@ -70,9 +70,12 @@ $(TOOLS_BIN)/.kubeconform-$(KUBECONFORM_VERSION):
 	touch $@
 
 # The long fault-injection variants (marker `chaos`) only run under `make test-chaos`;
-# `make test` runs the small variant of each chaos family.
+# `make test` runs the small variant of each chaos family, on two workers (most tests wait
+# on brokers, Spark and Dagster; each module stays on one worker, the longest first), and
+# prints the 40 slowest tests.
+TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest -q -p no:cacheprovider --durations=40 -m "not chaos"
+	$(PY) -m pytest -q -p no:cacheprovider --durations=40 -n $(TEST_WORKERS) --dist loadgroup -m "not chaos"
 
 # Kafka's streams system tests ported to tests/chaos (broker bounces, EOS under rebalances
 # and kill -9, standby replicas, broker outages) at full size, plus the soak test.

@@ -54,20 +54,28 @@ def build_args(lake: Path, database: str) -> list[str]:
 
 
 def prepare_manifest() -> Path:
-    """``dbt parse`` (offline) unless the manifest exists; returns the manifest path."""
+    """``dbt parse`` (offline) unless the manifest exists; returns the manifest path.
+
+    Several processes may load the definitions at once (the webserver and the daemon, test
+    workers): one parses under a lock, the others wait and read its manifest."""
+    import fcntl
+
     manifest = DBT_PROJECT.manifest_path
-    if not manifest.exists():
-        subprocess.run(
-            [
-                dbt_executable(),
-                "parse",
-                "--quiet",
-                "--project-dir",
-                str(DBT_PROJECT_DIR),
-                "--profiles-dir",
-                str(DBT_PROJECT_DIR),
-            ],
-            cwd=DBT_PROJECT_DIR,
-            check=True,
-        )
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    with open(manifest.parent / ".parse.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not manifest.exists():
+            subprocess.run(
+                [
+                    dbt_executable(),
+                    "parse",
+                    "--quiet",
+                    "--project-dir",
+                    str(DBT_PROJECT_DIR),
+                    "--profiles-dir",
+                    str(DBT_PROJECT_DIR),
+                ],
+                cwd=DBT_PROJECT_DIR,
+                check=True,
+            )
     return manifest

@@ -9,6 +9,7 @@ Tests that need another layout (3 nodes, a broken config) start their own
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -22,8 +23,51 @@ def kafka_cluster() -> Iterator[LocalKafkaCluster]:
         yield cluster
 
 
+#: the modules that take minutes, started first when ``make test`` runs the suite on two
+#: workers (``pytest -n 2 --dist loadgroup``), so that both finish at about the same time
+LONGEST_FIRST = (
+    "tests/platform/test_ui.py",
+    "tests/platform/test_platform_restart.py",
+    "tests/platform/test_dagster_postgres.py",
+    "tests/platform/test_supervisor_faults.py",
+    "tests/chaos/test_streams_broker_bounce.py",
+    "tests/platform/test_sql_apps.py",
+    "tests/chaos/test_streams_eos.py",
+    "tests/conformance/test_differential.py",
+    "tests/chaos/test_streams_standby_replica.py",
+    "tests/platform/test_e2e.py",
+)
+
+
+def _rank(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark tests that use a broker with ``kafka`` (deselect them with ``-m "not kafka"``)."""
+    """Mark tests that use a broker with ``kafka`` (deselect them with ``-m "not kafka"``);
+    keep each module on one worker (its module-scoped brokers, lakes and Spark sessions are
+    shared by its tests, in order), the longest modules first."""
     for item in items:
         if "kafka_cluster" in getattr(item, "fixturenames", ()) or item.get_closest_marker("kafka"):
             item.add_marker(pytest.mark.kafka)
+        item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    items.sort(key=_rank)
+
+
+#: the chaos scenarios' figures, handed over by the xdist workers that ran them
+_CHAOS_FIGURES: list[str] = []
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """On the xdist controller: keep a finished worker's chaos figures."""
+    _CHAOS_FIGURES.extend(getattr(node, "workeroutput", {}).get("chaos_figures", []))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """On the xdist controller: the figures of every chaos scenario the workers ran."""
+    if _CHAOS_FIGURES:
+        terminalreporter.section("chaos scenario figures")
+        for line in _CHAOS_FIGURES:
+            terminalreporter.write_line(line)

@@ -62,6 +62,16 @@ def one_broker() -> Iterator[LocalKafkaCluster]:
         yield cluster
 
 
+def pytest_sessionfinish(session) -> None:
+    """On an xdist worker: hand the figures of its scenarios to the controller, which
+    prints them (``tests/conftest.py``)."""
+    from chaos_harness import FIGURES
+
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["chaos_figures"] = [fig.render(brief=True) for fig in FIGURES]
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     """Print the figures of every chaos scenario that ran (passing ones included; the
     stack traces of failing ones are in their failure reports)."""
