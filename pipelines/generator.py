@@ -39,7 +39,7 @@ import random
 import secrets
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -244,6 +244,10 @@ def generate_events(config: GeneratorConfig) -> list[Event]:
     return list(iter_events(config))
 
 
+#: how much emit time of a backlog is sent before ``produce`` waits for its readers
+CATCH_UP_SLICE_MS = 30_000
+
+
 def produce(
     config: GeneratorConfig,
     bootstrap_servers: Kafka,
@@ -251,9 +255,16 @@ def produce(
     realtime: bool = False,
     producer_config: dict[str, Any] | None = None,
     topics: dict[str, str] | None = None,
+    keep_up: Callable[[], None] | None = None,
 ) -> int:
-    """Send the events of ``config`` to Kafka; paced by ``emit_ms`` when ``realtime``;
-    ``topics`` renames topics (platform name -> topic written)."""
+    """Send the events of ``config`` to Kafka; ``topics`` renames topics (platform name ->
+    topic written).
+
+    ``realtime``: each event goes at its ``emit_ms`` by the wall clock, so the events of a
+    ``start_ms`` in the past (a backlog) go at once, then the rest in real time. ``keep_up``
+    is called after every ``CATCH_UP_SLICE_MS`` of a backlog's emit time (its events
+    delivered) to wait for its readers, e.g. the stream applications: read in slices, a
+    backlog arrives in about the order of its event time, as it would have live."""
     from confluent_kafka import Producer
 
     producer = Producer(
@@ -268,12 +279,19 @@ def produce(
         }
     )
     rename = topics or {}
-    began = time.monotonic()
     sent = 0
+    slice_end = config.start_ms + CATCH_UP_SLICE_MS
     try:
         for event in iter_events(config):
+            if keep_up is not None and event.emit_ms >= slice_end:
+                if slice_end <= time.time() * 1000:  # a slice of the backlog is out
+                    if producer.flush(30):
+                        raise RuntimeError("the backlog's events were not delivered")
+                    keep_up()
+                while slice_end <= event.emit_ms:
+                    slice_end += CATCH_UP_SLICE_MS
             if realtime:
-                delay = (event.emit_ms - config.start_ms) / 1000.0 - (time.monotonic() - began)
+                delay = event.emit_ms / 1000.0 - time.time()
                 if delay > 0:
                     producer.poll(0)
                     time.sleep(delay)
@@ -298,6 +316,25 @@ def produce(
     return sent
 
 
+def stream_apps_keep_up(kafka: Kafka, timeout: float = 60.0) -> Callable[[], None]:
+    """A ``produce(keep_up=...)`` that waits (at most ``timeout`` seconds a slice) until the
+    platform's stream applications have consumed what was sent."""
+    from pipelines.streams.apps import STREAM_APPS
+    from pipelines.streams.config import StreamAppConfig
+    from pipelines.streams.monitor import BrokerProbe, wait_for_no_lag
+
+    config = StreamAppConfig()
+    groups = {app.name: app.input_topics(config) for app in STREAM_APPS.values()}
+    probe = BrokerProbe(kafka, timeout=10.0)
+
+    def keep_up() -> None:
+        lag = wait_for_no_lag(probe, groups, timeout)
+        if lag != 0:
+            print(f"the stream applications lag {lag} records; sending on", file=sys.stderr)
+
+    return keep_up
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line options of ``python -m pipelines.generator``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -313,17 +350,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--customers", type=int, default=5000)
     parser.add_argument("--start-ms", type=int, default=None, help="first event time (now)")
+    parser.add_argument(
+        "--catch-up-from",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="start at this event time in the past: send the events up to now at the pace "
+        "the stream applications consume them (30 s of event time at a time), then go on "
+        "in real time",
+    )
     parser.add_argument("--fast", action="store_true", help="send as fast as possible")
     parser.add_argument("--create-topics", action="store_true", help="create the topics first")
     args = parser.parse_args(argv)
     if args.duration is None and args.fast:
         parser.error("--fast needs --duration")
+    if args.catch_up_from is not None and (args.start_ms is not None or args.fast):
+        parser.error("--catch-up-from sets the start and the pace: not with --start-ms or --fast")
     return args
 
 
 def config_from_args(args: argparse.Namespace) -> GeneratorConfig:
     """The generator config of parsed options; events start now unless ``--start-ms``."""
-    start_ms = args.start_ms if args.start_ms is not None else int(time.time() * 1000)
+    start_ms = next(
+        (ms for ms in (args.catch_up_from, args.start_ms) if ms is not None),
+        int(time.time() * 1000),
+    )
     seed = {} if args.seed is None else {"seed": args.seed}
     return GeneratorConfig(
         **seed,
@@ -347,7 +398,12 @@ def main(argv: list[str] | None = None) -> int:
 
         create_topics(kafka)
     print(f"generator run {run_id(config)} (seed {config.seed})", file=sys.stderr)
-    sent = produce(config, kafka, realtime=not args.fast)
+    keep_up = None
+    if args.catch_up_from is not None:
+        keep_up = stream_apps_keep_up(kafka)
+        behind = (time.time() * 1000 - args.catch_up_from) / 60_000
+        print(f"catching up {behind:.0f} minutes of events first", file=sys.stderr)
+    sent = produce(config, kafka, realtime=not args.fast, keep_up=keep_up)
     print(f"sent {sent} events", file=sys.stderr)
     return 0
 

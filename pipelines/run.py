@@ -66,6 +66,7 @@ KAFKA_DATA_DIR = STATE_DIR / "kafka"
 CLUSTER_FILE = STATE_DIR / "kafka-cluster.json"
 DEFAULT_LAKE = REPO / ".lake"
 DEFAULT_KAFKA_PORT = 9092
+HOUR_MS = 3_600_000
 #: locked by the ``make run`` of this checkout while it runs (its pid inside); outside
 #: ``.state/`` so that ``--fresh`` cannot delete it from under a running platform
 RUN_LOCK = REPO / ".run.lock"
@@ -289,10 +290,13 @@ def describe_topics(bootstrap: Kafka, timeout: float = 10.0) -> tuple[str | None
         consumer.close()
 
 
-def partitions_start_hour(state_dir: Path = STATE_DIR, now_ms: int | None = None) -> str:
+def partitions_start_hour(
+    state_dir: Path = STATE_DIR, now_ms: int | None = None, first_ms: int | None = None
+) -> str:
     """The first hourly partition: the hour of the platform's first data, recorded in
-    ``first-hour.txt`` on the first start (``--fresh`` forgets it) as the hour the
-    generator's latest late events may fall into; the Dagster key ``YYYY-MM-DD-HH:00``."""
+    ``first-hour.txt`` on the first start (``--fresh`` forgets it): the hour of
+    ``first_ms`` (a backlog's start), else the hour the generator's first late events may
+    fall into; the Dagster key ``YYYY-MM-DD-HH:00``."""
     marker = state_dir / "first-hour.txt"
     try:
         return marker.read_text().strip()
@@ -301,7 +305,7 @@ def partitions_start_hour(state_dir: Path = STATE_DIR, now_ms: int | None = None
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     from pipelines.generator import GeneratorConfig
 
-    first = now_ms - GeneratorConfig.late_max_ms
+    first = first_ms if first_ms is not None else now_ms - GeneratorConfig.late_max_ms
     key = time.strftime("%Y-%m-%d-%H:00", time.gmtime(first // 1000))
     state_dir.mkdir(parents=True, exist_ok=True)
     marker.write_text(key + "\n")
@@ -434,10 +438,27 @@ def _report_broker(
     return cluster_id, topics
 
 
-def generator_command(python: str, bootstrap: str, rate: float) -> list[str]:
+def generator_command(
+    python: str, bootstrap: str, rate: float, catch_up_from: int | None = None
+) -> list[str]:
     """The generator's command line: real time, events stamped from now on (no
-    ``--start-ms``: records older than the topics' retention would be deleted at once)."""
-    return [python, "-m", "pipelines.generator", "--bootstrap", bootstrap, "--rate", str(rate)]
+    ``--start-ms``: records older than the topics' retention would be deleted at once), or
+    from ``catch_up_from`` on (the backlog first, at the pace of the stream applications)."""
+    command = [python, "-m", "pipelines.generator", "--bootstrap", bootstrap, "--rate", str(rate)]
+    if catch_up_from is not None:
+        command += ["--catch-up-from", str(catch_up_from)]
+    return command
+
+
+def _clock(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ms // 1000))
+
+
+def previous_hour_start(now_ms: int | None = None) -> int:
+    """Epoch ms of the start of the last complete hour: a new platform's data begins there,
+    so that an hour is there to reconcile within minutes of the first start."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    return now_ms - now_ms % HOUR_MS - HOUR_MS
 
 
 # -- the console: log files, a ready line once the UI answers, a compact status --------------
@@ -896,13 +917,25 @@ def main(argv: list[str] | None = None) -> int:
         from pipelines.topics import create_topics
 
         create_topics(kafka)
+        # a new platform starts with the last complete hour of data, sent at the pace the
+        # stream applications read it: an hour to reconcile within minutes
+        catch_up_from = (
+            previous_hour_start()
+            if new and not args.no_generator and not args.no_stream_apps
+            else None
+        )
+        if catch_up_from is not None:
+            _log(
+                f"a new broker: the generator sends the events from {_clock(catch_up_from)} "
+                "on first (about a minute), then goes on in real time"
+            )
         env = {
             **os.environ,
             "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
             "DAGSTER_HOME": str(prepare_dagster_home(DAGSTER_HOME)),
             "STREAM_STATE_DIR": str(STATE_DIR),
             "PLATFORM_PARTITIONS_START": os.environ.get("PLATFORM_PARTITIONS_START")
-            or partitions_start_hour(STATE_DIR),
+            or partitions_start_hour(STATE_DIR, first_ms=catch_up_from),
             "GX_ANALYTICS_ENABLED": "false",
             "PYTHONPATH": os.pathsep.join(
                 p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
@@ -926,7 +959,11 @@ def main(argv: list[str] | None = None) -> int:
             children.append(
                 (
                     "generator",
-                    _start("generator", generator_command(py, bootstrap, args.rate), env),
+                    _start(
+                        "generator",
+                        generator_command(py, bootstrap, args.rate, catch_up_from),
+                        env,
+                    ),
                     signal.SIGTERM,
                     15.0,
                 )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import orjson
@@ -188,6 +188,32 @@ class BrokerProbe:
             with contextlib.suppress(Exception):  # closing is best effort
                 consumer.close()
         self._consumers = {}
+
+
+def groups_lag(probe: BrokerProbe, groups: Mapping[str, Sequence[str]]) -> int | str:
+    """Total lag of the consumer ``groups`` (group -> its input topics), or why it is unknown
+    (right after the brokers (re)started, a group's offsets stay unknown until its
+    coordinator is loaded and the transactions the previous run left open are aborted)."""
+    total = 0
+    for group, topics in groups.items():
+        offsets = probe.group_offsets(group, list(topics))
+        if offsets is None:
+            return f"unknown (group {group}: {probe.check() or 'offsets lookup failed'})"
+        total += offsets[1]
+    return total
+
+
+def wait_for_no_lag(
+    probe: BrokerProbe, groups: Mapping[str, Sequence[str]], timeout: float
+) -> int | str:
+    """Until the consumer ``groups`` have consumed everything (0), or ``timeout`` seconds
+    passed (the lag then, or why it is unknown)."""
+    deadline = time.monotonic() + timeout
+    lag = groups_lag(probe, groups)
+    while lag != 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+        lag = groups_lag(probe, groups)
+    return lag
 
 
 def list_topics(bootstrap: Kafka, timeout: float = 10.0) -> set[str]:

@@ -7,7 +7,6 @@ as Kafka Streams does)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,21 +14,9 @@ from confluent_kafka import Producer
 
 from pipelines.streams.apps import STREAM_APPS
 from pipelines.streams.config import StreamAppConfig
-from pipelines.streams.monitor import BrokerProbe
+from pipelines.streams.monitor import BrokerProbe, wait_for_no_lag
 
 SLICE_MS = 30_000
-
-
-def _lag(probe: BrokerProbe, apps: Sequence[str] | None) -> int | str:
-    """Total lag of the applications' groups, or why it is unknown."""
-    config = StreamAppConfig()
-    total = 0
-    for app in (STREAM_APPS[a] for a in apps or STREAM_APPS):
-        offsets = probe.group_offsets(app.name, app.input_topics(config))
-        if offsets is None:
-            return f"unknown (group {app.name}: {probe.check() or 'offsets lookup failed'})"
-        total += offsets[1]
-    return total
 
 
 def wait_caught_up(
@@ -38,26 +25,22 @@ def wait_caught_up(
     apps: Sequence[str] | None = None,
     probe: BrokerProbe | None = None,
 ) -> None:
-    """Until the consumer group of every stream application (or of ``apps``) has no lag.
-
-    ``probe``: the clients to ask with (kept by a caller that waits again and again; a
-    fresh one otherwise). A lookup that fails counts as lag: right after the brokers
-    (re)started, a group's offsets stay unknown until its coordinator is loaded and the
-    transactions the previous run left open have been aborted (``transaction.timeout.ms``)."""
+    """Until the consumer group of every stream application (or of ``apps``) has no lag
+    (``monitor.wait_for_no_lag``; a lookup that fails counts as lag). ``probe``: the clients
+    to ask with (kept by a caller that waits again and again; a fresh one otherwise)."""
+    config = StreamAppConfig()
+    groups = {
+        app.name: app.input_topics(config) for app in (STREAM_APPS[a] for a in apps or STREAM_APPS)
+    }
     own = probe is None
     probe = probe or BrokerProbe(bootstrap, timeout=10.0)
-    deadline = time.monotonic() + timeout
-    lag: int | str = -1
     try:
-        while time.monotonic() < deadline:
-            lag = _lag(probe, apps)
-            if lag == 0:
-                return
-            time.sleep(0.1)
+        lag = wait_for_no_lag(probe, groups, timeout)
     finally:
         if own:
             probe.close()
-    raise AssertionError(f"stream applications still lag {lag} records after {timeout}s")
+    if lag != 0:
+        raise AssertionError(f"stream applications still lag {lag} records after {timeout}s")
 
 
 def feed(

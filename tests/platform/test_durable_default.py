@@ -465,3 +465,6 @@ def test_partitions_start_at_the_first_data_hour_and_stay(tmp_path: Path) -> Non
     # later starts keep the first hour (a restart does not move the partitions)
     assert partitions_start_hour(tmp_path, now + 5 * 3_600_000) == "2026-01-01-09:00"
     assert partitions_start_hour(tmp_path / "fresh", now + 3_600_000) == "2026-01-01-10:00"
+    # a new platform that starts with a backlog: its first hour
+    backlog = partitions_start_hour(tmp_path / "backlog", now, first_ms=now - 2 * 3_600_000)
+    assert backlog == "2026-01-01-08:00"

@@ -91,6 +91,79 @@ def test_make_run_generator_stamps_events_from_now() -> None:
     assert config_from_args(parse_args(["--start-ms", "5"])).start_ms == 5
 
 
+def test_a_new_platform_catches_up_the_last_hour_first() -> None:
+    # `make run` on a new broker: the generator starts at the last complete hour, which is
+    # the first hourly partition, so there is an hour to reconcile within minutes
+    import time
+
+    import pytest
+
+    from pipelines.generator import config_from_args, parse_args
+    from pipelines.run import generator_command, previous_hour_start
+
+    now = 1_767_261_000_000  # 2026-01-01T09:50:00Z
+    start = previous_hour_start(now)
+    assert start == now - 50 * 60_000 - 3_600_000
+    cmd = generator_command("python", "localhost:1", 5.0, start)
+    assert cmd[-2:] == ["--catch-up-from", str(start)]
+    args = parse_args(cmd[3:])
+    assert config_from_args(args).start_ms == start and args.catch_up_from == start
+    with pytest.raises(SystemExit):
+        parse_args(["--catch-up-from", "5", "--fast", "--duration", "1"])
+    assert int(time.time() * 1000) - previous_hour_start() <= 2 * 3_600_000
+
+
+def test_a_backlog_goes_out_in_slices_its_readers_keep_up_with(kafka_cluster) -> None:
+    """``produce`` with a start in the past sends the backlog at once, but in 30-second
+    slices of emit time: after each, every event of the slice is delivered and ``keep_up``
+    waits for the readers; the rest goes in real time."""
+    import time
+    import uuid
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    from pipelines.generator import CATCH_UP_SLICE_MS, GeneratorConfig, produce
+
+    suffix = uuid.uuid4().hex[:8]
+    topics = {t: f"{t}-catch-up-{suffix}" for t in domain.RAW_TOPICS}
+    for topic in topics.values():
+        kafka_cluster.create_topic(topic, partitions=2)
+    now = int(time.time() * 1000)
+    config = GeneratorConfig(
+        seed=3, start_ms=now - 3_600_000, duration_s=120, orders_per_second=2.0, customers=20
+    )
+    events = list(iter_events(config))
+    assert events[-1].emit_ms < now  # all a backlog (clicks and payments trail the orders)
+    consumer = Consumer(
+        {"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": f"count-{suffix}"}
+    )
+    delivered: list[int] = []
+
+    def keep_up() -> None:
+        delivered.append(
+            sum(
+                consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for topic in topics.values()
+                for p in (0, 1)
+            )
+        )
+
+    try:
+        sent = produce(
+            config, kafka_cluster.bootstrap_servers, realtime=True, topics=topics, keep_up=keep_up
+        )
+    finally:
+        consumer.close()
+    assert sent == len(events)
+    # a call after each 30 s slice of the backlog that had events, with exactly the events
+    # before the slice's end delivered
+    slice_ends = range(config.start_ms, events[-1].emit_ms + CATCH_UP_SLICE_MS, CATCH_UP_SLICE_MS)
+    prefixes = [sum(1 for e in events if e.emit_ms < end) for end in slice_ends]
+    assert len(delivered) >= 4 and delivered == sorted(set(delivered)), delivered
+    assert delivered[0] == prefixes[1]  # the first 30 s
+    assert set(delivered) <= set(prefixes), (delivered, prefixes)
+
+
 def test_keyed_records_land_on_the_java_default_partition(kafka_cluster) -> None:
     # the stream applications (like Kafka Streams) partition by murmur2: the generator's
     # records must land where they compute, or customers and rekeyed orders are not
