@@ -18,7 +18,8 @@ from typing import Any
 
 import orjson
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from committed_reads import read_committed
+from confluent_kafka import KafkaError, Producer
 
 from pipelines.streams.apps import STREAM_APPS
 from pipelines.streams.common import (
@@ -136,28 +137,7 @@ def test_malformed_records_carry_the_reason_too() -> None:
 
 def _read_all(bootstrap: str, topic: str, expected: int, timeout: float = 60.0) -> list[Any]:
     """Committed records of ``topic`` until ``expected`` arrived or ``timeout`` passed."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"read-{uuid.uuid4().hex[:8]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-        }
-    )
-    out: list[Any] = []
-    try:
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + timeout
-        while len(out) < expected and time.monotonic() < deadline:
-            for msg in consumer.consume(num_messages=500, timeout=0.5):
-                if msg.error() is None:
-                    out.append(msg)
-        # a moment longer: anything beyond the expected count shows up too
-        out += [m for m in consumer.consume(num_messages=500, timeout=1.0) if m.error() is None]
-    finally:
-        consumer.close()
-    return out
+    return read_committed(bootstrap, topic, lambda ms: len(ms) >= expected, timeout)
 
 
 def test_far_future_order_goes_to_the_dead_letter_topic_on_a_real_broker(

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from committed_reads import read_committed
 
 from pipelines.streams.late import LateRecordTap
 from streaming import TimeWindows
@@ -80,38 +81,13 @@ def test_windows_emitted_as_final_before_a_restart_count_as_closed() -> None:
 
 
 def _consume(bootstrap: str, topic: str, until: Any, timeout: float = 60.0) -> list[Any]:
-    """Committed records of ``topic`` (key, value) until ``until(records)`` holds or
-    ``timeout`` passed, then whatever else arrives within a second."""
+    """(key, value) of the committed records of ``topic`` (``read_committed``)."""
     import orjson
-    from confluent_kafka import Consumer
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"read-{uuid.uuid4().hex[:8]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-        }
-    )
-    out: list[Any] = []
-    try:
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + timeout
-        while not until(out) and time.monotonic() < deadline:
-            out += [
-                (m.key().decode(), orjson.loads(m.value()))
-                for m in consumer.consume(num_messages=500, timeout=0.5)
-                if m.error() is None
-            ]
-        out += [
-            (m.key().decode(), orjson.loads(m.value()))
-            for m in consumer.consume(num_messages=500, timeout=1.0)
-            if m.error() is None
-        ]
-    finally:
-        consumer.close()
-    return out
+    def decoded(messages: list[Any]) -> list[Any]:
+        return [(m.key().decode(), orjson.loads(m.value())) for m in messages]
+
+    return decoded(read_committed(bootstrap, topic, lambda ms: until(decoded(ms)), timeout))
 
 
 @pytest.mark.parametrize("app_name", ["windowed-revenue", "windowed-revenue-sql"])
