@@ -35,7 +35,6 @@ LONGEST_FIRST = (
     "tests/chaos/test_streams_eos.py",
     "tests/conformance/test_differential.py",
     "tests/chaos/test_streams_standby_replica.py",
-    "tests/platform/test_e2e.py",
 )
 
 

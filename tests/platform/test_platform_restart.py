@@ -12,7 +12,9 @@ own, exactly-once) over an hour of generated events fed in 30-second slices, and
   supervisor's application for a while and leaves (two rebalances);
 - ``kill -9`` of the supervisor mid-hour, then a new one.
 
-Checked afterwards: every record produced is in the lake exactly once; every final result
+It covers the clean end-to-end path too (stream and batch agree for every on-time window,
+the supervisor's status reports the closed windows). Checked afterwards: every record
+produced is in the lake exactly once; every final result
 (5-minute windows of the DSL and SQL applications, alerts, sessions) was written once; every
 reconciliation of the hour passes with no unexplained key, and the late accounting is exact:
 a window that matches had nothing reported late, and a window that differs differs by
@@ -174,6 +176,7 @@ def test_a_users_first_hour_with_restarts_a_burst_and_a_ui_run_reconciles(
         supervisor = Supervisor(bootstrap, state, log)
         supervisor.running()
         feed(bootstrap, _slice(events, T0 + 45 * MINUTE, 2 * T0), T0 + 45 * MINUTE)  # the rest
+        revenue_status = read_status(state)["apps"]["windowed-revenue"]
         assert supervisor.stop(signal.SIGTERM) == 0
         sink_topics(bootstrap, TOPICS, lake)
     finally:
@@ -212,9 +215,18 @@ def test_a_users_first_hour_with_restarts_a_burst_and_a_ui_run_reconciles(
         differs = table[table["status"] != MATCH]
         deficit = differs["order_count_batch"].fillna(0) - differs["order_count_stream"].fillna(0)
         assert (deficit == differs["late_count"]).all(), (name, differs)
-    revenue = reports["revenue_5m"]
-    assert revenue.stats["batch_rows"] == revenue.stats["stream_rows"] >= 12 * len(domain.REGIONS)
-    assert revenue.stats["late_records"] > 0  # the generator's late orders, and the burst's
+    for name in ("revenue_5m", "revenue_hopping"):
+        stats = reports[name].stats
+        assert stats["batch_rows"] == stats["stream_rows"] >= 12 * len(domain.REGIONS), name
+    assert reports["revenue_5m"].stats["late_records"] > 0  # the generator's, and the burst's
+    # only bursts differ among the alerts: without the orders the stream reported late, the
+    # window held no more than the limit
+    fraud = reports["fraud_alerts"]
+    assert fraud.stats["matched"] >= 100
+    assert set(fraud.table.loc[fraud.table["status"] != MATCH, "rule"]) <= {"rapid_burst"}
+    # the supervisor's status says how far the windows are final
+    assert revenue_status["closed_windows"] >= 12 * len(domain.REGIONS) - 4
+    assert revenue_status["closed_window_watermark"] >= T0 + HOUR_MS
     # no final window was emitted twice across the restarts, the kill and the rebalances
     for topic in (domain.REVENUE_5M, domain.REVENUE_5M_SQL):
         windows = pd.read_parquet(topic_dir(lake, topic), columns=["region", "window_start"])
