@@ -64,11 +64,17 @@ def test_exactly_once_survives_sigkill(kafka_cluster, tmp_path):
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
     log_path = tmp_path / "app.log"
-    for _ in range(KILLS):
-        proc = spawn_app("test_app_support:count_and_copy", settings, log_path=log_path)
-        time.sleep(rng.uniform(2.0, 4.0))
-        assert proc.poll() is None, log_path.read_text()[-3000:]
-        stop_app(proc, kill=True)
+    open_transaction = _OpenTransaction(bootstrap, names["copy"])
+    try:
+        for _ in range(KILLS):
+            proc = spawn_app("test_app_support:count_and_copy", settings, log_path=log_path)
+            time.sleep(rng.uniform(2.0, 4.0))
+            # the kill lands while the application's transaction holds records in the log
+            assert open_transaction.wait(timeout=10), "no transaction was open to kill"
+            assert proc.poll() is None, log_path.read_text()[-3000:]
+            stop_app(proc, kill=True)
+    finally:
+        open_transaction.close()
     proc = spawn_app("test_app_support:count_and_copy", settings, log_path=log_path)
     code = None
     try:
@@ -88,7 +94,8 @@ def test_exactly_once_survives_sigkill(kafka_cluster, tmp_path):
             stop_app(proc, kill=True)
     log_text = log_path.read_text()
     assert code == 0, log_text[-3000:]
-    copies = Counter(int(m[4]) for m in msgs if m[0] == names["copy"])
+    copies_seen = [m for m in msgs if m[0] == names["copy"]]
+    copies = Counter(int(m[4]) for m in copies_seen)
     duplicates = {v: c for v, c in copies.items() if c > 1}
     assert not duplicates, f"duplicated in the copy (seed {seed}): {sorted(duplicates)[:20]}"
     assert sorted(copies) == list(range(N)), f"missing: {sorted(set(range(N)) - set(copies))[:20]}"
@@ -101,6 +108,56 @@ def test_exactly_once_survives_sigkill(kafka_cluster, tmp_path):
     assert _final_counts(msgs, names["counts"]) == {f"k{i}": N // KEYS for i in range(KEYS)}
     # the instance was really killed mid-flight: it restored or resumed state
     assert log_text.count("state CREATED -> REBALANCING") == KILLS + 1
+    # ... with a transaction open: a read_uncommitted consumer also sees the copies of the
+    # transactions the kills cut off, which read_committed never returned
+    uncommitted = read_all(
+        bootstrap,
+        [names["copy"]],
+        until=lambda m: len(m) > len(copies_seen),
+        timeout=30,
+        read_committed=False,
+    )
+    assert len(uncommitted) > N, f"the aborted transactions left no record (seed {seed})"
+
+
+class _OpenTransaction:
+    """Sees an open transaction with records in ``topic``'s log: the end a read_committed
+    consumer is given (the last stable offset) is below the log's end."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka import Consumer
+
+        self.topic = topic
+        self.consumers = [
+            Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": unique(f"ends-{isolation}"),
+                    "isolation.level": isolation,
+                }
+            )
+            for isolation in ("read_committed", "read_uncommitted")
+        ]
+
+    def wait(self, timeout: float) -> bool:
+        """Until a partition's last stable offset is below its end; False after ``timeout``."""
+        from confluent_kafka import TopicPartition
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for partition in (0, 1):
+                tp = TopicPartition(self.topic, partition)
+                stable, end = (
+                    c.get_watermark_offsets(tp, timeout=5, cached=False)[1] for c in self.consumers
+                )
+                if stable < end:
+                    return True
+            time.sleep(0.005)
+        return False
+
+    def close(self) -> None:
+        for consumer in self.consumers:
+            consumer.close()
 
 
 def _final_counts(msgs, topic):

@@ -73,13 +73,15 @@ def test_pattern_source_picks_up_new_topics_and_resumes(kafka_cluster, tmp_path)
     try:
         assert app.wait_until(State.RUNNING, 60)
         expected = {"a": 15, "b": 10, "c": 5}
-        read_all(bootstrap, [totals], until=counts_reach(expected), timeout=60)
+        msgs = read_all(bootstrap, [totals], until=counts_reach(expected), timeout=60)
+        assert counts_reach(expected)(msgs)
 
         # a topic created while the application runs is found and consumed from its start
         kafka_cluster.create_topic(f"{prefix}-3", partitions=2)
         produce(bootstrap, f"{prefix}-3", _records(["a", "d"], 4))
         expected = {"a": 19, "b": 10, "c": 5, "d": 4}
-        read_all(bootstrap, [totals], until=counts_reach(expected), timeout=60)
+        msgs = read_all(bootstrap, [totals], until=counts_reach(expected), timeout=60)
+        assert counts_reach(expected)(msgs), "the topic created while running was not read"
     finally:
         app.close(timeout=30)
 

@@ -187,6 +187,7 @@ def test_committed_offsets_never_go_back_across_a_rebalance(kafka_cluster, tmp_p
     app = KafkaStreams(topology, {**config, "state.dir": str(tmp_path / "second")})
     app.start()
     try:
-        read_all(bootstrap, [totals], until=totals_reach(2 * N), timeout=90)
+        msgs = read_all(bootstrap, [totals], until=totals_reach(2 * N), timeout=90)
+        assert totals_reach(2 * N)(msgs), "the next owner did not count on from the commits"
     finally:
         assert app.close(60)
