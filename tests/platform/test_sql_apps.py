@@ -203,11 +203,9 @@ def test_sql_app_runs_as_a_streaming_asset(broker, tmp_path: Path) -> None:
     assert final.metadata["end_offsets"].value > 0
     assert final.metadata["consumer_lag_max"].value == 0
 
-    written = {
-        (v["region"], v["window_start"]): v
-        for _, v, _ in kappa.read_all(bootstrap, out_topic)
-        if isinstance(v, dict)
-    }
+    rows = [v for _, v, _ in kappa.read_all(bootstrap, out_topic) if isinstance(v, dict)]
+    written = {(v["region"], v["window_start"]): v for v in rows}
+    assert len(written) == len(rows), "a window was written twice (EMIT FINAL)"
     orders = [domain.parse_record(e.topic, e.value) for e in iter_orders(gen)]
     frame = pd.DataFrame([o for o in orders if o is not None])
     con = duckdb.connect()
@@ -219,6 +217,15 @@ def test_sql_app_runs_as_a_streaming_asset(broker, tmp_path: Path) -> None:
     assert len(written) >= 5 * len(domain.REGIONS)
     for key, value in written.items():
         assert value == expected[key], key
+    # and no closed window is missing (its end plus the watermark delay is behind the
+    # application's stream time, the last order's event time)
+    stream_time = int(frame["event_time"].max())
+    closed = {
+        key
+        for key, row in expected.items()
+        if row["window_end"] + domain.REVENUE_GRACE_MS <= stream_time
+    }
+    assert closed <= set(written), sorted(closed - set(written))
 
 
 def iter_orders(gen: GeneratorConfig) -> list[Event]:

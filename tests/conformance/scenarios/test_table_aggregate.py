@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-import streaming
 from streaming import serdes
 from streaming.dsl.change import Change, ChangedSerde
 from streaming.dsl.processors.forwarding import TupleForwarder
@@ -610,9 +609,6 @@ def test_changed_serde_round_trips_single_same_key_update() -> None:
 
 # -- through the DSL ------------------------------------------------------------------------
 
-needs_dsl = pytest.mark.skipif(
-    not hasattr(streaming, "StreamsBuilder"), reason="the DSL is not wired yet"
-)
 DSL_CACHING = pytest.mark.parametrize(
     "cache_bytes", [0, 10 * 1024 * 1024], ids=["no-cache", "cache"]
 )
@@ -637,7 +633,6 @@ def dsl_run(
         return kvt(out.read_records_to_list())
 
 
-@needs_dsl
 @DSL_CACHING
 def test_dsl_agg_basic(tmp_path: Any, cache_bytes: int) -> None:
     def build(b: Any) -> None:
@@ -651,7 +646,6 @@ def test_dsl_agg_basic(tmp_path: Any, cache_bytes: int) -> None:
     assert dsl_run(build, AGG_BASIC_IN, tmp_path, cache_bytes) == AGG_BASIC_OUT
 
 
-@needs_dsl
 @DSL_CACHING
 def test_dsl_agg_repartition(tmp_path: Any, cache_bytes: int) -> None:
     def build(b: Any) -> None:
@@ -661,7 +655,6 @@ def test_dsl_agg_repartition(tmp_path: Any, cache_bytes: int) -> None:
     assert dsl_run(build, AGG_REPARTITION_IN, tmp_path, cache_bytes) == AGG_REPARTITION_OUT
 
 
-@needs_dsl
 @DSL_CACHING
 @pytest.mark.parametrize("materialized", [None, "t"], ids=["source-unnamed", "source-named"])
 def test_dsl_count(tmp_path: Any, cache_bytes: int, materialized: str | None) -> None:
@@ -675,7 +668,6 @@ def test_dsl_count(tmp_path: Any, cache_bytes: int, materialized: str | None) ->
     assert dsl_run(build, COUNT_IN, tmp_path, cache_bytes, value_serde=serdes.Long()) == COUNT_OUT
 
 
-@needs_dsl
 @DSL_CACHING
 def test_dsl_remove_old_before_add_new(tmp_path: Any, cache_bytes: int) -> None:
     def build(b: Any) -> None:
@@ -686,7 +678,6 @@ def test_dsl_remove_old_before_add_new(tmp_path: Any, cache_bytes: int) -> None:
     assert dsl_run(build, REMOVE_OLD_IN, tmp_path, cache_bytes) == REMOVE_OLD_OUT
 
 
-@needs_dsl
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
@@ -705,7 +696,6 @@ def test_dsl_upgrade_from_config(tmp_path: Any, config: dict, expected: list) ->
     assert out == expected
 
 
-@needs_dsl
 @DSL_CACHING
 def test_dsl_reduce(tmp_path: Any, cache_bytes: int) -> None:
     def build(b: Any) -> None:
