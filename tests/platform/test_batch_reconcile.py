@@ -75,14 +75,20 @@ def test_batch_hopping_fraud_sessions_and_dedup(lake: tuple[Path, list]) -> None
     root, events = lake
     orders = valid_orders(events)
     hopping = read_result("revenue_hopping", HOUR, root)
-    # every 5-minute slot of the hour starts one 10-minute window per region with orders
+    # every 5-minute slot of the hour starts one 10-minute window per region with orders,
+    # each holding the cents and count of the orders in its 10 minutes
     assert set(hopping["window_start"]) == set(range(START_MS, HOUR_END, domain.HOPPING_ADVANCE_MS))
-    first = hopping[hopping["window_start"] == START_MS].set_index("region")["order_count"]
-    expected = defaultdict(int)
+    expected_hopping: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])
     for o in orders:
-        if START_MS <= o["event_time"] < START_MS + domain.HOPPING_SIZE_MS:
-            expected[o["region"]] += 1
-    assert first.to_dict() == dict(expected)
+        for start in range(START_MS, HOUR_END, domain.HOPPING_ADVANCE_MS):
+            if start <= o["event_time"] < start + domain.HOPPING_SIZE_MS:
+                cell = expected_hopping[(o["region"], start)]
+                cell[0] += round(o["amount"] * 100)
+                cell[1] += 1
+    assert {
+        (r.region, int(r.window_start)): [int(r.revenue_cents), int(r.order_count)]
+        for r in hopping.itertuples()
+    } == dict(expected_hopping)
 
     fraud = read_result("fraud_alerts", HOUR, root)
     in_hour = [o for o in orders if START_MS <= o["event_time"] < HOUR_END]
@@ -96,11 +102,51 @@ def test_batch_hopping_fraud_sessions_and_dedup(lake: tuple[Path, list]) -> None
     bursts = {k for k, n in counts.items() if n > domain.BURST_MAX_ORDERS}
     got = fraud[fraud["rule"] == "rapid_burst"]
     assert set(zip(got["customer_id"], got["window_start"].astype(int), strict=True)) == bursts
-    assert len(fraud[fraud["rule"] == "new_location"]) > 0
+    # a new location: an order (once per id) of a known customer from a place their latest
+    # profile does not list
+    profiles = {
+        c["customer_id"]: c
+        for c in (
+            domain.parse_record(e.topic, e.value) for e in events if e.topic == domain.CUSTOMERS
+        )
+        if c is not None
+    }
+    new_places = {
+        o["order_id"]
+        for o in in_hour
+        if o["customer_id"] in profiles
+        and o.get("location") not in (profiles[o["customer_id"]].get("known_locations") or [])
+    }
+    assert new_places and set(fraud[fraud["rule"] == "new_location"]["order_id"]) == new_places
 
+    # sessions: a user's clicks at most 30 minutes apart, starting in the hour
+    clicks: dict[str, list[int]] = defaultdict(list)
+    for e in events:
+        if e.topic == domain.CLICKS and (c := domain.parse_record(e.topic, e.value)) is not None:
+            clicks[c["user_id"]].append(c["event_time"])
+    expected_sessions = set()
+    for user, times in clicks.items():
+        times.sort()
+        first = last = times[0]
+        count = 1
+        for t in [*times[1:], None]:
+            if t is not None and t - last <= domain.SESSION_GAP_MS:
+                last, count = t, count + 1
+                continue
+            if START_MS <= first < HOUR_END:
+                expected_sessions.add((user, first, last, count))
+            if t is not None:
+                first = last = t
+                count = 1
     sessions = read_result("click_sessions", HOUR, root)
-    assert (sessions["session_end"] >= sessions["session_start"]).all()
-    assert sessions["click_count"].min() >= 1
+    assert (
+        expected_sessions
+        and {
+            (r.user_id, int(r.session_start), int(r.session_end), int(r.click_count))
+            for r in sessions.itertuples()
+        }
+        == expected_sessions
+    )
 
     deduped = read_result("orders_deduped", HOUR, root)
     assert deduped["order_id"].is_unique
@@ -292,6 +338,38 @@ def test_late_data_explains_exactly_the_stream_shortfall() -> None:
     # the whole window dropped: explained only if everything in it was late
     report = compare(stream.iloc[0:0])
     assert report.stats["unexplained"] == 1
+
+
+def test_value_tolerances_and_stream_only_keys() -> None:
+    """A value within ``value_abs`` or ``value_rel`` of the batch matches, one beyond does
+    not; a key only the stream has is unexplained; ``max_unexplained_keys`` lets it pass."""
+    from pipelines.reconcile.compare import MISSING_IN_BATCH, compare_keyed
+
+    batch = pd.DataFrame({"region": ["EU", "US"], "window_start": [0, 0], "cents": [1000, 500]})
+    stream = pd.DataFrame(
+        {"region": ["EU", "US", "ASIA"], "window_start": [0, 0, 0], "cents": [1004, 500, 7]}
+    )
+
+    def compare(stream: pd.DataFrame, tolerance: Tolerance | None = None) -> Any:
+        return compare_keyed(
+            "r",
+            stream,
+            batch,
+            keys=["region", "window_start"],
+            values=["cents"],
+            tolerance=tolerance,
+        )
+
+    exact = compare(stream.iloc[:2])
+    assert exact.stats["value_diffs"] == 1 and not exact.passed
+    assert compare(stream.iloc[:2], Tolerance(value_abs=4)).passed
+    assert not compare(stream.iloc[:2], Tolerance(value_abs=3.9)).passed
+    assert compare(stream.iloc[:2], Tolerance(value_rel=0.004)).passed
+    assert not compare(stream.iloc[:2], Tolerance(value_rel=0.0039)).passed
+    extra = compare(stream, Tolerance(value_abs=4))
+    assert extra.stats["missing_in_batch"] == 1 and extra.stats["unexplained"] == 1
+    assert extra.worst["status"].tolist() == [MISSING_IN_BATCH] and not extra.passed
+    assert compare(stream, Tolerance(value_abs=4, max_unexplained_keys=1)).passed
 
 
 def test_reconciliation_asset_leaves_open_windows_and_sessions_out(
