@@ -1,6 +1,6 @@
 """The Dagster UI in a real browser: Debian's chromium (``/usr/bin/chromium``) driven by
 playwright opens the UI of a ``dg dev`` started here, against the test's own broker
-with the stream applications running (the supervisor, as ``make run`` starts it) and three
+with the stream applications running (the supervisor, as ``make run`` starts it) and two
 hours of generated events fed in 30-second slices (``feeding.feed``). It
 
 - shows the asset graph and the streams group;
@@ -9,7 +9,7 @@ hours of generated events fed in 30-second slices (``feeding.feed``). It
   reported an observation, terminates it from the run page and sees the run CANCELED;
 - lands the lake from the UI (the lake group's "Materialize all"): the Great Expectations
   checks on the lake assets run with it and pass;
-- backfills the three hours of the batch + reconciliation groups (GraphQL
+- backfills the two hours of the batch + reconciliation groups (GraphQL
   ``launchPartitionBackfill``): one run for the range (their single-run backfill policy),
   whose reconciliation checks (``<result>_stream_matches_batch``) pass for every hour.
 
@@ -44,10 +44,10 @@ ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 REPO_PATH = f"{REPOSITORY}@{LOCATION}"
 HOUR_MS = 3_600_000
-# three complete hours of data, entirely in the past of the data fed after them (the
-# topics keep records this recent)
+# two complete hours of data (a range for the backfill), entirely in the past of the data
+# fed after them (the topics keep records this recent)
 T0 = (int(time.time() * 1000) // HOUR_MS - 3) * HOUR_MS
-HOURS = [hour_key(T0 + i * HOUR_MS) for i in range(3)]
+HOURS = [hour_key(T0 + i * HOUR_MS) for i in range(2)]
 RECONCILIATION_CHECKS = {
     f"{name}_stream_matches_batch"
     for name in ("revenue_5m", "revenue_hopping", "fraud_alerts", "click_sessions")
@@ -129,12 +129,12 @@ def dagster_ui(broker, tmp_path_factory) -> Iterator[dict[str, str]]:
             raise AssertionError("the Dagster UI did not come up in 420 s")
         for name in RUN_LAUNCHING_SENSORS:
             _stop_sensor_named(url, name)
-        # three hours of events, paced so the applications keep up (nothing dropped as
+        # two hours of events, paced so the applications keep up (nothing dropped as
         # late but the generator's injected late orders)
         gen = GeneratorConfig(
             seed=11,
             start_ms=T0,
-            duration_s=3 * 3600 - 90,
+            duration_s=2 * 3600 - 90,
             orders_per_second=0.5,
             customers=60,
         )
@@ -296,7 +296,7 @@ def _wait_backfill(url: str, backfill_id: str, timeout: float = 1200) -> dict[st
     raise AssertionError(f"backfill not finished in {timeout}s: {backfill}")
 
 
-# dg dev's start, the three hours fed, the lake and the backfill: 20-30 minutes
+# dg dev's start, the two hours fed, the lake and the backfill: 20-30 minutes
 @pytest.mark.timeout(2700)
 def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
     from playwright.sync_api import sync_playwright
@@ -391,7 +391,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         for name, check in gx.items():
             assert check["success"], (name, check["description"])
 
-        # (3) a range backfill of the three fed hours of the batch + reconciliation groups
+        # (3) a range backfill of the two fed hours of the batch + reconciliation groups
         # (the hourly job's partitioned part; the lake is landed): one run for the range,
         # as their single-run backfill policy says. With the unpartitioned lake assets in
         # the same backfill, the batch assets would start in several runs, each as soon as
