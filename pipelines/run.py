@@ -927,7 +927,7 @@ def main(argv: list[str] | None = None) -> int:
         if catch_up_from is not None:
             _log(
                 f"a new broker: the generator sends the events from {_clock(catch_up_from)} "
-                "on first (about a minute), then goes on in real time"
+                "on first (a few minutes), then goes on in real time"
             )
         env = {
             **os.environ,
