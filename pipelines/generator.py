@@ -319,12 +319,10 @@ def produce(
 def stream_apps_keep_up(kafka: Kafka, timeout: float = 60.0) -> Callable[[], None]:
     """A ``produce(keep_up=...)`` that waits (at most ``timeout`` seconds a slice) until the
     platform's stream applications have consumed what was sent."""
-    from pipelines.streams.apps import STREAM_APPS
-    from pipelines.streams.config import StreamAppConfig
+    from pipelines.streams.apps import consumer_groups
     from pipelines.streams.monitor import BrokerProbe, wait_for_no_lag
 
-    config = StreamAppConfig()
-    groups = {app.name: app.input_topics(config) for app in STREAM_APPS.values()}
+    groups = consumer_groups()
     probe = BrokerProbe(kafka, timeout=10.0)
 
     def keep_up() -> None:

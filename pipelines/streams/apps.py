@@ -6,7 +6,7 @@ sql/*.sql``) take theirs from their statements (``sql.lineage``), never by hand.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,3 +135,12 @@ STREAM_APPS: dict[str, StreamApp] = {
         ),
     )
 }
+
+
+def consumer_groups(names: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """The consumer group (application id) of each stream application (every one, or
+    ``names``) -> the input topics it reads, under the default config."""
+    config = StreamAppConfig()
+    return {
+        app.name: app.input_topics(config) for app in (STREAM_APPS[n] for n in names or STREAM_APPS)
+    }

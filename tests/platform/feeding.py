@@ -12,8 +12,7 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from pipelines.streams.apps import STREAM_APPS
-from pipelines.streams.config import StreamAppConfig
+from pipelines.streams.apps import consumer_groups
 from pipelines.streams.monitor import BrokerProbe, wait_for_no_lag
 
 SLICE_MS = 30_000
@@ -28,10 +27,7 @@ def wait_caught_up(
     """Until the consumer group of every stream application (or of ``apps``) has no lag
     (``monitor.wait_for_no_lag``; a lookup that fails counts as lag). ``probe``: the clients
     to ask with (kept by a caller that waits again and again; a fresh one otherwise)."""
-    config = StreamAppConfig()
-    groups = {
-        app.name: app.input_topics(config) for app in (STREAM_APPS[a] for a in apps or STREAM_APPS)
-    }
+    groups = consumer_groups(apps)
     own = probe is None
     probe = probe or BrokerProbe(bootstrap, timeout=10.0)
     try:
