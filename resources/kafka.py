@@ -61,9 +61,10 @@ class KafkaResource(ConfigurableResource):
         """Lag per ``topic-partition`` of consumer group ``group``."""
         return monitor.consumer_lag(self.connection, group, topics)
 
-    def closed_window_watermark(self, topic: str) -> int | None:
-        """Window end through which every key's windows on ``topic`` are final."""
-        return monitor.closed_window_watermark(self.connection, topic)
+    def closed_window_watermark(self, topic: str, timeout: float = 10.0) -> int | None:
+        """Window end through which every key's windows on ``topic`` are final; raises
+        ``TimeoutError`` when the topic's tail cannot be read in ``timeout`` seconds."""
+        return monitor.closed_window_watermark(self.connection, topic, timeout=timeout)
 
     def ensure_topics(self, topics: dict[str, int]) -> list[str]:
         """Create missing topics (name -> partitions)."""

@@ -48,9 +48,11 @@ def build_watermark_sensor(
     topic: str = domain.REVENUE_5M,
     partitions_def: Any = None,
     minimum_interval_seconds: int = 30,
+    read_timeout_seconds: float = 10.0,
     default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
 ) -> Any:
-    """The watermark sensor for ``job_name`` (an hourly-partitioned job)."""
+    """The watermark sensor for ``job_name`` (an hourly-partitioned job); a tick that cannot
+    read ``topic``'s tail in ``read_timeout_seconds`` skips."""
     valid = None
     if partitions_def is not None:
 
@@ -66,7 +68,10 @@ def build_watermark_sensor(
         f"{topic} passes its end (hour + grace).",
     )
     def stream_watermark_sensor(context: SensorEvaluationContext, kafka: KafkaResource):
-        watermark = kafka.closed_window_watermark(topic)
+        try:
+            watermark = kafka.closed_window_watermark(topic, read_timeout_seconds)
+        except TimeoutError as exc:  # a partial read would overstate the watermark
+            return SkipReason(f"watermark unknown: {exc}")
         hours = hours_to_reconcile(watermark, context.cursor, valid=valid)
         if not hours:
             return SkipReason(f"watermark {watermark}: no new complete hour")

@@ -77,8 +77,30 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     _CHAOS_FIGURES.extend(getattr(node, "workeroutput", {}).get("chaos_figures", []))
 
 
+#: seconds spent per module and per xdist worker (setup, call and teardown)
+_MODULE_SECONDS: dict[str, float] = {}
+_WORKER_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Add a test phase's duration to its module's and its worker's totals."""
+    module = report.nodeid.split("::", 1)[0]
+    _MODULE_SECONDS[module] = _MODULE_SECONDS.get(module, 0.0) + report.duration
+    node = getattr(report, "node", None)
+    worker = getattr(getattr(node, "gateway", None), "id", "main")
+    _WORKER_SECONDS[worker] = _WORKER_SECONDS.get(worker, 0.0) + report.duration
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """On the xdist controller: the figures of every chaos scenario the workers ran."""
+    """The time each worker was busy and the slowest modules (where a shorter run must
+    come from); on the xdist controller, the figures of every chaos scenario run."""
+    if _WORKER_SECONDS:
+        terminalreporter.section("time per worker and slowest modules")
+        busy = ", ".join(f"{w} {s:.0f} s" for w, s in sorted(_WORKER_SECONDS.items()))
+        terminalreporter.write_line(f"busy: {busy}")
+        slowest = sorted(_MODULE_SECONDS.items(), key=lambda kv: -kv[1])[:25]
+        for module, seconds in slowest:
+            terminalreporter.write_line(f"{seconds:8.1f} s  {module}")
     if _CHAOS_FIGURES:
         terminalreporter.section("chaos scenario figures")
         for line in _CHAOS_FIGURES:

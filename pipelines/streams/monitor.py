@@ -302,10 +302,21 @@ def consumer_lag(
     return lag
 
 
+class TopicReadTimeout(TimeoutError):
+    """A topic's partitions were not read to their end offsets in time."""
+
+    def __init__(self, topic: str, partitions: list[int], timeout: float) -> None:
+        super().__init__(f"{topic}: partitions {partitions} not read to their end in {timeout:g} s")
+        self.topic = topic
+        self.partitions = partitions
+
+
 def read_tail(
     bootstrap: Kafka, topic: str, per_partition: int = 500, timeout: float = 10.0
 ) -> list[tuple[str | None, Any, int]]:
-    """The last ``per_partition`` records of each partition: (key, JSON value, timestamp)."""
+    """The last ``per_partition`` records of each partition: (key, JSON value, timestamp).
+    Raises ``TopicReadTimeout`` when a partition is not read to its end within ``timeout``:
+    a partial tail would move a watermark or a comparison computed from it."""
     from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
     ends = end_offsets(bootstrap, topic, timeout)
@@ -354,14 +365,19 @@ def read_tail(
                     remaining.pop(tp.partition, None)
     finally:
         consumer.close()
+    if remaining:
+        raise TopicReadTimeout(topic, sorted(remaining), timeout)
     return out
 
 
-def closed_window_watermark(bootstrap: Kafka, topic: str, per_partition: int = 500) -> int | None:
+def closed_window_watermark(
+    bootstrap: Kafka, topic: str, per_partition: int = 500, timeout: float = 10.0
+) -> int | None:
     """Window end (ms) through which every key's windows on final-results ``topic`` are
-    closed: the minimum over keys of their latest ``window_end`` (None before any closes)."""
+    closed: the minimum over keys of their latest ``window_end`` (None before any closes).
+    Raises ``TopicReadTimeout`` when the tail cannot be read in ``timeout``."""
     latest: dict[Any, int] = {}
-    for key, value, _ in read_tail(bootstrap, topic, per_partition):
+    for key, value, _ in read_tail(bootstrap, topic, per_partition, timeout):
         end = value.get("window_end") if isinstance(value, dict) else None
         if isinstance(end, int) and end > latest.get(key, -1):
             latest[key] = end

@@ -25,6 +25,7 @@ from dagster import (
     build_sensor_context,
 )
 
+from pipelines.streams import monitor
 from pipelines.streams.apps import STREAM_APPS
 from resources import KafkaResource, StreamAppsResource
 from sensors import (
@@ -190,6 +191,39 @@ def test_watermark_sensor_requests_complete_hours(kafka_cluster) -> None:
         "2025-01-01-01:00",
     ]
     assert result.cursor == "2025-01-01-01:00"
+
+
+def test_a_watermark_is_not_read_from_part_of_the_topic(kafka_cluster, monkeypatch) -> None:
+    """A partition not read to its end in time (here its records never arrive, as on a
+    loaded machine) fails the read instead of leaving that partition's keys out, which
+    would move the watermark past hours they have not closed; the sensor skips the tick."""
+    import confluent_kafka
+
+    topic = f"revenue-{uuid.uuid4().hex[:6]}"
+    kafka_cluster.create_topic(topic, partitions=2)
+    boot = kafka_cluster.bootstrap_servers
+    producer = Producer({"bootstrap.servers": boot})
+    producer.produce(topic, partition=0, key=b"US", value=orjson.dumps(_revenue("US", T0)[1]))
+    eu = _revenue("EU", T0 + 3 * H)[1]
+    producer.produce(topic, partition=1, key=b"EU", value=orjson.dumps(eu))
+    assert producer.flush(30) == 0
+    assert monitor.closed_window_watermark(boot, topic) == T0 + 5 * M
+
+    class SlowPartitionOne(confluent_kafka.Consumer):
+        def assign(self, partitions):  # type: ignore[override]
+            super().assign(partitions)
+            self.pause([tp for tp in partitions if tp.partition == 1])
+
+    monkeypatch.setattr(confluent_kafka, "Consumer", SlowPartitionOne)
+    with pytest.raises(monitor.TopicReadTimeout, match=r"partitions \[1\] not read"):
+        monitor.closed_window_watermark(boot, topic, timeout=2.0)
+    kafka = KafkaResource(bootstrap_servers=boot)
+    sensor = build_watermark_sensor(
+        topic=topic, partitions_def=PARTITIONS, read_timeout_seconds=2.0
+    )
+    tick = sensor(build_sensor_context(cursor=None, resources={"kafka": kafka}))
+    assert isinstance(tick, SkipReason)
+    assert "watermark unknown" in str(tick.skip_message)
 
 
 def test_late_data_sensor_requests_reruns(kafka_cluster) -> None:
