@@ -8,18 +8,25 @@ Assembles:
 - the data side from ``assets.data_defs``: lake, hourly PySpark batch recompute,
   reconciliation (blocking checks), Great Expectations checks, dbt models and tests;
 - the ``hourly_batch_reconcile`` job (asset groups ``lake`` + ``batch`` +
-  ``reconciliation``, hourly partitions), its hourly schedule and the nightly backfill of the previous day;
+  ``reconciliation``, hourly partitions), its hourly schedule and the nightly backfill of the
+  previous day (running unless ``PLATFORM_AUTOMATION=off``);
+- the dbt models built by the ``dbt_after_the_lake`` automation sensor once the lake they
+  read was landed again;
+- the ``stream_app_healthy`` check of every stream application (``assets.stream_health``);
 - sensors: stream watermark -> reconciliation, stream health / consumer lag, late data ->
   batch re-runs, runless materializations of the topics written outside runs;
 - resources of the deployment ``DAGSTER_DEPLOYMENT`` names (``resources.platform_resources``:
   ``local`` embedded default, ``cluster``).
 """
 
-from dagster import Definitions
+from dagster import DefaultScheduleStatus, DefaultSensorStatus, Definitions
 
 from assets import data_defs
+from assets.dbt_assets import build_dbt_automation_sensor
+from assets.stream_health import HEALTH_CHECKS
 from assets.streams import STREAM_ASSETS, generator, kappa_replay, kappa_replay_job
 from resources import platform_resources
+from resources.deployment import automation_on
 from sensors import (
     build_health_sensor,
     build_hourly_schedule,
@@ -33,19 +40,23 @@ from sensors import (
 def build_definitions() -> Definitions:
     """Everything of the code location."""
     partitions = data_defs.HOURLY_PARTITIONS
+    on = automation_on()
+    schedules = DefaultScheduleStatus.RUNNING if on else DefaultScheduleStatus.STOPPED
+    automation = DefaultSensorStatus.RUNNING if on else DefaultSensorStatus.STOPPED
     return Definitions(
         assets=[generator, *STREAM_ASSETS, kappa_replay, *data_defs.ASSETS],
-        asset_checks=list(data_defs.ASSET_CHECKS),
+        asset_checks=[*data_defs.ASSET_CHECKS, *HEALTH_CHECKS],
         jobs=[kappa_replay_job, *data_defs.JOBS],
         schedules=[
-            build_hourly_schedule(data_defs.HOURLY_JOB_DEF),
-            build_nightly_backfill(partitions_def=partitions),
+            build_hourly_schedule(data_defs.HOURLY_JOB_DEF, partitions, default_status=schedules),
+            build_nightly_backfill(partitions_def=partitions, default_status=schedules),
         ],
         sensors=[
             build_health_sensor(),
             build_watermark_sensor(partitions_def=partitions),
             build_late_data_sensor(partitions_def=partitions),
             build_topic_materializations_sensor(),
+            build_dbt_automation_sensor(default_status=automation),
         ],
         resources=platform_resources(),
     )

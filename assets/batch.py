@@ -112,7 +112,9 @@ def kafka_batch_asset(result: str) -> AssetsDefinition:
         kinds={"spark", "kafka", "parquet"},
         description=(
             f"Batch recompute of {RESULTS[result]!r} for one event hour, read straight from "
-            "Kafka (Spark's Kafka source over the offsets of the hour, read_committed)."
+            "Kafka (Spark's Kafka source over the offsets of the hour, read_committed). Built "
+            "by hand, for the hours you want the kappa comparison of: Jobs -> "
+            "kafka_batch_reconcile -> pick the partitions."
         ),
     )
     def _recompute(

@@ -1,4 +1,6 @@
-"""dbt models as Dagster assets (dagster-dbt); dbt tests become asset checks.
+"""dbt models as Dagster assets (dagster-dbt); dbt tests become asset checks. The models
+are built by the ``dbt_after_the_lake`` automation sensor whenever the lake they read was
+landed again (``AutomationCondition.eager``).
 
 The manifest is prepared at load time (``dbt parse``, offline) when
 ``dbt_project/target/manifest.json`` is missing. Sources map to the lake assets
@@ -8,8 +10,17 @@ The manifest is prepared at load time (``dbt parse``, offline) when
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from dagster import AssetExecutionContext, AssetKey
-from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
+from dagster import (
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetKey,
+    AssetSelection,
+    AssetSpec,
+    AutomationCondition,
+    AutomationConditionSensorDefinition,
+    DefaultSensorStatus,
+)
+from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 
 from assets.keys import dbt_key
 from pipelines.dbt import DBT_PROJECT, build_args, prepare_manifest
@@ -28,6 +39,26 @@ class PlatformDbtTranslator(DagsterDbtTranslator):
     def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
         return "dbt"
 
+    def get_automation_condition(
+        self, dbt_resource_props: Mapping[str, Any]
+    ) -> AutomationCondition | None:
+        """Models rebuild once their lake sources were landed again (the hourly job lands
+        them), as soon as nothing upstream is still running."""
+        return AutomationCondition.eager()
+
+    def get_asset_check_spec(
+        self,
+        asset_spec: AssetSpec,
+        manifest: Mapping[str, Any],
+        unique_id: str,
+        project: DbtProject | None,
+    ) -> AssetCheckSpec | None:
+        """dbt tests run in the run that rebuilds their model (requested with it)."""
+        spec = super().get_asset_check_spec(asset_spec, manifest, unique_id, project)
+        if spec is None:
+            return None
+        return spec._replace(automation_condition=AutomationCondition.eager())
+
 
 @dbt_assets(
     manifest=prepare_manifest(),
@@ -44,3 +75,17 @@ def dbt_marts(
 
 
 DBT_ASSETS = [dbt_marts]
+
+
+def build_dbt_automation_sensor(
+    default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
+) -> AutomationConditionSensorDefinition:
+    """The sensor that evaluates the dbt models' automation conditions (every 30 s)."""
+    return AutomationConditionSensorDefinition(
+        "dbt_after_the_lake",
+        target=AssetSelection.groups("dbt"),
+        default_status=default_status,
+        minimum_interval_seconds=30,
+        description="Builds the dbt models after the hourly job (or anyone) landed the lake "
+        "tables they read",
+    )

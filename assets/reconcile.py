@@ -271,7 +271,8 @@ def stream_vs_batch(
     description=(
         "Reconciliation of each hour of the run: stream results (lake) vs the batch recompute "
         "read straight from Kafka (`kappa_batch/<result>`), with the same rules as "
-        "`reconcile/stream_vs_batch`."
+        "`reconcile/stream_vs_batch`. Built by hand: Jobs -> kafka_batch_reconcile, "
+        "for the hours you pick."
     ),
 )
 def stream_vs_kafka_batch(

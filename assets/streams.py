@@ -186,7 +186,10 @@ def _status_metadata(status: dict[str, Any]) -> dict[str, Any]:
     if "closed_windows" in status:
         meta["closed_windows"] = status["closed_windows"]
     if status.get("closed_window_watermark") is not None:
-        meta["closed_window_watermark"] = status["closed_window_watermark"]
+        # window end through which results are final, shown as a date
+        meta["closed_window_watermark"] = MetadataValue.timestamp(
+            status["closed_window_watermark"] / 1000
+        )
     # health (StreamAppRunner.watch): RUNNING / STALLED since when and why / restarts
     for field in HEALTH_FIELDS:
         if status.get(field) is not None:
@@ -434,7 +437,9 @@ class KappaReplayConfig(Config):
         )
     ],
     description="Kappa: reprocess a stream application from the earliest offsets under a new "
-    "application id and compare its results with the live application's",
+    "application id and compare its results with the live application's. Built by hand, "
+    "when you want the comparison (a replay reads every topic from its start): Jobs -> "
+    "kappa_replay_job -> Launchpad, with `app` one of the stream applications.",
 )
 def kappa_replay(
     context: AssetExecutionContext,

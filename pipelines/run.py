@@ -17,8 +17,9 @@
 4. serves the Dagster UI: ``dg dev -w workspace.yaml -p 3000`` with
    ``DAGSTER_HOME=.dagster`` (instance config from ``platform/dagster.yaml``), and prints
    ``READY`` once the UI answers HTTP (polled) and the code location loaded, with the
-   schedules and sensors and their status. Schedules nobody turned on or off yet are turned
-   on (``--no-schedules`` leaves them as they are; one stopped in the UI stays stopped).
+   schedules and sensors and their status. Schedules and the dbt automation run from the
+   start (their default status; ``--no-schedules`` starts them stopped; one stopped or
+   started in the UI keeps that state).
 
 The console stays compact: each child's whole output goes to ``.state/logs/<child>.log``
 (``dagster.log``, ``stream-apps.log``, ``generator.log``); the console gets their warnings
@@ -607,18 +608,6 @@ query PlatformInstigators($selector: RepositorySelector!) {
 }
 """
 
-START_SCHEDULE_MUTATION = """
-mutation PlatformStartSchedule($selector: ScheduleSelector!) {
-  startSchedule(scheduleSelector: $selector) {
-    __typename
-    ... on ScheduleStateResult { scheduleState { status } }
-    ... on PythonError { message }
-    ... on UnauthorizedError { message }
-  }
-}
-"""
-
-
 IN_FLIGHT_RUNS_QUERY = """
 query PlatformRunsInFlight {
   runsOrError(filter: {statuses: [QUEUED, NOT_STARTED, STARTING, STARTED, CANCELING]}) {
@@ -681,29 +670,6 @@ def instigators(url: str) -> dict[str, Any]:
     return data
 
 
-def start_default_schedules(url: str) -> tuple[list[str], list[str]]:
-    """Turn on the schedules nobody turned on or off yet (their state is still the one
-    declared in code, STOPPED); a schedule stopped in the UI stays stopped. Returns the
-    names started and the names left stopped by someone."""
-    started, kept = [], []
-    for schedule in instigators(url)["schedules"]:
-        if schedule["scheduleState"]["status"] == "RUNNING":
-            continue
-        if schedule["canReset"]:  # stopped in the UI (or the CLI): that choice stays
-            kept.append(schedule["name"])
-            continue
-        selector = {
-            "repositoryLocationName": LOCATION,
-            "repositoryName": REPOSITORY,
-            "scheduleName": schedule["name"],
-        }
-        result = graphql(url, START_SCHEDULE_MUTATION, {"selector": selector})["startSchedule"]
-        if result["__typename"] != "ScheduleStateResult":
-            raise RuntimeError(f"could not start {schedule['name']}: {result.get('message')}")
-        started.append(schedule["name"])
-    return started, kept
-
-
 def _next_tick(schedule: dict[str, Any]) -> str:
     ticks = (schedule.get("futureTicks") or {}).get("results") or []
     if not ticks or ticks[0].get("timestamp") is None:
@@ -717,8 +683,6 @@ def ready_lines(
     waited_s: float,
     location: tuple[str, str | None],
     repo: dict[str, Any] | None,
-    started: list[str],
-    kept: list[str],
     schedules_on: bool,
     log_dir: Path,
 ) -> list[str]:
@@ -735,11 +699,9 @@ def ready_lines(
         parts = []
         for s in repo["schedules"]:
             status = s["scheduleState"]["status"]
-            note = " (turned on now)" if s["name"] in started else ""
-            if s["name"] in kept:
-                note = " (stopped in the UI; start it there)"
-            elif status != "RUNNING" and not schedules_on:
-                note = " (make run --no-schedules)"
+            note = ""
+            if status != "RUNNING":
+                note = " (--no-schedules)" if not schedules_on else " (stopped in the UI)"
             parts.append(
                 f"{s['name']} {status}{note}{_next_tick(s) if status == 'RUNNING' else ''}"
             )
@@ -795,8 +757,7 @@ def read_stream_status() -> dict[str, Any]:
 
 def announce_ready(url: str, waited_s: float, schedules_on: bool, stop: threading.Event) -> None:
     """Print the READY line once the UI answers: whether the code location loaded (waiting
-    for it up to 5 minutes), the schedules (turned on first unless ``schedules_on`` is
-    False) and sensors, and where the logs are."""
+    for it up to 5 minutes), the schedules and sensors, and where the logs are."""
     location: tuple[str, str | None] = ("UNKNOWN", None)
     deadline = time.monotonic() + 300
     while not stop.is_set():
@@ -808,17 +769,13 @@ def announce_ready(url: str, waited_s: float, schedules_on: bool, stop: threadin
             break
         stop.wait(2.0)
     repo = None
-    started: list[str] = []
-    kept: list[str] = []
     if location[0] == "LOADED" and not location[1]:
         try:
-            if schedules_on:
-                started, kept = start_default_schedules(url)
             repo = instigators(url)
         except Exception as exc:
-            _log(f"WARNING: could not read or start the schedules: {exc}")
+            _log(f"WARNING: could not read the schedules: {exc}")
     log_dir = LOG_DIR.relative_to(REPO) if LOG_DIR.is_relative_to(REPO) else LOG_DIR
-    for line in ready_lines(url, waited_s, location, repo, started, kept, schedules_on, log_dir):
+    for line in ready_lines(url, waited_s, location, repo, schedules_on, log_dir):
         _log(line)
 
 
@@ -847,8 +804,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-schedules",
         action="store_true",
-        help="leave the schedules as they are (by default make run turns on the ones nobody "
-        "turned on or off in the UI)",
+        help="start the schedules and the dbt automation stopped (PLATFORM_AUTOMATION=off; "
+        "one started in the UI stays started)",
     )
     parser.add_argument(
         "--status-interval",
@@ -937,6 +894,7 @@ def main(argv: list[str] | None = None) -> int:
             "PLATFORM_PARTITIONS_START": os.environ.get("PLATFORM_PARTITIONS_START")
             or partitions_start_hour(STATE_DIR, first_ms=catch_up_from),
             "GX_ANALYTICS_ENABLED": "false",
+            **({"PLATFORM_AUTOMATION": "off"} if args.no_schedules else {}),
             "PYTHONPATH": os.pathsep.join(
                 p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
             ),

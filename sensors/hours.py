@@ -19,3 +19,8 @@ def hour_start_ms(key: str) -> int:
     """Epoch ms of the start of hourly partition ``key``."""
     parsed = datetime.strptime(key, PARTITION_FORMAT).replace(tzinfo=UTC)
     return int(parsed.timestamp() * 1000)
+
+
+def utc_text(ts_ms: int) -> str:
+    """Epoch ms as readable UTC text (``2025-01-01 01:05:00 UTC``) for ticks and logs."""
+    return datetime.fromtimestamp(ts_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

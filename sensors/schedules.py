@@ -1,4 +1,5 @@
-"""Schedules: the hourly batch + reconcile run, and a nightly backfill of the previous day."""
+"""Schedules: the hourly batch + reconcile run of the hour that just ended (unless the
+watermark sensor already ran it), and a nightly backfill of the previous day."""
 
 from typing import Any
 
@@ -7,11 +8,11 @@ from dagster import (
     RunRequest,
     ScheduleEvaluationContext,
     SkipReason,
-    build_schedule_from_partitioned_job,
     schedule,
 )
 
 from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key
+from sensors.runs import latest_run_created
 
 # the run tags Dagster reads a partition range from (a single-run backfill)
 RANGE_START_TAG = "dagster/asset_partition_range_start"
@@ -25,20 +26,44 @@ def previous_day_hours(now_ms: int) -> list[str]:
     return [hour_key(first + i * HOUR_MS) for i in range(24)]
 
 
-def build_hourly_schedule(job: Any, minute_of_hour: int = 10) -> Any:
+def build_hourly_schedule(
+    job: Any,
+    partitions_def: Any,
+    minute_of_hour: int = 10,
+    default_status: DefaultScheduleStatus = DefaultScheduleStatus.RUNNING,
+) -> Any:
     """Run ``job`` every hour at ``minute_of_hour`` for the hour that just ended (the grace
-    period has passed by then)."""
-    return build_schedule_from_partitioned_job(
-        job,
+    period has passed by then), unless that hour already has a run: the watermark sensor
+    starts it as soon as the stream closes the hour; the schedule is the fallback for a
+    stream that stalled (its hour reconciles red instead of never)."""
+
+    @schedule(
+        cron_schedule=f"{minute_of_hour} * * * *",
+        job=job,
         name="hourly_batch_reconcile_schedule",
-        minute_of_hour=minute_of_hour,
-        default_status=DefaultScheduleStatus.STOPPED,
-        description="Hourly batch recompute + reconciliation of the hour that just ended",
+        execution_timezone="UTC",
+        default_status=default_status,
+        description="Hourly batch recompute + reconciliation of the hour that just ended, "
+        "when the watermark sensor has not run it yet",
     )
+    def hourly_batch_reconcile_schedule(context: ScheduleEvaluationContext):
+        ended = context.scheduled_execution_time.timestamp() - HOUR_MS / 1000
+        first = partitions_def.get_first_partition_key()
+        if first is None or ended < partitions_def.start_time_for_partition_key(first).timestamp():
+            return SkipReason("no hourly partition has ended yet")
+        hour = partitions_def.get_partition_key_for_timestamp(ended)
+        if latest_run_created(context.instance, job.name, hour) is not None:
+            return SkipReason(f"hour {hour} already has a run (the watermark sensor's)")
+        return RunRequest(run_key=f"hourly-{hour}", partition_key=hour, tags={"trigger": "hourly"})
+
+    return hourly_batch_reconcile_schedule
 
 
 def build_nightly_backfill(
-    job_name: str = HOURLY_JOB, partitions_def: Any = None, cron: str = "0 2 * * *"
+    job_name: str = HOURLY_JOB,
+    partitions_def: Any = None,
+    cron: str = "0 2 * * *",
+    default_status: DefaultScheduleStatus = DefaultScheduleStatus.RUNNING,
 ) -> Any:
     """At 02:00 UTC, request one ``job_name`` run for the range of every hour of the
     previous day."""
@@ -48,7 +73,7 @@ def build_nightly_backfill(
         job_name=job_name,
         name="nightly_backfill_schedule",
         execution_timezone="UTC",
-        default_status=DefaultScheduleStatus.STOPPED,
+        default_status=default_status,
         description="Nightly backfill: batch recompute + reconciliation of every hour of the "
         "previous day",
     )

@@ -16,7 +16,7 @@ from dagster import (
 
 from pipelines import domain
 from resources.kafka import KafkaResource
-from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key, hour_start_ms
+from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key, hour_start_ms, utc_text
 
 MAX_HOURS_PER_TICK = 24
 
@@ -74,7 +74,12 @@ def build_watermark_sensor(
             return SkipReason(f"watermark unknown: {exc}")
         hours = hours_to_reconcile(watermark, context.cursor, valid=valid)
         if not hours:
-            return SkipReason(f"watermark {watermark}: no new complete hour")
+            closed = (
+                "no window closed yet"
+                if watermark is None
+                else f"windows closed through {utc_text(watermark)}"
+            )
+            return SkipReason(f"{closed}: no new complete hour")
         return SensorResult(
             run_requests=[
                 RunRequest(run_key=f"watermark-{h}", partition_key=h, tags={"trigger": "watermark"})

@@ -152,6 +152,8 @@ def _run_app(topology: Any, streams_config: Any, args: argparse.Namespace) -> in
     stop = _STOP
     if stop.is_set():
         return 0
+    if args.create_topics:
+        _create_topics(topology, streams_config)
     app.start()
     started = time.monotonic()
     try:
@@ -162,6 +164,23 @@ def _run_app(topology: Any, streams_config: Any, args: argparse.Namespace) -> in
         print("application stopped with an error; see the log", file=sys.stderr)
         return 1
     return 0
+
+
+def _create_topics(topology: Any, streams_config: Any) -> None:
+    """``--create-topics``: the sink and dead-letter topics that do not exist yet."""
+    from confluent_kafka.admin import AdminClient
+
+    from streaming.runtime.topics import create_output_topics
+
+    admin = AdminClient(streams_config.clients().admin(client_id="streaming-cli-admin"))
+    created = create_output_topics(
+        admin,
+        topology,
+        streams_config.dead_letter_queue_topic,
+        streams_config.replication_factor,
+    )
+    if created:
+        log.info("created topics %s", ", ".join(created))
 
 
 def _show_progress(app: Any, stop: threading.Event, started: float, quiet: bool) -> None:
@@ -217,6 +236,12 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting")
     run_p.add_argument("--quiet", action="store_true", help="no progress line")
     run_p.add_argument(
+        "--create-topics",
+        action="store_true",
+        help="create the topics the application writes (and its dead-letter topic) that do "
+        "not exist, with its largest input topic's partition count",
+    )
+    run_p.add_argument(
         "--close-timeout", type=float, default=60.0, help="seconds to wait for a clean close"
     )
     run_p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
@@ -229,6 +254,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     sql_p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a setting")
     sql_p.add_argument("--quiet", action="store_true", help="no progress line")
+    sql_p.add_argument(
+        "--create-topics",
+        action="store_true",
+        help="create the topics the application writes (and its dead-letter topic) that do "
+        "not exist, with its largest input topic's partition count",
+    )
     sql_p.add_argument(
         "--close-timeout", type=float, default=60.0, help="seconds to wait for a clean close"
     )

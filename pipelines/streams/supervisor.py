@@ -44,6 +44,7 @@ from typing import Any
 from pipelines.connection import ENV_VARS, Kafka, KafkaConnection
 from pipelines.streams import monitor
 from pipelines.streams.apps import STREAM_APPS, StreamApp
+from pipelines.streams.bad_records import DeadLetterSummary
 from pipelines.streams.config import StreamAppConfig
 
 log = logging.getLogger(__name__)
@@ -191,8 +192,9 @@ class StreamAppRunner:
             **KafkaConnection.of(s.bootstrap_servers).client_config(),
             "processing.guarantee": s.processing_guarantee,
             "state.dir": str(s.state_dir),
-            "default.deserialization.exception.handler": "log_and_continue",
-            "processing.exception.handler": "log_and_continue",
+            # skipped to the dead-letter topic, told in one INFO line a minute
+            "default.deserialization.exception.handler": DeadLetterSummary,
+            "processing.exception.handler": DeadLetterSummary,
             "errors.dead.letter.queue.topic.name": self.config.dead_letter_topic(self.app.name),
         }
         if s.commit_interval_ms is not None:

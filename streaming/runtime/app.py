@@ -50,9 +50,8 @@ from streaming.runtime.standby import StandbyManager
 from streaming.runtime.state_directory import StateDirectory
 from streaming.runtime.thread import StreamThread
 from streaming.runtime.topic_limits import TopicLimitsCache
-from streaming.runtime.topics import InternalTopicManager
+from streaming.runtime.topics import InternalTopicManager, sink_topics
 from streaming.runtime.worker_process import RemoteStore, WorkerProcess
-from streaming.topology.graph import SinkNode
 
 if TYPE_CHECKING:
     from streaming.runtime.listeners import StandbyHandover
@@ -245,20 +244,6 @@ class KafkaStreams:
             self._start_client(lambda: process_id)
             self._start_thread()
 
-    def _sink_topics(self) -> list[str]:
-        """The user topics the topology writes to by name (not internal ones, not topics
-        chosen per record)."""
-        topology = self.topology
-        return sorted(
-            {
-                node.topic
-                for node in topology.nodes.values()
-                if isinstance(node, SinkNode)
-                and node.topic is not None
-                and node.topic not in topology.internal_topics
-            }
-        )
-
     def _start_workers(self) -> None:
         """Spawn the worker processes (they load while this client sets itself up), then
         let them all start their stream threads at once: they join the group together."""
@@ -321,7 +306,7 @@ class KafkaStreams:
             ).setup(self.plan)
             self._partition_counts = dict(self.plan.partitions)
             if not worker:
-                InternalTopicManager(self.admin).check_sink_topics(self._sink_topics())
+                InternalTopicManager(self.admin).check_sink_topics(sink_topics(self.topology))
             if self.config.dead_letter_queue_topic:
                 counts = InternalTopicManager(self.admin).partition_counts(
                     [self.config.dead_letter_queue_topic]

@@ -301,7 +301,8 @@ class StreamTask:
                 value = source.value_serde.deserialize(raw.topic, raw.value)
             except (SerializationError, ValueError, TypeError) as exc:
                 if self._deserialization_handler(raw, exc) == "continue":
-                    log.warning(
+                    # the handler tells the user (log_and_continue: a WARNING per record)
+                    log.debug(
                         "Skipping record %s-%s@%s: deserialization failed: %s",
                         raw.topic,
                         raw.partition,

@@ -152,3 +152,40 @@ class InternalTopicManager:
             if time.monotonic() > deadline:
                 raise InternalTopicError(f"internal topics {sorted(topics)} have no leaders")
             time.sleep(0.05)
+
+
+def sink_topics(topology: Any) -> list[str]:
+    """The user topics ``topology`` writes to by name (not internal ones, not topics
+    chosen per record)."""
+    from streaming.topology.graph import SinkNode
+
+    return sorted(
+        {
+            node.topic
+            for node in topology.nodes.values()
+            if isinstance(node, SinkNode)
+            and node.topic is not None
+            and node.topic not in topology.internal_topics
+        }
+    )
+
+
+def create_output_topics(
+    admin: Any, topology: Any, dead_letter_topic: str | None, replication_factor: int = -1
+) -> list[str]:
+    """Create the topics ``topology`` writes (and its dead-letter topic) that do not exist,
+    with as many partitions as its largest source topic (1 for a dead-letter topic).
+    Returns the topics created. For ``python -m streaming ... --create-topics``: Kafka
+    Streams creates its internal topics only, its sinks are the user's."""
+    from streaming.topology.graph import SourceNode
+
+    manager = InternalTopicManager(admin, replication_factor=replication_factor)
+    sources = {t for n in topology.nodes.values() if isinstance(n, SourceNode) for t in n.topics}
+    partitions = max(manager.partition_counts(sorted(sources)).values(), default=0) or 1
+    wanted = {t: partitions for t in sink_topics(topology)}
+    if dead_letter_topic:
+        wanted[dead_letter_topic] = 1
+    counts = manager.partition_counts(sorted(wanted))
+    missing = {t: (n, {}) for t, n in wanted.items() if not counts[t]}
+    manager.ensure(missing)
+    return sorted(missing)

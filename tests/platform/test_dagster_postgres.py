@@ -218,6 +218,7 @@ def platform(tmp_path_factory) -> Iterator[Platform]:
             "LAKE_ROOT": str(lake),
             "STREAM_STATE_DIR": str(tmp_path_factory.mktemp("state")),
             "PLATFORM_PARTITIONS_START": PARTITIONS_START,
+            "PLATFORM_AUTOMATION": "off",  # every run here is launched by a test
             "GX_ANALYTICS_ENABLED": "false",
             "PYTHONPATH": os.pathsep.join(
                 p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p

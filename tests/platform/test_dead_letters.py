@@ -11,6 +11,7 @@ which refuses records stamped more than an hour ahead (Kafka 4's
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from pathlib import Path
@@ -140,8 +141,43 @@ def _read_all(bootstrap: str, topic: str, expected: int, timeout: float = 60.0) 
     return read_committed(bootstrap, topic, lambda ms: len(ms) >= expected, timeout)
 
 
+def test_unreadable_records_are_told_once_a_minute_not_one_by_one(caplog) -> None:
+    """The platform's handler skips (the runtime dead-letters) and tells the first bad
+    record at once, then one INFO line per minute with the counts per topic and reason."""
+    import logging
+
+    from pipelines.streams.bad_records import DeadLetterSummary
+    from streaming.runtime.errors import ErrorHandlerContext, Response
+
+    now = [0.0]
+    handler = DeadLetterSummary(clock=lambda: now[0])
+
+    def bad(topic: str, exc: Exception) -> Response:
+        ctx = ErrorHandlerContext(topic, 0, 1, NOW, None, "KSTREAM-SOURCE-0000000000", "0_0")
+        return handler.handle(ctx, None, exc)
+
+    with caplog.at_level(logging.INFO, logger="pipelines.streams.bad_records"):
+        assert (
+            bad("orders", ValueError("invalid JSON: unexpected end of data")) is Response.CONTINUE
+        )
+        for i in range(5):
+            now[0] += 10
+            bad("orders" if i % 2 else "clicks", ValueError("invalid JSON: unexpected end of data"))
+        now[0] += 15  # 65 s after the first line
+        bad("orders", TypeError("str is not valid UTF-8"))
+    lines = [r.getMessage() for r in caplog.records if r.name == "pipelines.streams.bad_records"]
+    assert {r.levelname for r in caplog.records} == {"INFO"}
+    assert lines == [
+        "1 unreadable record skipped to the dead-letter topic (orders 1): ValueError: "
+        "invalid JSON: unexpected end of data (1)",
+        "6 unreadable records in the last 65 s skipped to the dead-letter topic (clicks 3, "
+        "orders 3): ValueError: invalid JSON: unexpected end of data (5); TypeError: str is "
+        "not valid UTF-8 (1)",
+    ]
+
+
 def test_far_future_order_goes_to_the_dead_letter_topic_on_a_real_broker(
-    kafka_cluster, tmp_path: Path
+    kafka_cluster, tmp_path: Path, caplog
 ) -> None:
     boot = kafka_cluster.bootstrap_servers
     suffix = uuid.uuid4().hex[:8]
@@ -190,14 +226,33 @@ def test_far_future_order_goes_to_the_dead_letter_topic_on_a_real_broker(
     )
     runner.start()
     try:
-        send(before)
-        send([future])
-        send(after)
-        enriched = _read_all(boot, config.enriched_topic, expected=450)
-        dead = _read_all(boot, dlq_topic, expected=1)
-        assert runner.state == "RUNNING"
+        with caplog.at_level(logging.INFO):
+            send(before)
+            send([future])
+            # undecodable values, as the generator injects them
+            for i, value in enumerate((b'{"order_id": "x', b"\xff\xfe", b"not json")):
+                producer.produce(orders_topic, key=f"bad{i}".encode(), value=value)
+            send(after)
+            enriched = _read_all(boot, config.enriched_topic, expected=450)
+            dead = _read_all(boot, dlq_topic, expected=4)
+            assert runner.state == "RUNNING"
     finally:
         assert runner.close(60)
+    # the bad records are told in one INFO summary, not a WARNING each
+    told = [r for r in caplog.records if r.name == "pipelines.streams.bad_records"]
+    assert len(told) == 1 and told[0].levelname == "INFO", [r.getMessage() for r in told]
+    assert "skipped to the dead-letter topic" in told[0].getMessage()
+    per_record = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name in ("streaming.runtime.errors", "streaming.runtime.task")
+        and r.levelno >= logging.WARNING
+    ]
+    assert not per_record, per_record
+    unreadable = [m for m in dead if m.key().startswith(b"bad")]
+    assert sorted(m.key() for m in unreadable) == [b"bad0", b"bad1", b"bad2"]
+    assert all(HEADER_EXCEPTION in dict(m.headers()) for m in unreadable)
+    dead = [m for m in dead if not m.key().startswith(b"bad")]
 
     ids = sorted(orjson.loads(m.value())["order_id"] for m in enriched)
     assert len(ids) == 450, f"{len(ids)} of 450 good orders came out"

@@ -258,6 +258,7 @@ def test_data_side_is_wired(repo) -> None:
         "stream_watermark_sensor",
         "late_data_sensor",
         "topic_materializations_sensor",
+        "dbt_after_the_lake",
     }
     # lineage runs from the raw topics down to the marts
     graph = repo.asset_graph
@@ -364,3 +365,67 @@ def test_the_local_instance_runs_one_spark_job_at_a_time(tmp_path) -> None:
         if limit["key"] == "platform/compute" and limit.get("value") == "spark"
     ]
     assert spark == [1], queue.tag_concurrency_limits
+
+
+def test_dbt_models_rebuild_with_their_tests_once_the_lake_was_landed(repo) -> None:
+    """The dbt models are not left "never materialized": the automation sensor requests
+    them (and their dbt tests) once the lake tables they read were landed, not before."""
+    from dagster import AssetMaterialization, DagsterInstance, evaluate_automation_conditions
+
+    defs = definitions.build_definitions()
+    graph = repo.asset_graph
+    models = {k for k in graph.get_all_asset_keys() if k.path[0] == "dbt"}
+    sources = {p for m in models for p in graph.get(m).parent_keys if p.path[0] == "lake"}
+    assert sources and models
+    instance = DagsterInstance.ephemeral()
+    first = evaluate_automation_conditions(defs=defs, instance=instance)
+    assert first.total_requested == 0  # nothing landed yet: nothing to build on
+    for key in sources:
+        instance.report_runless_asset_event(AssetMaterialization(key))
+    after = evaluate_automation_conditions(defs=defs, instance=instance, cursor=first.cursor)
+    requested = {r.key for r in after.results if r.true_subset.size}
+    assert models <= requested
+    tests = {k for k in graph.asset_check_keys if k.asset_key in models}
+    assert tests and tests <= requested
+    again = evaluate_automation_conditions(defs=defs, instance=instance, cursor=after.cursor)
+    assert again.total_requested == 0  # requested once per landing
+    sensor = next(s for s in repo.sensor_defs if s.name == "dbt_after_the_lake")
+    assert sensor.default_status.value == "RUNNING"
+
+
+def test_schedules_and_automation_start_per_deployment_setting(monkeypatch) -> None:
+    """Schedules run from the start (their default status); ``PLATFORM_AUTOMATION=off``
+    (``make run --no-schedules``) starts them stopped; a typo fails at load."""
+    from resources.deployment import automation_on
+
+    on = definitions.build_definitions().get_repository_def()
+    assert {s.default_status.value for s in on.schedule_defs} == {"RUNNING"}
+    monkeypatch.setenv("PLATFORM_AUTOMATION", "off")
+    off = definitions.build_definitions().get_repository_def()
+    assert {s.default_status.value for s in off.schedule_defs} == {"STOPPED"}
+    dbt = next(s for s in off.sensor_defs if s.name == "dbt_after_the_lake")
+    assert dbt.default_status.value == "STOPPED"
+    with pytest.raises(ValueError, match="PLATFORM_AUTOMATION='of': use 'on' or 'off'"):
+        automation_on({"PLATFORM_AUTOMATION": "of"})
+
+
+def test_every_asset_is_built_by_something_or_says_it_is_manual(repo) -> None:
+    """Nothing stays "never materialized" without a reason: each asset is reported by the
+    topic sensor (topics written outside runs), built by the hourly job (its schedule and
+    sensors), rebuilt by an automation condition, or its description says it is built by
+    hand and how."""
+    from sensors.topic_materializations import platform_topics
+
+    graph = repo.asset_graph
+    hourly = {
+        key
+        for key in graph.get_all_asset_keys()
+        if graph.get(key).group_name in ("lake", "batch", "reconciliation")
+    }
+    topics = {AssetKey(["kafka", t]) for t in platform_topics()}
+    for key in graph.get_all_asset_keys():
+        node = graph.get(key)
+        if key in topics or key in hourly or node.automation_condition is not None:
+            continue
+        description = node.description or ""
+        assert "Built by hand" in description and "->" in description, key

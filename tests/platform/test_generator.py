@@ -206,7 +206,8 @@ def test_keyed_records_land_on_the_java_default_partition(kafka_cluster) -> None
                 consumer.assign([TopicPartition(topic, p, 0)])
                 got = 0
                 while got < end:
-                    for msg in consumer.consume(500, timeout=5):
+                    # consume() waits for all the messages asked for (or the timeout)
+                    for msg in consumer.consume(min(500, end - got), timeout=10):
                         assert msg.error() is None
                         got += 1
                         seen += 1

@@ -1,6 +1,6 @@
 """``make run``'s console (``pipelines.run``): each child's output goes whole to its log file and
 only its warnings and errors to the console; the run workers log at INFO, not DEBUG; the
-READY line comes once the Dagster UI answers HTTP, with the schedules (turned on) and
+READY line comes once the Dagster UI answers HTTP, with the schedules (running) and
 sensors; a compact status line follows. The last test runs ``python -m pipelines.run`` with a
 real ``dg dev`` against the session broker."""
 
@@ -116,7 +116,6 @@ def test_the_graphql_documents_fit_the_webserver_schema() -> None:
     for document in (
         run.LOCATIONS_QUERY,
         run.INSTIGATORS_QUERY,
-        run.START_SCHEDULE_MUTATION,
         run.IN_FLIGHT_RUNS_QUERY,
         run.TERMINATE_RUNS_MUTATION,
     ):
@@ -146,8 +145,6 @@ def test_ready_and_status_lines() -> None:
         41.6,
         ("LOADED", None),
         repo,
-        ["hourly_batch_reconcile_schedule"],
-        ["nightly_backfill_schedule"],
         True,
         Path(".state/logs"),
     )
@@ -156,14 +153,13 @@ def test_ready_and_status_lines() -> None:
         "streamplatform loaded)"
     )
     assert lines[1] == (
-        "schedules: hourly_batch_reconcile_schedule RUNNING (turned on now), next "
-        "2026-01-01 01:10 UTC; nightly_backfill_schedule STOPPED (stopped in the UI; start "
-        "it there)"
+        "schedules: hourly_batch_reconcile_schedule RUNNING, next 2026-01-01 01:10 UTC; "
+        "nightly_backfill_schedule STOPPED (stopped in the UI)"
     )
     assert lines[2] == "sensors: stream_health_sensor RUNNING"
     assert ".state/logs/<dagster|stream-apps|generator>.log" in lines[3]
     failed = run.ready_lines(
-        "http://x", 1, ("LOADED", "Traceback ...\nImportError: no"), None, [], [], True, Path("l")
+        "http://x", 1, ("LOADED", "Traceback ...\nImportError: no"), None, True, Path("l")
     )
     assert "code location streamplatform FAILED to load: ImportError: no" in failed[0]
 
@@ -354,8 +350,8 @@ def test_make_run_says_ready_once_the_ui_answers(kafka_cluster, tmp_path: Path) 
         assert f"READY: Dagster UI on {url}" in ready
         assert "code location streamplatform loaded" in ready
         schedules = next(line for line in console if line.startswith("[run] schedules:"))
-        assert "hourly_batch_reconcile_schedule RUNNING (turned on now)" in schedules
-        assert "nightly_backfill_schedule RUNNING (turned on now)" in schedules
+        assert "hourly_batch_reconcile_schedule RUNNING, next " in schedules
+        assert "nightly_backfill_schedule RUNNING, next " in schedules
         sensors = next(line for line in console if line.startswith("[run] sensors:"))
         assert "stream_health_sensor RUNNING" in sensors
         # the UI agrees: the schedules are on

@@ -23,6 +23,7 @@ from dagster import (
     SkipReason,
     build_schedule_context,
     build_sensor_context,
+    instance_for_test,
 )
 
 from pipelines.streams import monitor
@@ -119,6 +120,36 @@ def test_late_data_asks_for_one_run_of_an_hour_at_a_time() -> None:
     assert hours_to_request(state, instance, HOURLY_JOB, [hour]) == ([hour], [])
 
 
+def test_the_hourly_schedule_runs_an_hour_the_watermark_sensor_did_not() -> None:
+    """At :10 the schedule requests the hour that just ended, unless it has a run already
+    (the watermark sensor's): one run per hour, and a stalled stream still gets its hour."""
+    from assets.data_defs import HOURLY_JOB_DEF
+    from sensors import build_hourly_schedule
+
+    schedule = build_hourly_schedule(HOURLY_JOB_DEF, PARTITIONS)
+    at = datetime(2025, 1, 1, 3, 10, tzinfo=UTC)
+    with instance_for_test() as instance:
+
+        def tick(when: datetime):
+            return schedule(
+                build_schedule_context(instance=instance, scheduled_execution_time=when)
+            )
+
+        request = tick(at)
+        assert request.partition_key == "2025-01-01-02:00"
+        assert request.run_key == "hourly-2025-01-01-02:00"
+        run = DagsterRun(
+            job_name=HOURLY_JOB,
+            run_id=uuid.uuid4().hex,
+            status=DagsterRunStatus.SUCCESS,
+            tags={"dagster/partition": "2025-01-01-02:00"},
+        )
+        instance.add_run(run)
+        assert "2025-01-01-02:00 already has a run" in tick(at).skip_message
+        early = datetime(2024, 12, 31, 23, 10, tzinfo=UTC)
+        assert "no hourly partition has ended yet" in tick(early).skip_message
+
+
 def test_nightly_backfill_requests_previous_day_as_one_run() -> None:
     from sensors.schedules import RANGE_END_TAG, RANGE_START_TAG
 
@@ -180,7 +211,11 @@ def test_watermark_sensor_requests_complete_hours(kafka_cluster) -> None:
     assert [r.partition_key for r in result.run_requests] == ["2025-01-01-00:00"]
     assert result.run_requests[0].run_key == "watermark-2025-01-01-00:00"
     assert result.cursor == "2025-01-01-00:00"
-    assert isinstance(tick(result.cursor), SkipReason)  # nothing new
+    nothing_new = tick(result.cursor)
+    assert isinstance(nothing_new, SkipReason)
+    assert nothing_new.skip_message == (
+        "windows closed through 2025-01-01 01:05:00 UTC: no new complete hour"
+    )
     _produce(
         kafka_cluster.bootstrap_servers,
         topic,
@@ -318,6 +353,19 @@ def test_health_sensor_observes_lag(kafka_cluster, tmp_path) -> None:
     by_key = {}
     for event in result.asset_events:
         by_key.setdefault(event.asset_key.path[-1], event.metadata)
+    # the health is an evaluation of the application's stream_app_healthy check (WARN)
+    checks = {e.asset_key.path[-1]: e for e in result.asset_events if hasattr(e, "check_name")}
+    assert len(checks) == len(STREAM_APPS)
+    health = checks["revenue-per-region-5m"]
+    assert health.check_name == "stream_app_healthy" and not health.passed
+    assert health.severity.value == "WARN"
+    assert "windowed-revenue lags 1 records (limit 0)" in health.description
+    instance = ctx.instance
+    instance.report_runless_asset_event(health)
+    stored = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        [health.asset_check_key]
+    )
+    assert stored[health.asset_check_key].status.value == "FAILED"
     revenue = by_key["revenue-per-region-5m"]
     assert revenue["consumer_lag_total"].value == 1
     assert revenue["state"].value == "ERROR"
@@ -409,7 +457,7 @@ def test_health_tick_message() -> None:
 
 
 def test_health_sensor_flags_a_stale_supervisor_status(tmp_path) -> None:
-    from sensors.health import app_health
+    from assets.stream_health import app_health
 
     status = {"state": "RUNNING", "health": "RUNNING", "status_age_s": 600.0}
     meta, alerts = app_health("orders-dedup", {"orders-0": 0}, status, max_lag=10)
