@@ -186,6 +186,8 @@ def create_output_topics(
     if dead_letter_topic:
         wanted[dead_letter_topic] = 1
     counts = manager.partition_counts(sorted(wanted))
-    missing = {t: (n, {}) for t, n in wanted.items() if not counts[t]}
+    missing: dict[str, tuple[int, dict[str, str]]] = {
+        t: (n, {}) for t, n in wanted.items() if not counts[t]
+    }
     manager.ensure(missing)
     return sorted(missing)
