@@ -270,8 +270,13 @@ class ActiveTask:
         self.stream_task.add_records(records)
 
     def add_messages(self, topic: str, partition: int, msgs: list[Any]) -> None:
-        """Queue confluent-kafka messages of one partition (see ``StreamTask.add_messages``)."""
-        self.stream_task.add_messages(topic, partition, msgs)
+        """Queue confluent-kafka messages of one partition (see ``StreamTask.add_messages``),
+        but none at or below the last one queued or processed: a poll can return records
+        fetched before a rebalance callback it served (queued once the poll returns), and
+        the new assignment fetches a kept partition again from its committed offset."""
+        msgs = self.partition_group.unseen((topic, partition), msgs)
+        if msgs:
+            self.stream_task.add_messages(topic, partition, msgs)
 
     # -- processing -----------------------------------------------------------------------
 

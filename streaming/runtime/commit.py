@@ -115,8 +115,12 @@ class Committer:
 
     # -- commit ---------------------------------------------------------------------------
 
-    def commit(self) -> bool:
+    def commit(self, *, at_positions: bool = True) -> bool:
         """Commit every running task (see the module docstring); False if nothing to do.
+
+        ``at_positions`` False: a partition is committed after its last processed record,
+        never at the consumer's position. Inside a rebalance callback the position can be
+        past records the same ``consume()`` call returned, which no task has yet.
 
         Client errors surface as the runtime's exceptions (``failures``): a retriable one
         leaves everything as it was, to be committed again after the backoff.
@@ -132,7 +136,7 @@ class Committer:
         metadata: dict[tuple[str, int], str] = {}
         forced: set[tuple[str, int]] = set()  # processor metadata changed (Kafka's KIP-825)
         for task in tasks:
-            task_offsets = task.committable_offsets(self._position)
+            task_offsets = task.committable_offsets(self._position if at_positions else _unknown)
             offsets.update(task_offsets)
             task_metadata, metadata_changed = task.commit_metadata()
             metadata.update(task_metadata)
@@ -408,3 +412,8 @@ class _CallThread:
 
 def _txn_executor(name: str) -> _CallThread:
     return _CallThread(f"{name}-txn")
+
+
+def _unknown(tp: tuple[str, int]) -> int | None:
+    """No consumer position: offsets follow the processed records only."""
+    return None

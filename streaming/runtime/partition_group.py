@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from streaming.runtime.task import StampedRecord
@@ -84,6 +84,16 @@ class PartitionGroup:
             self.stream_time = rec.timestamp
         self.processed_offsets[(rec.topic, rec.partition)] = rec.offset
         return rec
+
+    def unseen(self, tp: TopicPartition, msgs: list[Any]) -> list[Any]:
+        """The consumer messages of ``tp`` (in offset order) after the last record queued
+        or processed for it: after a rebalance a kept partition is fetched again from its
+        committed offset while records polled before the rebalance may be queued already."""
+        queue = self.queues.get(tp)
+        floor = queue[-1].offset if queue else self.processed_offsets.get(tp)
+        if floor is None or not msgs or msgs[0].offset() > floor:
+            return msgs
+        return [m for m in msgs if m.offset() > floor]
 
     def has_records(self) -> bool:
         return any(self.queues.values())

@@ -365,9 +365,13 @@ class StreamThread(threading.Thread):
                 self.task_manager.try_to_complete_restoration(self.reader, self._stop_event.is_set)
             if self.state == PARTITIONS_ASSIGNED and not self.task_manager.has_restoring():
                 self._set_state(THREAD_RUNNING)
-            self._process()
-            self.task_manager.punctuate(self.wall_clock_ms())
-            self._maybe_commit()
+            if self.state != PARTITIONS_REVOKED:
+                # between a revocation and the next assignment nothing is processed (Kafka
+                # suspends the revoked tasks): the group's generation is over, so a commit
+                # would fail and roll the transaction back
+                self._process()
+                self.task_manager.punctuate(self.wall_clock_ms())
+                self._maybe_commit()
         self.collector.poll()
         self.metrics.sample()
         now = time.monotonic()
@@ -556,7 +560,9 @@ class StreamThread(threading.Thread):
                 self._drop_tasks_after_failure(None)
             else:
                 try:
-                    self.committer.commit()
+                    # not at the consumer's positions: the consume() serving this callback
+                    # may have returned records past them that no task has processed
+                    self.committer.commit(at_positions=False)
                 except Exception as exc:
                     log.warning("Commit before revocation failed on %s: %s", self.name, exc)
                     self._drop_tasks_after_failure(exc)

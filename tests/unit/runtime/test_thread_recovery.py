@@ -210,3 +210,38 @@ def test_a_rollback_resumes_the_partitions_it_had_paused(thread_with):
     assert not tasks.paused
     assert built == tasks.assigned
     assert thread.committer.needs_rewind == set(tasks.assigned)
+
+
+# -- records a poll returns across a rebalance -------------------------------------------
+
+
+class _Msg:
+    def __init__(self, offset: int) -> None:
+        self._offset = offset
+
+    def offset(self) -> int:
+        return self._offset
+
+
+def test_a_kept_partition_fetched_again_after_a_rebalance_queues_each_record_once():
+    """A poll returns records fetched before the rebalance callback it served; the new
+    assignment fetches the kept partition again from its committed offset (after the last
+    processed record, where the revocation committed it). Each record is queued once."""
+    from streaming.runtime.partition_group import PartitionGroup
+    from streaming.runtime.task import StampedRecord
+
+    tp = ("orders", 2)
+    group = PartitionGroup([tp])
+
+    def queue(offsets: list[int]) -> None:
+        for m in group.unseen(tp, [_Msg(o) for o in offsets]):
+            group.queue(tp).append(StampedRecord(*tp, m.offset(), 0, None, None, ()))
+
+    queue([10, 11, 12])
+    assert group.next_record().offset == 10  # processed; the revocation commits 11
+    queue([13, 14])  # polled with the revocation, queued after it
+    queue([11, 12, 13, 14, 15])  # the new assignment, fetched from the committed 11
+    assert [r.offset for r in group.queues[tp]] == [11, 12, 13, 14, 15]
+    group.clear()  # a revocation drops what is queued
+    queue([11, 12])  # fetched again from the committed offset
+    assert [r.offset for r in group.queues[tp]] == [11, 12]
