@@ -9,12 +9,14 @@ Assembles:
   reconciliation (blocking checks), Great Expectations checks, dbt models and tests;
 - the ``hourly_batch_reconcile`` job (asset groups ``lake`` + ``batch`` +
   ``reconciliation``, hourly partitions), its hourly schedule and the nightly backfill of the
-  previous day (running unless ``PLATFORM_AUTOMATION=off``);
+  previous day;
 - the dbt models built by the ``dbt_after_the_lake`` automation sensor once the lake they
   read was landed again;
 - the ``stream_app_healthy`` check of every stream application (``assets.stream_health``);
 - sensors: stream watermark -> reconciliation, stream health / consumer lag, late data ->
   batch re-runs, runless materializations of the topics written outside runs;
+- whatever launches runs on its own (schedules, the watermark and late-data sensors, the dbt
+  automation) starts running, or stopped with ``PLATFORM_AUTOMATION=off``;
 - resources of the deployment ``DAGSTER_DEPLOYMENT`` names (``resources.platform_resources``:
   ``local`` embedded default, ``cluster``).
 """
@@ -53,8 +55,8 @@ def build_definitions() -> Definitions:
         ],
         sensors=[
             build_health_sensor(),
-            build_watermark_sensor(partitions_def=partitions),
-            build_late_data_sensor(partitions_def=partitions),
+            build_watermark_sensor(partitions_def=partitions, default_status=automation),
+            build_late_data_sensor(partitions_def=partitions, default_status=automation),
             build_topic_materializations_sensor(),
             build_dbt_automation_sensor(default_status=automation),
         ],

@@ -17,9 +17,9 @@
 4. serves the Dagster UI: ``dg dev -w workspace.yaml -p 3000`` with
    ``DAGSTER_HOME=.dagster`` (instance config from ``platform/dagster.yaml``), and prints
    ``READY`` once the UI answers HTTP (polled) and the code location loaded, with the
-   schedules and sensors and their status. Schedules and the dbt automation run from the
-   start (their default status; ``--no-schedules`` starts them stopped; one stopped or
-   started in the UI keeps that state).
+   schedules and sensors and their status. Schedules and the sensors that launch runs are
+   on from the start (their default status; ``--no-schedules`` starts them stopped; one
+   stopped or started in the UI keeps that state).
 
 The console stays compact: each child's whole output goes to ``.state/logs/<child>.log``
 (``dagster.log``, ``stream-apps.log``, ``generator.log``); the console gets their warnings
@@ -804,8 +804,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-schedules",
         action="store_true",
-        help="start the schedules and the dbt automation stopped (PLATFORM_AUTOMATION=off; "
-        "one started in the UI stays started)",
+        help="start the schedules and the sensors that launch runs stopped "
+        "(PLATFORM_AUTOMATION=off; one started in the UI stays started)",
     )
     parser.add_argument(
         "--status-interval",

@@ -81,15 +81,16 @@ def partitions_start(env: Mapping[str, str] | None = None) -> str:
     return env.get("PLATFORM_PARTITIONS_START") or DEFAULT_PARTITIONS_START
 
 
-#: whether the schedules and the dbt automation start running (``on``, the default) or
-#: stopped (``off``: ``make run --no-schedules``, tests that launch every run themselves)
+#: whether what launches runs on its own (schedules, the watermark and late-data sensors,
+#: the dbt automation) starts running (``on``, the default) or stopped (``off``: ``make run
+#: --no-schedules``, tests that launch every run themselves)
 AUTOMATION_VAR = "PLATFORM_AUTOMATION"
 
 
 def automation_on(env: Mapping[str, str] | None = None) -> bool:
     """``$PLATFORM_AUTOMATION`` (``on`` unless set to ``off``), read when the definitions
-    load: it is the default status of the schedules and of the dbt automation sensor. A
-    schedule stopped or started in the UI keeps that state."""
+    load: the default status of the schedules and of the sensors that launch runs. One
+    stopped or started in the UI keeps that state."""
     env = os.environ if env is None else env
     value = (env.get(AUTOMATION_VAR) or "on").strip().lower()
     if value not in ("on", "off"):

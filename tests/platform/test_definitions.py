@@ -394,8 +394,9 @@ def test_dbt_models_rebuild_with_their_tests_once_the_lake_was_landed(repo) -> N
 
 
 def test_schedules_and_automation_start_per_deployment_setting(monkeypatch) -> None:
-    """Schedules run from the start (their default status); ``PLATFORM_AUTOMATION=off``
-    (``make run --no-schedules``) starts them stopped; a typo fails at load."""
+    """Schedules and the sensors that launch runs are on from the start (their default
+    status); ``PLATFORM_AUTOMATION=off`` (``make run --no-schedules``) starts them stopped;
+    a typo fails at load."""
     from resources.deployment import automation_on
 
     on = definitions.build_definitions().get_repository_def()
@@ -403,8 +404,12 @@ def test_schedules_and_automation_start_per_deployment_setting(monkeypatch) -> N
     monkeypatch.setenv("PLATFORM_AUTOMATION", "off")
     off = definitions.build_definitions().get_repository_def()
     assert {s.default_status.value for s in off.schedule_defs} == {"STOPPED"}
-    dbt = next(s for s in off.sensor_defs if s.name == "dbt_after_the_lake")
-    assert dbt.default_status.value == "STOPPED"
+    statuses = {s.name: s.default_status.value for s in off.sensor_defs}
+    launching = ("dbt_after_the_lake", "stream_watermark_sensor", "late_data_sensor")
+    assert {statuses[n] for n in launching} == {"STOPPED"}
+    # observations only: they keep running
+    assert statuses["stream_health_sensor"] == statuses["topic_materializations_sensor"]
+    assert statuses["stream_health_sensor"] == "RUNNING"
     with pytest.raises(ValueError, match="PLATFORM_AUTOMATION='of': use 'on' or 'off'"):
         automation_on({"PLATFORM_AUTOMATION": "of"})
 

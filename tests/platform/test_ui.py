@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 import requests
 from feeding import feed, wait_caught_up
-from webserver_graphql import LOCATION, REPOSITORY, graphql, location_loaded, stop_sensor
+from webserver_graphql import LOCATION, REPOSITORY, graphql, location_loaded
 
 from pipelines.quality.suites import DATASETS
 from sensors.hours import hour_key
@@ -53,10 +53,30 @@ RECONCILIATION_CHECKS = {
     for name in ("revenue_5m", "revenue_hopping", "fraud_alerts", "click_sessions")
 }
 GX_CHECKS = {f"gx_{dataset.replace('-', '_')}" for dataset in DATASETS}
-# sensors that launch hourly runs on their own: stopped, so the backfill's runs are the
-# only ones building the hours (and the 2 cores are not shared with more Spark sessions)
-RUN_LAUNCHING_SENSORS = ("stream_watermark_sensor", "late_data_sensor")
+# sensors that launch hourly runs on their own: stopped (PLATFORM_AUTOMATION=off), so the
+# backfill's runs are the only ones building the hours (and the 2 cores are not shared with
+# more Spark sessions)
+RUN_LAUNCHING_SENSORS = ("stream_watermark_sensor", "late_data_sensor", "dbt_after_the_lake")
 FINISHED = ("SUCCESS", "FAILURE", "CANCELED")
+
+
+class _Phases:
+    """How long each phase of the UI test took, printed and kept in test-artifacts/."""
+
+    def __init__(self) -> None:
+        self.started = self.last = time.monotonic()
+        self.lines: list[str] = []
+
+    def done(self, name: str) -> None:
+        now = time.monotonic()
+        self.lines.append(f"{now - self.last:7.1f} s  {name}")
+        self.last = now
+
+    def write(self) -> None:
+        self.lines.append(f"{time.monotonic() - self.started:7.1f} s  in all")
+        ARTIFACTS.mkdir(exist_ok=True)
+        (ARTIFACTS / "ui-test-phases.txt").write_text("\n".join(self.lines) + "\n")
+        print("\n".join(self.lines))
 
 
 def _free_port() -> int:
@@ -115,6 +135,19 @@ def dagster_ui(broker, tmp_path_factory) -> Iterator[dict[str, str]]:
             stderr=subprocess.DEVNULL,
         )
         url = f"http://127.0.0.1:{port}"
+        # two hours of events, paced so the applications keep up (nothing dropped as
+        # late but the generator's injected late orders), fed while dg dev loads: with
+        # PLATFORM_AUTOMATION=off no sensor launches a run of the fed hours meanwhile
+        gen = GeneratorConfig(
+            seed=11,
+            start_ms=T0,
+            duration_s=2 * 3600 - 90,
+            orders_per_second=0.5,
+            customers=60,
+        )
+        started = time.monotonic()
+        produced = feed(bootstrap, list(iter_events(gen)), T0)
+        print(f"\nfed {produced} events in {time.monotonic() - started:.0f}s")
         deadline = time.monotonic() + 420
         reloads: list[str] = []
         while time.monotonic() < deadline:
@@ -130,19 +163,7 @@ def dagster_ui(broker, tmp_path_factory) -> Iterator[dict[str, str]]:
         else:
             raise AssertionError("the Dagster UI did not come up in 420 s")
         for name in RUN_LAUNCHING_SENSORS:
-            _stop_sensor_named(url, name)
-        # two hours of events, paced so the applications keep up (nothing dropped as
-        # late but the generator's injected late orders)
-        gen = GeneratorConfig(
-            seed=11,
-            start_ms=T0,
-            duration_s=2 * 3600 - 90,
-            orders_per_second=0.5,
-            customers=60,
-        )
-        started = time.monotonic()
-        produced = feed(bootstrap, list(iter_events(gen)), T0)
-        print(f"\nfed {produced} events in {time.monotonic() - started:.0f}s")
+            assert _sensor_status(url, name) == "STOPPED", name
         yield {"url": url, "bootstrap": bootstrap}
     finally:
         if proc is not None:
@@ -157,7 +178,7 @@ def dagster_ui(broker, tmp_path_factory) -> Iterator[dict[str, str]]:
         supervisor.close(90)
 
 
-def _stop_sensor_named(url: str, name: str) -> None:
+def _sensor_status(url: str, name: str) -> str:
     sensor = graphql(
         url,
         "query($s: SensorSelector!) { sensorOrError(sensorSelector: $s) { __typename "
@@ -171,9 +192,7 @@ def _stop_sensor_named(url: str, name: str) -> None:
         },
     )["sensorOrError"]
     assert sensor["__typename"] == "Sensor", sensor
-    if sensor["sensorState"]["status"] != "RUNNING":
-        return
-    stop_sensor(url, sensor["id"])
+    return sensor["sensorState"]["status"]
 
 
 def _run_ids(url: str) -> set[str]:
@@ -305,6 +324,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
 
     url, bootstrap = dagster_ui["url"], dagster_ui["bootstrap"]
     ARTIFACTS.mkdir(exist_ok=True)
+    phases = _Phases()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1600, "height": 1000})
@@ -333,6 +353,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         )["assetNodes"]
         assert ["kafka", "revenue-per-region-5m"] in [n["assetKey"]["path"] for n in streams]
         page.screenshot(path=str(ARTIFACTS / "dagster-streams-group.png"), full_page=True)
+        phases.done("asset graph pages")
 
         # (1a) the generator launched from the UI: the raw-topics group's "Materialize all"
         # (a burst of events ending now: stream time passes the fed hours, their last
@@ -344,6 +365,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         assert _wait_run(url, run_id) == "SUCCESS"
         page.goto(f"{url}/runs/{run_id}", wait_until="networkidle")
         page.screenshot(path=str(ARTIFACTS / "dagster-materialization-run.png"))
+        phases.done("generator run from the UI")
 
         # (1b) a streaming asset launched from its asset page, running until terminated
         before = _run_ids(url)
@@ -377,10 +399,12 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         assert not failed, failed
         page.goto(f"{url}/runs/{stream_run}", wait_until="networkidle")
         page.screenshot(path=str(ARTIFACTS / "dagster-streaming-run-canceled.png"))
+        phases.done("streaming run started and terminated")
 
         # (2) the lake landed from the UI: the lake group's "Materialize all"; the Great
         # Expectations checks of the lake assets run with them, and pass on the fresh data
         wait_caught_up(bootstrap)  # every result of the fed hours is in the topics
+        phases.done("stream applications caught up")
         before = _run_ids(url)
         page.goto(f"{url}/locations/{REPO_PATH}/asset-groups/lake", wait_until="networkidle")
         page.get_by_role("button", name="Materialize all").first.click(timeout=60_000)
@@ -388,6 +412,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         assert _wait_run(url, lake_run, timeout=900) == "SUCCESS"
         page.goto(f"{url}/runs/{lake_run}", wait_until="networkidle")
         page.screenshot(path=str(ARTIFACTS / "dagster-lake-run.png"))
+        phases.done("lake run from the UI")
         gx = {n: c for n, c in _check_results(url, lake_run).items() if n in GX_CHECKS}
         assert set(gx) == GX_CHECKS, gx
         for name, check in gx.items():
@@ -413,6 +438,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         assert result["__typename"] == "LaunchBackfillSuccess", result
         backfill_id = result["backfillId"]
         backfill = _wait_backfill(url, backfill_id)
+        phases.done("backfill of two hours (batch + reconciliation)")
         page.goto(f"{url}/overview/backfills/{backfill_id}", wait_until="networkidle")
         page.screenshot(path=str(ARTIFACTS / "dagster-backfill.png"))
         runs = backfill["runs"]
@@ -446,3 +472,4 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         page.goto(f"{url}/runs/{run['runId']}", wait_until="networkidle")
         page.screenshot(path=str(ARTIFACTS / "dagster-backfill-run.png"))
         browser.close()
+    phases.write()
