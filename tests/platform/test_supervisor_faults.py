@@ -1,10 +1,13 @@
 """Stream applications survive a broker outage, on a single-node cluster of this module (not
-the session's: it is stopped). Each test stops the broker for about 20 s and restarts it:
+the session's: it is stopped). One outage of about 20 s is seen by three subjects at once,
+each on topics of its own, and each test checks one of them:
 
 - the supervisor (``python -m pipelines.streams.supervisor``, as ``make run`` starts it) runs
   ``orders-dedup``: the process stays alive, its status file and status line report the
   application STALLED since a time with the reason; once the broker is back, without anyone
   acting, new orders come out and the status returns to RUNNING;
+- a second supervisor whose application gives up during the outage (``task.timeout.ms`` of
+  3 s) while orders keep coming: it is restarted once the broker is back, every order once;
 - a Dagster run of the ``orders_dedup`` streaming asset: the run does not fail, its
   observations report the stall, and it finishes with every order written.
 """
@@ -181,140 +184,6 @@ class _Supervisor:
         return self.log_path.read_text(errors="replace")
 
 
-def test_supervisor_reports_a_broker_outage_and_recovers(broker, tmp_path: Path) -> None:
-    boot = broker.bootstrap_servers
-    orders_topic = f"orders-sv-{uuid.uuid4().hex[:6]}"
-    broker.create_topic(orders_topic, partitions=2)
-    sup = _Supervisor(boot, tmp_path, orders_topic)
-    output = _Output(boot, sup.out_topic)
-    stalls: list[dict[str, Any]] = []
-
-    def still_stalled() -> None:
-        assert sup.proc.poll() is None, "the supervisor died while the broker was down"
-        if (s := sup.status()).get("health") == "STALLED":
-            stalls.append(s)
-
-    try:
-        first = _orders("a", 100)
-        _send(boot, first, orders_topic)
-        sup.wait("the first 100 orders", lambda: output.count() >= 100, 90)
-        sup.wait("health RUNNING", lambda: sup.status().get("health") == "RUNNING", 30)
-        _outage(broker, 20, still_stalled)  # the supervisor stays up, the app stalled
-        assert stalls, "no STALLED report while the broker was down"
-        during = stalls[-1]
-        assert during["stalled_since"] is not None
-        assert during["stall_reason"] and during["last_error"], during
-        assert during["stalled_for_s"] >= 10, during
-        assert {s["stalled_since"] for s in stalls} == {during["stalled_since"]}  # one stall
-
-        second = _orders("b", 100)
-        _send(boot, second, orders_topic)
-        sup.wait("all 200 orders", lambda: output.count() >= 200, 180)
-        assert output.ids == Counter(o["order_id"] for o in first + second)  # each once
-        back = sup.wait(
-            "health RUNNING again",
-            lambda: (s := sup.status()).get("health") == "RUNNING" and s,
-            60,
-        )
-        assert back["stalled_since"] is None
-        assert back["last_stall_s"] > 0, back  # the stall that just ended
-        assert back["last_error"], back  # the outage is still on record
-        print("\nstatus during the outage:", json.dumps(during, indent=1))
-        print("status after it:", json.dumps(back, indent=1))
-    finally:
-        output.consumer.close()
-        code = sup.stop()
-    assert code == 0
-    text = sup.log()
-    assert f"stream apps: {APP} STALLED since" in text
-    assert f"stream apps: {APP} RUNNING" in text
-
-
-def test_supervisor_restarts_an_app_that_dies_in_an_outage(broker, tmp_path: Path) -> None:
-    # task.timeout.ms of 3 s: the runtime gives up during the outage (TaskTimeoutException)
-    # and the application stops; the supervisor restarts it once the broker is back.
-    # Orders keep coming throughout (the producer buffers them while the broker is away).
-    boot = broker.bootstrap_servers
-    orders_topic = f"orders-rs-{uuid.uuid4().hex[:6]}"
-    broker.create_topic(orders_topic, partitions=2)
-    sup = _Supervisor(boot, tmp_path, orders_topic, "--set", "task.timeout.ms=3000")
-    output = _Output(boot, sup.out_topic)
-    delivered: set[str] = set()
-    failed: list[Any] = []
-    stop = threading.Event()
-
-    def feed() -> None:
-        producer = Producer(
-            {
-                "bootstrap.servers": boot,
-                "partitioner": "murmur2_random",
-                "message.timeout.ms": 180_000,
-                "logger": QUIET,
-            }
-        )
-
-        def report(err: Any, msg: Any) -> None:
-            if err is not None:
-                failed.append(err)
-            else:
-                delivered.add(msg.key().decode())
-
-        i = 0
-        while not stop.is_set() and i < 20_000:
-            (o,) = _orders(f"f{i}-", 1)
-            producer.produce(
-                orders_topic, key=o["order_id"].encode(), value=orjson.dumps(o), on_delivery=report
-            )
-            producer.poll(0)
-            i += 1
-            time.sleep(0.02)
-        producer.flush(180)
-
-    seen: list[dict[str, Any]] = []
-    done = threading.Event()
-
-    def sample() -> None:  # the status file, every 0.3 s, until the end of the test
-        while not done.wait(0.3):
-            seen.append(sup.status())
-
-    feeder = threading.Thread(target=feed, name="feeder", daemon=True)
-    sampler = threading.Thread(target=sample, name="sampler", daemon=True)
-    try:
-        feeder.start()
-        sampler.start()
-        sup.wait("orders flowing", lambda: output.count() >= 100, 90)
-        _outage(broker, 20, lambda: None)
-        assert sup.proc.poll() is None
-        time.sleep(5)  # orders sent after the outage too
-        stop.set()
-        feeder.join(200)
-        assert not failed, failed[:3]
-        assert len(delivered) > 100
-        sup.wait(f"all {len(delivered)} orders", lambda: output.count() >= len(delivered), 180)
-        # every order once: nothing lost over the restart, nothing written twice
-        assert output.ids == Counter(delivered)
-        # it died (task.timeout.ms) and said so, then was restarted
-        dead = [s for s in seen if s.get("state") in ("ERROR", "NOT_RUNNING", "PENDING_ERROR")]
-        assert dead, sorted({s.get("state") for s in seen})
-        assert all(s["health"] == "STALLED" for s in dead), dead
-        assert any("TaskTimeoutException" in (s.get("last_error") or "") for s in dead), dead
-        back = sup.wait(
-            "health RUNNING again",
-            lambda: (s := sup.status()).get("health") == "RUNNING" and s,
-            60,
-        )
-        assert back["restarts"] >= 1, back
-        assert back["last_restart_at"], back
-        print("\nstatus after the restart:", json.dumps(back, indent=1))
-    finally:
-        stop.set()
-        done.set()
-        output.consumer.close()
-        code = sup.stop()
-    assert code == 0
-    assert "restarted (restart 1)" in sup.log()
-
-
 # Runs the streaming asset in a process of its own (like a Dagster run worker) and writes
 # what the run reported to a JSON file. It leaves with os._exit: a runtime thread still
 # blocked inside librdkafka would otherwise keep the interpreter (and so pytest) waiting.
@@ -364,18 +233,71 @@ os._exit(0)
 """
 
 
-def test_streaming_asset_run_reports_a_broker_outage_and_carries_on(broker, tmp_path: Path) -> None:
-    boot = broker.bootstrap_servers
-    suffix = uuid.uuid4().hex[:6]
-    orders_topic, out_topic = f"orders-fa-{suffix}", f"orders-deduped-fa-{suffix}"
-    broker.create_topic(orders_topic, partitions=2)
-    report_path = tmp_path / "report.json"
+class _Feeder:
+    """Orders sent every 20 ms from a thread until stopped, buffered by the producer while
+    the broker is away; the ids the broker acknowledged and the delivery errors."""
+
+    def __init__(self, boot: str, topic: str) -> None:
+        self.boot, self.topic = boot, topic
+        self.delivered: set[str] = set()
+        self.failed: list[Any] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="feeder", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        producer = Producer(
+            {
+                "bootstrap.servers": self.boot,
+                "partitioner": "murmur2_random",
+                "message.timeout.ms": 180_000,
+                "logger": QUIET,
+            }
+        )
+
+        def report(err: Any, msg: Any) -> None:
+            if err is not None:
+                self.failed.append(err)
+            else:
+                self.delivered.add(msg.key().decode())
+
+        i = 0
+        while not self.stop.is_set() and i < 20_000:
+            (o,) = _orders(f"f{i}-", 1)
+            producer.produce(
+                self.topic, key=o["order_id"].encode(), value=orjson.dumps(o), on_delivery=report
+            )
+            producer.poll(0)
+            i += 1
+            time.sleep(0.02)
+        producer.flush(180)
+
+
+class _Sampler:
+    """A supervisor's status every 0.3 s until stopped."""
+
+    def __init__(self, sup: _Supervisor) -> None:
+        self.seen: list[dict[str, Any]] = []
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="sampler", daemon=True)
+        self.sup = sup
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.done.wait(0.3):
+            self.seen.append(self.sup.status())
+
+
+def _start_run(boot: str, tmp: Path, orders_topic: str, out_topic: str) -> tuple[Any, Path, Path]:
+    """The streaming asset's run in a process of its own; (process, report, log)."""
+    suffix = out_topic.rsplit("-", 1)[-1]
+    report_path, log_path = tmp / "report.json", tmp / "run.log"
     args = {
         "bootstrap": boot,
         "asset_topic": domain.ORDERS_DEDUPED,  # the asset key names the default topic
         "report": str(report_path),
         "resource": {
-            "state_root": str(tmp_path / "state"),
+            "state_root": str(tmp / "run-state"),
             "app_settings": {"orders_topic": orders_topic, "dedup_topic": out_topic},
             "commit_interval_ms": 200,
             "stall_after_s": 20,
@@ -393,7 +315,6 @@ def test_streaming_asset_run_reports_a_broker_outage_and_carries_on(broker, tmp_
             "max_runtime_s": 300,
         },
     }
-    log_path = tmp_path / "run.log"
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONFAULTHANDLER": "1"}
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
@@ -403,22 +324,137 @@ def test_streaming_asset_run_reports_a_broker_outage_and_carries_on(broker, tmp_
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-    output = _Output(boot, out_topic)
-    first, second = _orders("a", 100), _orders("b", 100)
+    return proc, report_path, log_path
+
+
+@pytest.fixture(scope="module")
+def outage(broker, tmp_path_factory) -> dict[str, Any]:
+    """The three subjects started, one broker outage, what each saw and wrote."""
+    boot = broker.bootstrap_servers
+    suffix = uuid.uuid4().hex[:6]
+    topics = {name: f"orders-{name}-{suffix}" for name in ("sv", "rs", "fa")}
+    for topic in topics.values():
+        broker.create_topic(topic, partitions=2)
+    tmp = {name: tmp_path_factory.mktemp(name) for name in topics}
+    reporting = _Supervisor(boot, tmp["sv"], topics["sv"])
+    dying = _Supervisor(boot, tmp["rs"], topics["rs"], "--set", "task.timeout.ms=3000")
+    run_out = f"orders-deduped-fa-{suffix}"
+    run, report_path, run_log = _start_run(boot, tmp["fa"], topics["fa"], run_out)
+    outputs = {
+        "sv": _Output(boot, reporting.out_topic),
+        "rs": _Output(boot, dying.out_topic),
+        "fa": _Output(boot, run_out),
+    }
+    first = {name: _orders(f"a-{name}-", 100) for name in ("sv", "fa")}
+    second = {name: _orders(f"b-{name}-", 100) for name in ("sv", "fa")}
+    stalls: list[dict[str, Any]] = []
+    sampler = _Sampler(dying)
+    feeder = _Feeder(boot, topics["rs"])
+    result: dict[str, Any] = {"first": first, "second": second, "outputs": outputs}
     try:
-        _send(boot, first, orders_topic)
-        _wait("the first 100 orders", lambda: output.count() >= 100, 120, proc)
-        _outage(broker, 20, lambda: None)
-        _send(boot, second, orders_topic)
-        _wait("all 200 orders", lambda: output.count() >= 200, 180, proc)
-        assert output.ids == Counter(o["order_id"] for o in first + second)  # each once
-        proc.wait(240)  # the run stops once caught up (settle_s) or at max_runtime_s
+        for name in ("sv", "fa"):
+            _send(boot, first[name], topics[name])
+        reporting.wait("the first 100 orders", lambda: outputs["sv"].count() >= 100, 90)
+        reporting.wait("health RUNNING", lambda: reporting.status().get("health") == "RUNNING", 30)
+        dying.wait("orders flowing", lambda: outputs["rs"].count() >= 100, 90)
+        _wait("the run's first 100 orders", lambda: outputs["fa"].count() >= 100, 120, run)
+
+        def alive() -> None:
+            assert reporting.proc.poll() is None, "the supervisor died while the broker was down"
+            assert dying.proc.poll() is None, "the supervisor died while the broker was down"
+            if (s := reporting.status()).get("health") == "STALLED":
+                stalls.append(s)
+
+        _outage(broker, 20, alive)
+        result["stalls"] = stalls
+        for name in ("sv", "fa"):
+            _send(boot, second[name], topics[name])
+        time.sleep(5)  # orders sent after the outage too
+        feeder.stop.set()
+        feeder.thread.join(200)
+        result["feeder"] = feeder
+        reporting.wait("all 200 orders", lambda: outputs["sv"].count() >= 200, 180)
+        result["back"] = reporting.wait(
+            "health RUNNING again",
+            lambda: (s := reporting.status()).get("health") == "RUNNING" and s,
+            60,
+        )
+        dying.wait(
+            f"all {len(feeder.delivered)} orders",
+            lambda: outputs["rs"].count() >= len(feeder.delivered),
+            180,
+        )
+        result["restarted"] = dying.wait(
+            "health RUNNING again",
+            lambda: (s := dying.status()).get("health") == "RUNNING" and s,
+            60,
+        )
+        _wait("the run's 200 orders", lambda: outputs["fa"].count() >= 200, 180, run)
+        run.wait(240)  # the run stops once caught up (settle_s) or at max_runtime_s
     finally:
-        output.consumer.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-    assert proc.returncode == 0, log_path.read_text(errors="replace")[-3000:]
+        feeder.stop.set()
+        sampler.done.set()
+        for output in outputs.values():
+            output.consumer.close()
+        result["exit"] = {"sv": reporting.stop(), "rs": dying.stop()}
+        if run.poll() is None:
+            run.kill()
+            run.wait(10)
+    result["dying_seen"] = sampler.seen
+    result["logs"] = {"sv": reporting.log(), "rs": dying.log()}
+    result["run"] = (run.returncode, report_path, run_log)
+    return result
+
+
+def test_supervisor_reports_a_broker_outage_and_recovers(outage) -> None:
+    stalls = outage["stalls"]
+    assert stalls, "no STALLED report while the broker was down"
+    during = stalls[-1]
+    assert during["stalled_since"] is not None
+    assert during["stall_reason"] and during["last_error"], during
+    assert during["stalled_for_s"] >= 10, during
+    assert {s["stalled_since"] for s in stalls} == {during["stalled_since"]}  # one stall
+    first, second = outage["first"]["sv"], outage["second"]["sv"]
+    # each once
+    assert outage["outputs"]["sv"].ids == Counter(o["order_id"] for o in first + second)
+    back = outage["back"]
+    assert back["stalled_since"] is None
+    assert back["last_stall_s"] > 0, back  # the stall that just ended
+    assert back["last_error"], back  # the outage is still on record
+    assert outage["exit"]["sv"] == 0
+    text = outage["logs"]["sv"]
+    assert f"stream apps: {APP} STALLED since" in text
+    assert f"stream apps: {APP} RUNNING" in text
+
+
+def test_supervisor_restarts_an_app_that_dies_in_an_outage(outage) -> None:
+    # task.timeout.ms of 3 s: the runtime gives up during the outage (TaskTimeoutException)
+    # and the application stops; the supervisor restarts it once the broker is back.
+    # Orders keep coming throughout (the producer buffers them while the broker is away).
+    feeder = outage["feeder"]
+    assert not feeder.failed, feeder.failed[:3]
+    assert len(feeder.delivered) > 100
+    # every order once: nothing lost over the restart, nothing written twice
+    assert outage["outputs"]["rs"].ids == Counter(feeder.delivered)
+    # it died (task.timeout.ms) and said so, then was restarted
+    seen = outage["dying_seen"]
+    dead = [s for s in seen if s.get("state") in ("ERROR", "NOT_RUNNING", "PENDING_ERROR")]
+    assert dead, sorted({s.get("state") for s in seen})
+    assert all(s["health"] == "STALLED" for s in dead), dead
+    assert any("TaskTimeoutException" in (s.get("last_error") or "") for s in dead), dead
+    back = outage["restarted"]
+    assert back["restarts"] >= 1, back
+    assert back["last_restart_at"], back
+    assert outage["exit"]["rs"] == 0
+    assert "restarted (restart 1)" in outage["logs"]["rs"]
+
+
+def test_streaming_asset_run_reports_a_broker_outage_and_carries_on(outage) -> None:
+    first, second = outage["first"]["fa"], outage["second"]["fa"]
+    # each once
+    assert outage["outputs"]["fa"].ids == Counter(o["order_id"] for o in first + second)
+    code, report_path, log_path = outage["run"]
+    assert code == 0, log_path.read_text(errors="replace")[-3000:]
     report = json.loads(report_path.read_text())
     assert report["success"], "the run failed"
 
