@@ -27,6 +27,7 @@ CONFORMANCE_SHRINK=0 (skip shrinking), HARNESS_THREADS (JVM worker threads, defa
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -135,8 +136,10 @@ def test_java_reports_errors(java_reference: JavaReference) -> None:
 # ====================================================================== differential tests
 
 
-def _collect_cases(family: str, n: int) -> list[Case]:
-    """Draw n distinct (params, trace) cases for a family with hypothesis (generation only).
+@functools.cache
+def _collect_cases(family: str, n: int) -> tuple[Case, ...]:
+    """Draw n distinct (params, trace) cases for a family with hypothesis (generation only),
+    once per family: its plain and optimized runs check the same cases (same seed).
 
     Hypothesis' generate phase repeats itself a little (mutations of earlier examples), so it
     is asked for more than n and the duplicates are dropped.
@@ -161,7 +164,7 @@ def _collect_cases(family: str, n: int) -> list[Case]:
             collected.append(case)
 
     draw()
-    return collected
+    return tuple(collected)
 
 
 #: the default serdes, cycled through a family's cases
