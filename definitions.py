@@ -12,7 +12,8 @@ Assembles:
   previous day;
 - the dbt models built by the ``dbt_after_the_lake`` automation sensor once the lake they
   read was landed again;
-- the ``stream_app_healthy`` check of every stream application (``assets.stream_health``);
+- the ``stream_app_healthy`` check of every stream application (``assets.stream_health``),
+  declared by its streaming asset;
 - sensors: stream watermark -> reconciliation, stream health / consumer lag, late data ->
   batch re-runs, runless materializations of the topics written outside runs;
 - whatever launches runs on its own (schedules, the watermark and late-data sensors, the dbt
@@ -25,7 +26,6 @@ from dagster import DefaultScheduleStatus, DefaultSensorStatus, Definitions
 
 from assets import data_defs
 from assets.dbt_assets import build_dbt_automation_sensor
-from assets.stream_health import HEALTH_CHECKS
 from assets.streams import STREAM_ASSETS, generator, kappa_replay, kappa_replay_job
 from resources import platform_resources
 from resources.deployment import automation_on
@@ -47,7 +47,7 @@ def build_definitions() -> Definitions:
     automation = DefaultSensorStatus.RUNNING if on else DefaultSensorStatus.STOPPED
     return Definitions(
         assets=[generator, *STREAM_ASSETS, kappa_replay, *data_defs.ASSETS],
-        asset_checks=[*data_defs.ASSET_CHECKS, *HEALTH_CHECKS],
+        asset_checks=list(data_defs.ASSET_CHECKS),
         jobs=[kappa_replay_job, *data_defs.JOBS],
         schedules=[
             build_hourly_schedule(data_defs.HOURLY_JOB_DEF, partitions, default_status=schedules),

@@ -1,8 +1,9 @@
 """Stream health as asset checks: ``stream_app_healthy`` on the first output asset of every
-stream application (its consumer lag, state and health). ``stream_health_sensor`` records an
-evaluation of each every tick (a runless check evaluation, WARN when unhealthy), so the
-asset page shows whether the application is healthy now and since when it was not;
-"Execute" on the check evaluates it at once.
+stream application (its consumer lag, state and health), declared by the application's
+streaming asset. ``stream_health_sensor`` records an evaluation of each every tick (a
+runless check evaluation, WARN when unhealthy), so the asset page shows whether the
+application is healthy now and since when it was not; a run of the streaming asset
+evaluates it once more when it ends.
 
 Lag comes from Kafka (committed offsets of the consumer group ``application.id``), so it is
 right wherever the applications run; state, throughput and health come from the
@@ -24,12 +25,10 @@ from typing import Any
 from dagster import (
     AssetCheckEvaluation,
     AssetCheckKey,
-    AssetCheckResult,
-    AssetChecksDefinition,
     AssetCheckSeverity,
+    AssetCheckSpec,
     AssetKey,
     MetadataValue,
-    asset_check,
 )
 
 from assets.keys import kafka_key
@@ -188,30 +187,19 @@ def health_evaluation(
     )
 
 
-def build_health_check(app: StreamApp) -> AssetChecksDefinition:
-    """The ``stream_app_healthy`` check of ``app``, evaluated now when executed."""
-
-    @asset_check(
+def health_check_spec(app: StreamApp) -> AssetCheckSpec:
+    """The ``stream_app_healthy`` check of ``app``: declared by its streaming asset (a run
+    of the asset reports the application's health at its end), evaluated every minute by
+    ``stream_health_sensor``."""
+    return AssetCheckSpec(
+        HEALTH_CHECK,
         asset=health_asset_key(app),
-        name=HEALTH_CHECK,
         description=f"The `{app.name}` application is healthy: running (not stalled, not in "
         "ERROR), its consumer lag within the limit; evaluated every minute by "
-        "stream_health_sensor (WARN when not)",
+        "stream_health_sensor and at the end of a run of the asset (WARN when not)",
     )
-    def _healthy(kafka: KafkaResource, stream_apps: StreamAppsResource) -> AssetCheckResult:
-        observed = observe_apps(kafka, stream_apps, [app.name])
-        meta, alerts = observed.apps[app.name], observed.alerts[app.name]
-        return AssetCheckResult(
-            passed=not alerts,
-            severity=AssetCheckSeverity.WARN,
-            metadata=meta,
-            description=health_description(meta, alerts),
-        )
-
-    return _healthy
 
 
-HEALTH_CHECKS = [build_health_check(app) for app in STREAM_APPS.values()]
 HEALTH_CHECK_KEYS = [
     AssetCheckKey(health_asset_key(app), HEALTH_CHECK) for app in STREAM_APPS.values()
 ]

@@ -49,6 +49,7 @@ from dagster import (
 from pydantic import Field
 
 from assets.keys import kafka_key
+from assets.stream_health import HEALTH_CHECK, health_asset_key, health_check_spec
 from pipelines import domain
 from pipelines.streams import kappa, monitor
 from pipelines.streams.apps import STREAM_APPS, StreamApp
@@ -273,6 +274,7 @@ def build_stream_asset(app: StreamApp) -> Any:
             )
             for t in outputs
         ],
+        check_specs=[health_check_spec(app)],
         description=f"Streaming: runs the `{app.name}` application. {app.description}.",
         op_tags={"streaming": "long-running"},
     )
@@ -399,6 +401,15 @@ def build_stream_asset(app: StreamApp) -> Any:
                 asset_key=kafka_key(topic),
                 metadata={**meta, **({} if offsets is None else {"end_offsets": offsets})},
             )
+        # the application's health when the run ended (before closing it)
+        yield AssetCheckResult(
+            asset_key=health_asset_key(app),
+            check_name=HEALTH_CHECK,
+            passed=last_health == "RUNNING",
+            severity=AssetCheckSeverity.WARN,
+            metadata=meta,
+            description=f"at the end of the run: {last_health}",
+        )
 
     return _stream
 

@@ -66,6 +66,9 @@ class Platform:
     url: str
     logs: Path
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    #: the sensors running by default that the fixture stopped (PLATFORM_AUTOMATION=off
+    #: starts the ones that launch runs stopped already)
+    stopped_sensors: set[str] = field(default_factory=set)
 
     def start_daemon(self) -> None:
         """``dagster-daemon run`` (queued runs, sensors, schedules, run monitoring), once."""
@@ -248,9 +251,10 @@ def platform(tmp_path_factory) -> Iterator[Platform]:
                 time.sleep(1)
             # quiet until a test starts one: every sensor is stopped before the daemon
             # runs (the stop is stored in Postgres)
-            for sensor in _sensors(deployment.url).values():
+            for name, sensor in _sensors(deployment.url).items():
                 if sensor["sensorState"]["status"] == "RUNNING":
                     stop_sensor(deployment.url, sensor["id"])
+                    deployment.stopped_sensors.add(name)
             yield deployment
     finally:
         _stop(list(procs.values()))
@@ -298,7 +302,8 @@ def test_instance_storage_is_postgres_and_runs_are_queued(platform: Platform) ->
         for s in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
         if s.status == InstigatorStatus.STOPPED
     }
-    assert set(_sensors(platform.url)) - {HEALTH_SENSOR} <= stopped, stopped
+    assert platform.stopped_sensors - {HEALTH_SENSOR}, platform.stopped_sensors
+    assert platform.stopped_sensors - {HEALTH_SENSOR} <= stopped, stopped
     # the password of DAGSTER_PG_PASSWORD is the one that lets a client in
     wrong = platform.postgres.url.replace(platform.postgres.password, "wrong-password")
     with pytest.raises(psycopg2.OperationalError, match="password authentication failed"):
