@@ -80,14 +80,7 @@ def app_health(
         ):
             if field in status:
                 meta[field] = status[field]
-        if status.get("closed_window_watermark") is not None:
-            # window end through which results are final, shown as a date
-            meta["closed_window_watermark"] = MetadataValue.timestamp(
-                status["closed_window_watermark"] / 1000
-            )
-        for field in HEALTH_FIELDS:
-            if status.get(field) is not None:
-                meta[field] = status[field]
+        meta.update(watermark_and_health_metadata(status))
         if meta["state"] in BAD_STATES:
             alerts.append(f"{app} is {meta['state']}")
         if status.get("health") == "STALLED":
@@ -102,6 +95,21 @@ def app_health(
             )
     meta["healthy"] = not alerts
     return meta, alerts
+
+
+def watermark_and_health_metadata(status: dict[str, Any]) -> dict[str, Any]:
+    """The closed-window watermark (as a date) and the health fields of an application's
+    status (``StreamAppRunner.watch``: RUNNING / STALLED since when and why / restarts)."""
+    meta: dict[str, Any] = {}
+    if status.get("closed_window_watermark") is not None:
+        # window end through which results are final, shown as a date
+        meta["closed_window_watermark"] = MetadataValue.timestamp(
+            status["closed_window_watermark"] / 1000
+        )
+    for name in HEALTH_FIELDS:
+        if status.get(name) is not None:
+            meta[name] = status[name]
+    return meta
 
 
 @dataclass

@@ -49,12 +49,16 @@ from dagster import (
 from pydantic import Field
 
 from assets.keys import kafka_key
-from assets.stream_health import HEALTH_CHECK, health_asset_key, health_check_spec
+from assets.stream_health import (
+    HEALTH_CHECK,
+    health_asset_key,
+    health_check_spec,
+    watermark_and_health_metadata,
+)
 from pipelines import domain
 from pipelines.streams import kappa, monitor
 from pipelines.streams.apps import STREAM_APPS, StreamApp
 from pipelines.streams.config import StreamAppConfig
-from pipelines.streams.monitor import HEALTH_FIELDS
 from pipelines.streams.supervisor import quiet_dropped_record_warnings
 from resources.kafka import KafkaResource
 from resources.stream_apps import StreamAppsResource
@@ -186,15 +190,7 @@ def _status_metadata(status: dict[str, Any]) -> dict[str, Any]:
         meta["query_url"] = MetadataValue.url(status["query_url"])
     if "closed_windows" in status:
         meta["closed_windows"] = status["closed_windows"]
-    if status.get("closed_window_watermark") is not None:
-        # window end through which results are final, shown as a date
-        meta["closed_window_watermark"] = MetadataValue.timestamp(
-            status["closed_window_watermark"] / 1000
-        )
-    # health (StreamAppRunner.watch): RUNNING / STALLED since when and why / restarts
-    for field in HEALTH_FIELDS:
-        if status.get(field) is not None:
-            meta[field] = status[field]
+    meta.update(watermark_and_health_metadata(status))
     return meta
 
 
