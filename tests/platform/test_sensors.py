@@ -48,6 +48,18 @@ T0 = int(datetime(2025, 1, 1, tzinfo=UTC).timestamp() * 1000)
 PARTITIONS = HourlyPartitionsDefinition(start_date="2025-01-01-00:00")
 
 
+def _add_run(instance: DagsterInstance, status: DagsterRunStatus, hour: str) -> DagsterRun:
+    """A run of the hourly job for partition ``hour``, recorded in ``instance``."""
+    run = DagsterRun(
+        job_name=HOURLY_JOB,
+        run_id=uuid.uuid4().hex,
+        status=status,
+        tags={"dagster/partition": hour},
+    )
+    instance.add_run(run)
+    return run
+
+
 def test_hour_keys_round_trip() -> None:
     assert hour_key(T0) == "2025-01-01-00:00"
     assert hour_key(T0 + H + 59 * M) == "2025-01-01-01:00"
@@ -97,14 +109,7 @@ def test_late_data_asks_for_one_run_of_an_hour_at_a_time() -> None:
     state = LateDataState(late={hour: 2}, late_at={hour: time.time() - 60})
 
     def add_run(status: DagsterRunStatus) -> DagsterRun:
-        run = DagsterRun(
-            job_name=HOURLY_JOB,
-            run_id=uuid.uuid4().hex,
-            status=status,
-            tags={"dagster/partition": hour},
-        )
-        instance.add_run(run)
-        return run
+        return _add_run(instance, status, hour)
 
     assert hours_to_request(state, instance, HOURLY_JOB, [hour]) == ([hour], [])
     running = add_run(DagsterRunStatus.STARTED)  # e.g. the watermark sensor's run
@@ -138,13 +143,7 @@ def test_the_hourly_schedule_runs_an_hour_the_watermark_sensor_did_not() -> None
         request = tick(at)
         assert request.partition_key == "2025-01-01-02:00"
         assert request.run_key == "hourly-2025-01-01-02:00"
-        run = DagsterRun(
-            job_name=HOURLY_JOB,
-            run_id=uuid.uuid4().hex,
-            status=DagsterRunStatus.SUCCESS,
-            tags={"dagster/partition": "2025-01-01-02:00"},
-        )
-        instance.add_run(run)
+        _add_run(instance, DagsterRunStatus.SUCCESS, "2025-01-01-02:00")
         assert "2025-01-01-02:00 already has a run" in tick(at).skip_message
         early = datetime(2024, 12, 31, 23, 10, tzinfo=UTC)
         assert "no hourly partition has ended yet" in tick(early).skip_message
@@ -294,13 +293,7 @@ def test_late_data_sensor_requests_reruns(kafka_cluster) -> None:
     assert third.run_requests[0].run_key != result.run_requests[0].run_key
     # while a run of the hour is running, more late orders ask for nothing; once it has
     # finished, one run for them
-    running = DagsterRun(
-        job_name=HOURLY_JOB,
-        run_id=uuid.uuid4().hex,
-        status=DagsterRunStatus.STARTED,
-        tags={"dagster/partition": "2025-01-01-00:00"},
-    )
-    instance.add_run(running)
+    running = _add_run(instance, DagsterRunStatus.STARTED, "2025-01-01-00:00")
     _produce(kafka_cluster.bootstrap_servers, topic, [order(101, T0 + 22 * M)])
     fourth = tick(third.cursor)
     assert not fourth.run_requests
