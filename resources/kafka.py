@@ -66,6 +66,10 @@ class KafkaResource(ConfigurableResource):
         ``TimeoutError`` when the topic's tail cannot be read in ``timeout`` seconds."""
         return monitor.closed_window_watermark(self.connection, topic, timeout=timeout)
 
+    def has_records_between(self, topic: str, start_ms: int, end_ms: int) -> bool:
+        """Whether ``topic`` holds a record timestamped in ``[start_ms, end_ms)``."""
+        return monitor.has_records_between(self.connection, topic, start_ms, end_ms)
+
     def ensure_topics(self, topics: dict[str, int]) -> list[str]:
         """Create missing topics (name -> partitions)."""
         return monitor.ensure_topics(self.connection, topics)

@@ -11,7 +11,9 @@ from dagster import (
     schedule,
 )
 
-from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key
+from pipelines import domain
+from resources.kafka import KafkaResource
+from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key, hour_start_ms
 from sensors.runs import latest_run_created
 
 # the run tags Dagster reads a partition range from (a single-run backfill)
@@ -31,11 +33,14 @@ def build_hourly_schedule(
     partitions_def: Any,
     minute_of_hour: int = 10,
     default_status: DefaultScheduleStatus = DefaultScheduleStatus.RUNNING,
+    orders_topic: str = domain.ORDERS,
 ) -> Any:
     """Run ``job`` every hour at ``minute_of_hour`` for the hour that just ended (the grace
     period has passed by then), unless that hour already has a run: the watermark sensor
     starts it as soon as the stream closes the hour; the schedule is the fallback for a
-    stream that stalled (its hour reconciles red instead of never)."""
+    stream that stalled (its hour reconciles red instead of never). An hour without a
+    single order in ``orders_topic`` (before the platform first ran, or while it was off)
+    is skipped: there is nothing to reconcile."""
 
     @schedule(
         cron_schedule=f"{minute_of_hour} * * * *",
@@ -46,7 +51,7 @@ def build_hourly_schedule(
         description="Hourly batch recompute + reconciliation of the hour that just ended, "
         "when the watermark sensor has not run it yet",
     )
-    def hourly_batch_reconcile_schedule(context: ScheduleEvaluationContext):
+    def hourly_batch_reconcile_schedule(context: ScheduleEvaluationContext, kafka: KafkaResource):
         ended = context.scheduled_execution_time.timestamp() - HOUR_MS / 1000
         first = partitions_def.get_first_partition_key()
         if first is None or ended < partitions_def.start_time_for_partition_key(first).timestamp():
@@ -54,6 +59,14 @@ def build_hourly_schedule(
         hour = partitions_def.get_partition_key_for_timestamp(ended)
         if latest_run_created(context.instance, job.name, hour) is not None:
             return SkipReason(f"hour {hour} already has a run (the watermark sensor's)")
+        start = hour_start_ms(hour)
+        try:
+            has_orders = kafka.has_records_between(orders_topic, start, start + HOUR_MS)
+        except Exception as exc:  # unknown: run the hour, as a fallback should
+            context.log.warning(f"could not look up {orders_topic} for hour {hour}: {exc}")
+            has_orders = True
+        if not has_orders:
+            return SkipReason(f"no orders in hour {hour} (the platform was not running)")
         return RunRequest(run_key=f"hourly-{hour}", partition_key=hour, tags={"trigger": "hourly"})
 
     return hourly_batch_reconcile_schedule

@@ -253,6 +253,40 @@ def end_offsets(bootstrap: Kafka, topic: str, timeout: float = 10.0) -> dict[int
         consumer.close()
 
 
+def has_records_between(
+    bootstrap: Kafka, topic: str, start_ms: int, end_ms: int, timeout: float = 10.0
+) -> bool:
+    """Whether ``topic`` holds a record timestamped in ``[start_ms, end_ms)``, by the
+    brokers' time index: in some partition the first record at or after ``start_ms``
+    comes before the first record at or after ``end_ms``."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    parts = topic_partitions(bootstrap, topic, timeout)
+    if not parts:
+        return False
+    consumer = Consumer(
+        _client_config(bootstrap, **{"group.id": f"monitor-{uuid.uuid4().hex[:8]}"})
+    )
+    try:
+
+        def first_at(ts: int) -> dict[int, int]:
+            found = consumer.offsets_for_times(
+                [TopicPartition(topic, p, ts) for p in parts], timeout=timeout
+            )
+            return {tp.partition: tp.offset for tp in found}
+
+        starts, ends = first_at(start_ms), first_at(end_ms)
+        for p in parts:
+            high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
+            start = starts[p] if starts[p] >= 0 else high  # -1: no record that late
+            end = ends[p] if ends[p] >= 0 else high
+            if start < end:
+                return True
+        return False
+    finally:
+        consumer.close()
+
+
 def consumer_lag(
     bootstrap: Kafka,
     group: str,

@@ -125,28 +125,51 @@ def test_late_data_asks_for_one_run_of_an_hour_at_a_time() -> None:
     assert hours_to_request(state, instance, HOURLY_JOB, [hour]) == ([hour], [])
 
 
-def test_the_hourly_schedule_runs_an_hour_the_watermark_sensor_did_not() -> None:
+def test_the_hourly_schedule_runs_an_hour_the_watermark_sensor_did_not(kafka_cluster) -> None:
     """At :10 the schedule requests the hour that just ended, unless it has a run already
-    (the watermark sensor's): one run per hour, and a stalled stream still gets its hour."""
+    (the watermark sensor's): one run per hour, and a stalled stream still gets its hour.
+    An hour without orders (the platform was not running yet) is skipped, not reconciled
+    red for lack of data."""
     from assets.data_defs import HOURLY_JOB_DEF
     from sensors import build_hourly_schedule
 
-    schedule = build_hourly_schedule(HOURLY_JOB_DEF, PARTITIONS)
-    at = datetime(2025, 1, 1, 3, 10, tzinfo=UTC)
+    orders = f"orders-{uuid.uuid4().hex[:6]}"
+    kafka_cluster.create_topic(orders, partitions=2)
+    # the platform ran from 02:50 to 04:05: orders in hours 02 and 04, none in hour 03
+    _produce(
+        kafka_cluster.bootstrap_servers,
+        orders,
+        [(f"c{i}", {"order_id": f"o{i}"}, T0 + 2 * H + 50 * M + i * M) for i in range(10)]
+        + [(f"c{i}", {"order_id": f"p{i}"}, T0 + 4 * H + i * M) for i in range(5)],
+    )
+    kafka = KafkaResource(bootstrap_servers=kafka_cluster.bootstrap_servers)
+    schedule = build_hourly_schedule(HOURLY_JOB_DEF, PARTITIONS, orders_topic=orders)
     with instance_for_test() as instance:
 
-        def tick(when: datetime):
+        def tick(hour: int):
+            when = datetime(2025, 1, 1, hour, 10, tzinfo=UTC)
             return schedule(
-                build_schedule_context(instance=instance, scheduled_execution_time=when)
+                build_schedule_context(
+                    instance=instance, scheduled_execution_time=when, resources={"kafka": kafka}
+                )
             )
 
-        request = tick(at)
+        request = tick(3)
         assert request.partition_key == "2025-01-01-02:00"
         assert request.run_key == "hourly-2025-01-01-02:00"
         _add_run(instance, DagsterRunStatus.SUCCESS, "2025-01-01-02:00")
-        assert "2025-01-01-02:00 already has a run" in tick(at).skip_message
-        early = datetime(2024, 12, 31, 23, 10, tzinfo=UTC)
-        assert "no hourly partition has ended yet" in tick(early).skip_message
+        assert "2025-01-01-02:00 already has a run" in tick(3).skip_message
+        assert "no orders in hour 2025-01-01-01:00" in tick(2).skip_message
+        assert "no orders in hour 2025-01-01-03:00" in tick(4).skip_message
+        assert tick(5).partition_key == "2025-01-01-04:00"
+        early = schedule(
+            build_schedule_context(
+                instance=instance,
+                scheduled_execution_time=datetime(2024, 12, 31, 23, 10, tzinfo=UTC),
+                resources={"kafka": kafka},
+            )
+        )
+        assert "no hourly partition has ended yet" in early.skip_message
 
 
 def test_nightly_backfill_requests_previous_day_as_one_run() -> None:

@@ -49,14 +49,15 @@ def _wait(
     what: str, check: Callable[[], Any], timeout: float, proc: subprocess.Popen | None = None
 ) -> Any:
     """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds or
-    when the supervisor process (if any) exits."""
+    when the process (if any) has exited without ``check`` holding. A process that ends by
+    itself once its work is done (a streaming run that stops when caught up) passes."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if proc is not None:
-            assert proc.poll() is None, f"the supervisor exited ({proc.returncode}): {what}"
+        exited = proc is not None and proc.poll() is not None
         result = check()
         if result:
             return result
+        assert not exited, f"the process exited ({proc.returncode}) before {what}"
         time.sleep(0.5)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
