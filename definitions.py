@@ -18,6 +18,8 @@ Assembles:
   batch re-runs, runless materializations of the topics written outside runs;
 - whatever launches runs on its own (schedules, the watermark and late-data sensors, the dbt
   automation) starts running, or stopped with ``PLATFORM_AUTOMATION=off``;
+- runs launched from the asset graph execute in one process, a streaming asset's run with
+  a process per step (``assets.executor``);
 - resources of the deployment ``DAGSTER_DEPLOYMENT`` names (``resources.platform_resources``:
   ``local`` embedded default, ``cluster``).
 """
@@ -26,6 +28,7 @@ from dagster import DefaultScheduleStatus, DefaultSensorStatus, Definitions
 
 from assets import data_defs
 from assets.dbt_assets import build_dbt_automation_sensor
+from assets.executor import platform_executor
 from assets.streams import STREAM_ASSETS, generator, kappa_replay, kappa_replay_job
 from resources import platform_resources
 from resources.deployment import automation_on
@@ -61,6 +64,7 @@ def build_definitions() -> Definitions:
             build_dbt_automation_sensor(default_status=automation),
         ],
         resources=platform_resources(),
+        executor=platform_executor,
     )
 
 

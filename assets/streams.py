@@ -48,6 +48,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.executor import STREAMING_OP_TAG
 from assets.keys import kafka_key
 from assets.stream_health import (
     HEALTH_CHECK,
@@ -272,7 +273,7 @@ def build_stream_asset(app: StreamApp) -> Any:
         ],
         check_specs=[health_check_spec(app)],
         description=f"Streaming: runs the `{app.name}` application. {app.description}.",
-        op_tags={"streaming": "long-running"},
+        op_tags=dict([STREAMING_OP_TAG]),
     )
     def _stream(
         context: AssetExecutionContext,

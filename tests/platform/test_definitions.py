@@ -434,3 +434,28 @@ def test_every_asset_is_built_by_something_or_says_it_is_manual(repo) -> None:
             continue
         description = node.description or ""
         assert "Built by hand" in description and "->" in description, key
+
+
+def test_asset_runs_share_one_process_but_a_streaming_run(repo) -> None:
+    """A run launched from the asset graph executes in its own process (one Spark session
+    for every Spark step of a backfill); a streaming asset's run keeps a process per step,
+    so that Terminate stops its application cleanly and ends the run CANCELED."""
+    from dagster._core.execution.api import create_execution_plan
+
+    from assets.executor import has_streaming_step
+
+    job = repo.get_implicit_global_asset_job_def()
+    assert job.executor_def.name == "platform_executor"
+    from pipelines.streams.config import StreamAppConfig
+
+    topics = STREAM_APPS["windowed-revenue"].output_topics(StreamAppConfig())
+    selections = {
+        "streaming": {AssetKey(["kafka", t]) for t in topics} & _keys(repo),
+        "lake": {AssetKey(["lake", domain.ORDERS]), AssetKey(["lake", domain.CLICKS])},
+        "batch": {AssetKey(["batch", "revenue_5m"])},
+    }
+    kinds = {
+        name: has_streaming_step(create_execution_plan(job.get_subset(asset_selection=keys)))
+        for name, keys in selections.items()
+    }
+    assert kinds == {"streaming": True, "lake": False, "batch": False}

@@ -146,13 +146,13 @@ def test_the_hourly_schedule_runs_an_hour_the_watermark_sensor_did_not(kafka_clu
     schedule = build_hourly_schedule(HOURLY_JOB_DEF, PARTITIONS, orders_topic=orders)
     with instance_for_test() as instance:
 
-        def tick(hour: int):
-            when = datetime(2025, 1, 1, hour, 10, tzinfo=UTC)
-            return schedule(
-                build_schedule_context(
-                    instance=instance, scheduled_execution_time=when, resources={"kafka": kafka}
-                )
-            )
+        def tick(hour: int, day: datetime = datetime(2025, 1, 1, tzinfo=UTC)):
+            when = day.replace(hour=hour, minute=10)
+            # entered: the context closes the resources (and the instance they hold) it built
+            with build_schedule_context(
+                instance=instance, scheduled_execution_time=when, resources={"kafka": kafka}
+            ) as context:
+                return schedule(context)
 
         request = tick(3)
         assert request.partition_key == "2025-01-01-02:00"
@@ -162,14 +162,10 @@ def test_the_hourly_schedule_runs_an_hour_the_watermark_sensor_did_not(kafka_clu
         assert "no orders in hour 2025-01-01-01:00" in tick(2).skip_message
         assert "no orders in hour 2025-01-01-03:00" in tick(4).skip_message
         assert tick(5).partition_key == "2025-01-01-04:00"
-        early = schedule(
-            build_schedule_context(
-                instance=instance,
-                scheduled_execution_time=datetime(2024, 12, 31, 23, 10, tzinfo=UTC),
-                resources={"kafka": kafka},
-            )
+        assert (
+            "no hourly partition has ended yet"
+            in tick(23, datetime(2024, 12, 31, tzinfo=UTC)).skip_message
         )
-        assert "no hourly partition has ended yet" in early.skip_message
 
 
 def test_nightly_backfill_requests_previous_day_as_one_run() -> None:

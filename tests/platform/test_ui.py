@@ -269,6 +269,16 @@ def _events(url: str, run_id: str) -> list[dict[str, Any]]:
             return events
 
 
+def _executed(url: str, run_id: str) -> str:
+    """How the run's steps were executed, read from its executor's engine event."""
+    messages = [e.get("message") or "" for e in _events(url, run_id)]
+    if any(m.startswith("Executing steps in process") for m in messages):
+        return "in process"
+    if any(m.startswith("Executing steps using multiprocess executor") for m in messages):
+        return "per step"
+    return "unknown"
+
+
 def _check_results(url: str, run_id: str) -> dict[str, dict[str, Any]]:
     """The asset check evaluations of a run by check name."""
     return {
@@ -397,6 +407,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
             e for e in _events(url, stream_run) if e["__typename"] == "ExecutionStepFailureEvent"
         ]
         assert not failed, failed
+        assert _executed(url, stream_run) == "per step", "a streaming run has its step process"
         page.goto(f"{url}/runs/{stream_run}", wait_until="networkidle")
         page.screenshot(path=str(ARTIFACTS / "dagster-streaming-run-canceled.png"))
         phases.done("streaming run started and terminated")
@@ -413,6 +424,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         page.goto(f"{url}/runs/{lake_run}", wait_until="networkidle")
         page.screenshot(path=str(ARTIFACTS / "dagster-lake-run.png"))
         phases.done("lake run from the UI")
+        assert _executed(url, lake_run) == "in process"  # one process for the 16 steps
         gx = {n: c for n, c in _check_results(url, lake_run).items() if n in GX_CHECKS}
         assert set(gx) == GX_CHECKS, gx
         for name, check in gx.items():
@@ -459,6 +471,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         assert {tuple(k["path"]) for k in run["assetSelection"]} == {
             tuple(k["path"]) for k in selection
         }, run["assetSelection"]
+        assert _executed(url, run["runId"]) == "in process"  # one Spark session
         tags = {t["key"]: t["value"] for t in run["tags"]}
         assert tags.get("dagster/asset_partition_range_start") == HOURS[0], tags
         assert tags.get("dagster/asset_partition_range_end") == HOURS[-1], tags
