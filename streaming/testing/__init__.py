@@ -8,6 +8,7 @@ from streaming.testing.driver import (
     TopologyTestDriver,
 )
 from streaming.testing.kafka_cluster import KafkaClusterError, LocalKafkaCluster
+from streaming.testing.ports import free_port, free_port_pair
 
 __all__ = [
     "KafkaClusterError",
@@ -17,4 +18,6 @@ __all__ = [
     "TestOutputTopic",
     "TestRecord",
     "TopologyTestDriver",
+    "free_port",
+    "free_port_pair",
 ]

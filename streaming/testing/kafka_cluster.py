@@ -50,10 +50,10 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from streaming.testing.jvm_cds import CdsArchive
 
@@ -451,17 +451,23 @@ class LocalKafkaCluster:
                 )
         return out
 
-    def partition_leader(self, topic: str, partition: int = 0, *, timeout: float = 5.0) -> int:
-        """The node leading ``topic``-``partition`` (-1 while it has no leader)."""
-        admin = self._roles_admin()
+    def partition_leader(
+        self, topic: str, partition: int = 0, *, timeout: float = 5.0, within: float = 30.0
+    ) -> int:
+        """The node leading ``topic``-``partition`` (-1 while it has no leader); requests of
+        ``timeout`` seconds retried for ``within`` seconds (``_retried``)."""
         from confluent_kafka import TopicCollection
 
-        future = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)[topic]
-        desc = future.result(timeout=timeout + 1)
-        for info in desc.partitions:
-            if info.id == partition:
-                return -1 if info.leader is None else info.leader.id
-        raise KafkaClusterError(f"topic {topic!r} has no partition {partition}")
+        def lookup() -> int:
+            admin = self._roles_admin()
+            future = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)
+            desc = future[topic].result(timeout=timeout + 1)
+            for info in desc.partitions:
+                if info.id == partition:
+                    return -1 if info.leader is None else int(info.leader.id)
+            raise KafkaClusterError(f"topic {topic!r} has no partition {partition}")
+
+        return _retried(lookup, within)
 
     def under_replicated(
         self, topics: Sequence[str] | None = None, *, timeout: float = 5.0
@@ -491,15 +497,22 @@ class LocalKafkaCluster:
                 )
             time.sleep(0.2)
 
-    def group_coordinator(self, group_id: str, *, timeout: float = 5.0) -> int:
+    def group_coordinator(
+        self, group_id: str, *, timeout: float = 5.0, within: float = 30.0
+    ) -> int:
         """The broker coordinating consumer group ``group_id`` (FindCoordinator, through
-        ``describe_consumer_groups``; the group need not exist yet)."""
-        admin = self._roles_admin()
-        future = admin.describe_consumer_groups([group_id], request_timeout=timeout)[group_id]
-        desc = future.result(timeout=timeout + 1)
-        if desc.coordinator is None:
-            raise KafkaClusterError(f"no coordinator for group {group_id!r}")
-        return desc.coordinator.id
+        ``describe_consumer_groups``; the group need not exist yet); retried for ``within``
+        seconds (``_retried``)."""
+
+        def lookup() -> int:
+            admin = self._roles_admin()
+            future = admin.describe_consumer_groups([group_id], request_timeout=timeout)
+            desc = future[group_id].result(timeout=timeout + 1)
+            if desc.coordinator is None:
+                raise KafkaClusterError(f"no coordinator for group {group_id!r}")
+            return int(desc.coordinator.id)
+
+        return _retried(lookup, within)
 
     def coordinator_partition(self, key: str, internal_topic: str, *, timeout: float = 5.0) -> int:
         """The partition of ``internal_topic`` (``__consumer_offsets`` or
@@ -907,6 +920,25 @@ def find_java() -> str:
             "JAVA_HOME (e.g. apt-get install openjdk-17-jre-headless)"
         )
     return java
+
+
+T = TypeVar("T")
+
+
+def _retried(lookup: Callable[[], T], within: float) -> T:
+    """``lookup``, retried on client errors for ``within`` seconds: right after a broker
+    restart an admin request can time out while the cluster elects a controller or moves
+    leaders ("Failed while waiting for controller")."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return lookup()
+        except KafkaException:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)
 
 
 def _free_ports(count: int) -> list[int]:

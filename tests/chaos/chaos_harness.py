@@ -41,6 +41,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -873,7 +874,11 @@ def run_scenario(
         steps()
     except Exception as exc:
         aborted = True
-        fig.violations.append(f"scenario aborted: {type(exc).__name__}: {exc}")
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = " <- ".join(
+            f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in frames[::-1][:4]
+        )
+        fig.violations.append(f"scenario aborted: {type(exc).__name__}: {exc} (at {where})")
     try:
         verify(aborted)
     except Exception as exc:

@@ -11,7 +11,6 @@ quiet p95 plus 100 ms; the figures are printed."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +19,8 @@ import urllib.request
 
 from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 from test_app_support import produce, spawn_app, stop_app, unique, wait_for
+
+from streaming.testing import free_port
 
 STORE_KEYS = 5_000
 CLIENTS = 200
@@ -148,12 +149,6 @@ def copy_and_count(config: dict) -> object:
     return builder
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _p95(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
@@ -222,7 +217,7 @@ def test_processing_latency_under_query_load(kafka_cluster, tmp_path):
     source, copy, counts = unique("ql-in"), unique("ql-copy"), unique("ql-counts")
     for topic in (source, copy, counts):
         kafka_cluster.create_topic(topic, partitions=3)
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = spawn_app(
         "test_query_load:copy_and_count",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import urllib.request
 
 import orjson
@@ -28,6 +27,7 @@ from streaming import Grouped, StreamsBuilder, serdes
 from streaming.runtime.app import KafkaStreams, State
 from streaming.runtime.errors import StreamThreadExceptionResponse
 from streaming.runtime.worker_process import WorkerDied
+from streaming.testing import free_port
 
 N = 6000
 KEYS = 40
@@ -65,12 +65,6 @@ def _totals(bootstrap: str, counts: str, total: int) -> dict[str, int]:
     return {k.decode(): long_value(v) for k, v in last_value_per_key(msgs, counts).items()}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _topics(kafka_cluster) -> tuple[str, str]:
     source, counts = unique("wp-in"), unique("wp-counts")
     kafka_cluster.create_topic(source, partitions=2)
@@ -93,7 +87,7 @@ def _config(bootstrap: str, tmp_path, **extra) -> dict:
 def test_two_workers_share_the_tasks_answer_queries_and_restart(kafka_cluster, tmp_path):
     bootstrap = kafka_cluster.bootstrap_servers
     source, counts = _topics(kafka_cluster)
-    port = _free_port()
+    port = free_port()
     config = _config(bootstrap, tmp_path, **{"application.server": f"127.0.0.1:{port}"})
     _produce(bootstrap, source, 0, N)
     per_key = N // KEYS

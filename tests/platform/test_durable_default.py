@@ -10,7 +10,6 @@ its own data dir standing for "a new broker after a restart"), the lake sink, Da
 from __future__ import annotations
 
 import json
-import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -47,30 +46,13 @@ from pipelines.run import (
 from pipelines.topics import create_topics, load_topic_specs
 from resources import KafkaResource, platform_resources
 from sensors import build_late_data_sensor
-from streaming.testing import LocalKafkaCluster
+from streaming.testing import LocalKafkaCluster, free_port_pair
 from streaming.testing.kafka_cluster import PortInUseError
 
 M = 60_000
 T0 = 1_735_689_600_000  # 2025-01-01T00:00:00Z
 PARTITIONS = HourlyPartitionsDefinition(start_date="2025-01-01-00:00")
 RELAND = "re-landing from the earliest offset"
-
-
-def _free_port_pair(deadline_s: float = 10.0) -> int:
-    """A port whose next port is free too (the broker's client and controller ports)."""
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        with socket.socket() as first, socket.socket() as second:
-            first.bind(("127.0.0.1", 0))
-            port = first.getsockname()[1]
-            if port >= 65535:
-                continue
-            try:
-                second.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-            return port
-    raise AssertionError("no pair of free consecutive ports within 10 s")
 
 
 def _cluster_id_of(bootstrap: str) -> str:
@@ -124,7 +106,7 @@ def _order(order_id: str, t: int) -> bytes:
 
 
 def test_a_kept_broker_resumes_on_the_same_port_with_its_data(tmp_path: Path) -> None:
-    port = _free_port_pair()
+    port = free_port_pair()
     data = tmp_path / "kafka"
     topic = "durable-orders"
     values = [f"record-{i}".encode() for i in range(40)]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,14 +18,10 @@ import orjson
 import pytest
 from committed_reads import read_committed
 
+from streaming.testing import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _python_block_after(heading: str) -> str:
@@ -58,7 +53,7 @@ def test_the_kafka_streams_example_counts_the_generators_clicks(
     platform_topics: str, tmp_path: Path
 ) -> None:
     code = _python_block_after("## Running against Kafka")
-    port = _free_port()
+    port = free_port()
     assert "127.0.0.1:7080" in code  # a port make run's own applications leave free
     code = code.replace("127.0.0.1:7080", f"127.0.0.1:{port}")
     env = {
@@ -100,7 +95,7 @@ def test_the_sql_file_example_writes_final_windows(platform_topics: str, tmp_pat
     from pipelines.generator import GeneratorConfig, produce
     from pipelines.streams.monitor import BrokerProbe, wait_for_no_lag
 
-    port = _free_port()
+    port = free_port()
     cmd = [
         sys.executable,
         "-m",

@@ -23,6 +23,7 @@ import pytest
 from dagster import DagsterInstance, DagsterRunStatus, asset, materialize
 
 from pipelines import run
+from streaming.testing import free_port, free_port_pair
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -200,7 +201,7 @@ def test_make_run_stops_when_another_ui_holds_its_port(own_run_lock: Path, capsy
     try:
         port = server.server_address[1]
         assert run.ui_answers(f"http://127.0.0.1:{port}")
-        assert run.main(["--port", str(port), "--kafka-port", str(_free_port())]) == 1
+        assert run.main(["--port", str(port), "--kafka-port", str(free_port_pair())]) == 1
     finally:
         server.shutdown()
     out = capsys.readouterr().out
@@ -208,7 +209,7 @@ def test_make_run_stops_when_another_ui_holds_its_port(own_run_lock: Path, capsy
         f"port {port}, needed by the Dagster UI, is in use by another process (a Dagster UI "
         "answers there: another platform?); stop it, or run with --port N" in out
     )
-    assert not run.ui_answers(f"http://127.0.0.1:{_free_port()}", timeout=0.5)
+    assert not run.ui_answers(f"http://127.0.0.1:{free_port()}", timeout=0.5)
 
 
 @pytest.fixture
@@ -229,7 +230,7 @@ def test_make_run_names_a_busy_broker_port_before_starting_anything(
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         kafka_port = busy.getsockname()[1]
-        assert run.main(["--port", str(_free_port()), "--kafka-port", str(kafka_port)]) == 1
+        assert run.main(["--port", str(free_port()), "--kafka-port", str(kafka_port)]) == 1
     out = capsys.readouterr().out
     assert (
         f"port {kafka_port}, needed by the Kafka broker, is in use by another process; stop "
@@ -242,7 +243,7 @@ def test_make_run_names_a_busy_broker_port_before_starting_anything(
         busy.listen()
         query_port = busy.getsockname()[1]
         monkeypatch.setenv("STREAM_QUERY_BASE_PORT", str(query_port - 2))
-        assert run.main(["--port", str(_free_port()), "--kafka-port", str(_free_port())]) == 1
+        assert run.main(["--port", str(free_port()), "--kafka-port", str(free_port_pair())]) == 1
     out = capsys.readouterr().out
     assert (
         f"port {query_port}, needed by a stream application's query server, is in use by "
@@ -257,7 +258,7 @@ def test_a_second_make_run_in_the_checkout_names_the_first(own_run_lock: Path, c
         assert own_run_lock.read_text().strip() == str(os.getpid())
         with pytest.raises(run.StartRefused, match=rf"another make run \(pid {os.getpid()}\)"):
             run.hold_run_lock()
-        assert run.main(["--port", str(_free_port())]) == 1
+        assert run.main(["--port", str(free_port())]) == 1
         out = capsys.readouterr().out
         assert f"another make run (pid {os.getpid()}) is running in this checkout" in out
         assert "--fresh" not in out and "--port" not in out
@@ -273,16 +274,10 @@ def test_make_run_without_java_says_so_without_suggesting_fresh(
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
     monkeypatch.setenv("PATH", "/nonexistent")
-    assert run.main(["--port", str(_free_port()), "--kafka-port", str(_free_port())]) == 1
+    assert run.main(["--port", str(free_port()), "--kafka-port", str(free_port_pair())]) == 1
     out = capsys.readouterr().out
     assert "java was not found" in out and "KAFKA_BOOTSTRAP_SERVERS" in out
     assert "--fresh" not in out
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 LAUNCH = """
@@ -307,7 +302,7 @@ def test_make_run_says_ready_once_the_ui_answers(kafka_cluster, tmp_path: Path) 
     """``python -m pipelines.run`` (the broker: the session's; no generator nor stream apps):
     READY comes once the UI answers, the schedules are on, the console is compact and the
     child's output is in its log file; Ctrl-C stops everything."""
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {
         **os.environ,

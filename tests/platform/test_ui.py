@@ -22,7 +22,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -37,7 +36,7 @@ from webserver_graphql import LOCATION, REPOSITORY, graphql, location_loaded
 
 from pipelines.quality.suites import DATASETS
 from sensors.hours import hour_key
-from streaming.testing import LocalKafkaCluster
+from streaming.testing import LocalKafkaCluster, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -79,12 +78,6 @@ class _Phases:
         print("\n".join(self.lines))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def broker() -> Iterator[LocalKafkaCluster]:
     # its own broker: the fixed platform topic names must start empty
@@ -110,7 +103,7 @@ def dagster_ui(broker, tmp_path_factory) -> Iterator[dict[str, str]]:
     # where the health sensor reads it); final windows emitted as soon as they close
     supervisor = Supervisor(RunnerSettings(bootstrap, state_root=state, extra={EMIT_INTERVAL: 0}))
     supervisor.start()
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DAGSTER_HOME": str(home),
@@ -327,8 +320,9 @@ def _wait_backfill(url: str, backfill_id: str, timeout: float = 1200) -> dict[st
     raise AssertionError(f"backfill not finished in {timeout}s: {backfill}")
 
 
-# dg dev's start, the two hours fed, the lake and the backfill: 20-30 minutes
-@pytest.mark.timeout(2700)
+# dg dev's start, the two hours fed, the lake and the backfill: 5-8 minutes (each phase's
+# time is in test-artifacts/ui-test-phases.txt)
+@pytest.mark.timeout(1800)
 def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
     from playwright.sync_api import sync_playwright
 
