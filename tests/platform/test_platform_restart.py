@@ -33,7 +33,6 @@ from typing import Any
 
 import pandas as pd
 from feeding import feed
-from test_durable_default import _free_port_pair
 
 from pipelines import domain
 from pipelines.batch.recompute import recompute
@@ -49,6 +48,7 @@ from pipelines.streams.config import StreamAppConfig
 from pipelines.streams.supervisor import RunnerSettings, StreamAppRunner, read_status
 from pipelines.topics import create_topics
 from sensors.hours import hour_key
+from streaming.testing import free_port_pair
 
 REPO = Path(__file__).resolve().parents[2]
 HOUR_MS = 3_600_000
@@ -119,7 +119,7 @@ def test_a_users_first_hour_with_restarts_a_burst_and_a_ui_run_reconciles(
 ) -> None:
     data_dir, state, lake = tmp_path / "kafka", tmp_path / "state", tmp_path / "lake"
     log = tmp_path / "supervisor.log"
-    port = _free_port_pair()
+    port = free_port_pair()
     gen = GeneratorConfig(
         seed=11, start_ms=T0, duration_s=70 * 60, orders_per_second=1.0, customers=60
     )
