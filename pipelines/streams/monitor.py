@@ -275,12 +275,15 @@ def has_records_between(
             )
             return {tp.partition: tp.offset for tp in found}
 
+        def high(p: int) -> int:
+            return int(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1])
+
         starts, ends = first_at(start_ms), first_at(end_ms)
         for p in parts:
-            high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
-            start = starts[p] if starts[p] >= 0 else high  # -1: no record that late
-            end = ends[p] if ends[p] >= 0 else high
-            if start < end:
+            if starts[p] < 0:  # no record that late in this partition
+                continue
+            end = ends[p] if ends[p] >= 0 else high(p)
+            if starts[p] < end:
                 return True
         return False
     finally:
