@@ -14,7 +14,13 @@ then SIGKILL) and removes its temporary directory::
 transaction state log). A broker that fails to start raises ``KafkaClusterError`` with the
 tail of its log and what to fix.
 
-``data_dir=`` keeps the storage (topics, offsets, the cluster id) across starts; ``port=``
+A cluster without ``data_dir`` is throwaway (its storage is removed on exit) and keeps every
+record whatever its timestamp (``log.retention.ms=-1``): tests and benchmarks write fixed
+event times long past, which time-based retention would delete at its next check, between
+a write and the read that follows it.
+
+``data_dir=`` keeps the storage (topics, offsets, the cluster id) across starts, under the
+retention of ``server.properties``; ``port=``
 fixes the first broker's client port instead of a free one (its controller listens on
 ``port + 1``, node ``n`` on ``port + 2(n-1)`` and the next), so a kept cluster comes back at
 the same address; a taken port raises ``PortInUseError``.
@@ -101,6 +107,9 @@ class PortInUseError(KafkaClusterError):
         self.port = port
 
 
+#: what a cluster without ``data_dir`` sets over ``server.properties``
+THROWAWAY_BROKER_CONFIG = {"log.retention.ms": -1}
+
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -181,7 +190,10 @@ class LocalKafkaCluster:
         if nodes < 1:
             raise ValueError(f"nodes must be at least 1, got {nodes}")
         self.num_nodes = nodes
-        self.broker_config = {k: _prop_value(v) for k, v in (broker_config or {}).items()}
+        throwaway = {} if data_dir is not None else THROWAWAY_BROKER_CONFIG
+        self.broker_config = {
+            k: _prop_value(v) for k, v in {**throwaway, **(broker_config or {})}.items()
+        }
         self.jvm_options = tuple(DEFAULT_JVM_OPTIONS if jvm_options is None else jvm_options)
         self.jars_dir = Path(
             jars_dir or os.environ.get("STREAMING_KAFKA_JARS") or DEFAULT_JARS_DIR

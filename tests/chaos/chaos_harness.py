@@ -61,7 +61,7 @@ from confluent_kafka import (
 )
 
 from streaming.runtime.partitioner import default_partition
-from streaming.testing.kafka_cluster import _die_with_parent_hook
+from streaming.testing.kafka_cluster import KafkaClusterError, _die_with_parent_hook
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -961,7 +961,7 @@ def bounce(
         time.sleep(remaining)
     t1 = time.monotonic()
     for node in nodes:
-        cluster.restart_node(node)
+        fault.note += _restart(cluster, node)
     fault.ready = time.time()
     fault.phases["restart"] = time.monotonic() - t1
     if wait_replicated and len(cluster.nodes) > 1:
@@ -970,6 +970,25 @@ def bounce(
         except Exception as exc:
             fault.note += f" (ISR not full: {exc})"
     return fault
+
+
+def _restart(cluster: Any, node: int, first_try_s: float = 60.0) -> str:
+    """Restart ``node``; a JVM that does not answer within ``first_try_s`` is killed and
+    started once more (the fault under test is the bounce, not a stuck JVM launch).
+    Returns a note for the fault's description ("" when the first start answered)."""
+    log = cluster.node(node).log_path
+    logged_before = log.stat().st_size if log.exists() else 0
+    try:
+        cluster.restart_node(node, timeout=first_try_s)
+        return ""
+    except KafkaClusterError:
+        wrote = log.stat().st_size - logged_before if log.exists() else 0
+        cluster.stop_node(node, kill=True)
+    cluster.restart_node(node)
+    return (
+        f" (restarted node {node} did not answer in {first_try_s:.0f}s, having logged "
+        f"{wrote} bytes; killed and started again)"
+    )
 
 
 def drop_topics(cluster: Any, names: Iterable[str], app_ids: Iterable[str] = ()) -> None:

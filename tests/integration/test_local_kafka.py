@@ -166,6 +166,24 @@ def test_create_topic_with_config(kafka_cluster):
         kafka_cluster.create_topic(topic)
 
 
+def retention_ms(cluster: LocalKafkaCluster, topic: str) -> str:
+    from confluent_kafka.admin import ConfigResource
+
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    admin = cluster.admin()
+    return admin.describe_configs([resource])[resource].result(timeout=30)["retention.ms"].value
+
+
+def test_a_throwaway_cluster_keeps_records_whatever_their_timestamp(kafka_cluster):
+    """Tests write fixed event times long past: time-based retention would delete them at
+    its next check, between a write and the read after it. A topic's own setting wins."""
+    default, own = unique("default-retention"), unique("own-retention")
+    kafka_cluster.create_topic(default)
+    kafka_cluster.create_topic(own, config={"retention.ms": 3_600_000})
+    assert retention_ms(kafka_cluster, default) == "-1"
+    assert retention_ms(kafka_cluster, own) == "3600000"
+
+
 def test_topics_are_not_created_implicitly(kafka_cluster):
     topic = unique("missing")
     producer = Producer(kafka_cluster.client_config(**{"message.timeout.ms": 2000}))
@@ -310,6 +328,7 @@ def test_kept_data_dir_survives_a_restart(tmp_path):
     topic = unique("kept")
     with LocalKafkaCluster(data_dir=tmp_path / "kafka") as cluster:
         cluster.create_topic(topic)
+        assert retention_ms(cluster, topic) == str(24 * 3_600_000)  # server.properties
         producer = Producer(cluster.client_config())
         producer.produce(topic, key=b"k", value=b"kept")
         assert producer.flush(30) == 0
