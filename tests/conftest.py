@@ -8,12 +8,40 @@ Tests that need another layout (3 nodes, a broken config) start their own
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+import os
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from streaming.testing import LocalKafkaCluster
+
+#: "seconds  what  test" of every broker start and node restart in this process
+_BROKER_STARTS: list[str] = []
+
+
+def _timed(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` of LocalKafkaCluster, its duration kept in ``_BROKER_STARTS``: a slow
+    broker start on a loaded machine shows up in the summary instead of hiding in a
+    fixture's setup time."""
+
+    @functools.wraps(method)
+    def timed(cluster: LocalKafkaCluster, *args: Any, **kwargs: Any) -> Any:
+        began = time.monotonic()
+        try:
+            return method(cluster, *args, **kwargs)
+        finally:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+            what = f"{method.__name__} ({cluster.num_nodes} node(s))"
+            _BROKER_STARTS.append(f"{time.monotonic() - began:7.1f} s  {what:26} {test}")
+
+    return timed
+
+
+LocalKafkaCluster.start = _timed(LocalKafkaCluster.start)  # type: ignore[method-assign]
+LocalKafkaCluster.restart_node = _timed(LocalKafkaCluster.restart_node)  # type: ignore[method-assign]
 
 
 @pytest.fixture(autouse=True)
@@ -75,6 +103,14 @@ _CHAOS_FIGURES: list[str] = []
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """On the xdist controller: keep a finished worker's chaos figures."""
     _CHAOS_FIGURES.extend(getattr(node, "workeroutput", {}).get("chaos_figures", []))
+    _BROKER_STARTS.extend(getattr(node, "workeroutput", {}).get("broker_starts", []))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """On an xdist worker: hand its broker start times to the controller."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["broker_starts"] = list(_BROKER_STARTS)
 
 
 #: seconds spent per module and per xdist worker (setup, call and teardown)
@@ -101,6 +137,13 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         slowest = sorted(_MODULE_SECONDS.items(), key=lambda kv: -kv[1])[:25]
         for module, seconds in slowest:
             terminalreporter.write_line(f"{seconds:8.1f} s  {module}")
+    if _BROKER_STARTS:
+        total = sum(float(line.split()[0]) for line in _BROKER_STARTS)
+        terminalreporter.section(
+            f"broker starts and restarts: {len(_BROKER_STARTS)}, {total:.0f} s in all; slowest"
+        )
+        for line in sorted(_BROKER_STARTS, key=lambda t: -float(t.split()[0]))[:12]:
+            terminalreporter.write_line(line)
     if _CHAOS_FIGURES:
         terminalreporter.section("chaos scenario figures")
         for line in _CHAOS_FIGURES:
