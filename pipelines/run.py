@@ -630,25 +630,64 @@ mutation PlatformTerminateRuns($runIds: [String!]!) {
 """
 
 
-def runs_in_flight(url: str) -> list[dict[str, Any]]:
+def runs_in_flight(url: str, timeout: float = 30.0) -> list[dict[str, Any]]:
     """The runs queued, starting, running or being cancelled (``runId``, ``jobName``,
     ``status``)."""
-    data = graphql(url, IN_FLIGHT_RUNS_QUERY)["runsOrError"]
+    data = graphql(url, IN_FLIGHT_RUNS_QUERY, timeout=timeout)["runsOrError"]
     return list(data.get("results") or [])
 
 
-def cancel_runs(url: str, timeout: float = 60.0) -> list[dict[str, Any]]:
-    """Terminate every run in flight and wait (at most ``timeout``) until they have ended,
-    so that stopping ``make run`` leaves them CANCELED, not FAILURE ("interrupted
-    unexpectedly"). Returns the runs it terminated."""
-    runs = runs_in_flight(url)
-    ids = [r["runId"] for r in runs if r["status"] != "CANCELING"]
-    if ids:
-        graphql(url, TERMINATE_RUNS_MUTATION, {"runIds": ids})
+def _terminate(url: str, run_id: str, timeout: float) -> None:
+    """Terminate one run. Dagster marks it CANCELING at once and then waits for the code
+    server that launched it (busy while it starts another run): a request per run keeps
+    that wait from holding up the other runs."""
+    with contextlib.suppress(Exception):  # the run ended meanwhile, or the UI is gone
+        graphql(url, TERMINATE_RUNS_MUTATION, {"runIds": [run_id]}, timeout=timeout)
+
+
+def cancel_runs(url: str, timeout: float = 20.0, poll: float = 0.5) -> list[dict[str, Any]]:
+    """Terminate every run in flight, and every run the daemon launches meanwhile (it goes
+    on until the UI stops), and wait (at most ``timeout``) until none is in flight, so that
+    stopping ``make run`` leaves them CANCELED, not FAILURE ("interrupted unexpectedly").
+    Returns the runs it terminated or found cancelling (``settle_cancelled_runs`` marks
+    those that had not finished when the UI stopped)."""
     deadline = time.monotonic() + timeout
-    while runs and runs_in_flight(url) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    return runs
+    seen: dict[str, dict[str, Any]] = {}
+    while True:
+        left = max(deadline - time.monotonic(), 1.0)
+        in_flight = runs_in_flight(url, timeout=left)
+        for run in in_flight:
+            if run["runId"] in seen:
+                continue
+            seen[run["runId"]] = run
+            if run["status"] != "CANCELING":
+                threading.Thread(
+                    target=_terminate, args=(url, run["runId"], left), daemon=True
+                ).start()
+        if not in_flight or time.monotonic() >= deadline:
+            return list(seen.values())
+        time.sleep(poll)
+
+
+def settle_cancelled_runs(run_ids: list[str], home: Path = DAGSTER_HOME) -> list[str]:
+    """Mark CANCELED the runs of ``run_ids`` that had not finished cancelling when the UI
+    stopped (their workers stopped with it), as Dagster's run monitoring would only at the
+    next start, after its cancel timeout; returns their ids."""
+    from dagster import DagsterInstance
+
+    instance = DagsterInstance.from_config(str(home))
+    settled = []
+    try:
+        for run_id in run_ids:
+            run = instance.get_run_by_id(run_id)
+            if run is not None and not run.is_finished:
+                instance.report_run_canceled(
+                    run, message="make run stopped before the run finished cancelling"
+                )
+                settled.append(run_id)
+    finally:
+        instance.dispose()
+    return settled
 
 
 def location_status(url: str, location: str = LOCATION) -> tuple[str, str | None]:
@@ -994,6 +1033,7 @@ def main(argv: list[str] | None = None) -> int:
             elif last_health is None and health:
                 last_health = health
     finally:
+        cancelled: list[dict[str, Any]] = []
         if ready:
             try:
                 cancelled = cancel_runs(url)
@@ -1007,6 +1047,17 @@ def main(argv: list[str] | None = None) -> int:
                     )
         for name, proc, sig, timeout in reversed(children):
             _stop(name, proc, sig, timeout)
+        if cancelled:
+            try:
+                settled = settle_cancelled_runs([r["runId"] for r in cancelled])
+            except Exception as exc:
+                _log(f"WARNING: could not mark the cancelled runs CANCELED: {exc}")
+            else:
+                if settled:
+                    _log(
+                        f"marked {len(settled)} run(s) CANCELED that were still cancelling "
+                        "when the UI stopped: " + ", ".join(r[:8] for r in settled)
+                    )
         if cluster is not None:
             _log("stopping the Kafka broker")
             cluster.stop()

@@ -109,6 +109,81 @@ def test_a_cancelled_run_is_no_error_on_the_console() -> None:
     assert run.console_worthy(head + "STEP_FAILURE - boom")
 
 
+class _FakeWebserver:
+    """The two GraphQL documents ``cancel_runs`` sends, answered as Dagster does: a
+    terminate marks the run CANCELING at once, then waits for the run's code server (here:
+    ``busy`` seconds for run A, whose server is starting another run) before the worker
+    ends it CANCELED. Run B is launched by the daemon after the first query."""
+
+    def __init__(self, busy: float) -> None:
+        self.busy = busy
+        self.runs = {"A": "STARTED"}
+        self.queries = 0
+        self.terminated: list[str] = []
+        self.lock = threading.Lock()
+
+    def graphql(self, url: str, query: str, variables: dict | None = None, timeout: float = 30):
+        if query is run.IN_FLIGHT_RUNS_QUERY:
+            with self.lock:
+                self.queries += 1
+                if self.queries == 2:
+                    self.runs["B"] = "QUEUED"
+                results = [
+                    {"runId": r, "jobName": "job", "status": status}
+                    for r, status in self.runs.items()
+                    if status not in ("CANCELED", "SUCCESS")
+                ]
+            return {"runsOrError": {"results": results}}
+        assert query is run.TERMINATE_RUNS_MUTATION
+        (run_id,) = variables["runIds"]
+        with self.lock:
+            self.terminated.append(run_id)
+            self.runs[run_id] = "CANCELING"
+        time.sleep(self.busy if run_id == "A" else 0)
+        with self.lock:
+            self.runs[run_id] = "CANCELED"
+        return {"terminateRuns": {"__typename": "TerminateRunsResult"}}
+
+
+def test_cancel_runs_terminates_each_run_apart_and_the_runs_launched_meanwhile(
+    monkeypatch,
+) -> None:
+    web = _FakeWebserver(busy=3.0)
+    monkeypatch.setattr(run, "graphql", web.graphql)
+    cancelled = run.cancel_runs("http://ui", timeout=20, poll=0.05)
+    assert [r["runId"] for r in cancelled] == ["A", "B"]
+    assert sorted(web.terminated) == ["A", "B"]
+    assert web.runs == {"A": "CANCELED", "B": "CANCELED"}
+
+
+def test_cancel_runs_gives_up_waiting_at_its_timeout(monkeypatch) -> None:
+    web = _FakeWebserver(busy=5.0)  # longer than the timeout
+    monkeypatch.setattr(run, "graphql", web.graphql)
+    cancelled = run.cancel_runs("http://ui", timeout=1.0, poll=0.05)
+    assert [r["runId"] for r in cancelled] == ["A", "B"]
+    assert web.runs["A"] == "CANCELING" and web.runs["B"] == "CANCELED"
+
+
+def test_runs_still_cancelling_when_the_ui_stopped_are_marked_canceled(tmp_path: Path) -> None:
+    from dagster import DagsterRunStatus
+    from dagster._core.storage.dagster_run import DagsterRun
+
+    home = tmp_path / ".dagster"
+    home.mkdir()
+    shutil.copyfile(REPO / "platform" / "dagster.yaml", home / "dagster.yaml")
+    instance = DagsterInstance.from_config(str(home))
+    cancelling = instance.add_run(DagsterRun(job_name="job", status=DagsterRunStatus.STARTED))
+    instance.report_run_canceling(cancelling)
+    done = instance.add_run(DagsterRun(job_name="job", status=DagsterRunStatus.SUCCESS))
+    instance.dispose()
+    settled = run.settle_cancelled_runs([cancelling.run_id, done.run_id], home=home)
+    assert settled == [cancelling.run_id]
+    instance = DagsterInstance.from_config(str(home))
+    assert instance.get_run_by_id(cancelling.run_id).status == DagsterRunStatus.CANCELED
+    assert instance.get_run_by_id(done.run_id).status == DagsterRunStatus.SUCCESS
+    instance.dispose()
+
+
 def test_the_graphql_documents_fit_the_webserver_schema() -> None:
     from dagster_graphql.schema import create_schema
     from graphql import parse, validate

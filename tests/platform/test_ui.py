@@ -159,16 +159,29 @@ def dagster_ui(broker, tmp_path_factory) -> Iterator[dict[str, str]]:
             assert _sensor_status(url, name) == "STOPPED", name
         yield {"url": url, "bootstrap": bootstrap}
     finally:
+        teardown = []
+        began = time.monotonic()
         if proc is not None:
             os.killpg(proc.pid, signal.SIGINT)
             try:
                 proc.wait(60)
             except subprocess.TimeoutExpired:
+                left = subprocess.run(
+                    ["ps", "-o", "pid,etime,args", "-g", str(proc.pid)],
+                    capture_output=True,
+                    text=True,
+                ).stdout
+                teardown.append(f"dg dev did not stop on SIGINT in 60 s; its group:\n{left}")
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(10)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)  # run workers and code servers
+        teardown.append(f"{time.monotonic() - began:7.1f} s  dg dev stopped")
+        began = time.monotonic()
         supervisor.close(90)
+        teardown.append(f"{time.monotonic() - began:7.1f} s  stream applications stopped")
+        ARTIFACTS.mkdir(exist_ok=True)
+        (ARTIFACTS / "ui-test-teardown.txt").write_text("\n".join(teardown) + "\n")
 
 
 def _sensor_status(url: str, name: str) -> str:
