@@ -983,12 +983,33 @@ def _restart(cluster: Any, node: int, first_try_s: float = 60.0) -> str:
         return ""
     except KafkaClusterError:
         wrote = log.stat().st_size - logged_before if log.exists() else 0
+        stuck = _process_state(cluster.node(node).pid)
         cluster.stop_node(node, kill=True)
     cluster.restart_node(node)
     return (
         f" (restarted node {node} did not answer in {first_try_s:.0f}s, having logged "
-        f"{wrote} bytes; killed and started again)"
+        f"{wrote} bytes, {stuck}; killed and started again)"
     )
+
+
+def _process_state(pid: int | None) -> str:
+    """Where a process is: its state, threads and kernel wait channel (from /proc)."""
+    if pid is None:
+        return "no process"
+    try:
+        status = dict(
+            line.split(":\t", 1)
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+            if ":\t" in line
+        )
+        wchan = Path(f"/proc/{pid}/wchan").read_text() or "-"
+        cpu = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (
+            f"state {status.get('State', '?').strip()}, {status.get('Threads', '?').strip()} "
+            f"threads, wchan {wchan}, utime+stime {int(cpu[11]) + int(cpu[12])} ticks"
+        )
+    except (OSError, IndexError, ValueError) as exc:
+        return f"state unknown ({exc})"
 
 
 def drop_topics(cluster: Any, names: Iterable[str], app_ids: Iterable[str] = ()) -> None:
