@@ -135,6 +135,20 @@ def raw_key(value: Any) -> str:
     return str(value)
 
 
+def column_type(column: exp.ColumnDef, source: str) -> exp.DataType:
+    """The declared type of a ``CREATE TABLE`` column; a computed column (``name AS expr``,
+    as Flink's ``proctime AS PROCTIME()``) is refused, saying so."""
+    data_type = column.args.get("kind")
+    if data_type is None:
+        raise error_at(
+            source,
+            node_offset(column),
+            f"computed column {column.sql()} is not supported: declare the column with a type "
+            "and compute the value in the SELECT",
+        )
+    return data_type
+
+
 def type_kind(data_type: exp.DataType, source: str) -> str:
     """The value kind (STRING, BIGINT, DOUBLE, BOOLEAN, TIMESTAMP) of a SQL type."""
     name = data_type.this.name if hasattr(data_type.this, "name") else str(data_type.this)
@@ -167,7 +181,7 @@ def schema_elements(schema: exp.Schema, source: str) -> tuple[dict[str, str], tu
     primary_key: tuple[str, ...] = ()
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
-            columns[item.name] = type_kind(item.args["kind"], source)
+            columns[item.name] = type_kind(column_type(item, source), source)
             if any(isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in item.constraints):
                 primary_key = (item.name,)
         elif isinstance(item, exp.PrimaryKey):
@@ -185,7 +199,7 @@ def declared_types(schema: exp.Schema, source: str) -> dict[str, ColumnType]:
             not_null = any(
                 isinstance(c.kind, exp.NotNullColumnConstraint) for c in item.constraints
             )
-            data_type = item.args["kind"]
+            data_type = column_type(item, source)
             types[item.name] = ColumnType.of(type_kind(data_type, source), data_type, not not_null)
     return types
 
