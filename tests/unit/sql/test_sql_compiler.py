@@ -417,9 +417,7 @@ def test_ddl_errors_name_the_problem():
     error = error_of("CREATE TABLE t (k STRING) WITH ('topic' = 't', 'format' = 'xml');")
     assert "unsupported 'format' 'xml': use one of json, csv, avro, raw" in error.message
     # Flink's processing-time attribute, a computed column: a clear error, not a crash
-    error = error_of(
-        "CREATE TABLE t (k STRING,\n  proctime AS PROCTIME()) WITH ('topic' = 't');"
-    )
+    error = error_of("CREATE TABLE t (k STRING,\n  proctime AS PROCTIME()) WITH ('topic' = 't');")
     assert (error.line, error.column) == (2, 3)
     assert "computed column proctime AS PROCTIME() is not supported" in error.message
 
