@@ -153,9 +153,14 @@ def sink_topic(
                     partition = message.partition()
                     if message.error() is not None:
                         if message.error().code() == KafkaError._PARTITION_EOF:
-                            # The readable end (the last stable offset under read_committed).
+                            # The readable end (the last stable offset under read_committed):
+                            # offsets before it that were not delivered are transaction
+                            # markers or aborted records. Records written since the run
+                            # started lie before it too, skipped as past the target: they
+                            # are the next run's, so the position stops at the target.
                             if partition in positions:
-                                positions[partition] = max(positions[partition], message.offset())
+                                end = min(message.offset(), targets[partition])
+                                positions[partition] = max(positions[partition], end)
                                 done.add(partition)
                             continue
                         raise RuntimeError(f"consuming {topic!r}: {message.error()}")

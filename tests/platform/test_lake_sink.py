@@ -103,3 +103,50 @@ def test_leftovers_of_an_interrupted_run_are_removed(
     assert result.records == len(events)
     assert not orphan.exists() or orphan in result.files
     assert len(duck.read_topic(topic, lake, valid_only=False)) == len(events)
+
+
+def test_a_topic_written_while_it_lands_loses_no_record(
+    kafka_cluster: LocalKafkaCluster, tmp_path: Path
+) -> None:
+    """As under ``make run``, where the generator writes while the hourly run lands the lake:
+    records past the run's end offsets arrive in the same fetch, before the partition's
+    end-of-partition event. They belong to the next landing, which must start at the first
+    of them (the event's offset lies beyond them)."""
+    import threading
+
+    from confluent_kafka import Producer
+
+    topic = f"lake-live-{uuid.uuid4().hex[:8]}"
+    kafka_cluster.create_topic(topic, partitions=2, config=KEEP_FOREVER)
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "linger.ms": 1})
+    stop = threading.Event()
+    written = [0]
+
+    def write() -> None:
+        while not stop.is_set():
+            for _ in range(200):
+                value = f'{{"order_id": "o-{written[0]}", "amount": 1.0}}'.encode()
+                producer.produce(topic, key=str(written[0] % 7).encode(), value=value)
+                written[0] += 1
+            producer.poll(0)
+            producer.flush(10)
+        producer.flush(30)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    lake = tmp_path / "lake"
+    try:
+        while written[0] < 2_000:
+            stop.wait(0.05)
+        for _ in range(5):  # landings while the topic grows
+            sink_topic(kafka_cluster.bootstrap_servers, topic, lake, timeout=30)
+    finally:
+        stop.set()
+        writer.join(60)
+    sink_topic(kafka_cluster.bootstrap_servers, topic, lake, timeout=30)
+    manifest = Manifest.load(lake, topic)
+    landed = sum(count for ranges in manifest.ranges.values() for _, _, count in ranges)
+    assert landed == written[0]
+    for partition, ranges in manifest.ranges.items():
+        for (_, last, _), (first, _, _) in zip(ranges, ranges[1:]):
+            assert first == last + 1, (partition, ranges)  # no offset skipped
