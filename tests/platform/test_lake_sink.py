@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from pathlib import Path
 
@@ -148,5 +149,5 @@ def test_a_topic_written_while_it_lands_loses_no_record(
     landed = sum(count for ranges in manifest.ranges.values() for _, _, count in ranges)
     assert landed == written[0]
     for partition, ranges in manifest.ranges.items():
-        for (_, last, _), (first, _, _) in zip(ranges, ranges[1:]):
+        for (_, last, _), (first, _, _) in itertools.pairwise(ranges):
             assert first == last + 1, (partition, ranges)  # no offset skipped
