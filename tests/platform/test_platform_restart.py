@@ -23,11 +23,14 @@ exactly what was reported late for it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +113,32 @@ class Supervisor:
         return code
 
 
+@contextlib.contextmanager
+def _landing_meanwhile(bootstrap: str, lake: Path, every: float = 2.0) -> Iterator[None]:
+    """Land the raw topics again and again while the block writes to them, as the hourly
+    runs land the lake under ``make run`` while the generator writes."""
+    stop = threading.Event()
+    errors: list[Exception] = []
+
+    def land() -> None:
+        while not stop.is_set():
+            try:
+                sink_topics(bootstrap, list(domain.RAW_TOPICS), lake)
+            except Exception as exc:
+                errors.append(exc)
+                return
+            stop.wait(every)
+
+    lander = threading.Thread(target=land)
+    lander.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        lander.join(120)
+    assert not errors, errors
+
+
 def _slice(events: list, start_ms: int, end_ms: int) -> list:
     return [e for e in events if start_ms <= e.emit_ms < end_ms]
 
@@ -157,20 +186,25 @@ def test_a_users_first_hour_with_restarts_a_burst_and_a_ui_run_reconciles(
         bootstrap = cluster.bootstrap_servers
         supervisor = Supervisor(bootstrap, state, log)
         supervisor.running()
-        # the UI's burst: produced at once, in one slice
-        feed(bootstrap, burst, T0 + 20 * MINUTE, slice_ms=HOUR_MS)
-        feed(bootstrap, _slice(events, T0 + 20 * MINUTE, T0 + 30 * MINUTE), T0 + 20 * MINUTE)
-        # a streaming asset's run from the UI: another instance of windowed-revenue
-        app = STREAM_APPS["windowed-revenue"]
-        ui_run = StreamAppRunner(
-            app, RunnerSettings(bootstrap, state_root=tmp_path / "ui-run", instance="ui-run")
-        )
-        ui_run.start()
-        try:
-            feed(bootstrap, _slice(events, T0 + 30 * MINUTE, T0 + 40 * MINUTE), T0 + 30 * MINUTE)
-            assert ui_run.state == "RUNNING"
-        finally:
-            assert ui_run.close(60)
+        with _landing_meanwhile(bootstrap, lake):  # the hourly runs land while it is written
+            # the UI's burst: produced at once, in one slice
+            feed(bootstrap, burst, T0 + 20 * MINUTE, slice_ms=HOUR_MS)
+            feed(bootstrap, _slice(events, T0 + 20 * MINUTE, T0 + 30 * MINUTE), T0 + 20 * MINUTE)
+            # a streaming asset's run from the UI: another instance of windowed-revenue
+            app = STREAM_APPS["windowed-revenue"]
+            ui_run = StreamAppRunner(
+                app, RunnerSettings(bootstrap, state_root=tmp_path / "ui-run", instance="ui-run")
+            )
+            ui_run.start()
+            try:
+                feed(
+                    bootstrap,
+                    _slice(events, T0 + 30 * MINUTE, T0 + 40 * MINUTE),
+                    T0 + 30 * MINUTE,
+                )
+                assert ui_run.state == "RUNNING"
+            finally:
+                assert ui_run.close(60)
         feed(bootstrap, _slice(events, T0 + 40 * MINUTE, T0 + 45 * MINUTE), T0 + 40 * MINUTE)
         assert supervisor.stop(signal.SIGKILL) == -signal.SIGKILL  # kill -9, mid-transaction
         supervisor = Supervisor(bootstrap, state, log)
