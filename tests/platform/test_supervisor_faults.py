@@ -309,8 +309,8 @@ def _start_run(boot: str, tmp: Path, orders_topic: str, out_topic: str) -> tuple
             "report_interval_s": 2,
             "watch_interval_s": 1,
             "application_id": f"orders-dedup-fa-{suffix}",
-            # ends once every order is processed and committed (lag 0 for 15 s: longer than
-            # the first batch takes before the outage starts)
+            # ends once every order is processed and committed (lag 0 for 15 s: the outage
+            # starts as soon as the run has its first batch)
             "stop_when_caught_up": True,
             "settle_s": 15,
             "max_runtime_s": 300,
@@ -340,7 +340,7 @@ def outage(broker, tmp_path_factory) -> dict[str, Any]:
     reporting = _Supervisor(boot, tmp["sv"], topics["sv"])
     dying = _Supervisor(boot, tmp["rs"], topics["rs"], "--set", "task.timeout.ms=3000")
     run_out = f"orders-deduped-fa-{suffix}"
-    run, report_path, run_log = _start_run(boot, tmp["fa"], topics["fa"], run_out)
+    run = None
     outputs = {
         "sv": _Output(boot, reporting.out_topic),
         "rs": _Output(boot, dying.out_topic),
@@ -353,12 +353,15 @@ def outage(broker, tmp_path_factory) -> dict[str, Any]:
     feeder = _Feeder(boot, topics["rs"])
     result: dict[str, Any] = {"first": first, "second": second, "outputs": outputs}
     try:
-        for name in ("sv", "fa"):
-            _send(boot, first[name], topics[name])
+        _send(boot, first["sv"], topics["sv"])
         reporting.wait("the first 100 orders", lambda: outputs["sv"].count() >= 100, 90)
         reporting.wait("health RUNNING", lambda: reporting.status().get("health") == "RUNNING", 30)
         dying.wait("orders flowing", lambda: outputs["rs"].count() >= 100, 90)
-        _wait("the run's first 100 orders", lambda: outputs["fa"].count() >= 100, 120, run)
+        # the run starts last, its first orders waiting, and the outage follows at once: a
+        # run without lag for settle_s ends by itself and would miss the orders after it
+        _send(boot, first["fa"], topics["fa"])
+        run, report_path, run_log = _start_run(boot, tmp["fa"], topics["fa"], run_out)
+        _wait("the run's first 100 orders", lambda: outputs["fa"].count() >= 100, 180, run)
 
         def alive() -> None:
             assert reporting.proc.poll() is None, "the supervisor died while the broker was down"
@@ -398,7 +401,7 @@ def outage(broker, tmp_path_factory) -> dict[str, Any]:
         for output in outputs.values():
             output.consumer.close()
         result["exit"] = {"sv": reporting.stop(), "rs": dying.stop()}
-        if run.poll() is None:
+        if run is not None and run.poll() is None:
             run.kill()
             run.wait(10)
     result["dying_seen"] = sampler.seen
