@@ -18,8 +18,8 @@ import pytest
 
 from streaming.testing import LocalKafkaCluster
 
-#: "seconds  what  test" of every broker start and node restart in this process
-_BROKER_STARTS: list[str] = []
+#: (seconds, "what  test") of every broker start and node restart in this process
+_BROKER_STARTS: list[tuple[float, str]] = []
 
 
 def _timed(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -35,7 +35,7 @@ def _timed(method: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
             what = f"{method.__name__} ({cluster.num_nodes} node(s))"
-            _BROKER_STARTS.append(f"{time.monotonic() - began:7.1f} s  {what:26} {test}")
+            _BROKER_STARTS.append((time.monotonic() - began, f"{what:26} {test}"))
 
     return timed
 
@@ -103,7 +103,10 @@ _CHAOS_FIGURES: list[str] = []
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """On the xdist controller: keep a finished worker's chaos figures."""
     _CHAOS_FIGURES.extend(getattr(node, "workeroutput", {}).get("chaos_figures", []))
-    _BROKER_STARTS.extend(getattr(node, "workeroutput", {}).get("broker_starts", []))
+    _BROKER_STARTS.extend(
+        (seconds, what)
+        for seconds, what in getattr(node, "workeroutput", {}).get("broker_starts", [])
+    )
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -138,12 +141,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         for module, seconds in slowest:
             terminalreporter.write_line(f"{seconds:8.1f} s  {module}")
     if _BROKER_STARTS:
-        total = sum(float(line.split()[0]) for line in _BROKER_STARTS)
+        total = sum(seconds for seconds, _ in _BROKER_STARTS)
         terminalreporter.section(
             f"broker starts and restarts: {len(_BROKER_STARTS)}, {total:.0f} s in all; slowest"
         )
-        for line in sorted(_BROKER_STARTS, key=lambda t: -float(t.split()[0]))[:12]:
-            terminalreporter.write_line(line)
+        for seconds, what in sorted(_BROKER_STARTS, reverse=True)[:12]:
+            terminalreporter.write_line(f"{seconds:7.1f} s  {what}")
     if _CHAOS_FIGURES:
         terminalreporter.section("chaos scenario figures")
         for line in _CHAOS_FIGURES:

@@ -25,12 +25,9 @@ from pipelines import domain
 from pipelines.lake.paths import HOUR_MS, hour_of
 
 MINUTE = domain.MINUTE_MS
-# a recent hour: the broker deletes records whose timestamps are older than its retention
+# a recent hour, as under make run (whose broker deletes records older than its retention)
 HOUR_START = (int(time.time() * 1000) // HOUR_MS - 3) * HOUR_MS
 HOUR = hour_of(HOUR_START)
-#: records stamped in 1970 (the offset and decoding tests) would be deleted by the broker's
-#: 24-hour retention at its next check, which may come in the middle of a test
-KEEP_FOREVER = {"retention.ms": "-1"}
 PARTITION_KEY = f"{HOUR.replace('T', '-')}:00"
 RESULTS = ("revenue_5m", "revenue_hopping", "fraud_alerts", "click_sessions", "orders_deduped")
 
@@ -53,7 +50,7 @@ def hour_in_kafka(kafka_cluster, tmp_path_factory: pytest.TempPathFactory) -> It
     prefix = f"kb-{uuid.uuid4().hex[:8]}-"
     topics = {t: prefix + t for t in domain.RAW_TOPICS}
     for name in topics.values():
-        kafka_cluster.create_topic(name, partitions=4, config=KEEP_FOREVER)
+        kafka_cluster.create_topic(name, partitions=4)
     config = GeneratorConfig(
         seed=11,
         start_ms=HOUR_START - 30 * MINUTE,
@@ -218,7 +215,7 @@ def test_offsets_by_timestamp_and_decoding(kafka_cluster) -> None:
 
     bootstrap = kafka_cluster.bootstrap_servers
     topic = f"kb-offsets-{uuid.uuid4().hex[:8]}"
-    kafka_cluster.create_topic(topic, partitions=3, config=KEEP_FOREVER)
+    kafka_cluster.create_topic(topic, partitions=3)
 
     def order(order_id: str, ts: int, **extra: Any) -> bytes:
         value = {"order_id": order_id, "customer_id": "c", "amount": 1.5, "region": "EU"}
@@ -306,7 +303,7 @@ def test_the_kafka_path_on_a_session_created_without_its_jars(kafka_cluster) -> 
 
     _spark()
     topic = f"kb-late-jars-{uuid.uuid4().hex[:8]}"
-    kafka_cluster.create_topic(topic, partitions=2, config=KEEP_FOREVER)
+    kafka_cluster.create_topic(topic, partitions=2)
     producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers})
     for n in range(5):
         value = {"order_id": f"o{n}", "customer_id": "c", "amount": 1.0, "region": "EU"}

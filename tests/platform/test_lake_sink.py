@@ -25,11 +25,6 @@ def _expected(config: GeneratorConfig) -> dict[str, int]:
     return counts
 
 
-#: the events are of 2025: the broker deletes records older than a topic's retention at its
-#: next check (every few minutes), which may come in the middle of a test
-KEEP_FOREVER = {"retention.ms": "-1"}
-
-
 def test_sink_is_idempotent_and_incremental(
     kafka_cluster: LocalKafkaCluster, tmp_path: Path
 ) -> None:
@@ -43,7 +38,7 @@ def test_sink_is_idempotent_and_incremental(
     prefix = f"lake-sink-{uuid.uuid4().hex[:8]}-"
     topics = {t: prefix + t for t in domain.RAW_TOPICS}
     for name in topics.values():
-        kafka_cluster.create_topic(name, partitions=4, config=KEEP_FOREVER)
+        kafka_cluster.create_topic(name, partitions=4)
     config = GeneratorConfig(seed=3, start_ms=START_MS, duration_s=120, orders_per_second=10)
     produce(config, bootstrap, topics=topics)
     expected = _expected(config)
@@ -86,7 +81,7 @@ def test_leftovers_of_an_interrupted_run_are_removed(
 ) -> None:
     bootstrap = kafka_cluster.bootstrap_servers
     topic = "sink-crash-test"
-    kafka_cluster.create_topic(topic, partitions=2, config=KEEP_FOREVER)
+    kafka_cluster.create_topic(topic, partitions=2)
     config = GeneratorConfig(seed=5, start_ms=START_MS, duration_s=30, orders_per_second=10)
     events = [e for e in iter_events(config) if e.topic == domain.ORDERS]
     from confluent_kafka import Producer
@@ -118,7 +113,7 @@ def test_a_topic_written_while_it_lands_loses_no_record(
     from confluent_kafka import Producer
 
     topic = f"lake-live-{uuid.uuid4().hex[:8]}"
-    kafka_cluster.create_topic(topic, partitions=2, config=KEEP_FOREVER)
+    kafka_cluster.create_topic(topic, partitions=2)
     producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "linger.ms": 1})
     stop = threading.Event()
     written = [0]
