@@ -85,6 +85,12 @@ class ActiveTask:
         self.sub = sub
         self.partition = partition
         self.input_partitions = sorted(input_partitions)
+        #: the input partitions of source topics, not repartition topics (what event-time
+        #: alignment holds back)
+        self.source_partitions = [
+            tp for tp in self.input_partitions if tp[0] not in sub.internal_sources
+        ]
+        self.reads_sources = bool(self.source_partitions)
         self.thread = thread
         config = thread.config
         self.eos = config.exactly_once
@@ -281,17 +287,27 @@ class ActiveTask:
     # -- processing -----------------------------------------------------------------------
 
     def process(
-        self, limit: int, now_ms: int = 0, lag: Callable[[tuple[str, int]], int | None] = _no_lag
+        self,
+        limit: int,
+        now_ms: int = 0,
+        lag: Callable[[tuple[str, int]], int | None] = _no_lag,
+        until: int | None = None,
     ) -> int:
         """Process up to ``limit`` buffered records (handlers applied) while the partition
         group is ready (``max.task.idle.ms``; a task of one input partition is ready while
-        it has records); returns how many were processed."""
+        it has records) and, given ``until``, none later than that; returns how many were
+        processed."""
         task = self.stream_task
         if not task.initialized:
             self._complete()
         group = self.partition_group
         ready = None if len(self.input_partitions) == 1 else partial(group.ready, now_ms, lag)
-        return task.process(limit, on_error=self._on_processing_error, ready=ready)
+        return task.process(limit, on_error=self._on_processing_error, ready=ready, until=until)
+
+    def waits_beyond(self, until: int) -> bool:
+        """Whether the task's next record lies past ``until`` (it waits for alignment)."""
+        head = self.partition_group.head_timestamp()
+        return head is not None and head > until
 
     def _context_for(self, rec: StampedRecord | ConsumerRecord, node: str | None) -> Any:
         return errors.ErrorHandlerContext(

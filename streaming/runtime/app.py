@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from streaming.runtime.alignment import EventTimeAlignment
 from streaming.runtime.assignment import TopologyPlan, task_id
 from streaming.runtime.client_log import client_logger
 from streaming.runtime.config import StreamsConfig, check_bootstrap_servers
@@ -133,6 +134,8 @@ class KafkaStreams:
             window_additional_retention_ms=self.config.window_changelog_additional_retention_ms,
         )
         self.app_configs = self.config.app_configs()
+        #: the low watermarks of this process's stream threads (event-time alignment)
+        self.event_time_alignment = EventTimeAlignment(self.config.alignment)
         self._state = State.CREATED
         self._state_lock = threading.RLock()
         self._state_listener: Callable[[State, State], None] | None = None
@@ -700,6 +703,7 @@ class KafkaStreams:
             "consumer-lag-max": max(lag.values(), default=0),
             "records-sent-total": sum(st.records_sent for st in statuses),
             "producer-replacements-total": sum(m.producer_replacements for m in ms),
+            "alignment-waits-total": sum(m.alignment_waits for m in ms),
             # a thread retrying a retriable failure (broker down, leader moving) is stalled
             # until it makes progress again, and fails after task.timeout.ms
             "stalled-threads": len([st for st in statuses if st.stalled]),

@@ -53,6 +53,8 @@ class Subtopology:
     stores: list[str]
     changelogs: dict[str, ChangelogSpec] = field(default_factory=dict)
     num_tasks: int = 0
+    #: the decorated internal (repartition) topics among the source topics
+    internal_sources: set[str] = field(default_factory=set)
 
     @property
     def stateful(self) -> bool:
@@ -116,6 +118,7 @@ class TopologyPlan:
                         if store not in stores:
                             stores.append(store)
             sub = Subtopology(sub_id, list(names), sources, sinks, stores)
+            sub.internal_sources = {t for t in sources if t in self.internal_topics}
             for topic in sources:
                 self.topic_to_subtopology[topic] = sub_id
             for store in stores:

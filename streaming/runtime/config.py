@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from streaming import serdes as serdes_mod
+from streaming.runtime.alignment import AlignmentSettings
 from streaming.runtime.clients import ClientConfigs
 from streaming.runtime.nodes import StreamsException
 
@@ -81,6 +82,15 @@ BUFFERED_RECORDS_PER_PARTITION = "buffered.records.per.partition"
 POLL_MS = "poll.ms"
 WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS = "windowstore.changelog.additional.retention.ms"
 CLIENT_ID = "client.id"
+#: ours (Flink's watermark alignment): while the client's source partitions hold more than
+#: ``...lag.records`` unprocessed records or the slowest is ``...lag.ms`` of event time behind
+#: the wall clock, a source task more than ``...max.drift.ms`` of event time ahead of the
+#: slowest partition waits; a partition with nothing queued stops holding the others after
+#: ``...idle.ms`` (see runtime.alignment); a negative drift: off
+EVENT_TIME_ALIGNMENT_MAX_DRIFT_MS = "event.time.alignment.max.drift.ms"
+EVENT_TIME_ALIGNMENT_LAG_RECORDS = "event.time.alignment.lag.records"
+EVENT_TIME_ALIGNMENT_LAG_MS = "event.time.alignment.lag.ms"
+EVENT_TIME_ALIGNMENT_IDLE_MS = "event.time.alignment.idle.ms"
 #: how long a stream thread retries a retriable failure without progress before failing
 TASK_TIMEOUT_MS = "task.timeout.ms"
 #: the wait between such retries (also passed to the clients, as in Kafka Streams)
@@ -138,6 +148,10 @@ KNOWN_KEYS = frozenset(
         BUFFERED_RECORDS_PER_PARTITION,
         POLL_MS,
         WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS,
+        EVENT_TIME_ALIGNMENT_MAX_DRIFT_MS,
+        EVENT_TIME_ALIGNMENT_LAG_RECORDS,
+        EVENT_TIME_ALIGNMENT_LAG_MS,
+        EVENT_TIME_ALIGNMENT_IDLE_MS,
         CLIENT_ID,
         TASK_TIMEOUT_MS,
         RETRY_BACKOFF_MS,
@@ -225,6 +239,7 @@ class StreamsConfig:
     poll_ms: int
     window_changelog_additional_retention_ms: int
     client_id: str | None
+    alignment: AlignmentSettings = field(default_factory=AlignmentSettings)
     query_server_enabled: bool = True
     consumer: dict[str, Any] = field(default_factory=dict)
     producer: dict[str, Any] = field(default_factory=dict)
@@ -419,6 +434,12 @@ class StreamsConfig:
                 cfg, WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS, 86_400_000, minimum=0
             ),
             client_id=cfg.get(CLIENT_ID) or None,
+            alignment=AlignmentSettings(
+                max_drift_ms=_int(cfg, EVENT_TIME_ALIGNMENT_MAX_DRIFT_MS, 10_000, minimum=-1),
+                lag_records=_int(cfg, EVENT_TIME_ALIGNMENT_LAG_RECORDS, 1_000, minimum=0),
+                lag_ms=_int(cfg, EVENT_TIME_ALIGNMENT_LAG_MS, 60_000, minimum=0),
+                idle_ms=_int(cfg, EVENT_TIME_ALIGNMENT_IDLE_MS, 10_000, minimum=0),
+            ),
             consumer=_plain(clients["consumer"]),
             producer=_plain(clients["producer"]),
             admin=_plain(clients["admin"]),

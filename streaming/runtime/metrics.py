@@ -33,6 +33,8 @@ class ThreadMetrics:
     aborted_transactions: int = 0
     restored_records: int = 0
     producer_replacements: int = 0
+    #: processing rounds in which a source task waited for slower partitions (alignment)
+    alignment_waits: int = 0
     started: float = field(default_factory=time.monotonic)
     _samples: collections.deque = field(default_factory=lambda: collections.deque(maxlen=32))
 

@@ -85,6 +85,11 @@ class PartitionGroup:
         self.processed_offsets[(rec.topic, rec.partition)] = rec.offset
         return rec
 
+    def head_timestamp(self) -> int | None:
+        """The smallest timestamp of the records at the queues' heads (None: all empty)."""
+        heads = [queue[0].timestamp for queue in self.queues.values() if queue]
+        return min(heads) if heads else None
+
     def unseen(self, tp: TopicPartition, msgs: list[Any]) -> list[Any]:
         """The consumer messages of ``tp`` (in offset order) after the last record queued
         or processed for it: after a rebalance a kept partition is fetched again from its

@@ -409,24 +409,31 @@ class StreamTask:
         *,
         on_error: Callable[[StampedRecord, Exception], None] | None = None,
         ready: Callable[[], bool] | None = None,
+        until: int | None = None,
     ) -> int:
         """Process up to ``limit`` queued records, the smallest timestamp first, each
         followed by the stream-time punctuations it makes due; returns how many.
 
         ``ready`` (asked before each record) ends the batch early when it says no (a task
-        idling for an empty partition); ``on_error`` handles a record's processing failure
+        idling for an empty partition); ``until`` ends it at the first record with a later
+        timestamp (event-time alignment); ``on_error`` handles a record's processing failure
         instead of raising it (the exception handlers of a running application)."""
-        queues = self.partition_group.queues
+        group = self.partition_group
+        queues = group.queues
         if ready is None and len(queues) == 1:
             ((tp, queue),) = queues.items()
-            return self._process_queue(tp, queue, limit, on_error)
-        next_record = self.partition_group.next_record
+            return self._process_queue(tp, queue, limit, on_error, until)
+        next_record = group.next_record
         process_stamped = self.process_stamped
         context = self.context
         n = 0
         while n < limit:
             if ready is not None and not ready():
                 break
+            if until is not None:
+                head = group.head_timestamp()
+                if head is not None and head > until:
+                    break
             rec = next_record()
             if rec is None:
                 break
@@ -448,6 +455,7 @@ class StreamTask:
         queue: deque[StampedRecord],
         limit: int,
         on_error: Callable[[StampedRecord, Exception], None] | None,
+        until: int | None = None,
     ) -> int:
         """``process`` of a task with one input partition (the common case), ``queue``: the
         same steps without choosing a partition per record, and the processed offset
@@ -459,6 +467,8 @@ class StreamTask:
         rec = None
         try:
             while n < limit and queue:
+                if until is not None and queue[0].timestamp > until:
+                    break
                 rec = queue.popleft()
                 if rec.timestamp > group.stream_time:
                     group.stream_time = rec.timestamp

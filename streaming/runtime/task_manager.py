@@ -22,7 +22,9 @@ from streaming.runtime.failures import Stall, calling
 from streaming.runtime.restore import ChangelogReader
 
 if TYPE_CHECKING:
+    from streaming.runtime.alignment import ThreadAlignment
     from streaming.runtime.listeners import StandbyHandover
+    from streaming.runtime.partition_group import PartitionGroup
     from streaming.runtime.thread import StreamThread
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,7 @@ class TaskManager:
         stall: Stall,
         metrics: metrics_mod.ThreadMetrics,
         changelog_end: Callable[[str, int], int],
+        alignment: ThreadAlignment | None = None,
     ) -> None:
         #: the thread the tasks belong to (``ActiveTask`` reads its clients and settings)
         self.owner = owner
@@ -56,6 +59,8 @@ class TaskManager:
         #: the task being processed (the source of a dead letter of its writes)
         self.current_task: ActiveTask | None = None
         self.consumer: Consumer | None = None
+        #: event-time alignment of the source partitions (None: off)
+        self.alignment = alignment
 
     # -- assignment -----------------------------------------------------------------------
 
@@ -231,15 +236,53 @@ class TaskManager:
         return (t for t in self.tasks.values() if t.state == RUNNING)
 
     def process(self, max_records: int, now: int, lag: Callable[..., int | None]) -> int:
-        """Process up to ``max_records`` records of each running task; how many were."""
+        """Process up to ``max_records`` records of each running task; how many were.
+
+        Under event-time alignment a task reading source topics takes no record past the
+        event time the alignment allows; the bound is moved on and the tasks are offered
+        records again while that frees some (until each took ``max_records``)."""
+        if self.alignment is None:
+            return self._process_pass(dict.fromkeys(self.tasks, max_records), now, lag, None)
+        budget = dict.fromkeys(self.tasks, max_records)
         total = 0
-        for task in self.tasks.values():
-            if task.state != RUNNING:
+        while True:
+            until = self.alignment.limit(self._source_partitions(), lag, now)
+            processed = self._process_pass(budget, now, lag, until)
+            total += processed
+            if until is None or not processed:
+                break
+        return total
+
+    def _process_pass(
+        self, budget: dict[str, int], now: int, lag: Callable[..., int | None], until: int | None
+    ) -> int:
+        """Offer each running task records once (at most its ``budget``, which shrinks by
+        what it took; source tasks none past ``until``); how many were processed."""
+        waited = False
+        total = 0
+        for tid, task in self.tasks.items():
+            left = budget.get(tid, 0)
+            if task.state != RUNNING or left <= 0:
                 continue
             self.current_task = task
-            total += task.process(max_records, now, lag)
+            bound = until if until is not None and task.reads_sources else None
+            processed = task.process(left, now, lag, until=bound)
+            budget[tid] = left - processed
+            if bound is not None and processed < left and task.waits_beyond(bound):
+                waited = True
+            total += processed
         self.current_task = None
+        if waited:
+            self.metrics.alignment_waits += 1
         return total
+
+    def _source_partitions(self) -> Iterator[tuple[tuple[str, int], PartitionGroup]]:
+        """The running tasks' source-topic partitions (not repartition topics) and groups."""
+        for task in self.tasks.values():
+            if task.state == RUNNING and task.reads_sources:
+                group = task.partition_group
+                for tp in task.source_partitions:
+                    yield tp, group
 
     def punctuate(self, now: int) -> None:
         """Run the running tasks' due wall-clock punctuations."""

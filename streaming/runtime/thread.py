@@ -133,6 +133,11 @@ class StreamThread(threading.Thread):
             stall=self.stall,
             metrics=self.metrics,
             changelog_end=self._changelog_end,
+            alignment=(
+                app.event_time_alignment.member(self.name)
+                if self.config.alignment.enabled
+                else None
+            ),
         )
         #: commits the tasks, and holds the recovery steps still to do before processing
         self.committer = Committer(
@@ -300,6 +305,8 @@ class StreamThread(threading.Thread):
             except Exception:
                 log.exception("Error shutting down stream thread %s", self.name)
             metrics_mod.unregister_thread()
+            if self.task_manager.alignment is not None:
+                self.task_manager.alignment.forget()
             self._set_state(DEAD)
             self.listener.on_thread_finished(self, self.exception)
 

@@ -1,0 +1,117 @@
+"""Event-time alignment's bound (``runtime.alignment``): who holds the others back, when."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import pytest
+
+from streaming.runtime.alignment import BEFORE_ANY, AlignmentSettings, EventTimeAlignment
+from streaming.runtime.config import ConfigException, StreamsConfig
+from streaming.runtime.partition_group import PartitionGroup
+
+Stamped = namedtuple("Stamped", "timestamp topic partition offset")
+NOW = 1_800_000_000_000
+OLD = NOW - 3_600_000  # an hour behind the wall clock: a replay
+
+
+def _group(tp: tuple[str, int], *timestamps: int, stream_time: int = -1) -> PartitionGroup:
+    group = PartitionGroup([tp])
+    queue = group.queue(tp)
+    for i, ts in enumerate(timestamps):
+        queue.append(Stamped(ts, tp[0], tp[1], i))
+    group.stream_time = stream_time
+    return group
+
+
+def _member(settings: AlignmentSettings | None = None, name: str = "t1"):
+    return EventTimeAlignment(settings or AlignmentSettings(max_drift_ms=10_000)).member(name)
+
+
+def test_the_slowest_queued_partition_sets_the_bound():
+    a, b = ("in", 0), ("in", 1)
+    sources = [(a, _group(a, OLD + 5_000)), (b, _group(b, OLD + 900_000))]
+    assert _member().limit(sources, lambda tp: 500, NOW) == OLD + 5_000 + 10_000
+
+
+def test_live_traffic_is_not_aligned():
+    a, b = ("in", 0), ("in", 1)
+    sources = [(a, _group(a, NOW - 1_000)), (b, _group(b, NOW + 30_000))]
+    assert _member().limit(sources, lambda tp: 0, NOW) is None
+
+
+def test_a_large_record_backlog_aligns_even_live_records():
+    a, b = ("in", 0), ("in", 1)
+    sources = [(a, _group(a, NOW - 1_000)), (b, _group(b, NOW + 30_000))]
+    assert _member().limit(sources, lambda tp: 5_000, NOW) == NOW - 1_000 + 10_000
+
+
+def test_an_idle_partition_never_holds_the_others_back():
+    a, b = ("in", 0), ("in", 1)
+    # b has nothing queued and nothing on its way (lag 0): idle at once
+    sources = [(a, _group(a, OLD + 900_000)), (b, _group(b, stream_time=OLD))]
+    assert _member().limit(sources, lambda tp: 0, NOW) == OLD + 900_000 + 10_000
+
+
+def test_an_empty_partition_with_records_on_their_way_holds_until_its_idle_time():
+    a, b = ("in", 0), ("in", 1)
+    member = _member(AlignmentSettings(max_drift_ms=10_000, idle_ms=1_000))
+    sources = [(a, _group(a, OLD + 900_000)), (b, _group(b, stream_time=OLD))]
+    lag = {a: 10, b: 700}.__getitem__
+    # what b processed last bounds what comes next from it
+    assert member.limit(sources, lag, NOW) == OLD + 10_000
+    assert member.limit(sources, lag, NOW + 999) == OLD + 10_000
+    # nothing came for the idle time: b no longer holds a back
+    assert member.limit(sources, lag, NOW + 1_000) == OLD + 900_000 + 10_000
+
+
+def test_a_partition_not_read_yet_holds_everything_until_its_records_come():
+    a, b = ("in", 0), ("in", 1)
+    sources = [(a, _group(a, OLD)), (b, _group(b))]
+    assert _member().limit(sources, lambda tp: 100, NOW) == BEFORE_ANY
+
+
+def test_threads_of_one_client_align_with_each_other():
+    shared = EventTimeAlignment(AlignmentSettings(max_drift_ms=10_000))
+    first, second = shared.member("t1"), shared.member("t2")
+    a, b = ("in", 0), ("in", 1)
+    assert first.limit([(a, _group(a, OLD))], lambda tp: 5_000, NOW) == OLD + 10_000
+    # the second thread's partition is an hour ahead: it waits for the first thread's
+    assert second.limit([(b, _group(b, NOW))], lambda tp: 5_000, NOW) == OLD + 10_000
+    first.forget()  # the first thread ended: nothing holds the second back but itself
+    assert second.limit([(b, _group(b, NOW))], lambda tp: 5_000, NOW) == NOW + 10_000
+
+
+def test_settings_come_from_the_config_and_a_negative_drift_turns_it_off():
+    base = {"application.id": "a", "bootstrap.servers": "localhost:9092"}
+    default = StreamsConfig.from_mapping(base).alignment
+    assert default.enabled and default.max_drift_ms == 10_000
+    custom = StreamsConfig.from_mapping(
+        {
+            **base,
+            "event.time.alignment.max.drift.ms": 2_000,
+            "event.time.alignment.lag.records": 50,
+            "event.time.alignment.lag.ms": 5_000,
+            "event.time.alignment.idle.ms": 250,
+        }
+    ).alignment
+    assert custom == AlignmentSettings(
+        max_drift_ms=2_000, lag_records=50, lag_ms=5_000, idle_ms=250
+    )
+    off = StreamsConfig.from_mapping({**base, "event.time.alignment.max.drift.ms": -1})
+    assert not off.alignment.enabled
+    with pytest.raises(ConfigException, match=r"event\.time\.alignment\.max\.drift\.ms"):
+        StreamsConfig.from_mapping({**base, "event.time.alignment.max.drift.ms": "soon"})
+
+
+def test_idle_time_counts_only_while_others_are_held_back():
+    a, b = ("in", 0), ("in", 1)
+    member = _member(AlignmentSettings(max_drift_ms=10_000, idle_ms=1_000))
+    nothing_yet = [(a, _group(a)), (b, _group(b))]
+    # neither partition fetched yet (a consumer joining its group): no clock runs
+    assert member.limit(nothing_yet, lambda tp: None, NOW) == BEFORE_ANY
+    assert member.limit(nothing_yet, lambda tp: None, NOW + 5_000) == BEFORE_ANY
+    # a's records come first: b holds them back for its idle time from now on
+    arrived = [(a, _group(a, OLD)), (b, _group(b))]
+    assert member.limit(arrived, lambda tp: None, NOW + 5_001) == BEFORE_ANY
+    assert member.limit(arrived, lambda tp: None, NOW + 6_001) == OLD + 10_000
