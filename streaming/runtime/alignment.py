@@ -16,15 +16,20 @@ are on their way (lag), and for at most ``event.time.alignment.idle.ms``, as Fli
 ``withIdleness``: idle and empty partitions never block.
 
 The stream threads of one client share one ``EventTimeAlignment``; each reports the low
-watermark of its own source partitions once per processing round.
+watermark of its own source partitions once per processing pass. Worker processes share
+theirs through an ``AlignmentTable``, a file of the client's state directory they all map.
 """
 
 from __future__ import annotations
 
+import mmap
+import struct
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from streaming.runtime.partition_group import PartitionGroup
@@ -56,58 +61,125 @@ class _Report:
     queued: bool
 
 
-class EventTimeAlignment:
-    """The low watermarks of one client's stream threads, and the event time up to which
-    their source tasks may process now."""
+_SLOT = struct.Struct("<qqqq")  # low (NO_LOW: none), backlog, queued, updated (epoch ms)
+NO_LOW = 2**63 - 1
+#: worker slots in a table (a worker with a higher thread index aligns its own partitions)
+TABLE_SLOTS = 64
+#: the table's file name in the client's state directory
+ALIGNMENT_TABLE = "event-time-alignment"
+#: a slot not updated for this long belongs to a worker that ended without clearing it
+STALE_MS = 30_000
 
-    def __init__(self, settings: AlignmentSettings) -> None:
+
+class AlignmentTable:
+    """The reports of a client's worker processes: one slot per stream thread index in a
+    small file of the client's state directory that the client creates and each worker
+    maps (a slot is rewritten whole on every report; a reader that catches one mid-write
+    sees a mix for one processing pass)."""
+
+    def __init__(self, path: str | Path, *, create: bool = False) -> None:
+        path = Path(path)
+        size = TABLE_SLOTS * _SLOT.size
+        if create:
+            path.write_bytes(bytes(size))
+        with open(path, "r+b") as f:
+            self._map = mmap.mmap(f.fileno(), size)
+        self.path = path
+
+    def write(self, slot: int, report: _Report | None, now_ms: int) -> None:
+        """Set (None: clear) the report of thread slot ``slot``."""
+        if not 0 <= slot < TABLE_SLOTS:
+            return
+        data = (
+            bytes(_SLOT.size)
+            if report is None
+            else _SLOT.pack(
+                NO_LOW if report.low is None else report.low,
+                report.backlog,
+                int(report.queued),
+                now_ms,
+            )
+        )
+        offset = slot * _SLOT.size
+        self._map[offset : offset + _SLOT.size] = data
+
+    def read(self, now_ms: int) -> dict[int, _Report]:
+        """The current (not stale) reports by slot."""
+        out = {}
+        for slot in range(TABLE_SLOTS):
+            low, backlog, queued, updated = _SLOT.unpack_from(self._map, slot * _SLOT.size)
+            if updated and now_ms - updated <= STALE_MS:
+                out[slot] = _Report(None if low == NO_LOW else low, backlog, bool(queued))
+        return out
+
+    def close(self) -> None:
+        self._map.close()
+
+
+class EventTimeAlignment:
+    """The low watermarks of one client's stream threads (in this process, or in its worker
+    processes through an ``AlignmentTable``), and the event time up to which their source
+    tasks may process now."""
+
+    def __init__(self, settings: AlignmentSettings, table: AlignmentTable | None = None) -> None:
         self.settings = settings
-        self._reports: dict[str, _Report] = {}
+        self.table = table
+        self._reports: dict[Any, _Report] = {}
         self._lock = threading.Lock()
 
-    def member(self, name: str) -> ThreadAlignment:
-        """The handle one stream thread reports through."""
-        return ThreadAlignment(self, name)
+    def member(self, name: str, slot: int) -> ThreadAlignment:
+        """The handle stream thread ``name`` (slot: its index - 1) reports through."""
+        return ThreadAlignment(self, name, slot)
+
+    def _exchange(self, key: Any, report: _Report | None, now_ms: int) -> dict[Any, _Report]:
+        """Publish (None: withdraw) a thread's report; everyone's current reports."""
+        with self._lock:
+            if self.table is not None and isinstance(key, int):
+                self.table.write(key, report, now_ms)
+                return self.table.read(now_ms)
+            if report is None:
+                self._reports.pop(key, None)
+            else:
+                self._reports[key] = report
+            return dict(self._reports)
 
     def report(
-        self, name: str, low: int | None, backlog: int, queued: bool, now_ms: int
-    ) -> int | None:
+        self, key: Any, low: int | None, backlog: int, queued: bool, now_ms: int
+    ) -> tuple[int | None, bool]:
         """Record a thread's low watermark (None: no partition holds the others back), its
         source backlog and whether it has source records queued; the event time its tasks
-        may process up to (None: no bound)."""
-        with self._lock:
-            self._reports[name] = _Report(low, backlog, queued)
-            reports = list(self._reports.values())
-        lows = [r.low for r in reports if r.low is not None]
+        may process up to (None: no bound), and whether another thread has source records
+        queued."""
+        reports = self._exchange(key, _Report(low, backlog, queued), now_ms)
+        queued_elsewhere = any(r.queued for k, r in reports.items() if k != key)
+        lows = [r.low for r in reports.values() if r.low is not None]
         if not lows:
-            return None
+            return None, queued_elsewhere
         low = min(lows)
         settings = self.settings
         behind = (
-            low < now_ms - settings.lag_ms or sum(r.backlog for r in reports) > settings.lag_records
+            low < now_ms - settings.lag_ms
+            or sum(r.backlog for r in reports.values()) > settings.lag_records
         )
         if not behind:
-            return None
-        return low if low == BEFORE_ANY else low + settings.max_drift_ms
+            return None, queued_elsewhere
+        return (low if low == BEFORE_ANY else low + settings.max_drift_ms), queued_elsewhere
 
-    def queued_elsewhere(self, name: str) -> bool:
-        """Whether another thread reported source records queued (waiting to be processed)."""
-        with self._lock:
-            return any(r.queued for n, r in self._reports.items() if n != name)
-
-    def forget(self, name: str) -> None:
+    def forget(self, key: Any, now_ms: int) -> None:
         """A thread ended: its partitions no longer hold anyone back."""
-        with self._lock:
-            self._reports.pop(name, None)
+        self._exchange(key, None, now_ms)
 
 
 class ThreadAlignment:
     """One stream thread's view: computes its low watermark from its source partitions."""
 
-    def __init__(self, shared: EventTimeAlignment, name: str) -> None:
+    def __init__(self, shared: EventTimeAlignment, name: str, slot: int) -> None:
         self.shared = shared
         self.name = name
+        #: what the thread reports under: its slot in the client's table, else its name
+        self.key: Any = slot if shared.table is not None else name
         self.settings = shared.settings
+        self._queued_elsewhere = False
         #: since when (wall clock ms) each source partition has had nothing queued
         self._empty_since: dict[TopicPartition, int] = {}
 
@@ -141,7 +213,7 @@ class ThreadAlignment:
                 waiting.append((tp, group))
         # an empty partition with records on their way (or not fetched yet) holds the others
         # back; its idle time counts only while there are others to hold back
-        holding = queued or self.shared.queued_elsewhere(self.name)
+        holding = queued or self._queued_elsewhere
         for tp, group in waiting:
             if holding and now_ms - empty_since.setdefault(tp, now_ms) >= self.settings.idle_ms:
                 continue  # nothing came for the idle time
@@ -149,8 +221,9 @@ class ThreadAlignment:
             mark = group.stream_time if group.stream_time >= 0 else BEFORE_ANY
             if low is None or mark < low:
                 low = mark
-        return self.shared.report(self.name, low, backlog, queued, now_ms)
+        until, self._queued_elsewhere = self.shared.report(self.key, low, backlog, queued, now_ms)
+        return until
 
     def forget(self) -> None:
-        self.shared.forget(self.name)
+        self.shared.forget(self.key, int(time.time() * 1000))
         self._empty_since.clear()

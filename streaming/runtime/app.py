@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from streaming.runtime.alignment import EventTimeAlignment
+from streaming.runtime.alignment import ALIGNMENT_TABLE, AlignmentTable, EventTimeAlignment
 from streaming.runtime.assignment import TopologyPlan, task_id
 from streaming.runtime.client_log import client_logger
 from streaming.runtime.config import StreamsConfig, check_bootstrap_servers
@@ -237,10 +237,17 @@ class KafkaStreams:
                 self.standby = StandbyManager(self)
                 self.standby.start()
 
-    def start_worker(self, *, index: int, process_id: str, link: Any) -> None:
+    def start_worker(
+        self, *, index: int, process_id: str, link: Any, alignment_table: str | None = None
+    ) -> None:
         """Run as worker process ``index`` of the client ``process_id``: its stream thread
-        only (the client holds the state-directory lock and serves queries)."""
+        only (the client holds the state-directory lock and serves queries), aligned with
+        the client's other workers through ``alignment_table``."""
         self._worker_link = link
+        if alignment_table is not None and self.config.alignment.enabled:
+            self.event_time_alignment = EventTimeAlignment(
+                self.config.alignment, AlignmentTable(alignment_table)
+            )
         self._thread_index = index - 1
         self.global_dir = f"global-worker-{index}"
         with self._state_lock:
@@ -256,6 +263,9 @@ class KafkaStreams:
             for index in range(1, self.config.num_stream_threads + 1):
                 workers.append(WorkerProcess(self, index, payload))
             self._start_client(lambda: self.state_directory.process_id())
+            if self.config.alignment.enabled:
+                table = AlignmentTable(self.state_directory.path / ALIGNMENT_TABLE, create=True)
+                self.event_time_alignment = EventTimeAlignment(self.config.alignment, table)
         except BaseException:
             for worker in workers:
                 worker.kill()

@@ -235,18 +235,26 @@ class TaskManager:
         """The running tasks (restored, assigned)."""
         return (t for t in self.tasks.values() if t.state == RUNNING)
 
-    def process(self, max_records: int, now: int, lag: Callable[..., int | None]) -> int:
+    def process(
+        self,
+        max_records: int,
+        now: int,
+        lag: Callable[..., int | None],
+        unread: Callable[..., int | None] | None = None,
+    ) -> int:
         """Process up to ``max_records`` records of each running task; how many were.
 
         Under event-time alignment a task reading source topics takes no record past the
-        event time the alignment allows; the bound is moved on and the tasks are offered
-        records again while that frees some (until each took ``max_records``)."""
+        event time the alignment allows (``unread``: a partition's records not yet consumed,
+        counted from its committed offset before its first record; default ``lag``); the
+        bound is moved on and the tasks are offered records again while that frees some
+        (until each took ``max_records``)."""
         if self.alignment is None:
             return self._process_pass(dict.fromkeys(self.tasks, max_records), now, lag, None)
         budget = dict.fromkeys(self.tasks, max_records)
         total = 0
         while True:
-            until = self.alignment.limit(self._source_partitions(), lag, now)
+            until = self.alignment.limit(self._source_partitions(), unread or lag, now)
             processed = self._process_pass(budget, now, lag, until)
             total += processed
             if until is None or not processed:

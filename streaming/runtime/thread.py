@@ -134,7 +134,7 @@ class StreamThread(threading.Thread):
             metrics=self.metrics,
             changelog_end=self._changelog_end,
             alignment=(
-                app.event_time_alignment.member(self.name)
+                app.event_time_alignment.member(self.name, index - 1)
                 if self.config.alignment.enabled
                 else None
             ),
@@ -404,7 +404,9 @@ class StreamThread(threading.Thread):
         return msgs
 
     def _process(self) -> None:
-        total = self.task_manager.process(PROCESS_BATCH, self.wall_clock_ms(), self._lag)
+        total = self.task_manager.process(
+            PROCESS_BATCH, self.wall_clock_ms(), self._lag, self._metric_lag
+        )
         if total:
             self.metrics.processed += total
         self._busy = total > 0

@@ -249,7 +249,12 @@ def main(argv: list[str]) -> int:
             go = calls.recv()  # the client is set up
         except (EOFError, OSError):
             return 1  # it failed to start, or is gone
-        app.start_worker(index=setup["index"], process_id=go["process_id"], link=link)
+        app.start_worker(
+            index=setup["index"],
+            process_id=go["process_id"],
+            link=link,
+            alignment_table=go.get("alignment_table"),
+        )
     except BaseException as exc:
         log.exception("worker %s failed to start", setup["index"])
         with contextlib.suppress(OSError):

@@ -95,7 +95,13 @@ class WorkerProcess:
     def start(self) -> WorkerProcess:
         """Let the worker start its stream thread (the client is set up: internal topics
         exist, its process id is known)."""
-        self._calls.send({"process_id": self.app.process_id})
+        table = self.app.event_time_alignment.table
+        self._calls.send(
+            {
+                "process_id": self.app.process_id,
+                "alignment_table": None if table is None else str(table.path),
+            }
+        )
         self._monitor.start()
         return self
 

@@ -146,7 +146,11 @@ def _wait_for(condition: Any, what: str, timeout: float = 120.0) -> None:
 
 
 def _work_off_backlog(
-    kafka_cluster: Any, tmp_path: Any, clicks: list[tuple[int, str, str, int]], drift: int | None
+    kafka_cluster: Any,
+    tmp_path: Any,
+    clicks: list[tuple[int, str, str, int]],
+    drift: int | None,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Produce the backlog, run the application over it; its outputs and counters."""
     bootstrap = kafka_cluster.bootstrap_servers
@@ -166,6 +170,7 @@ def _work_off_backlog(
         "bootstrap.servers": bootstrap,
         "processing.guarantee": "exactly_once_v2",
         "state.dir": str(tmp_path / ("on" if drift is None else "off")),
+        "num.stream.threads": workers,
         "statestore.cache.max.bytes": 0,
         # every session is emitted as soon as it closes (no wall-clock throttle)
         "__emit.interval.ms.kstreams.windowed.aggregation__": 0,
@@ -203,12 +208,15 @@ def clicks() -> list[tuple[int, str, str, int]]:
     return _clicks()
 
 
-def test_aligned_backlog_equals_the_in_order_result(kafka_cluster, tmp_path, clicks, capsys):
-    result = _work_off_backlog(kafka_cluster, tmp_path, clicks, drift=None)
+@pytest.mark.parametrize("workers", [1, 2], ids=["one process", "two worker processes"])
+def test_aligned_backlog_equals_the_in_order_result(
+    kafka_cluster, tmp_path, clicks, capsys, workers
+):
+    result = _work_off_backlog(kafka_cluster, tmp_path, clicks, drift=None, workers=workers)
     expected_sessions = _expected_sessions(clicks)
     with capsys.disabled():
         print(
-            f"\naligned: {N} clicks worked off in {result['seconds']:.1f} s "
+            f"\naligned ({workers} process(es)): {N} clicks worked off in {result['seconds']:.1f} s "
             f"({result['cpu']:.1f} CPU s), "
             f"{result['late']} dropped as late, {result['waits']} rounds waited for alignment"
         )

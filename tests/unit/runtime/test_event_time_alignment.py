@@ -6,7 +6,13 @@ from collections import namedtuple
 
 import pytest
 
-from streaming.runtime.alignment import BEFORE_ANY, AlignmentSettings, EventTimeAlignment
+from streaming.runtime.alignment import (
+    BEFORE_ANY,
+    STALE_MS,
+    AlignmentSettings,
+    AlignmentTable,
+    EventTimeAlignment,
+)
 from streaming.runtime.config import ConfigException, StreamsConfig
 from streaming.runtime.partition_group import PartitionGroup
 
@@ -25,7 +31,7 @@ def _group(tp: tuple[str, int], *timestamps: int, stream_time: int = -1) -> Part
 
 
 def _member(settings: AlignmentSettings | None = None, name: str = "t1"):
-    return EventTimeAlignment(settings or AlignmentSettings(max_drift_ms=10_000)).member(name)
+    return EventTimeAlignment(settings or AlignmentSettings(max_drift_ms=10_000)).member(name, 0)
 
 
 def test_the_slowest_queued_partition_sets_the_bound():
@@ -73,7 +79,7 @@ def test_a_partition_not_read_yet_holds_everything_until_its_records_come():
 
 def test_threads_of_one_client_align_with_each_other():
     shared = EventTimeAlignment(AlignmentSettings(max_drift_ms=10_000))
-    first, second = shared.member("t1"), shared.member("t2")
+    first, second = shared.member("t1", 0), shared.member("t2", 1)
     a, b = ("in", 0), ("in", 1)
     assert first.limit([(a, _group(a, OLD))], lambda tp: 5_000, NOW) == OLD + 10_000
     # the second thread's partition is an hour ahead: it waits for the first thread's
@@ -115,3 +121,21 @@ def test_idle_time_counts_only_while_others_are_held_back():
     arrived = [(a, _group(a, OLD)), (b, _group(b))]
     assert member.limit(arrived, lambda tp: None, NOW + 5_001) == BEFORE_ANY
     assert member.limit(arrived, lambda tp: None, NOW + 6_001) == OLD + 10_000
+
+
+def test_worker_processes_align_through_the_clients_table(tmp_path):
+    settings = AlignmentSettings(max_drift_ms=10_000)
+    path = tmp_path / "table"
+    client = AlignmentTable(path, create=True)
+    # each worker process maps the client's file: two separate objects, as in two processes
+    first = EventTimeAlignment(settings, AlignmentTable(path)).member("w1", 0)
+    second = EventTimeAlignment(settings, AlignmentTable(path)).member("w2", 1)
+    a, b = ("in", 0), ("in", 1)
+    assert first.limit([(a, _group(a, OLD))], lambda tp: 5_000, NOW) == OLD + 10_000
+    assert second.limit([(b, _group(b, NOW))], lambda tp: 5_000, NOW) == OLD + 10_000
+    assert set(client.read(NOW)) == {0, 1}
+    # a worker that died without clearing its slot stops holding the others once stale
+    later = NOW + STALE_MS + 1
+    assert second.limit([(b, _group(b, NOW))], lambda tp: 5_000, later) == NOW + 10_000
+    first.forget()
+    assert set(client.read(later)) == {1}
