@@ -669,22 +669,38 @@ def cancel_runs(url: str, timeout: float = 20.0, poll: float = 0.5) -> list[dict
         time.sleep(poll)
 
 
-def settle_cancelled_runs(run_ids: list[str], home: Path = DAGSTER_HOME) -> list[str]:
+def settle_cancelled_runs(
+    run_ids: list[str], home: Path = DAGSTER_HOME, *, since: float | None = None
+) -> list[str]:
     """Mark CANCELED the runs of ``run_ids`` that had not finished cancelling when the UI
     stopped (their workers stopped with it), as Dagster's run monitoring would only at the
-    next start, after its cancel timeout; returns their ids."""
-    from dagster import DagsterInstance
+    next start, after its cancel timeout, and those that failed after ``make run`` asked
+    to cancel them at ``since`` (epoch seconds): a run interrupted while it starts its
+    resources (a Spark session) fails on the interruption, which is the cancel the user
+    asked for, not a failure of the run. Returns their ids."""
+    from dagster import DagsterInstance, DagsterRunStatus
 
     instance = DagsterInstance.from_config(str(home))
     settled = []
     try:
         for run_id in run_ids:
-            run = instance.get_run_by_id(run_id)
-            if run is not None and not run.is_finished:
-                instance.report_run_canceled(
-                    run, message="make run stopped before the run finished cancelling"
-                )
-                settled.append(run_id)
+            record = instance.get_run_record_by_id(run_id)
+            if record is None:
+                continue
+            run = record.dagster_run
+            if not run.is_finished:
+                message = "make run stopped before the run finished cancelling"
+            elif (
+                since is not None
+                and run.status == DagsterRunStatus.FAILURE
+                and record.end_time is not None
+                and record.end_time >= since
+            ):
+                message = "make run was stopping: the run failed while it was being cancelled"
+            else:
+                continue
+            instance.report_run_canceled(run, message=message)
+            settled.append(run_id)
     finally:
         instance.dispose()
     return settled
@@ -1034,6 +1050,7 @@ def main(argv: list[str] | None = None) -> int:
                 last_health = health
     finally:
         cancelled: list[dict[str, Any]] = []
+        cancel_asked = time.time()
         if ready:
             try:
                 cancelled = cancel_runs(url)
@@ -1049,14 +1066,15 @@ def main(argv: list[str] | None = None) -> int:
             _stop(name, proc, sig, timeout)
         if cancelled:
             try:
-                settled = settle_cancelled_runs([r["runId"] for r in cancelled])
+                settled = settle_cancelled_runs([r["runId"] for r in cancelled], since=cancel_asked)
             except Exception as exc:
                 _log(f"WARNING: could not mark the cancelled runs CANCELED: {exc}")
             else:
                 if settled:
                     _log(
                         f"marked {len(settled)} run(s) CANCELED that were still cancelling "
-                        "when the UI stopped: " + ", ".join(r[:8] for r in settled)
+                        "when the UI stopped or failed while cancelling: "
+                        + ", ".join(r[:8] for r in settled)
                     )
         if cluster is not None:
             _log("stopping the Kafka broker")

@@ -164,7 +164,9 @@ def test_cancel_runs_gives_up_waiting_at_its_timeout(monkeypatch) -> None:
     assert web.runs["A"] == "CANCELING" and web.runs["B"] == "CANCELED"
 
 
-def test_runs_still_cancelling_when_the_ui_stopped_are_marked_canceled(tmp_path: Path) -> None:
+def test_runs_cancelling_when_the_ui_stopped_or_failing_on_the_cancel_end_canceled(
+    tmp_path: Path,
+) -> None:
     from dagster import DagsterRunStatus
     from dagster._core.storage.dagster_run import DagsterRun
 
@@ -172,16 +174,33 @@ def test_runs_still_cancelling_when_the_ui_stopped_are_marked_canceled(tmp_path:
     home.mkdir()
     shutil.copyfile(REPO / "platform" / "dagster.yaml", home / "dagster.yaml")
     instance = DagsterInstance.from_config(str(home))
+    failed_before = instance.add_run(DagsterRun(job_name="job", status=DagsterRunStatus.STARTED))
+    instance.report_run_failed(failed_before)
+    asked = time.time() + 0.01
+    while time.time() < asked:
+        time.sleep(0.01)
     cancelling = instance.add_run(DagsterRun(job_name="job", status=DagsterRunStatus.STARTED))
     instance.report_run_canceling(cancelling)
     done = instance.add_run(DagsterRun(job_name="job", status=DagsterRunStatus.SUCCESS))
+    # interrupted while starting its resources (Spark stopped under it): failed on the cancel
+    failed_cancelling = instance.add_run(
+        DagsterRun(job_name="job", status=DagsterRunStatus.STARTED)
+    )
+    instance.report_run_canceling(failed_cancelling)
+    instance.report_run_failed(failed_cancelling)
     instance.dispose()
-    settled = run.settle_cancelled_runs([cancelling.run_id, done.run_id], home=home)
-    assert settled == [cancelling.run_id]
+    ids = [r.run_id for r in (failed_before, cancelling, done, failed_cancelling)]
+    settled = run.settle_cancelled_runs(ids, home=home, since=asked)
+    assert settled == [cancelling.run_id, failed_cancelling.run_id]
     instance = DagsterInstance.from_config(str(home))
-    assert instance.get_run_by_id(cancelling.run_id).status == DagsterRunStatus.CANCELED
-    assert instance.get_run_by_id(done.run_id).status == DagsterRunStatus.SUCCESS
+    status = {r: instance.get_run_by_id(r).status for r in ids}
     instance.dispose()
+    assert status == {
+        failed_before.run_id: DagsterRunStatus.FAILURE,  # it failed before anyone cancelled
+        cancelling.run_id: DagsterRunStatus.CANCELED,
+        done.run_id: DagsterRunStatus.SUCCESS,
+        failed_cancelling.run_id: DagsterRunStatus.CANCELED,
+    }
 
 
 def test_the_graphql_documents_fit_the_webserver_schema() -> None:
