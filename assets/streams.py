@@ -100,7 +100,8 @@ class GeneratorRunConfig(Config):
 
 def burst_config(config: GeneratorRunConfig, now_ms: int | None = None) -> "GeneratorConfig":
     """The ``GeneratorConfig`` of one burst: a fresh random seed unless ``config.seed``, and
-    events ending now (``now_ms``) unless ``config.start_ms``."""
+    events ending now (``now_ms``) unless ``config.start_ms``; none stamped after their end
+    (the clicks an order schedules minutes later are left out)."""
     from pipelines.generator import GeneratorConfig
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -112,6 +113,7 @@ def burst_config(config: GeneratorRunConfig, now_ms: int | None = None) -> "Gene
         duration_s=config.duration_s,
         orders_per_second=config.orders_per_second,
         customers=config.customers,
+        until_ms=start + int(config.duration_s * 1000),
     )
 
 

@@ -93,6 +93,10 @@ class GeneratorConfig:
     high_value_share: float = 0.005
     burst_share: float = 0.004
     new_location_share: float = 0.01
+    #: no event is sent later than this (epoch ms): the clicks, payments and re-sends that
+    #: an order schedules after it are left out (a burst ending now writes nothing stamped
+    #: in the future, which would move the applications' stream time ahead of the wall clock)
+    until_ms: int | None = None
 
     def with_(self, **changes: Any) -> GeneratorConfig:
         """A copy with ``changes``."""
@@ -234,7 +238,10 @@ def iter_events(config: GeneratorConfig) -> Iterator[Event]:
             }
             schedule(Event(domain.CLICKS, customer_id, _dumps(click), clicked, clicked))
     while pending:
-        yield heapq.heappop(pending)[2]
+        event = heapq.heappop(pending)[2]
+        if config.until_ms is not None and event.emit_ms > config.until_ms:
+            break  # the rest is later still
+        yield event
 
 
 def generate_events(config: GeneratorConfig) -> list[Event]:

@@ -358,3 +358,19 @@ def test_dedup_keeps_every_order_of_concurrent_generators() -> None:
     assert len(merged) - len(distinct) > 10  # re-sends and malformed records were there
     assert [r.key for r in deduped] == list(dict.fromkeys(r.key for r in deduped))
     assert {r.key: r.value for r in deduped} == distinct
+
+
+def test_a_burst_writes_no_event_stamped_after_now() -> None:
+    # the clicks an order schedules come up to 12 minutes later: written at once by a burst
+    # they moved the applications' stream time minutes ahead of the wall clock, and the
+    # click sessions closed before the live clicks that extend them arrived
+    from assets.streams import GeneratorRunConfig, burst_config
+
+    now = CONFIG.start_ms + 60_000
+    burst = burst_config(GeneratorRunConfig(seed=3), now_ms=now)
+    events = list(iter_events(burst))
+    assert max(e.timestamp for e in events) <= now
+    assert max(e.emit_ms for e in events) <= now
+    assert sum(e.topic == domain.CLICKS for e in events) > 20
+    unbounded = list(iter_events(burst.with_(until_ms=None)))
+    assert max(e.timestamp for e in unbounded) > now + 5 * 60_000  # what it wrote before
