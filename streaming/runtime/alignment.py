@@ -11,9 +11,10 @@ source partition waits (its queue fills and the consumer pauses it, as for any f
 while the client is behind: more than ``event.time.alignment.lag.records`` source records
 not yet processed, or its slowest source partition more than ``event.time.alignment.lag.ms``
 of event time behind the wall clock (the tail of a replayed backlog is few records but hours
-old; live records are not). A partition with nothing queued holds the others back only while records
-are on their way (lag), and for at most ``event.time.alignment.idle.ms``, as Flink's
-``withIdleness``: idle and empty partitions never block.
+old; live records are not). A partition with nothing queued holds the others back only
+while records are on their way (or it was not read yet), and for at most
+``event.time.alignment.idle.ms`` once others wait for it, as Flink's ``withIdleness``: idle
+and empty partitions never block for long.
 
 The stream threads of one client share one ``EventTimeAlignment``; each reports the low
 watermark of its own source partitions once per processing pass. Worker processes share
