@@ -113,9 +113,6 @@ class AlignmentTable:
                 out[slot] = _Report(None if low == NO_LOW else low, backlog, bool(queued))
         return out
 
-    def close(self) -> None:
-        self._map.close()
-
 
 class EventTimeAlignment:
     """The low watermarks of one client's stream threads (in this process, or in its worker
@@ -135,7 +132,7 @@ class EventTimeAlignment:
     def _exchange(self, key: Any, report: _Report | None, now_ms: int) -> dict[Any, _Report]:
         """Publish (None: withdraw) a thread's report; everyone's current reports."""
         with self._lock:
-            if self.table is not None and isinstance(key, int):
+            if self.table is not None:
                 self.table.write(key, report, now_ms)
                 return self.table.read(now_ms)
             if report is None:

@@ -62,9 +62,10 @@ class PartitionGroup:
         queue = self.queues.get(tp)
         return queue[-1].timestamp if queue else self.stream_time
 
-    def next_record(self) -> StampedRecord | None:
-        """Take the queued record with the smallest timestamp (None when all are empty),
-        advancing the stream time and the partition's processed offset."""
+    def next_record(self, until: int | None = None) -> StampedRecord | None:
+        """Take the queued record with the smallest timestamp (None when all are empty, or
+        it lies past ``until``), advancing the stream time and the partition's processed
+        offset."""
         queues = self.queues
         best = None
         if len(queues) == 1:  # one input partition (the common case): nothing to choose
@@ -77,7 +78,7 @@ class PartitionGroup:
                     ts = queue[0].timestamp
                     if best is None or ts < best_ts:
                         best, best_ts = queue, ts
-        if not best:
+        if not best or (until is not None and best[0].timestamp > until):
             return None
         rec = best.popleft()
         if rec.timestamp > self.stream_time:

@@ -430,11 +430,7 @@ class StreamTask:
         while n < limit:
             if ready is not None and not ready():
                 break
-            if until is not None:
-                head = group.head_timestamp()
-                if head is not None and head > until:
-                    break
-            rec = next_record()
+            rec = next_record(until)
             if rec is None:
                 break
             if on_error is None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
-from test_app_support import produce, unique
+from test_app_support import produce, unique, wait_for
 
 from streaming import EmitStrategy, SessionWindows, StreamsBuilder, TimeWindows, serdes
 from streaming.runtime.app import KafkaStreams, State
@@ -32,7 +32,6 @@ USERS = 2_000
 REGIONS = ["EU", "NA", "APAC", "LATAM"]
 WINDOW_MS, WINDOW_GRACE_MS = 300_000, 60_000
 GAP_MS, SESSION_GRACE_MS = 60_000, 30_000
-TOTAL_FACTOR = 3  # every click once from its source and once from each repartition topic
 T_START = 1_767_225_600_000  # 2026-01-01 00:00 UTC
 
 
@@ -138,13 +137,6 @@ def _read_to_end(bootstrap: str, topic: str) -> list[tuple[str, int]]:
     return out
 
 
-def _wait_for(condition: Any, what: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
 def _work_off_backlog(
     kafka_cluster: Any,
     tmp_path: Any,
@@ -184,8 +176,8 @@ def _work_off_backlog(
     try:
         assert app.wait_until(State.RUNNING, 60)
         # every click once from its source partition and once from each repartition topic
-        total = TOTAL_FACTOR * len(clicks)
-        _wait_for(lambda: app.metrics()["process-total"] >= total, "the backlog processed")
+        total = 3 * len(clicks)
+        wait_for(lambda: app.metrics()["process-total"] >= total, 120, "the backlog processed")
         caught_up = time.monotonic() - started
         cpu = time.process_time() - cpu
         metrics = app.metrics()
