@@ -470,7 +470,11 @@ REPOSITORY = "__repository__"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _LOUD = re.compile(r"\b(WARNING|ERROR|CRITICAL|FATAL|Traceback)\b")
 #: Python warnings about APIs (Dagster's beta / preview / deprecation notices at start-up)
-_API_NOTICE = re.compile(r"\b\w*(Beta|Preview|Supersession|Deprecation|Experimental)Warning\b")
+#: and the JVM's notice about the incubator modules Spark enables at each session start
+_API_NOTICE = re.compile(
+    r"\b\w*(Beta|Preview|Supersession|Deprecation|Experimental)Warning\b"
+    r"|WARNING: Using incubator modules"
+)
 #: what Dagster logs at ERROR when a run is cancelled (from the UI, or by stopping make run):
 #: the cancellation itself and its interrupted step; a failure has lines of its own
 _CANCELLATION = re.compile(r" - RUN_CANCELED - |finished without success or failure event")
@@ -495,7 +499,9 @@ class LogPump(threading.Thread):
     """Copies a child's output to ``path`` (ANSI colours removed) and the lines ``echo``
     accepts to the console, prefixed with the child's name. A line of the same shape (equal
     but for its numbers: the same warning about another record) is shown once per
-    ``repeat_s``; the others are counted (``take_hidden``) and stay in the file."""
+    ``repeat_s``; the others are counted (``take_hidden``) and stay in the file. Once
+    ``quiet`` (the user stopped the platform), lines go to the file only and are counted
+    (``held_while_stopping``): the errors of runs the stop interrupts are its consequence."""
 
     def __init__(
         self,
@@ -513,6 +519,12 @@ class LogPump(threading.Thread):
         self.lines = 0
         self._hidden = 0
         self._shown: dict[str, float] = {}
+        self._quiet = False
+        self.held_while_stopping = 0
+
+    def quiet(self) -> None:
+        """From now on, echo nothing to the console; count what would have been."""
+        self._quiet = True
 
     def take_hidden(self) -> int:
         """Console lines held back as repeats since the last call."""
@@ -528,6 +540,9 @@ class LogPump(threading.Thread):
                 out.flush()
                 self.lines += 1
                 if not line or not self.echo(line):
+                    continue
+                if self._quiet:
+                    self.held_while_stopping += 1
                     continue
                 shape, now = _NUMBERS.sub("#", line), time.monotonic()
                 if now - self._shown.get(shape, -self.repeat_s) >= self.repeat_s:
@@ -670,17 +685,18 @@ def cancel_runs(url: str, timeout: float = 20.0, poll: float = 0.5) -> list[dict
 
 
 def settle_cancelled_runs(
-    run_ids: list[str], home: Path = DAGSTER_HOME, *, since: float | None = None
+    run_ids: list[str], home: Path | None = None, *, since: float | None = None
 ) -> list[str]:
     """Mark CANCELED the runs of ``run_ids`` that had not finished cancelling when the UI
     stopped (their workers stopped with it), as Dagster's run monitoring would only at the
     next start, after its cancel timeout, and those that failed after ``make run`` asked
     to cancel them at ``since`` (epoch seconds): a run interrupted while it starts its
     resources (a Spark session) fails on the interruption, which is the cancel the user
-    asked for, not a failure of the run. Returns their ids."""
+    asked for, not a failure of the run. ``home`` is the Dagster home (``DAGSTER_HOME``
+    when not given). Returns their ids."""
     from dagster import DagsterInstance, DagsterRunStatus
 
-    instance = DagsterInstance.from_config(str(home))
+    instance = DagsterInstance.from_config(str(home or DAGSTER_HOME))
     settled = []
     try:
         for run_id in run_ids:
@@ -895,8 +911,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     stop = threading.Event()
+    stop_asked: list[float] = []  # when the user asked to stop (a signal), if they did
+
+    def ask_stop(*_: Any) -> None:
+        stop_asked.append(time.time())
+        for pump in PUMPS.values():
+            pump.quiet()
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, ask_stop)
 
     cluster = None
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
@@ -1050,7 +1074,7 @@ def main(argv: list[str] | None = None) -> int:
                 last_health = health
     finally:
         cancelled: list[dict[str, Any]] = []
-        cancel_asked = time.time()
+        cancel_asked = min([time.time(), *stop_asked])
         if ready:
             try:
                 cancelled = cancel_runs(url)
@@ -1079,6 +1103,13 @@ def main(argv: list[str] | None = None) -> int:
         if cluster is not None:
             _log("stopping the Kafka broker")
             cluster.stop()
+        held = {name: pump.held_while_stopping for name, pump in PUMPS.items()}
+        if any(held.values()):
+            _log(
+                "while stopping, the children logged warnings or errors of the work the stop "
+                "interrupted, in their logs only: "
+                + ", ".join(f"{n} {c} line(s) ({log_path(n)})" for n, c in held.items() if c)
+            )
         _log("stopped")
     return 0
 

@@ -98,6 +98,29 @@ def test_run_workers_log_info_not_debug_to_the_console(tmp_path: Path, capfd) ->
     assert {"STEP_START", "STEP_SUCCESS", "ASSET_MATERIALIZATION"} <= types
 
 
+def test_once_the_user_stops_the_platform_errors_go_to_the_log_only(tmp_path: Path) -> None:
+    """After Ctrl-C the runs the stop interrupts log errors (a Spark gateway gone): they are
+    written to the file and counted, not shown; before it, an error shows."""
+    stream = io.BytesIO(b"ERROR before\n")
+    said: list[str] = []
+    pump = run.LogPump("dagster", stream, tmp_path / "d.log", say=said.append)
+    pump.start()
+    pump.join(10)
+    assert said == ["dagster: ERROR before"] and pump.held_while_stopping == 0
+    stream = io.BytesIO(b"ERROR:root:Exception while sending command.\nTraceback (most\nok\n")
+    pump = run.LogPump("dagster", stream, tmp_path / "d.log", say=said.append)
+    pump.quiet()
+    pump.start()
+    pump.join(10)
+    assert said == ["dagster: ERROR before"] and pump.held_while_stopping == 2
+    assert len((tmp_path / "d.log").read_text().splitlines()) == 4
+
+
+def test_the_jvm_notice_of_each_spark_start_is_not_a_warning() -> None:
+    assert not run.console_worthy("WARNING: Using incubator modules: jdk.incubator.vector")
+    assert run.console_worthy("WARNING: Using a broken thing")
+
+
 def test_a_cancelled_run_is_no_error_on_the_console() -> None:
     head = "2026-11-28 18:39:47 +0000 - dagster - ERROR - __ASSET_JOB - cfd3fa47 - 8265 - "
     assert not run.console_worthy(head + 'RUN_CANCELED - Execution of run for "x" canceled.')
@@ -404,6 +427,10 @@ def test_make_run_says_ready_once_the_ui_answers(kafka_cluster, tmp_path: Path) 
         "LAKE_ROOT": str(tmp_path / "lake"),
         "PYTHONPATH": str(REPO),
     }
+    # the platform's first hour: the last complete one, so an hourly run can be launched
+    first_hour = time.strftime("%Y-%m-%d-%H:00", time.gmtime(time.time() - 3600))
+    (tmp_path / ".state").mkdir()
+    (tmp_path / ".state" / "first-hour.txt").write_text(first_hour)
     cmd = [sys.executable, "-c", LAUNCH, str(tmp_path)]
     cmd += ["--port", str(port), "--no-generator", "--no-stream-apps", "--status-interval", "3"]
     proc = subprocess.Popen(
@@ -460,6 +487,13 @@ def test_make_run_says_ready_once_the_ui_answers(kafka_cluster, tmp_path: Path) 
         while _run_status(url, streaming_run) != "STARTED" and time.monotonic() < deadline:
             time.sleep(0.5)
         assert _run_status(url, streaming_run) == "STARTED"
+        # and an hourly reconciliation, stopped while it starts its resources (a Spark session)
+        batch_run = _launch_hourly_run(url, first_hour)
+        deadline = time.monotonic() + 240
+        while "ResourceInitStartedEvent" not in _run_events(url, batch_run):
+            assert time.monotonic() < deadline, _run_events(url, batch_run)
+            time.sleep(0.2)
+        assert "ResourceInitSuccessEvent" not in _run_events(url, batch_run)
     finally:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGINT)
@@ -473,15 +507,20 @@ def test_make_run_says_ready_once_the_ui_answers(kafka_cluster, tmp_path: Path) 
     assert console[-1] == "[run] stopped"
     assert len(console) < 40, "\n".join(console)
     text = "\n".join(console)
-    # the streaming run, and any run the hourly schedule started meanwhile (its :10 tick)
+    # both runs, and any run the hourly schedule started meanwhile (its :10 tick)
     cancelled = next(line for line in console if "run(s) in flight:" in line)
     runs = cancelled.split("in flight: ", 1)[1].split(", ")
     assert f"__ASSET_JOB {streaming_run[:8]}" in runs, cancelled
+    assert f"hourly_batch_reconcile {batch_run[:8]}" in runs, cancelled
     assert all(r.startswith(("__ASSET_JOB", "hourly_batch_reconcile ")) for r in runs), cancelled
-    assert "ERROR" not in text
+    # what the interrupted runs logged (a Spark gateway gone, resources not started) is in
+    # the log file, not on the console: the user asked for the stop
+    assert "ERROR" not in text and "Traceback" not in text and "WARNING" not in text, text
     instance = DagsterInstance.from_config(str(tmp_path / ".dagster"))
-    record = instance.get_run_by_id(streaming_run)
-    assert record is not None and record.status == DagsterRunStatus.CANCELED, record
+    for run_id in (streaming_run, batch_run):
+        record = instance.get_run_by_id(run_id)
+        assert record is not None and record.status == DagsterRunStatus.CANCELED, record
+    instance.dispose()
 
 
 def _launch_asset_run(url: str, path: list[str]) -> str:
@@ -512,6 +551,53 @@ def _launch_asset_run(url: str, path: list[str]) -> str:
     )["launchRun"]
     assert result["__typename"] == "LaunchRunSuccess", result
     return result["run"]["runId"]
+
+
+def _launch_hourly_run(url: str, partition: str) -> str:
+    """Launch the hourly reconciliation of ``partition`` as the UI's job page does; its id."""
+    result = run.graphql(
+        url,
+        """
+        mutation($p: ExecutionParams!) {
+          launchRun(executionParams: $p) {
+            __typename
+            ... on LaunchRunSuccess { run { runId } }
+            ... on PythonError { message }
+            ... on Error { message }
+          }
+        }
+        """,
+        {
+            "p": {
+                "selector": {
+                    "repositoryLocationName": run.LOCATION,
+                    "repositoryName": run.REPOSITORY,
+                    "jobName": "hourly_batch_reconcile",
+                },
+                "runConfigData": {},
+                "executionMetadata": {"tags": [{"key": "dagster/partition", "value": partition}]},
+            }
+        },
+    )["launchRun"]
+    assert result["__typename"] == "LaunchRunSuccess", result
+    return result["run"]["runId"]
+
+
+def _run_events(url: str, run_id: str) -> list[str]:
+    """The GraphQL types of the events of run ``run_id`` so far."""
+    data = run.graphql(
+        url,
+        """
+        query($id: ID!) {
+          logsForRun(runId: $id) {
+            __typename
+            ... on EventConnection { events { __typename } }
+          }
+        }
+        """,
+        {"id": run_id},
+    )["logsForRun"]
+    return [event["__typename"] for event in data.get("events", [])]
 
 
 def _run_status(url: str, run_id: str) -> str | None:
