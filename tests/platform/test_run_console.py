@@ -515,7 +515,9 @@ def test_make_run_says_ready_once_the_ui_answers(kafka_cluster, tmp_path: Path) 
     assert all(r.startswith(("__ASSET_JOB", "hourly_batch_reconcile ")) for r in runs), cancelled
     # what the interrupted runs logged (a Spark gateway gone, resources not started) is in
     # the log file, not on the console: the user asked for the stop
-    assert "ERROR" not in text and "Traceback" not in text and "WARNING" not in text, text
+    # (the shared broker's other topics may make the health sensor warn before the stop)
+    stopping = "\n".join(console[console.index(cancelled) :])
+    assert "ERROR" not in text and "Traceback" not in text and "WARNING" not in stopping, text
     instance = DagsterInstance.from_config(str(tmp_path / ".dagster"))
     for run_id in (streaming_run, batch_run):
         record = instance.get_run_by_id(run_id)
