@@ -468,7 +468,8 @@ def previous_hour_start(now_ms: int | None = None) -> int:
 LOCATION = "streamplatform"
 REPOSITORY = "__repository__"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_LOUD = re.compile(r"\b(WARNING|ERROR|CRITICAL|FATAL|Traceback)\b")
+#: a level word, not a count (dbt's summary "PASS=17 WARN=0 ERROR=0" is no error)
+_LOUD = re.compile(r"\b(WARNING|ERROR|CRITICAL|FATAL|Traceback)\b(?!=)")
 #: Python warnings about APIs (Dagster's beta / preview / deprecation notices at start-up)
 #: and the JVM's notice about the incubator modules Spark enables at each session start
 _API_NOTICE = re.compile(

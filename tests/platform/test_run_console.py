@@ -116,9 +116,11 @@ def test_once_the_user_stops_the_platform_errors_go_to_the_log_only(tmp_path: Pa
     assert len((tmp_path / "d.log").read_text().splitlines()) == 4
 
 
-def test_the_jvm_notice_of_each_spark_start_is_not_a_warning() -> None:
+def test_the_jvm_notice_of_each_spark_start_and_dbts_summary_are_no_warnings() -> None:
     assert not run.console_worthy("WARNING: Using incubator modules: jdk.incubator.vector")
     assert run.console_worthy("WARNING: Using a broken thing")
+    assert not run.console_worthy("Done. PASS=17 WARN=0 ERROR=0 SKIP=0 NO-OP=0 TOTAL=17")
+    assert run.console_worthy("12:00:01  ERROR: Database Error in model marts_revenue")
 
 
 def test_a_cancelled_run_is_no_error_on_the_console() -> None:
