@@ -269,8 +269,21 @@ def start_local_broker(
 
 def describe_topics(bootstrap: Kafka, timeout: float = 10.0) -> tuple[str | None, dict[str, int]]:
     """The cluster id and ``{topic: records}`` (end minus start offsets) of every
-    non-internal topic."""
-    from confluent_kafka import Consumer, TopicPartition
+    non-internal topic. A broker that has just resumed its storage answers "not leader"
+    for partitions it is still loading: those are asked again, for up to ``timeout``."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    deadline = time.monotonic() + timeout
+
+    def offsets(consumer: Any, partition: TopicPartition) -> tuple[int, int]:
+        while True:
+            try:
+                low, high = consumer.get_watermark_offsets(partition, timeout=timeout)
+                return int(low), int(high)
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     consumer = Consumer(
         KafkaConnection.of(bootstrap).client_config(**{"group.id": "assets-run-describe"})
@@ -283,7 +296,7 @@ def describe_topics(bootstrap: Kafka, timeout: float = 10.0) -> tuple[str | None
                 continue
             total = 0
             for p in topic.partitions:
-                low, high = consumer.get_watermark_offsets(TopicPartition(name, p), timeout=timeout)
+                low, high = offsets(consumer, TopicPartition(name, p))
                 total += max(0, high - low)
             counts[name] = total
         return meta.cluster_id, counts

@@ -18,6 +18,7 @@ import json
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -203,14 +204,33 @@ def read_orders(
     max_records: int,
     ends: Mapping[int, int] | None = None,
 ) -> tuple[list[int], dict[str, int]]:
-    """Event times of orders after ``offsets`` in partition-interleaved arrival order, and
-    the new offsets (up to ``ends``, the partitions' end offsets, read when None)."""
+    """Event times of orders after ``offsets``, in the order a stream application reading
+    the partitions aligned by event time takes them, and the new offsets.
+
+    Each partition is read up to its end (``ends``, read when None) or its share of
+    ``max_records``; the partitions are then merged smallest event time first, each in its
+    own order, so an order counts as late only if it is late for such a reader (a backlog
+    read partition after partition would make every other partition's orders look late).
+    The merge stops where a partition not read to its end runs dry: the next tick goes on
+    from there."""
     from confluent_kafka import Consumer, TopicPartition
 
     from pipelines.streams.monitor import end_offsets
 
     if ends is None:
         ends = end_offsets(bootstrap, topic)
+    new_offsets = dict(offsets)
+    assignment = [
+        TopicPartition(topic, p, offsets.get(str(p), 0))
+        for p, end in ends.items()
+        if offsets.get(str(p), 0) < end
+    ]
+    if not assignment:
+        return [], new_offsets
+    share = max(1, max_records // len(assignment))
+    # per partition: (offset, event time, or None for a record that is no order)
+    read: dict[int, deque[tuple[int, int | None]]] = {tp.partition: deque() for tp in assignment}
+    unfinished = {tp.partition for tp in assignment}
     consumer = Consumer(
         {
             **KafkaConnection.of(bootstrap).client_config(),
@@ -219,35 +239,36 @@ def read_orders(
             "auto.offset.reset": "earliest",
         }
     )
-    new_offsets = dict(offsets)
-    times: list[int] = []
     try:
-        todo = {}
-        assignment = []
-        for p, end in ends.items():
-            start = offsets.get(str(p), 0)
-            if start < end:
-                assignment.append(TopicPartition(topic, p, start))
-                todo[p] = end
-        if not assignment:
-            return times, new_offsets
         consumer.assign(assignment)
-        idle = 0
-        while todo and len(times) < max_records and idle < 10:
+        reading, idle = set(unfinished), 0
+        while reading and idle < 10:
             msgs = consumer.consume(num_messages=1000, timeout=1.0)
             idle = 0 if msgs else idle + 1
             for msg in msgs:
-                if msg.error() is not None:
-                    continue
                 p = msg.partition()
-                new_offsets[str(p)] = msg.offset() + 1
-                if msg.offset() + 1 >= todo.get(p, 0):
-                    todo.pop(p, None)
+                if msg.error() is not None or p not in reading:
+                    continue
                 row = domain.parse_record(topic, msg.value())
-                if row is not None:
-                    times.append(row["event_time"])
+                read[p].append((msg.offset(), None if row is None else row["event_time"]))
+                if msg.offset() + 1 >= ends[p]:
+                    unfinished.discard(p)
+                    reading.discard(p)
+                elif len(read[p]) >= share:
+                    consumer.pause([TopicPartition(topic, p)])
+                    reading.discard(p)
     finally:
         consumer.close()
+    times: list[int] = []
+    while not any(p in unfinished and not queue for p, queue in read.items()):
+        heads = [p for p, queue in read.items() if queue]
+        if not heads:
+            break
+        p = min(heads, key=lambda p: read[p][0][1] or -1)
+        offset, event_time = read[p].popleft()
+        new_offsets[str(p)] = offset + 1
+        if event_time is not None:
+            times.append(event_time)
     return times, new_offsets
 
 

@@ -1,5 +1,6 @@
 """What the run queue already holds: a sensor requests no run of a partition that is still
-queued or running (a second Spark run of the same hour would only repeat its work)."""
+queued or running, or that one created after the hour was complete already covers (a second
+Spark run of the same hour would only repeat its work)."""
 
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
@@ -25,12 +26,21 @@ def partition_in_flight(instance: DagsterInstance, job_name: str, partition_key:
 
 
 def latest_run_created(
-    instance: DagsterInstance, job_name: str, partition_key: str
+    instance: DagsterInstance,
+    job_name: str,
+    partition_key: str,
+    statuses: list[DagsterRunStatus] | None = None,
 ) -> float | None:
-    """When the newest run of ``job_name`` for ``partition_key`` was created (epoch
-    seconds; None without one)."""
+    """When the newest run of ``job_name`` for ``partition_key`` (of ``statuses``, any
+    when None) was created (epoch seconds; None without one)."""
     records = instance.get_run_records(
-        filters=RunsFilter(job_name=job_name, tags={"dagster/partition": partition_key}),
+        filters=RunsFilter(
+            job_name=job_name, tags={"dagster/partition": partition_key}, statuses=statuses
+        ),
         limit=1,
     )
     return records[0].create_timestamp.timestamp() if records else None
+
+
+#: the runs that land and reconcile an hour, or will: not a cancelled or failed one
+COVERING = [*IN_FLIGHT, DagsterRunStatus.SUCCESS]

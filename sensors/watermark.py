@@ -1,6 +1,8 @@
 """Watermark sensor: once the stream's closed-window watermark passes an hour (the last
 window of the hour is final, i.e. stream time passed hour end + grace), request the
-batch recompute + reconciliation of that hour partition, once per hour."""
+batch recompute + reconciliation of that hour partition, once per hour. An hour that a run
+created after the hour was complete (hour end + grace, wall clock) already covers, queued,
+running or succeeded (the late-data sensor's, one from the UI), gets no second run."""
 
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +19,7 @@ from dagster import (
 from pipelines import domain
 from resources.kafka import KafkaResource
 from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key, hour_start_ms, utc_text
+from sensors.runs import COVERING, latest_run_created
 
 MAX_HOURS_PER_TICK = 24
 
@@ -40,6 +43,19 @@ def hours_to_reconcile(
     if valid is not None:
         keys = [k for k in keys if valid(k)]
     return keys[:max_hours]
+
+
+def covered_hours(
+    instance: Any, job_name: str, hours: list[str], grace_ms: int = domain.REVENUE_GRACE_MS
+) -> list[str]:
+    """Those of ``hours`` with a run queued, running or succeeded that was created once the
+    hour was complete (its end + grace, wall clock): it landed and reconciled the whole hour."""
+    covered = []
+    for h in hours:
+        created = latest_run_created(instance, job_name, h, COVERING)
+        if created is not None and created * 1000 >= hour_start_ms(h) + HOUR_MS + grace_ms:
+            covered.append(h)
+    return covered
 
 
 def build_watermark_sensor(
@@ -80,12 +96,15 @@ def build_watermark_sensor(
                 else f"windows closed through {utc_text(watermark)}"
             )
             return SkipReason(f"{closed}: no new complete hour")
-        return SensorResult(
-            run_requests=[
-                RunRequest(run_key=f"watermark-{h}", partition_key=h, tags={"trigger": "watermark"})
-                for h in hours
-            ],
-            cursor=hours[-1],
-        )
+        covered = covered_hours(context.instance, job_name, hours)
+        requests = [
+            RunRequest(run_key=f"watermark-{h}", partition_key=h, tags={"trigger": "watermark"})
+            for h in hours
+            if h not in covered
+        ]
+        if not requests:
+            reason = f"{', '.join(covered)} already reconciled by a run created after it ended"
+            return SensorResult(skip_reason=SkipReason(reason), cursor=hours[-1])
+        return SensorResult(run_requests=requests, cursor=hours[-1])
 
     return stream_watermark_sensor

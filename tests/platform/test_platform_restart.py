@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ from pipelines.lake.sink import sink_topics
 from pipelines.reconcile import sql as sql_reconcile
 from pipelines.reconcile.compare import MATCH
 from pipelines.reconcile.reconcile import reconcile_hour, stream_watermark
-from pipelines.run import start_local_broker, stored_cluster_id
+from pipelines.run import describe_topics, start_local_broker, stored_cluster_id
 from pipelines.streams.apps import STREAM_APPS
 from pipelines.streams.config import StreamAppConfig
 from pipelines.streams.supervisor import RunnerSettings, StreamAppRunner, read_status
@@ -184,6 +185,11 @@ def test_a_users_first_hour_with_restarts_a_burst_and_a_ui_run_reconciles(
     assert not new and stored_cluster_id(data_dir) == cluster_id
     try:
         bootstrap = cluster.bootstrap_servers
+        # make run describes the resumed broker at once, while it may still load partitions
+        described_id, records = describe_topics(bootstrap)
+        assert described_id == cluster_id
+        fed = Counter(e.topic for e in _slice(events, 0, T0 + 20 * MINUTE))
+        assert {topic: records[topic] for topic in fed} == dict(fed)
         supervisor = Supervisor(bootstrap, state, log)
         supervisor.running()
         with _landing_meanwhile(bootstrap, lake):  # the hourly runs land while it is written

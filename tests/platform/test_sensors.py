@@ -38,9 +38,9 @@ from sensors import (
     hour_key,
     hour_start_ms,
 )
-from sensors.late_data import LateDataState, hours_to_request
+from sensors.late_data import LateDataState, hours_to_request, read_orders
 from sensors.schedules import previous_day_hours
-from sensors.watermark import hours_to_reconcile
+from sensors.watermark import covered_hours, hours_to_reconcile
 
 M = 60_000
 H = 60 * M
@@ -244,6 +244,38 @@ def test_watermark_sensor_requests_complete_hours(kafka_cluster) -> None:
         "2025-01-01-01:00",
     ]
     assert result.cursor == "2025-01-01-01:00"
+    # hour 02 closes, but the late-data sensor's run of it (created after it ended) is
+    # running: no second run, and the cursor moves on
+    _produce(
+        kafka_cluster.bootstrap_servers,
+        topic,
+        [_revenue("EU", T0 + i * 5 * M) for i in range(25, 37)],
+    )
+    _add_run(instance, DagsterRunStatus.STARTED, "2025-01-01-02:00")
+    covered = tick(result.cursor)
+    assert not covered.run_requests and covered.cursor == "2025-01-01-02:00"
+    assert covered.skip_reason.skip_message == (
+        "2025-01-01-02:00 already reconciled by a run created after it ended"
+    )
+
+
+def test_an_hour_counts_as_covered_by_a_run_created_after_it_ended_that_did_not_fail() -> None:
+    instance = DagsterInstance.ephemeral()
+    hours = [hour_key(T0 + i * H) for i in range(5)]
+    for hour, status in zip(
+        hours,
+        [
+            DagsterRunStatus.SUCCESS,
+            DagsterRunStatus.STARTING,
+            DagsterRunStatus.CANCELED,  # Ctrl-C of make run: the hour still needs its run
+            DagsterRunStatus.FAILURE,
+        ],
+        strict=False,
+    ):
+        _add_run(instance, status, hour)
+    now_hour = hour_key(int(time.time() * 1000))  # a run created before this hour ended
+    _add_run(instance, DagsterRunStatus.SUCCESS, now_hour)
+    assert covered_hours(instance, HOURLY_JOB, [*hours, now_hour]) == hours[:2]
 
 
 def test_a_watermark_is_not_read_from_part_of_the_topic(kafka_cluster, monkeypatch) -> None:
@@ -277,6 +309,39 @@ def test_a_watermark_is_not_read_from_part_of_the_topic(kafka_cluster, monkeypat
     tick = sensor(build_sensor_context(cursor=None, resources={"kafka": kafka}))
     assert isinstance(tick, SkipReason)
     assert "watermark unknown" in str(tick.skip_message)
+
+
+def test_late_data_counts_only_what_is_late_for_a_reader_aligned_by_event_time(
+    kafka_cluster,
+) -> None:
+    """Two partitions holding the same hour of on-time orders, one late order at the end of
+    the second: read partition after partition, the second's first hour would look late;
+    the sensor counts the one late order, over ticks that read a share of the backlog."""
+    topic = f"orders-{uuid.uuid4().hex[:6]}"
+    kafka_cluster.create_topic(topic, partitions=2)
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+
+    def order(n: int, t: int) -> bytes:
+        value = {"order_id": f"o{n}", "customer_id": "c1", "amount": 1.0, "region": "EU"}
+        return orjson.dumps({**value, "location": "Berlin", "event_time": t})
+
+    for partition in (0, 1):
+        for i in range(0, 71):
+            t = T0 + i * M
+            producer.produce(topic, partition=partition, value=order(i, t), timestamp=t)
+    producer.produce(topic, partition=1, value=order(99, T0 + 20 * M), timestamp=T0 + 20 * M)
+    assert producer.flush(30) == 0
+    ends = {0: 71, 1: 72}
+    state = LateDataState()
+    offsets: dict[str, int] = {}
+    ticks = 0
+    while offsets != {"0": 71, "1": 72}:
+        times, offsets = read_orders(kafka_cluster.bootstrap_servers, topic, offsets, 40, ends)
+        state.observe(times)
+        ticks += 1
+        assert ticks < 20, offsets
+    assert state.late == {"2025-01-01-00:00": 1}
+    assert ticks >= 4  # 143 records, 40 a tick
 
 
 def test_late_data_sensor_requests_reruns(kafka_cluster) -> None:
