@@ -245,6 +245,11 @@ def read_orders(
         while reading and idle < 10:
             msgs = consumer.consume(num_messages=1000, timeout=1.0)
             idle = 0 if msgs else idle + 1
+            if not msgs:  # at its end past a transaction marker, which is no message
+                for tp in consumer.position([TopicPartition(topic, p) for p in reading]):
+                    if tp.offset >= ends[tp.partition]:
+                        unfinished.discard(tp.partition)
+                        reading.discard(tp.partition)
             for msg in msgs:
                 p = msg.partition()
                 if msg.error() is not None or p not in reading:
