@@ -267,39 +267,45 @@ def start_local_broker(
     return cluster, new
 
 
-def describe_topics(bootstrap: Kafka, timeout: float = 10.0) -> tuple[str | None, dict[str, int]]:
+def describe_topics(bootstrap: Kafka, timeout: float = 30.0) -> tuple[str | None, dict[str, int]]:
     """The cluster id and ``{topic: records}`` (end minus start offsets) of every
-    non-internal topic. A broker that has just resumed its storage answers "not leader"
-    for partitions it is still loading: those are asked again, for up to ``timeout``."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    non-internal topic. A broker that has just resumed its storage has no leader yet, or
+    answers "not leader", for partitions it is still loading: the description is asked
+    again until they are loaded, for up to ``timeout`` seconds."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+    loading = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE}
     deadline = time.monotonic() + timeout
-
-    def offsets(consumer: Any, partition: TopicPartition) -> tuple[int, int]:
-        while True:
-            try:
-                low, high = consumer.get_watermark_offsets(partition, timeout=timeout)
-                return int(low), int(high)
-            except KafkaException as exc:
-                if not exc.args[0].retriable() or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-
     consumer = Consumer(
         KafkaConnection.of(bootstrap).client_config(**{"group.id": "assets-run-describe"})
     )
-    try:
-        meta = consumer.list_topics(timeout=timeout)
+
+    def describe() -> tuple[str | None, dict[str, int]]:
+        left = max(1.0, deadline - time.monotonic())
+        meta = consumer.list_topics(timeout=left)
         counts = {}
         for name, topic in sorted(meta.topics.items()):
-            if name.startswith("__") or topic.error is not None:
+            if name.startswith("__"):
+                continue
+            if topic.error is not None:
+                if topic.error.code() in loading:
+                    raise KafkaException(topic.error)
                 continue
             total = 0
             for p in topic.partitions:
-                low, high = offsets(consumer, TopicPartition(name, p))
+                low, high = consumer.get_watermark_offsets(TopicPartition(name, p), timeout=left)
                 total += max(0, high - low)
             counts[name] = total
         return meta.cluster_id, counts
+
+    try:
+        while True:
+            try:
+                return describe()
+            except KafkaException as exc:
+                if exc.args[0].code() not in loading or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         consumer.close()
 
