@@ -141,7 +141,22 @@ class LateDataState:
                 self.stream_time = t
         return late
 
-    def hours_to_rerun(self, grace_ms: int = domain.REVENUE_GRACE_MS) -> list[str]:
+    def hours_to_rerun(
+        self,
+        grace_ms: int = domain.REVENUE_GRACE_MS,
+        *,
+        quiet_s: float = 0.0,
+        now: float | None = None,
+    ) -> list[str]:
+        """Complete hours with late orders not yet covered by a re-run request, and none
+        for ``quiet_s`` seconds before ``now``: late orders trickle in for as long as the
+        producers' lateness lasts, and one run after the trickle lands them all."""
+        now = time.time() if now is None else now
+        return sorted(
+            h for h in self.settling(grace_ms) if now - self.late_at.get(h, 0.0) >= quiet_s
+        )
+
+    def settling(self, grace_ms: int = domain.REVENUE_GRACE_MS) -> list[str]:
         """Complete hours with late orders not yet covered by a re-run request."""
         return sorted(
             h
@@ -283,9 +298,11 @@ def build_late_data_sensor(
     topic: str = domain.ORDERS,
     partitions_def: Any = None,
     minimum_interval_seconds: int = 60,
+    quiet_seconds: float = 180.0,
     default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
 ) -> Any:
-    """The late-data sensor requesting ``job_name`` re-runs of affected hours."""
+    """The late-data sensor requesting ``job_name`` re-runs of affected hours, each once no
+    late order of the hour came for ``quiet_seconds``."""
 
     @sensor(
         name="late_data_sensor",
@@ -306,7 +323,8 @@ def build_late_data_sensor(
             kafka.connection, topic, state.offsets, MAX_RECORDS_PER_TICK, ends
         )
         state.observe(times)
-        hours = state.hours_to_rerun()
+        hours = state.hours_to_rerun(quiet_s=quiet_seconds)
+        waiting = [h for h in state.settling() if h not in hours]
         if partitions_def is not None:
             hours = [h for h in hours if partitions_def.has_partition_key(h)]
         hours, busy = hours_to_request(state, context.instance, job_name, hours)
@@ -323,6 +341,11 @@ def build_late_data_sensor(
             reason = f"read {len(times)} orders from cluster {state.cluster_id}; no new late data"
             if busy:
                 reason += f" to request (a run of {', '.join(busy)} is queued or running)"
+            if waiting:
+                reason += (
+                    f"; late orders of {', '.join(waiting)} still arriving (a re-run once "
+                    f"none came for {quiet_seconds:.0f} s)"
+                )
             if change:
                 reason = f"{change}; {reason}"
             return SensorResult(skip_reason=SkipReason(reason), cursor=state.to_cursor())

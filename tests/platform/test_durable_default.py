@@ -322,7 +322,7 @@ def test_the_late_data_sensor_rereads_a_new_cluster(
     topic = f"orders-durable-{uuid.uuid4().hex[:6]}"
     kafka_cluster.create_topic(topic, partitions=1)
     new_cluster.create_topic(topic, partitions=1)
-    sensor = build_late_data_sensor(topic=topic, partitions_def=PARTITIONS)
+    sensor = build_late_data_sensor(topic=topic, partitions_def=PARTITIONS, quiet_seconds=0)
     instance = DagsterInstance.ephemeral()
 
     def tick(bootstrap: str, cursor: str | None):

@@ -101,6 +101,19 @@ def test_late_data_state() -> None:
     assert again == state
 
 
+def test_late_data_waits_until_the_late_orders_of_an_hour_stop_coming() -> None:
+    """Late orders trickle in for as long as the producers' lateness lasts: one re-run
+    once none came for the quiet time, not one per minute of the trickle."""
+    state = LateDataState()
+    at = 1_000_000.0
+    state.observe([T0 + H + 2 * M, T0 + 4 * M], now=at)  # hour 00 complete, one late
+    assert state.hours_to_rerun(quiet_s=180, now=at + 60) == []
+    assert state.settling() == ["2025-01-01-00:00"]
+    state.observe([T0 + 30 * M], now=at + 120)  # another one: the quiet time starts again
+    assert state.hours_to_rerun(quiet_s=180, now=at + 240) == []
+    assert state.hours_to_rerun(quiet_s=180, now=at + 300) == ["2025-01-01-00:00"]
+
+
 def test_late_data_asks_for_one_run_of_an_hour_at_a_time() -> None:
     """No second Spark run of an hour while one is queued or running, and none for late
     orders that a run created after them lands anyway."""
@@ -121,7 +134,7 @@ def test_late_data_asks_for_one_run_of_an_hour_at_a_time() -> None:
     assert state.requested == {hour: 2}
     state.observe([T0 + 2 * M], now=time.time() + 5)  # stream time unknown yet: not late
     state.observe([T0 + 3 * H, T0 + 4 * M], now=time.time() + 5)  # one more, after that run
-    assert state.late[hour] == 3 and state.hours_to_rerun() == [hour]
+    assert state.late[hour] == 3 and state.hours_to_rerun(now=time.time() + 5) == [hour]
     assert hours_to_request(state, instance, HOURLY_JOB, [hour]) == ([hour], [])
 
 
@@ -348,7 +361,7 @@ def test_late_data_sensor_requests_reruns(kafka_cluster) -> None:
     topic = f"orders-{uuid.uuid4().hex[:6]}"
     kafka_cluster.create_topic(topic, partitions=1)
     kafka = KafkaResource(bootstrap_servers=kafka_cluster.bootstrap_servers)
-    sensor = build_late_data_sensor(topic=topic, partitions_def=PARTITIONS)
+    sensor = build_late_data_sensor(topic=topic, partitions_def=PARTITIONS, quiet_seconds=0)
     instance = DagsterInstance.ephemeral()
 
     def order(n: int, t: int) -> tuple[str, dict, int]:
@@ -363,6 +376,16 @@ def test_late_data_sensor_requests_reruns(kafka_cluster) -> None:
     # on time through 01:10, then an order of 00:20 (late: its window closed at 00:26)
     on_time = [order(i, T0 + i * M) for i in range(0, 71, 5)]
     _produce(kafka_cluster.bootstrap_servers, topic, [*on_time, order(99, T0 + 20 * M)])
+    # as configured by default: the late order has just come, more may follow
+    patient = build_late_data_sensor(topic=topic, partitions_def=PARTITIONS)
+    waiting = patient(
+        build_sensor_context(instance=instance, cursor=None, resources={"kafka": kafka})
+    )
+    assert not waiting.run_requests
+    assert (
+        "late orders of 2025-01-01-00:00 still arriving (a re-run once none came for 180 s)"
+        in waiting.skip_reason.skip_message
+    )
     result = tick(None)
     assert [r.partition_key for r in result.run_requests] == ["2025-01-01-00:00"]
     assert result.run_requests[0].tags["trigger"] == "late-data"
