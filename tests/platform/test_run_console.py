@@ -527,64 +527,43 @@ def test_make_run_says_ready_once_the_ui_answers(kafka_cluster, tmp_path: Path) 
     instance.dispose()
 
 
-def _launch_asset_run(url: str, path: list[str]) -> str:
-    """Materialize the asset at ``path`` as the UI's button does; its run id."""
-    result = run.graphql(
-        url,
-        """
-        mutation($p: ExecutionParams!) {
-          launchRun(executionParams: $p) {
-            __typename
-            ... on LaunchRunSuccess { run { runId } }
-            ... on PythonError { message }
-            ... on Error { message }
-          }
-        }
-        """,
-        {
-            "p": {
-                "selector": {
-                    "repositoryLocationName": run.LOCATION,
-                    "repositoryName": run.REPOSITORY,
-                    "jobName": "__ASSET_JOB",
-                    "assetSelection": [{"path": path}],
-                },
-                "runConfigData": {},
-            }
+_LAUNCH_RUN = """
+mutation($p: ExecutionParams!) {
+  launchRun(executionParams: $p) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on Error { message }
+  }
+}
+"""
+
+
+def _launch_run(url: str, selector: dict[str, Any], tags: dict[str, str] | None = None) -> str:
+    """Launch the job of ``selector`` (in this repository) as the UI does; its run id."""
+    params: dict[str, Any] = {
+        "selector": {
+            "repositoryLocationName": run.LOCATION,
+            "repositoryName": run.REPOSITORY,
+            **selector,
         },
-    )["launchRun"]
+        "runConfigData": {},
+    }
+    if tags:
+        params["executionMetadata"] = {"tags": [{"key": k, "value": v} for k, v in tags.items()]}
+    result = run.graphql(url, _LAUNCH_RUN, {"p": params})["launchRun"]
     assert result["__typename"] == "LaunchRunSuccess", result
     return result["run"]["runId"]
+
+
+def _launch_asset_run(url: str, path: list[str]) -> str:
+    """Materialize the asset at ``path`` as the UI's button does; its run id."""
+    return _launch_run(url, {"jobName": "__ASSET_JOB", "assetSelection": [{"path": path}]})
 
 
 def _launch_hourly_run(url: str, partition: str) -> str:
     """Launch the hourly reconciliation of ``partition`` as the UI's job page does; its id."""
-    result = run.graphql(
-        url,
-        """
-        mutation($p: ExecutionParams!) {
-          launchRun(executionParams: $p) {
-            __typename
-            ... on LaunchRunSuccess { run { runId } }
-            ... on PythonError { message }
-            ... on Error { message }
-          }
-        }
-        """,
-        {
-            "p": {
-                "selector": {
-                    "repositoryLocationName": run.LOCATION,
-                    "repositoryName": run.REPOSITORY,
-                    "jobName": "hourly_batch_reconcile",
-                },
-                "runConfigData": {},
-                "executionMetadata": {"tags": [{"key": "dagster/partition", "value": partition}]},
-            }
-        },
-    )["launchRun"]
-    assert result["__typename"] == "LaunchRunSuccess", result
-    return result["run"]["runId"]
+    return _launch_run(url, {"jobName": "hourly_batch_reconcile"}, {"dagster/partition": partition})
 
 
 def _run_events(url: str, run_id: str) -> list[str]:
