@@ -33,7 +33,7 @@ def _timed(method: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return method(cluster, *args, **kwargs)
         finally:
-            test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+            test = _without_group(os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0])
             what = f"{method.__name__} ({cluster.num_nodes} node(s))"
             _BROKER_STARTS.append((time.monotonic() - began, f"{what:26} {test}"))
 
@@ -79,15 +79,26 @@ LONGEST_FIRST = (
 )
 
 
+def _without_group(nodeid: str) -> str:
+    """A test id without the ``@<module>`` suffix xdist's loadgroup gives it."""
+    module = nodeid.split("::", 1)[0]
+    return nodeid.removesuffix(f"@{module}")
+
+
 def _rank(item: pytest.Item) -> int:
     path = item.nodeid.split("::", 1)[0]
     return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark tests that use a broker with ``kafka`` (deselect them with ``-m "not kafka"``);
     keep each module on one worker (its module-scoped brokers, lakes and Spark sessions are
-    shared by its tests, in order), the longest modules first."""
+    shared by its tests, in order), the longest modules first.
+
+    First among the hooks: xdist's own hook turns the ``xdist_group`` mark into the test id
+    suffix its scheduler groups by, so the mark must be on the item before that hook runs
+    (``_split_modules`` checks that it was)."""
     for item in items:
         if "kafka_cluster" in getattr(item, "fixturenames", ()) or item.get_closest_marker("kafka"):
             item.add_marker(pytest.mark.kafka)
@@ -110,15 +121,26 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """On an xdist worker: hand its broker start times to the controller."""
+    """On an xdist worker: hand its broker start times to the controller. On the
+    controller: fail the run if a module's tests ran on more than one worker (each worker
+    would build the module's fixtures again)."""
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput["broker_starts"] = list(_BROKER_STARTS)
+    elif _split_modules() and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _split_modules() -> dict[str, set[str]]:
+    """The modules whose tests ran on more than one xdist worker, with those workers."""
+    return {module: workers for module, workers in _MODULE_WORKERS.items() if len(workers) > 1}
 
 
 #: seconds spent per module and per xdist worker (setup, call and teardown)
 _MODULE_SECONDS: dict[str, float] = {}
 _WORKER_SECONDS: dict[str, float] = {}
+#: the xdist workers each module's tests ran on
+_MODULE_WORKERS: dict[str, set[str]] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -128,6 +150,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     node = getattr(report, "node", None)
     worker = getattr(getattr(node, "gateway", None), "id", "main")
     _WORKER_SECONDS[worker] = _WORKER_SECONDS.get(worker, 0.0) + report.duration
+    _MODULE_WORKERS.setdefault(module, set()).add(worker)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -140,6 +163,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         slowest = sorted(_MODULE_SECONDS.items(), key=lambda kv: -kv[1])[:25]
         for module, seconds in slowest:
             terminalreporter.write_line(f"{seconds:8.1f} s  {module}")
+    if split := _split_modules():
+        terminalreporter.section("modules split across workers (the run fails)", red=True)
+        for module, workers in sorted(split.items()):
+            terminalreporter.write_line(f"{module}: {', '.join(sorted(workers))}", red=True)
     if _BROKER_STARTS:
         total = sum(seconds for seconds, _ in _BROKER_STARTS)
         terminalreporter.section(
