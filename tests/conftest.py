@@ -79,6 +79,14 @@ LONGEST_FIRST = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the modules in the order ``pytest_collection_modifyitems`` gives them: xdist's
+    loadgroup would otherwise start the groups with the most tests first (the unit test
+    modules) and the longest modules, single tests, last."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def _without_group(nodeid: str) -> str:
     """A test id without the ``@<module>`` suffix xdist's loadgroup gives it."""
     module = nodeid.split("::", 1)[0]

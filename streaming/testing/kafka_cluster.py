@@ -14,8 +14,9 @@ then SIGKILL) and removes its temporary directory::
 transaction state log). A broker that fails to start raises ``KafkaClusterError`` with the
 tail of its log and what to fix.
 
-A cluster without ``data_dir`` is throwaway (its storage is removed on exit) and keeps every
-record whatever its timestamp (``log.retention.ms=-1``): tests and benchmarks write fixed
+A cluster without ``data_dir`` is throwaway (its storage is removed on exit; in memory, under
+``/dev/shm``, where there is one with room: a busy disk's fsync stalls would freeze the
+broker for seconds) and keeps every record whatever its timestamp (``log.retention.ms=-1``): tests and benchmarks write fixed
 event times long past, which time-based retention would delete at its next check, between
 a write and the read that follows it.
 
@@ -82,6 +83,9 @@ DEFAULT_JVM_OPTIONS: tuple[str, ...] = (
 )
 
 _TEMP_PREFIX = "local-kafka-"
+#: where throwaway storage goes when it has this much room left
+_MEMORY_DIR = Path("/dev/shm")
+_MEMORY_DIR_MIN_FREE = 4 << 30
 _OWNER_FILE = "owner.pid"
 _LOG_TAIL_LINES = 40
 _QUIET = logging.getLogger("streaming.testing.kafka_cluster.librdkafka")
@@ -290,7 +294,7 @@ class LocalKafkaCluster:
                 check_ports_free(range(self.port, self.port + 2 * self.num_nodes))
             began = time.monotonic()
             if self._root is None:
-                self._root = Path(tempfile.mkdtemp(prefix=_TEMP_PREFIX))
+                self._root = Path(tempfile.mkdtemp(prefix=_TEMP_PREFIX, dir=_throwaway_parent()))
                 (self._root / _OWNER_FILE).write_text(str(os.getpid()))
             else:
                 self._root.mkdir(parents=True, exist_ok=True)
@@ -1065,9 +1069,22 @@ def _die_with_parent_hook() -> Any:
     return hook
 
 
+def _throwaway_parent() -> Path | None:
+    """``/dev/shm`` when it is a writable directory with room; None: the temp directory."""
+    try:
+        if os.access(_MEMORY_DIR, os.W_OK) and shutil.disk_usage(_MEMORY_DIR).free >= (
+            _MEMORY_DIR_MIN_FREE
+        ):
+            return _MEMORY_DIR
+    except OSError:
+        pass
+    return None
+
+
 def _sweep_stale_temp_dirs() -> None:
     """Remove temp dirs of earlier clusters whose owning process died without cleaning up."""
-    for path in Path(tempfile.gettempdir()).glob(_TEMP_PREFIX + "*"):
+    parents = {Path(tempfile.gettempdir()), _MEMORY_DIR}
+    for path in (p for parent in parents for p in parent.glob(_TEMP_PREFIX + "*")):
         try:
             owner = int((path / _OWNER_FILE).read_text())
         except (OSError, ValueError):

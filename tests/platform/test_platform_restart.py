@@ -33,9 +33,10 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
+import pytest
 from feeding import feed
 
 from pipelines import domain
@@ -70,6 +71,9 @@ TOPICS = [
 class Supervisor:
     """``python -m pipelines.streams.supervisor`` as ``make run`` starts it."""
 
+    #: every one started, so that none outlives a failed test
+    started: ClassVar[list[Supervisor]] = []
+
     def __init__(self, bootstrap: str, state: Path, log: Path) -> None:
         self.state = state
         self.log = log.open("ab")
@@ -90,6 +94,7 @@ class Supervisor:
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
+        Supervisor.started.append(self)
 
     def running(self) -> dict[str, Any]:
         """The applications' states, once every one has reported RUNNING."""
@@ -138,6 +143,17 @@ def _landing_meanwhile(bootstrap: str, lake: Path, every: float = 2.0) -> Iterat
         stop.set()
         lander.join(120)
     assert not errors, errors
+
+
+@pytest.fixture(autouse=True)
+def _no_supervisor_outlives_the_test() -> Iterator[None]:
+    """A failed test leaves no stream applications running behind it."""
+    yield
+    for supervisor in Supervisor.started:
+        if supervisor.proc.poll() is None:
+            supervisor.proc.kill()
+            supervisor.proc.wait(30)
+    Supervisor.started.clear()
 
 
 def _slice(events: list, start_ms: int, end_ms: int) -> list:

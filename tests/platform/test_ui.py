@@ -1,7 +1,7 @@
 """The Dagster UI in a real browser: Debian's chromium (``/usr/bin/chromium``) driven by
 playwright opens the UI of a ``dg dev`` started here, against the test's own broker
 with the stream applications running (the supervisor, as ``make run`` starts it) and two
-hours of generated events fed in 30-second slices (``feeding.feed``). It
+hours of generated events fed in 5-minute slices (``feeding.feed``). It
 
 - shows the asset graph and the streams group;
 - launches the generator from the UI (the raw-topics group's "Materialize all");
