@@ -28,12 +28,18 @@ RUN_SETUP := $(STAMP) $(KAFKA_JARS)/.copied $(SPARK_JARS)/.copied
 setup: $(RUN_SETUP) $(JARS)/.copied $(K8S_TOOLS)
 
 # uv installs the same versions pip resolves, in about half the time (59 s against 94 s
-# on a fresh virtualenv here)
+# on a fresh virtualenv here). pyspark is published as a source distribution only, which the
+# package index serves without a cache validator: uv would download and build it again on
+# every fresh virtualenv (30 of the 48 s). It is built once into WHEELS, a cache outside the
+# checkout like uv's own, where uv finds it (6 s in all).
+WHEELS ?= $(HOME)/.cache/streamplatform/wheels
+PYSPARK_PIN := $(shell grep -o '"pyspark==[^"]*"' pyproject.toml | tr -d '"')
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11+ is required ($(PYTHON) not found)"; exit 1; }
 	test -x $(PIP) || $(PYTHON) -m venv --clear $(VENV)
 	$(PIP) install -q --upgrade pip uv
-	$(VENV)/bin/uv pip install -q --python $(PY) -e '.[dev,platform]'
+	ls $(WHEELS)/$(subst ==,-,$(PYSPARK_PIN))-*.whl >/dev/null 2>&1 || $(PIP) wheel -q --no-deps '$(PYSPARK_PIN)' -w $(WHEELS)
+	$(VENV)/bin/uv pip install -q --python $(PY) --find-links $(WHEELS) -e '.[dev,platform]'
 	touch $(STAMP)
 
 # Kafka Streams' reference jars for the differential conformance harness.
@@ -87,10 +93,9 @@ test-chaos: setup
 test-fast: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
 
-$(LINT_VENV)/.installed: pyproject.toml
-	test -x $(LINT_VENV)/bin/python || $(PYTHON) -m venv $(LINT_VENV)
-	$(LINT_VENV)/bin/pip install -q --upgrade pip
-	$(LINT_VENV)/bin/pip install -q mypy==$(MYPY_VERSION)
+$(LINT_VENV)/.installed: pyproject.toml $(STAMP)
+	test -x $(LINT_VENV)/bin/python || $(PYTHON) -m venv --without-pip $(LINT_VENV)
+	$(VENV)/bin/uv pip install -q --python $(LINT_VENV)/bin/python mypy==$(MYPY_VERSION)
 	touch $@
 
 lint: setup $(LINT_VENV)/.installed

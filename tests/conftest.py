@@ -130,13 +130,18 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """On an xdist worker: hand its broker start times to the controller. On the
-    controller: fail the run if a module's tests ran on more than one worker (each worker
-    would build the module's fixtures again)."""
+    controller of a ``--dist loadgroup`` run: fail it if a module's tests ran on more than
+    one worker (each worker would build the module's fixtures again)."""
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput["broker_starts"] = list(_BROKER_STARTS)
-    elif _split_modules() and session.exitstatus == pytest.ExitCode.OK:
+    elif _grouped(session.config) and _split_modules() and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _grouped(config: pytest.Config) -> bool:
+    """Whether the run keeps each module on one worker (``--dist loadgroup``)."""
+    return getattr(config.option, "dist", "no") == "loadgroup"
 
 
 def _split_modules() -> dict[str, set[str]]:
@@ -171,7 +176,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         slowest = sorted(_MODULE_SECONDS.items(), key=lambda kv: -kv[1])[:25]
         for module, seconds in slowest:
             terminalreporter.write_line(f"{seconds:8.1f} s  {module}")
-    if split := _split_modules():
+    if _grouped(terminalreporter.config) and (split := _split_modules()):
         terminalreporter.section("modules split across workers (the run fails)", red=True)
         for module, workers in sorted(split.items()):
             terminalreporter.write_line(f"{module}: {', '.join(sorted(workers))}", red=True)

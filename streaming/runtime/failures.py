@@ -227,11 +227,33 @@ def translate(exc: BaseException, what: str) -> StreamsException:
 
 @contextmanager
 def calling(what: str) -> Iterator[None]:
-    """Run a client call, turning a ``KafkaException`` into the runtime's exception for it."""
+    """Run a client call, turning a ``KafkaException`` into the runtime's exception for it.
+
+    A fatal client error (a fenced producer) can also end the call as a ``SystemError``:
+    confluent-kafka sets the fatal error's ``KafkaException`` and then runs the next
+    delivery callback with it still set, which fails with "returned a result with an
+    exception set", chained to it. Such a call is translated by that ``KafkaException``."""
     try:
         yield
     except KafkaException as exc:
         raise translate(exc, what) from exc
+    except SystemError as exc:
+        cause = kafka_exception_behind(exc)
+        if cause is None:
+            raise
+        raise translate(cause, what) from exc
+
+
+def kafka_exception_behind(exc: BaseException) -> KafkaException | None:
+    """The ``KafkaException`` a chain of exceptions started from (None: none in it)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KafkaException):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 class Stall:

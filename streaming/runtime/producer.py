@@ -39,6 +39,7 @@ from streaming.runtime.failures import (
     classify,
     codes,
     error_of,
+    kafka_exception_behind,
 )
 from streaming.runtime.partitioner import default_partition
 from streaming.runtime.topic_limits import TopicLimits
@@ -186,19 +187,25 @@ class RecordCollector:
                         f"{topic}; the brokers are not taking writes"
                     ) from None
                 self._poll(0.05)
-            except KafkaException as exc:
-                err = error_of(exc)
+            except (KafkaException, SystemError) as raised:
+                # a SystemError: the KafkaException of a fatal error behind it (failures.calling)
+                refused = kafka_exception_behind(raised)
+                if refused is None:
+                    raise
+                err = error_of(refused)
                 if err is not None and err.code() not in _LOCAL_RECORD_CODES:
                     # not this record: the producer's state (a transaction that must be
                     # aborted, a fenced or fatally failed producer) refuses every write
                     if classify(err) is Kind.TASK_MIGRATED:
-                        raise TaskMigratedException(f"writing to {topic} failed: {err}") from exc
-                    raise TaskCorruptedException(f"writing to {topic} failed: {err}") from exc
-                self._refused_locally(topic, key, value, timestamp, exc)
+                        raise TaskMigratedException(
+                            f"writing to {topic} failed: {err}"
+                        ) from refused
+                    raise TaskCorruptedException(f"writing to {topic} failed: {err}") from refused
+                self._refused_locally(topic, key, value, timestamp, refused)
                 return
         self.sent += 1
         if self.sent & 0x3FF == 0:
-            self._poll(0)
+            self.poll()
 
     # -- failures -------------------------------------------------------------------------
 
@@ -361,7 +368,9 @@ class RecordCollector:
             raise failure
 
     def poll(self) -> None:
-        self._poll(0)
+        """Serve the producer's delivery reports (failures are kept for ``check``)."""
+        with calling("serving the producer's delivery reports"):
+            self._poll(0)
 
     def flush(self, timeout: float) -> None:
         """Wait until every record is acknowledged; a failed write raises (``check``), and

@@ -53,6 +53,7 @@ from pipelines.streams.config import StreamAppConfig
 from pipelines.streams.supervisor import RunnerSettings, StreamAppRunner, read_status
 from pipelines.topics import create_topics
 from sensors.hours import hour_key
+from streaming.runtime.app import State
 from streaming.testing import free_port_pair
 
 REPO = Path(__file__).resolve().parents[2]
@@ -219,12 +220,14 @@ def test_a_users_first_hour_with_restarts_a_burst_and_a_ui_run_reconciles(
             )
             ui_run.start()
             try:
+                # it has joined the group and holds its share before the data comes
+                assert ui_run.streams.wait_until(State.RUNNING, 120), ui_run.state
                 feed(
                     bootstrap,
                     _slice(events, T0 + 30 * MINUTE, T0 + 40 * MINUTE),
                     T0 + 30 * MINUTE,
                 )
-                assert ui_run.state == "RUNNING"
+                assert ui_run.streams.wait_until(State.RUNNING, 60), ui_run.state
             finally:
                 assert ui_run.close(60)
         feed(bootstrap, _slice(events, T0 + 40 * MINUTE, T0 + 45 * MINUTE), T0 + 40 * MINUTE)

@@ -78,6 +78,23 @@ def test_calling_translates_client_errors():
     assert isinstance(info.value.__cause__, KafkaException)
 
 
+def test_calling_translates_a_system_error_chained_to_a_fatal_client_error():
+    # confluent-kafka ends a flush whose fatal error (a fenced producer) was set before the
+    # next delivery callback ran as a SystemError chained to that error
+    fenced = KafkaException(KafkaError(KafkaError._FENCED, fatal=True))
+    with (
+        pytest.raises(failures.TaskMigratedException, match="flushing failed"),
+        failures.calling("flushing"),
+    ):
+        try:
+            raise fenced
+        except KafkaException as exc:
+            raise SystemError("returned a result with an exception set") from exc
+    # a SystemError of another kind is not the client's
+    with pytest.raises(SystemError), failures.calling("flushing"):
+        raise SystemError("something else")
+
+
 def test_stall_times_out_after_task_timeout_and_recovers():
     stall = Stall("thread-1", timeout_ms=200, backoff_ms=10)
     assert not stall.stalled
