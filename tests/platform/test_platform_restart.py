@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -157,6 +157,19 @@ def _no_supervisor_outlives_the_test() -> Iterator[None]:
     Supervisor.started.clear()
 
 
+def _status_once(
+    state: Path, ready: Callable[[dict[str, Any]], bool], timeout: float = 60.0
+) -> dict[str, Any]:
+    """The applications' statuses from the supervisor's status file once ``ready`` holds for
+    them (the last ones read, when it never did within ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        apps = read_status(state).get("apps", {})
+        if (apps and ready(apps)) or time.monotonic() > deadline:
+            return apps
+        time.sleep(0.5)
+
+
 def _slice(events: list, start_ms: int, end_ms: int) -> list:
     return [e for e in events if start_ms <= e.emit_ms < end_ms]
 
@@ -235,7 +248,11 @@ def test_a_users_first_hour_with_restarts_a_burst_and_a_ui_run_reconciles(
         supervisor = Supervisor(bootstrap, state, log)
         supervisor.running()
         feed(bootstrap, _slice(events, T0 + 45 * MINUTE, 2 * T0), T0 + 45 * MINUTE)  # the rest
-        revenue_status = read_status(state)["apps"]["windowed-revenue"]
+        # the supervisor's status (rewritten every few seconds) catches up with the fed hour
+        revenue_status = _status_once(
+            state,
+            lambda apps: apps["windowed-revenue"].get("closed_window_watermark", 0) >= T0 + HOUR_MS,
+        )["windowed-revenue"]
         assert supervisor.stop(signal.SIGTERM) == 0
         sink_topics(bootstrap, TOPICS, lake)
     finally:
