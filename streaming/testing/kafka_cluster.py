@@ -14,11 +14,12 @@ then SIGKILL) and removes its temporary directory::
 transaction state log). A broker that fails to start raises ``KafkaClusterError`` with the
 tail of its log and what to fix.
 
-A cluster without ``data_dir`` is throwaway (its storage is removed on exit; in memory, under
-``/dev/shm``, where there is one with room: a busy disk's fsync stalls would freeze the
-broker for seconds) and keeps every record whatever its timestamp (``log.retention.ms=-1``): tests and benchmarks write fixed
-event times long past, which time-based retention would delete at its next check, between
-a write and the read that follows it.
+A cluster without ``data_dir`` is throwaway: its storage is removed on exit, and lives in
+memory (``/dev/shm``) where there is one with room, as a busy disk's fsync stalls would freeze
+the broker for seconds. It keeps every record whatever its timestamp
+(``log.retention.ms=-1``): tests and benchmarks write fixed event times long past, which
+time-based retention would delete at its next check, between a write and the read that
+follows it.
 
 ``data_dir=`` keeps the storage (topics, offsets, the cluster id) across starts, under the
 retention of ``server.properties``; ``port=``
@@ -1072,13 +1073,10 @@ def _die_with_parent_hook() -> Any:
 def _throwaway_parent() -> Path | None:
     """``/dev/shm`` when it is a writable directory with room; None: the temp directory."""
     try:
-        if os.access(_MEMORY_DIR, os.W_OK) and shutil.disk_usage(_MEMORY_DIR).free >= (
-            _MEMORY_DIR_MIN_FREE
-        ):
-            return _MEMORY_DIR
+        roomy = shutil.disk_usage(_MEMORY_DIR).free >= _MEMORY_DIR_MIN_FREE
     except OSError:
-        pass
-    return None
+        return None
+    return _MEMORY_DIR if roomy and os.access(_MEMORY_DIR, os.W_OK) else None
 
 
 def _sweep_stale_temp_dirs() -> None:
