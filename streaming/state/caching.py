@@ -218,8 +218,16 @@ class _SegmentedCacheKeys:
 
     segment_interval: int
     retention_period: int
-    max_observed_timestamp: int
     named: NamedCache
+    context: Any
+    #: per writing processor node: the largest segment timestamp it has put
+    _writer_max_timestamp: dict[Any, int]
+
+    def _observe_put(self, timestamp: int) -> None:
+        """Remember how far the processor putting now has written (its stream time bound)."""
+        writer = getattr(self.context, "current_node", None)
+        if timestamp > self._writer_max_timestamp.get(writer, -1):
+            self._writer_max_timestamp[writer] = timestamp
 
     def _seg_prefix(self, timestamp: int) -> bytes:
         return _SEG.pack(java_div(timestamp, self.segment_interval) + _OFFSET)
@@ -230,24 +238,25 @@ class _SegmentedCacheKeys:
     def _purge_dropped_segments(self) -> None:
         """Drop cached entries of segments the wrapped store dropped a retention period ago.
 
-        The store drops segments older than ``segment_id(stream time - retention)`` (as
-        stream time, we use the largest segment timestamp this cache has seen: never ahead
-        of the store's). Kafka keeps such entries until the LRU evicts them, so with
-        windows moving on, the cache fills up to ``statestore.cache.max.bytes`` with
-        windows nothing reads or writes any more (a Python entry costs several times the
-        bytes the budget counts): memory grew for as long as the budget allowed.
+        The store drops segments older than ``segment_id(stream time - retention)``. Kafka
+        keeps such entries until the LRU evicts them, so with windows moving on, the cache
+        fills up to ``statestore.cache.max.bytes`` with windows nothing reads or writes any
+        more (a Python entry costs several times the bytes the budget counts).
 
         Entries the store no longer has can still be read through the cache, as in Kafka:
         a session aggregate looks ``gap`` back from a record that is up to ``gap + grace``
-        (the retention) behind stream time, and merges a session the store expired but
-        the cache still holds. No DSL processor reads further back than two retention
-        periods, so entries are kept that long and results stay Kafka's."""
+        (the retention) behind its stream time, and merges a session the store expired
+        but the cache still holds. No DSL processor reads further back than two retention
+        periods of its own stream time, so entries are kept that long behind the slowest
+        processor writing this store: a cogroup's aggregates share one store and each
+        keeps its own stream time, so one input running ahead must not purge what the
+        other still merges into. A processor's own stream time is never behind the
+        largest timestamp it has put."""
         named = self.named
-        if named is None or self.max_observed_timestamp < 0:
+        if named is None or not self._writer_max_timestamp:
             return
-        min_live = java_div(
-            self.max_observed_timestamp - 2 * self.retention_period, self.segment_interval
-        )
+        slowest = min(self._writer_max_timestamp.values())
+        min_live = java_div(slowest - 2 * self.retention_period, self.segment_interval)
         named.purge_before(self._seg_prefix_id(min_live))
 
     def _cached_range(
@@ -299,7 +308,7 @@ class CachingWindowStore(_CachingMixin, _SegmentedCacheKeys, WrappedWindowBytesS
 
     def __init__(self, wrapped) -> None:
         super().__init__(wrapped)
-        self.max_observed_timestamp = -1
+        self._writer_max_timestamp = {}
         schema = self.key_schema
         self._store_key = schema.store_key
         self._segment_ts = schema.segment_timestamp
@@ -350,8 +359,7 @@ class CachingWindowStore(_CachingMixin, _SegmentedCacheKeys, WrappedWindowBytesS
         self.cache.put_into(
             self.named, cache_key, LRUCacheEntry(value, self.context.record_context(), True)
         )
-        if window_start > self.max_observed_timestamp:
-            self.max_observed_timestamp = window_start
+        self._observe_put(window_start)
 
     def fetch(self, key: bytes, window_start: int) -> bytes | None:
         cache_key = self._seg_prefix(window_start) + self._store_key(key, window_start, 0)
@@ -408,7 +416,7 @@ class CachingSessionStore(_CachingMixin, _SegmentedCacheKeys, WrappedSessionByte
 
     def __init__(self, wrapped) -> None:
         super().__init__(wrapped)
-        self.max_observed_timestamp = -1
+        self._writer_max_timestamp = {}
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._init_cache(context)
@@ -450,8 +458,7 @@ class CachingSessionStore(_CachingMixin, _SegmentedCacheKeys, WrappedSessionByte
         self.cache.put_into(
             self.named, cache_key, LRUCacheEntry(value, self.context.record_context(), True)
         )
-        if end > self.max_observed_timestamp:
-            self.max_observed_timestamp = end
+        self._observe_put(end)
 
     def remove(self, key: bytes, start: int, end: int) -> None:
         self.put(key, start, end, None)

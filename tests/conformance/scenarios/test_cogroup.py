@@ -339,3 +339,27 @@ def test_cogroup_used_twice_reuses_its_repartition_topic() -> None:
     assert (
         "      <-- COGROUPKSTREAM-AGGREGATE-0000000016, COGROUPKSTREAM-AGGREGATE-0000000017\n"
     ) in text
+
+
+def test_session_cogroup_input_behind_the_other_merges_through_the_cache(tmp_path: Any) -> None:
+    """Each cogrouped aggregate keeps its own stream time over one shared store: an input
+    two retention periods behind the other still merges into the session it has just
+    written, which the store dropped as expired and Kafka's cache still holds (Kafka 4.1.1
+    emits "y" then "yy"; a differential run found the cache purged it and emitted "y" twice).
+    """
+    b = StreamsBuilder()
+    (_two_streams(b)
+     .windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(2000))
+     .aggregate(lambda: "", lambda k, a1, a2: a1 + a2, Materialized.with_(S, S))
+     .to_stream().to("output"))  # fmt: skip
+    with driver_for(b, tmp_path, 10 * 1024 * 1024) as driver:
+        driver.create_input_topic("two", S, S).pipe_input("a", "x", timestamp=66_000)
+        one = driver.create_input_topic("one", S, S)
+        one.pipe_input("k", "y", timestamp=56_000)
+        one.pipe_input("k", "y", timestamp=56_000)
+        out = driver.create_output_topic("output", serdes.SessionWindowedSerde(S), S)
+        assert wkvt(out.read_records_to_list()) == [
+            ("a", 66_000, 66_000, "x", 66_000),
+            ("k", 56_000, 56_000, "y", 56_000),
+            ("k", 56_000, 56_000, "yy", 56_000),
+        ]
