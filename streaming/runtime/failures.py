@@ -52,6 +52,10 @@ class TaskMigratedException(StreamsException):
     """The producer or the group membership is gone: close tasks dirty, new producer, rejoin."""
 
 
+class ConsumerFencedException(TaskMigratedException):
+    """The main consumer's static membership was fenced: rejoin with a new consumer."""
+
+
 class TaskTimeoutException(StreamsException):
     """A retriable failure lasted longer than ``task.timeout.ms``."""
 

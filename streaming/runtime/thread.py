@@ -44,6 +44,7 @@ from streaming.runtime.active_task import ActiveTask
 from streaming.runtime.clients import main_consumer_membership
 from streaming.runtime.commit import CALL_TIMEOUT_S, Committer
 from streaming.runtime.failures import (
+    ConsumerFencedException,
     Kind,
     RetriableStreamsException,
     Stall,
@@ -151,11 +152,13 @@ class StreamThread(threading.Thread):
             changelog_end=self._changelog_end,
         )
         self._next_consumer_warning = 0.0
+        self._last_fencing = float("-inf")
         self._producer_generation = 0
         #: the consumer's group.instance.id (static membership), and whether it leaves the
         #: group explicitly on close (see main_consumer_membership)
         self.group_instance_id: str | None = None
         self._leave_on_close = False
+        self._consumer_conf: dict[str, Any] = {}
 
     @property
     def tasks(self) -> dict[str, ActiveTask]:
@@ -214,7 +217,7 @@ class StreamThread(threading.Thread):
             cfg.consumer, self.app.process_id, self.index
         )
         self.group_instance_id = instance_id
-        consumer_conf = clients.main_consumer(
+        self._consumer_conf = clients.main_consumer(
             client_id=f"{self.thread_client_id}-consumer" + (f"@{server}" if server else ""),
             group_instance_id=instance_id,
         )
@@ -240,9 +243,12 @@ class StreamThread(threading.Thread):
         self.committer.bind_producer(self.producer, self.collector)
         self.restore_consumer = Consumer(restore_conf)
         self.reader = ChangelogReader(self.restore_consumer, self.app.restore_listener)
-        self.consumer = Consumer(consumer_conf)
-        self.task_manager.consumer = self.consumer
-        self.committer.consumer = self.consumer
+        self._bind_consumer(Consumer(self._consumer_conf))
+
+    def _bind_consumer(self, consumer: Consumer) -> None:
+        self.consumer = consumer
+        self.task_manager.consumer = consumer
+        self.committer.consumer = consumer
 
     def _new_producer(self) -> Producer:
         """A producer whose delivery reports reach the collector while it is the current
@@ -357,7 +363,10 @@ class StreamThread(threading.Thread):
             dropped = self.consumer.consume(num_messages=MAX_POLL_RECORDS, timeout=0.0)  # type: ignore[union-attr]
             with self.lock:
                 for msg in dropped:
-                    if msg.error() is None:
+                    err = msg.error()
+                    if err is not None:
+                        self._consumer_error(err)  # a fatal one ends the recovery too
+                    else:
                         # a record has its topic and partition (the stubs say Optional)
                         self.committer.needs_rewind.add((msg.topic(), msg.partition()))  # type: ignore[arg-type]
                 self.committer.recover()
@@ -430,16 +439,13 @@ class StreamThread(threading.Thread):
     def _consumer_error(self, err: KafkaError) -> None:
         if err.code() == KafkaError._PARTITION_EOF:
             return
-        if err.fatal():
+        # consume() reports a fatal error as code _FATAL with its fatal() flag unset
+        if err.fatal() or err.code() == KafkaError._FATAL:
+            fenced = err.code() == KafkaError.FENCED_INSTANCE_ID or "group.instance.id" in err.str()
+            if fenced:
+                self._consumer_fenced(err)
             # the consumer is unusable for good: no retry or new producer helps
-            hint = ""
-            if err.code() == KafkaError.FENCED_INSTANCE_ID:
-                hint = (
-                    f"; another consumer joined the group as {self.group_instance_id!r}: "
-                    "each instance needs its own state.dir (its process id names the "
-                    "members), or its own main.consumer.group.instance.id"
-                )
-            raise StreamsException(f"consuming failed: {err.name()}: {err.str()}{hint}")
+            raise StreamsException(f"consuming failed: {err.name()}: {err.str()}")
         if classify(err) is Kind.FATAL:
             raise translate(KafkaException(err), "consuming")
         # the consumer retries by itself (brokers down, leaders moving): say so now and then
@@ -447,6 +453,28 @@ class StreamThread(threading.Thread):
         if now >= self._next_consumer_warning:
             self._next_consumer_warning = now + 10.0
             log.warning("Consumer error on %s (retrying): %s", self.name, err)
+
+    def _consumer_fenced(self, err: KafkaError) -> None:
+        """A static member fenced off: rejoin with a new consumer, unless it happened twice
+        within a session.
+
+        librdkafka fences a static member by itself when its session times out while the
+        coordinator moves (a heartbeat goes out without its member id after the timeout):
+        the consumer is then dead for good, though no other member took its place. A new
+        consumer takes the place back. Another instance with the same
+        ``group.instance.id`` fences the new consumer again within a heartbeat or two,
+        while a session timeout cannot happen again sooner than a session after the
+        rejoin: then the thread fails and says what to fix."""
+        now = time.monotonic()
+        session_s = int(self._consumer_conf.get("session.timeout.ms", 45_000)) / 1000.0
+        if now - self._last_fencing > session_s:
+            self._last_fencing = now
+            raise ConsumerFencedException(f"{err.str()}; rejoining with a new consumer")
+        raise StreamsException(
+            f"consuming failed: {err.str()}; another consumer joined the group as "
+            f"{self.group_instance_id!r}: each instance needs its own state.dir (its process "
+            "id names the members), or its own main.consumer.group.instance.id"
+        )
 
     def _lag(self, tp: tuple[str, int]) -> int | None:
         consumer = self.consumer
@@ -519,11 +547,31 @@ class StreamThread(threading.Thread):
             self.name,
             exc,
         )
+        if isinstance(exc, ConsumerFencedException):
+            self._replace_consumer(exc)
+            return
         with self.lock:
             self.metrics.producer_replacements += 1
             self.committer.group_metadata = None
             self._replace_producer()
             self._rebuild_tasks_dirty()
+
+    def _replace_consumer(self, exc: ConsumerFencedException) -> None:
+        """The group membership is gone with the consumer: close every task dirty (rolling
+        back the open transaction), then join again with a new consumer."""
+        with self.lock:
+            self.committer.group_metadata = None
+            self._drop_tasks_after_failure(exc)
+            self.task_manager.handle_lost_all()
+            self.committer.needs_rewind.clear()
+            self._set_state(PARTITIONS_REVOKED)
+        old = self.consumer
+        self._bind_consumer(Consumer(self._consumer_conf))
+        try:
+            old.close()  # type: ignore[union-attr]
+        except Exception as close_exc:  # a fenced consumer may refuse: it is dropped anyway
+            log.debug("closing the fenced consumer: %s", close_exc)
+        self._subscribe()
 
     def _replace_producer(self) -> None:
         old = self.producer
@@ -559,6 +607,8 @@ class StreamThread(threading.Thread):
     # -- assignment -----------------------------------------------------------------------
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if consumer is not self.consumer:
+            return  # a replaced consumer closing
         with self.lock:
             self.metrics.rebalances += 1
             if self._closing or not self.task_manager.tasks:
@@ -580,6 +630,8 @@ class StreamThread(threading.Thread):
             self._set_state(PARTITIONS_REVOKED)
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if consumer is not self.consumer:
+            return  # a replaced consumer closing
         with self.lock:
             self.committer.group_metadata = None
             log.warning("Stream thread %s lost its partitions; closing tasks dirty", self.name)
@@ -589,6 +641,8 @@ class StreamThread(threading.Thread):
             self._set_state(PARTITIONS_REVOKED)
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if consumer is not self.consumer:
+            return  # a replaced consumer closing
         with self.lock:
             if self._closing:
                 return

@@ -5,15 +5,22 @@ state.dir), which leaves the group when the instance closes.
 - a cleanly stopped instance hands its partitions over at once (a static member that did
   not leave would keep them for the 45 s of its session);
 - a SIGKILLed instance started again takes its old place at once (a dynamic member would
-  wait for its old session to expire, as after a broker outage longer than the session)."""
+  wait for its old session to expire, as after a broker outage longer than the session);
+- a member fenced off once rejoins with a new consumer and its output stays exactly once
+  (librdkafka fences a static member by itself when its session times out while the group
+  coordinator moves, as a broker failure of the chaos suite showed: the thread then sat in
+  REBALANCING for good); one fenced again within a session fails and says what to fix."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
+from confluent_kafka import Consumer, KafkaError
 from test_app_support import (
     T0,
     group_assignment,
+    long_value,
     produce,
     read_all,
     spawn_app,
@@ -114,5 +121,103 @@ def test_a_killed_instance_started_again_takes_its_place_at_once(kafka_cluster, 
         assert resumed < PROMPT_S, f"output resumed {resumed:.1f}s after the restart"
         assert stop_app(proc) == 0
     finally:
+        if proc.poll() is None:
+            stop_app(proc, kill=True)
+
+
+def _intruder(bootstrap: str, app_id: str, instance_id: str, topic: str) -> Any:
+    """A consumer joining the application's group under one of its members' instance ids."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": app_id,
+            "group.instance.id": instance_id,
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    return consumer
+
+
+def _fenced(consumer: Any, timeout: float) -> bool:
+    """Polls ``consumer`` until it reports being fenced (True) or the timeout (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for msg in consumer.consume(num_messages=100, timeout=0.2):
+            err = msg.error()
+            if err is not None and err.code() == KafkaError._FATAL:
+                return True
+    return False
+
+
+def _join_as_the_member(kafka_cluster, tmp_path, extra=None):
+    names, base = _setup(kafka_cluster, tmp_path)
+    settings = {
+        **base,
+        "state.dir": tmp_path / "state",
+        "processing.guarantee": "exactly_once_v2",
+        **(extra or {}),
+    }
+    log = tmp_path / "app.log"
+    proc = spawn_app("test_app_support:count_and_copy", settings, log_path=log)
+    admin = kafka_cluster.admin()
+    wait_for(lambda: _owns_all(admin, base["application.id"], names["in"]), 90, "the join")
+    (member,) = _members(admin, base["application.id"])
+    return names, base, proc, log, member.group_instance_id
+
+
+def test_a_fenced_member_rejoins_with_a_new_consumer_and_stays_exactly_once(
+    kafka_cluster, tmp_path
+):
+    names, base, proc, log, instance_id = _join_as_the_member(kafka_cluster, tmp_path)
+    bootstrap = base["bootstrap.servers"]
+    try:
+        produce(bootstrap, names["in"], [(b"k", b"before", T0)])
+        read_all(bootstrap, [names["copy"]], until=lambda m: len(m) == 1, timeout=60)
+        intruder = _intruder(bootstrap, base["application.id"], instance_id, names["in"])
+        try:
+            # the intruder's join fences the application's consumer; the application's
+            # new consumer takes the place back and fences the intruder in turn
+            assert _fenced(intruder, 60), "the application never took its place back"
+        finally:
+            intruder.close()
+        produce(bootstrap, names["in"], [(b"k", b"after", T0 + 1)])
+        msgs = read_all(
+            bootstrap,
+            [names["copy"], names["counts"]],
+            until=lambda m: sum(x[0] == names["counts"] for x in m) >= 2,
+            timeout=60,
+        )
+        assert proc.poll() is None, log.read_text()[-3000:]
+        assert [x[4] for x in msgs if x[0] == names["copy"]] == [b"before", b"after"]
+        counts = [long_value(x[4]) for x in msgs if x[0] == names["counts"]]
+        assert counts == [1, 2]
+        assert "rejoining with a new consumer" in log.read_text()
+        assert stop_app(proc) == 0
+    finally:
+        if proc.poll() is None:
+            stop_app(proc, kill=True)
+
+
+def test_a_member_fenced_again_within_its_session_fails_saying_what_to_fix(kafka_cluster, tmp_path):
+    names, base, proc, log, instance_id = _join_as_the_member(kafka_cluster, tmp_path)
+    bootstrap = base["bootstrap.servers"]
+    intruders = []
+    try:
+        # a second instance under the same id keeps joining: the application rejoins once,
+        # and fails when fenced again within its session (45 s)
+        for _ in range(5):
+            intruder = _intruder(bootstrap, base["application.id"], instance_id, names["in"])
+            intruders.append(intruder)
+            if not _fenced(intruder, 30):
+                break
+        wait_for(lambda: proc.poll() is not None, 60, "the application to fail")
+        assert proc.returncode != 0
+        text = log.read_text()
+        assert "rejoining with a new consumer" in text
+        assert "each instance needs its own state.dir" in text, text[-3000:]
+    finally:
+        for intruder in intruders:
+            intruder.close()
         if proc.poll() is None:
             stop_app(proc, kill=True)
