@@ -222,6 +222,14 @@ class ThreadAlignment:
         until, self._queued_elsewhere = self.shared.report(self.key, low, backlog, queued, now_ms)
         return until
 
+    def hold(self) -> None:
+        """Until this thread's next ``limit``: its partitions are not known yet (it starts,
+        or a rebalance is under way), and the other threads wait as for a partition not read
+        yet. Otherwise a thread kept running its partitions in the moments before another
+        one, assigned the rest, reported them (the table ignores a worker that stopped
+        reporting after ``STALE_MS``)."""
+        self.shared.report(self.key, BEFORE_ANY, 0, False, int(time.time() * 1000))
+
     def forget(self) -> None:
         self.shared.forget(self.key, int(time.time() * 1000))
         self._empty_since.clear()

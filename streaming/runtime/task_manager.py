@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from streaming.runtime import metrics as metrics_mod
-from streaming.runtime.active_task import CLOSED, RESTORING, RUNNING, ActiveTask
+from streaming.runtime.active_task import CLOSED, CREATED, RESTORING, RUNNING, ActiveTask
 from streaming.runtime.failures import Stall, calling
 from streaming.runtime.restore import ChangelogReader
 
@@ -285,9 +285,12 @@ class TaskManager:
         return total
 
     def _source_partitions(self) -> Iterator[tuple[tuple[str, int], PartitionGroup]]:
-        """The running tasks' source-topic partitions (not repartition topics) and groups."""
+        """The source-topic partitions (not repartition topics) and groups of the assigned
+        tasks, restoring ones included: a partition just assigned holds the client's other
+        partitions back from the start (a worker whose tasks restore after a rebalance
+        would otherwise report none, and the others would run its records into lateness)."""
         for task in self.tasks.values():
-            if task.state == RUNNING and task.reads_sources:
+            if task.state in (CREATED, RESTORING, RUNNING) and task.reads_sources:
                 group = task.partition_group
                 for tp in task.source_partitions:
                     yield tp, group

@@ -289,6 +289,7 @@ class StreamThread(threading.Thread):
         try:
             self._create_clients()
             self._set_state(STARTING)
+            self._hold_alignment()
             self._subscribe()
             while not self._stop_event.is_set():
                 try:
@@ -611,6 +612,7 @@ class StreamThread(threading.Thread):
             return  # a replaced consumer closing
         with self.lock:
             self.metrics.rebalances += 1
+            self._hold_alignment()
             if self._closing or not self.task_manager.tasks:
                 self._set_state(PARTITIONS_REVOKED)
                 return
@@ -633,12 +635,19 @@ class StreamThread(threading.Thread):
         if consumer is not self.consumer:
             return  # a replaced consumer closing
         with self.lock:
+            self._hold_alignment()
             self.committer.group_metadata = None
             log.warning("Stream thread %s lost its partitions; closing tasks dirty", self.name)
             self._drop_tasks_after_failure(None)
             self.task_manager.handle_lost_all()
             self.committer.needs_rewind.clear()
             self._set_state(PARTITIONS_REVOKED)
+
+    def _hold_alignment(self) -> None:
+        """A rebalance may give this thread partitions: the others wait until it says which
+        (its next processing pass)."""
+        if self.task_manager.alignment is not None and not self._closing:
+            self.task_manager.alignment.hold()
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if consumer is not self.consumer:

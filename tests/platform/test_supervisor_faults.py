@@ -242,6 +242,7 @@ class _Feeder:
         self.boot, self.topic = boot, topic
         self.delivered: set[str] = set()
         self.failed: list[Any] = []
+        self.sent = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="feeder", daemon=True)
         self.thread.start()
@@ -270,6 +271,7 @@ class _Feeder:
             )
             producer.poll(0)
             i += 1
+            self.sent = i
             time.sleep(0.02)
         producer.flush(180)
 
@@ -373,7 +375,9 @@ def outage(broker, tmp_path_factory) -> dict[str, Any]:
         result["stalls"] = stalls
         for name in ("sv", "fa"):
             _send(boot, second[name], topics[name])
-        time.sleep(5)  # orders sent after the outage too
+        resumed_at = feeder.sent
+        # orders sent after the outage too (each 20 ms)
+        _wait("100 orders sent after the outage", lambda: feeder.sent >= resumed_at + 100, 60)
         feeder.stop.set()
         feeder.thread.join(200)
         result["feeder"] = feeder
