@@ -647,10 +647,91 @@ IN_FLIGHT_RUNS_QUERY = """
 query PlatformRunsInFlight {
   runsOrError(filter: {statuses: [QUEUED, NOT_STARTED, STARTING, STARTED, CANCELING]}) {
     __typename
-    ... on Runs { results { runId jobName status } }
+    ... on Runs { results { runId jobName status tags { key value } } }
   }
 }
 """
+
+REEXECUTE_RUN_MUTATION = """
+mutation PlatformResumeRun($parent: String!) {
+  launchRunReexecution(
+    reexecutionParams: {
+      parentRunId: $parent
+      strategy: ALL_STEPS
+      extraTags: [{key: "platform/resumed", value: "after make run stopped"}]
+    }
+  ) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on Error { message }
+  }
+}
+"""
+
+#: in the state directory: the runs the last stop cancelled that the next start launches
+RESUME_FILE = "resume-runs.json"
+
+
+def resumable(run: dict[str, Any]) -> bool:
+    """Whether the next start launches a run the stop cancelled again: an hour's run, or
+    one a sensor or schedule launched (a stop during the first reconciliation would leave
+    that hour unreconciled, the sensors having requested it once). Not a backfill's run
+    (its daemon goes on with the backfill) nor a streaming asset's (it runs until someone
+    stops it: the user starts it again)."""
+    tags = {t["key"]: t["value"] for t in run.get("tags") or []}
+    if "dagster/backfill" in tags:
+        return False
+    return any(
+        k in tags for k in ("dagster/partition", "dagster/sensor_name", "dagster/schedule_name")
+    )
+
+
+def remember_runs_to_resume(runs: list[dict[str, Any]], state_dir: Path | None = None) -> list[str]:
+    """Keep the ids of the ``resumable`` of ``runs`` (and of those a start that never got
+    ready did not resume) for the next start; returns them."""
+    path = (state_dir or STATE_DIR) / RESUME_FILE
+    ids = [*_read_ids(path), *(r["runId"] for r in runs if resumable(r))]
+    ids = list(dict.fromkeys(ids))
+    if ids:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(ids))
+    return ids
+
+
+def take_runs_to_resume(state_dir: Path | None = None) -> list[str]:
+    """The ids ``remember_runs_to_resume`` kept, forgotten once read."""
+    path = (state_dir or STATE_DIR) / RESUME_FILE
+    ids = _read_ids(path)
+    path.unlink(missing_ok=True)
+    return ids
+
+
+def _read_ids(path: Path) -> list[str]:
+    try:
+        ids = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+
+
+def resume_runs(url: str, run_ids: list[str], timeout: float = 30.0) -> list[tuple[str, str]]:
+    """Launch each of ``run_ids`` again (all steps, its tags); (old id, new id) of those
+    launched, a ``WARNING`` line for each the webserver refused."""
+    resumed = []
+    for parent in run_ids:
+        try:
+            data = graphql(url, REEXECUTE_RUN_MUTATION, {"parent": parent}, timeout=timeout)
+            result = data["launchRunReexecution"]
+        except Exception as exc:
+            _log(f"WARNING: could not launch run {parent[:8]} again: {exc}")
+            continue
+        if result["__typename"] != "LaunchRunSuccess":
+            _log(f"WARNING: could not launch run {parent[:8]} again: {result.get('message')}")
+            continue
+        resumed.append((parent, result["run"]["runId"]))
+    return resumed
+
 
 TERMINATE_RUNS_MUTATION = """
 mutation PlatformTerminateRuns($runIds: [String!]!) {
@@ -1069,6 +1150,11 @@ def main(argv: list[str] | None = None) -> int:
                 if ui_answers(url):
                     ready = True
                     announce_ready(url, now - began, not args.no_schedules, stop)
+                    if resumed := resume_runs(url, take_runs_to_resume()):
+                        _log(
+                            f"launched again {len(resumed)} run(s) the last stop cancelled: "
+                            + ", ".join(f"{old[:8]} as {new[:8]}" for old, new in resumed)
+                        )
                     last_status = time.monotonic()
                 elif now - began > args.ui_timeout:
                     _log(
@@ -1106,6 +1192,8 @@ def main(argv: list[str] | None = None) -> int:
                         f"cancelled {len(cancelled)} run(s) in flight: "
                         + ", ".join(f"{r['jobName']} {r['runId'][:8]}" for r in cancelled)
                     )
+                    if again := remember_runs_to_resume(cancelled):
+                        _log(f"the next start launches {len(again)} of them again")
         for name, proc, sig, timeout in reversed(children):
             _stop(name, proc, sig, timeout)
         if cancelled:

@@ -39,6 +39,8 @@ from dagster._core.scheduler.instigation import InstigatorStatus, TickStatus
 from local_postgres import LocalPostgres, free_port
 from webserver_graphql import LOCATION, REPOSITORY, graphql, location_loaded, stop_sensor
 
+from pipelines.run import resume_runs
+
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_YAML = REPO / "platform" / "cluster" / "dagster.yaml"
 HOURLY_JOB = "hourly_batch_reconcile"
@@ -375,6 +377,21 @@ def test_partitioned_spark_runs_queue_and_run_one_at_a_time(platform: Platform) 
 
     # the partitions' materializations, stored in Postgres by the run workers
     assert set(HOURS) <= instance.get_materialized_partitions(RECONCILIATION)
+
+    # a run that stopping make run cancelled is launched again at the next start, as the
+    # same job, partition and steps
+    ((parent, again),) = resume_runs(platform.url, [run_ids[0]])
+    assert parent == run_ids[0]
+    deadline = time.monotonic() + 240
+    while (status := instance.get_run_by_id(again).status) not in FINISHED:
+        platform.check_alive()
+        assert time.monotonic() < deadline, f"the run launched again did not finish: {status}"
+        time.sleep(0.3)
+    resumed = instance.get_run_by_id(again)
+    assert resumed.status == DagsterRunStatus.SUCCESS, _run_failure(instance, again)
+    assert resumed.parent_run_id == parent and resumed.job_name == HOURLY_JOB
+    assert resumed.tags["dagster/partition"] == HOURS[0]
+    assert resumed.tags["platform/resumed"] == "after make run stopped"
 
 
 def _run_failure(instance: DagsterInstance, run_id: str) -> str:

@@ -7,6 +7,7 @@ real ``dg dev`` against the session broker."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import signal
@@ -228,6 +229,32 @@ def test_runs_cancelling_when_the_ui_stopped_or_failing_on_the_cancel_end_cancel
     }
 
 
+def _run(run_id: str, **tags: str) -> dict[str, Any]:
+    return {"runId": run_id, "tags": [{"key": k, "value": v} for k, v in tags.items()]}
+
+
+def test_runs_the_stop_cancelled_are_kept_for_the_next_start(tmp_path: Path) -> None:
+    cancelled = [
+        _run("hour", **{"dagster/partition": "2026-11-29-17:00"}),
+        _run("sensor", **{"dagster/sensor_name": "dbt_after_the_lake"}),
+        _run("schedule", **{"dagster/schedule_name": "nightly_backfill_schedule"}),
+        _run("streaming"),  # a streaming asset started from the UI: the user starts it again
+        _run("backfill", **{"dagster/partition": "x", "dagster/backfill": "abc"}),
+    ]
+    assert run.remember_runs_to_resume(cancelled, tmp_path) == ["hour", "sensor", "schedule"]
+    # a start that never got ready resumed nothing: the next stop keeps those too
+    assert run.remember_runs_to_resume([_run("later", **{"dagster/partition": "y"})], tmp_path) == [
+        "hour",
+        "sensor",
+        "schedule",
+        "later",
+    ]
+    assert run.take_runs_to_resume(tmp_path) == ["hour", "sensor", "schedule", "later"]
+    assert run.take_runs_to_resume(tmp_path) == []  # launched once
+    assert run.remember_runs_to_resume([_run("streaming")], tmp_path) == []
+    assert not (tmp_path / run.RESUME_FILE).exists()
+
+
 def test_the_graphql_documents_fit_the_webserver_schema() -> None:
     from dagster_graphql.schema import create_schema
     from graphql import parse, validate
@@ -238,6 +265,7 @@ def test_the_graphql_documents_fit_the_webserver_schema() -> None:
         run.INSTIGATORS_QUERY,
         run.IN_FLIGHT_RUNS_QUERY,
         run.TERMINATE_RUNS_MUTATION,
+        run.REEXECUTE_RUN_MUTATION,
     ):
         assert validate(schema, parse(document)) == []
 
@@ -520,6 +548,10 @@ def test_make_run_says_ready_once_the_ui_answers(kafka_cluster, tmp_path: Path) 
     # (the shared broker's other topics may make the health sensor warn before the stop)
     stopping = "\n".join(console[console.index(cancelled) :])
     assert "ERROR" not in text and "Traceback" not in text and "WARNING" not in stopping, text
+    # the next start launches the hour's run again, not the streaming asset's
+    remembered = json.loads((tmp_path / ".state" / run.RESUME_FILE).read_text())
+    assert batch_run in remembered and streaming_run not in remembered, remembered
+    assert all(f" {r[:8]}" in cancelled for r in remembered), (remembered, cancelled)
     instance = DagsterInstance.from_config(str(tmp_path / ".dagster"))
     for run_id in (streaming_run, batch_run):
         record = instance.get_run_by_id(run_id)
