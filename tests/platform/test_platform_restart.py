@@ -2,7 +2,7 @@
 it, then the hour reconciled.
 
 The stream applications run as ``make run`` runs them (the supervisor, a process of its
-own, exactly-once) over an hour of generated events fed in 30-second slices, and meet:
+own, exactly-once) over an hour of generated events fed in 5-minute slices, and meet:
 
 - Ctrl-C of ``make run`` mid-hour: the supervisor stopped by SIGINT and the broker stopped,
   both started again (the broker resumes its storage on the same port);
