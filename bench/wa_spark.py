@@ -159,17 +159,9 @@ def main() -> None:
         last_batch = -1
         while not stop.is_set() and query.isActive:
             stop.wait(0.5)
-            if stop.is_set():
-                break
-            for progress in query.recentProgress:  # the log's record of each micro-batch
-                if progress["batchId"] > last_batch:
-                    last_batch = progress["batchId"]
-                    print(
-                        f"batch {last_batch}: {progress['numInputRows']} rows, "
-                        f"durationMs {progress['durationMs']}",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+            # also once stopped: a run whose one micro-batch ended just before the stop
+            # still logs that batch's progress
+            last_batch = log_progress(query, last_batch)
         if not query.isActive and query.exception() is not None:
             print(f"query failed: {query.exception()}", file=sys.stderr, flush=True)
             sys.exit(1)
@@ -179,6 +171,25 @@ def main() -> None:
             spark.stop()
         except Exception as exc:  # the JVM got the group's SIGTERM too
             print(f"stopping Spark: {str(exc).splitlines()[0]}", file=sys.stderr, flush=True)
+
+
+def log_progress(query: Any, last_batch: int) -> int:
+    """Log the micro-batches after ``last_batch`` (the log's record of each); the last one
+    logged. Quiet when the JVM is gone (it gets the process group's SIGTERM too)."""
+    try:
+        progresses = query.recentProgress
+    except Exception:
+        return last_batch
+    for progress in progresses:
+        if progress["batchId"] > last_batch:
+            last_batch = progress["batchId"]
+            print(
+                f"batch {last_batch}: {progress['numInputRows']} rows, "
+                f"durationMs {progress['durationMs']}",
+                file=sys.stderr,
+                flush=True,
+            )
+    return last_batch
 
 
 if __name__ == "__main__":

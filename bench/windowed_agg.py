@@ -270,6 +270,14 @@ class CheckpointMonitor:
         pass
 
 
+def _wait_for_first_batch_log(log_path: Path, timeout: float) -> None:
+    """Until Spark's runner has logged its first micro-batch's progress (it polls for it
+    every half second), at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while first_batch_planning(log_path) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def first_batch_planning(log_path: Path) -> float | None:
     """Seconds Spark's first micro-batch spent before processing (offsets, planning, write-
     ahead log), from the runner's ``batch 0: ... durationMs {...}`` log line, if any."""
@@ -395,8 +403,8 @@ def run_engine(
             stop_signal=signal.SIGINT if profiled else signal.SIGTERM,
             # Spark's work is in its JVM, ours-2t's in its worker processes
             tree=spark or engine == "ours-2t",
-            # not measured: Spark's runner logs the last micro-batch's progress (durations)
-            after=(lambda _proc: time.sleep(1.0)) if spark else None,
+            # not measured: Spark's runner logs the micro-batches' progress (durations)
+            after=(lambda _proc: _wait_for_first_batch_log(log_path, 10.0)) if spark else None,
         )
         for line in measured.preamble:
             if line.startswith("STARTUP "):
