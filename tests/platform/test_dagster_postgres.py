@@ -55,6 +55,9 @@ HEALTH_SENSOR = "stream_health_sensor"
 IN_PROGRESS = {DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING}
 FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
 LOAD_TIMEOUT_S = 240
+# each Spark run starts its own session: about 40 s alone, several times that while the
+# other test workers load both cores
+SPARK_RUNS_TIMEOUT_S = 480
 
 
 @dataclass
@@ -326,7 +329,7 @@ def test_partitioned_spark_runs_queue_and_run_one_at_a_time(platform: Platform) 
     # watch the runs in Postgres: never two Spark runs in progress; at some point one runs
     # while the other waits in the queue
     held_back = False
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + SPARK_RUNS_TIMEOUT_S
     while True:
         platform.check_alive()
         statuses = {r: instance.get_run_by_id(r).status for r in run_ids}
@@ -337,7 +340,7 @@ def test_partitioned_spark_runs_queue_and_run_one_at_a_time(platform: Platform) 
         if all(s in FINISHED for s in statuses.values()):
             break
         assert time.monotonic() < deadline, (
-            f"runs not finished in 240 s: {statuses}\n{platform.log_tail('daemon')}"
+            f"runs not finished in {SPARK_RUNS_TIMEOUT_S} s: {statuses}\n{platform.log_tail('daemon')}"
         )
         time.sleep(0.3)
 
@@ -382,7 +385,7 @@ def test_partitioned_spark_runs_queue_and_run_one_at_a_time(platform: Platform) 
     # same job, partition and steps
     ((parent, again),) = resume_runs(platform.url, [run_ids[0]])
     assert parent == run_ids[0]
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + SPARK_RUNS_TIMEOUT_S
     while (status := instance.get_run_by_id(again).status) not in FINISHED:
         platform.check_alive()
         assert time.monotonic() < deadline, f"the run launched again did not finish: {status}"
