@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from streaming.dsl.options import Consumed, Materialized, as_materialized
 from streaming.time import to_millis
-from streaming.topology.graph import SinkNode, SourceNode, Topology
+from streaming.topology.graph import SinkNode, SourceNode, Topology, TopologyException
 
 if TYPE_CHECKING:
     from streaming.dsl.kstream import KStream
@@ -82,6 +82,23 @@ class InternalBuilder:
         self.optimized = False
         #: errors Kafka raises at build() rather than when the DSL call is made
         self.deferred_errors: list[Exception] = []
+        #: the source node of each ``stream()`` topic set or pattern, for a second
+        #: ``stream()`` on the same ones to share (``mergeDuplicateSourceNodes``)
+        self.stream_sources: dict[frozenset[str] | tuple[str, int], str] = {}
+
+    def stream_source_of(self, subscription: frozenset[str] | tuple[str, int]) -> str | None:
+        """Kafka's ``mergeDuplicateSourceNodes`` (KAFKA-6687): ``stream()`` on the topics or
+        pattern of an earlier ``stream()`` shares its source node; a topic set that overlaps
+        an earlier one without being equal to it is refused."""
+        merged = self.stream_sources.get(subscription)
+        if merged is None and isinstance(subscription, frozenset):
+            for other in self.stream_sources:
+                if isinstance(other, frozenset) and other & subscription:
+                    raise TopologyException(
+                        "Two source nodes are subscribed to overlapping but not equal input "
+                        f"topics: {sorted(other)} and {sorted(subscription)}."
+                    )
+        return merged
 
     def rewrite_repartition_nodes(self) -> None:
         """Kafka's ``rewriteRepartitionNodes`` (KIP-962): a repartition topic lets null keys
@@ -304,25 +321,28 @@ class StreamsBuilder:
             name = name or consumed.name
         b = self._internal
         source = b.name_or(name, "KSTREAM-SOURCE-")
+        subscription: frozenset[str] | tuple[str, int]
         if isinstance(topics, re.Pattern):
-            b.topology.add_source(
-                source,
-                pattern=topics,
-                key_serde=key_serde,
-                value_serde=value_serde,
-                timestamp_extractor=timestamp_extractor,
-            )
+            subscription = (topics.pattern, topics.flags)
+            topic_list: list[str] = []
         else:
             topic_list = [topics] if isinstance(topics, str) else list(topics)
             if not topic_list:
                 raise ValueError("stream() needs at least one topic")
-            b.topology.add_source(
-                source,
-                *topic_list,
-                key_serde=key_serde,
-                value_serde=value_serde,
-                timestamp_extractor=timestamp_extractor,
-            )
+            subscription = frozenset(topic_list)
+        shared = b.stream_source_of(subscription)
+        if shared is not None:
+            # the first stream's serdes and timestamp extractor read the records
+            return KStream(b, shared, key_serde, value_serde, repartition_required=False)
+        b.topology.add_source(
+            source,
+            *topic_list,
+            pattern=topics if isinstance(topics, re.Pattern) else None,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            timestamp_extractor=timestamp_extractor,
+        )
+        b.stream_sources[subscription] = source
         return KStream(b, source, key_serde, value_serde, repartition_required=False)
 
     def table(
