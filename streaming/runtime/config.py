@@ -501,15 +501,13 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         except yaml.YAMLError as exc:
             raise ConfigException(f"{p}: not valid YAML: {' '.join(str(exc).split())}") from None
     else:
-        data = {}
-        for raw_line in text.splitlines():
-            line = raw_line.strip()
-            if not line or line.startswith(("#", "!")):
-                continue
-            sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-            if sep < 0:
-                raise ConfigException(f"{p}: cannot parse line {raw_line!r}: expected key=value")
-            data[line[:sep].strip()] = line[sep + 1 :].strip()
+        # java.util.Properties' format: continuation lines, escapes, ``key value`` lines
+        import javaproperties
+
+        try:
+            data = javaproperties.loads(text)
+        except ValueError as exc:
+            raise ConfigException(f"{p}: not a valid properties file: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigException(f"{p}: expected a mapping of settings at the top level")
     return _flatten(data)

@@ -125,6 +125,26 @@ def test_config_files(tmp_path, suffix):
     assert str(loaded["consumer.x"]) == "1"
 
 
+def test_properties_files_read_as_java_reads_them(tmp_path):
+    # java.util.Properties#load: continuation lines, escaped separators and backslashes,
+    # unicode escapes, whitespace as the separator, "!" comments
+    path = tmp_path / "app.properties"
+    path.write_text(
+        "! comment\n"
+        "bootstrap.servers=h1:9092,\\\n"
+        "    h2:9092\n"
+        "state.dir=C\\:\\\\state\n"
+        "app.greeting \\u00e9t\\u00e9\n"
+        "app.key\\=with\\:separators = v\n"
+    )
+    assert load_config_file(path) == {
+        "bootstrap.servers": "h1:9092,h2:9092",
+        "state.dir": "C:\\state",
+        "app.greeting": "\u00e9t\u00e9",
+        "app.key=with:separators": "v",
+    }
+
+
 # -- partitioner ----------------------------------------------------------------------------
 
 
