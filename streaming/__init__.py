@@ -37,6 +37,14 @@ from streaming.dsl import (
     UnlimitedWindows,
     Windows,
 )
+from streaming.errors import (
+    ConfigException,
+    IllegalStateException,
+    InvalidStateStoreException,
+    SerializationError,
+    StreamsException,
+    TopologyException,
+)
 from streaming.state.windowed import SessionWindow, TimeWindow, Window, Windowed
 from streaming.testing import KeyValue, TestRecord, TopologyTestDriver
 from streaming.topology import (
@@ -45,7 +53,6 @@ from streaming.topology import (
     PunctuationType,
     Record,
     Topology,
-    TopologyException,
 )
 
 __all__ = [
@@ -54,11 +61,14 @@ __all__ = [
     "BufferConfig",
     "Change",
     "CogroupedKStream",
+    "ConfigException",
     "Consumed",
     "EmitStrategy",
     "FixedKeyProcessor",
     "GlobalKTable",
     "Grouped",
+    "IllegalStateException",
+    "InvalidStateStoreException",
     "JoinWindows",
     "Joined",
     "KGroupedStream",
@@ -76,6 +86,7 @@ __all__ = [
     "QueryServer",
     "Record",
     "Repartitioned",
+    "SerializationError",
     "SessionWindow",
     "SessionWindowedKStream",
     "SessionWindows",
@@ -83,6 +94,7 @@ __all__ = [
     "StreamJoined",
     "StreamsBuilder",
     "StreamsConfig",
+    "StreamsException",
     "Suppressed",
     "TableJoined",
     "TestRecord",

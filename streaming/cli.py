@@ -28,7 +28,8 @@ import threading
 import time
 from typing import Any
 
-from streaming.runtime.config import ConfigException, load_config_file
+from streaming.errors import ConfigException
+from streaming.runtime.config import load_config_file
 
 log = logging.getLogger("streaming.cli")
 

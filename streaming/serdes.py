@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from streaming.errors import SerializationError
 from streaming.state.windowed import SessionWindow, TimeWindow, Windowed
 
 _LONG = struct.Struct(">q")
@@ -29,10 +30,6 @@ class Serde(Protocol):
     def serialize(self, topic: str | None, data: Any) -> bytes | None: ...
 
     def deserialize(self, topic: str | None, data: bytes | None) -> Any: ...
-
-
-class SerializationError(ValueError):
-    """Raised when bytes cannot be decoded (or a value cannot be encoded) by a serde."""
 
 
 class _Struct:

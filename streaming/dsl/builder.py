@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from streaming.dsl.options import Consumed, Materialized, as_materialized
+from streaming.errors import TopologyException
 from streaming.time import to_millis
-from streaming.topology.graph import SinkNode, SourceNode, Topology, TopologyException
+from streaming.topology.graph import SinkNode, SourceNode, Topology
 
 if TYPE_CHECKING:
     from streaming.dsl.kstream import KStream
@@ -416,8 +417,6 @@ class StreamsBuilder:
         if mat.versioned_history_retention_ms is not None or getattr(
             mat.store_supplier, "versioned", False
         ):
-            from streaming.topology.graph import TopologyException
-
             raise TopologyException("GlobalTables cannot be versioned.")
         if consumed is not None:
             key_serde = key_serde or consumed.key_serde
@@ -437,7 +436,6 @@ class StreamsBuilder:
         store_builder = b.kv_store_builder(mat, store_name, key_serde, value_serde)
         supplier = KTableSourceSupplier(store_name, store_builder, b.topology, processor)
         supplier.store_name = store_name  # always materialised, in the global store
-        from streaming.topology.graph import TopologyException
 
         try:
             b.topology.add_global_store(

@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from streaming.runtime.config import ConfigException
-from streaming.topology.graph import ProcessorNodeDef, SinkNode, SourceNode, TopologyException
+from streaming.errors import ConfigException, TopologyException
+from streaming.topology.graph import ProcessorNodeDef, SinkNode, SourceNode
 
 if TYPE_CHECKING:
     from streaming.dsl.builder import InternalBuilder, RepartitionMark

@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from streaming.errors import TopologyException
 from streaming.time import to_millis
 
 #: Kafka's ``Named.MAX_NAME_LENGTH`` (a topic name's limit)
@@ -21,7 +22,6 @@ MAX_NAME_LENGTH = 249
 def validate_name(name: str) -> None:
     """Kafka's ``Named.validate``: store names become topic names (``<app>-<store>-changelog``),
     so they are held to Kafka's topic-name rules."""
-    from streaming.topology.graph import TopologyException
 
     if not name:
         raise TopologyException("Name is illegal, it can't be empty")
@@ -248,8 +248,6 @@ class Printed:
         try:
             Path(text).write_text("", encoding="utf-8")
         except OSError as exc:
-            from streaming.topology.graph import TopologyException
-
             raise TopologyException(f"Unable to write stream to file at [{text}] {exc}") from exc
         return Printed(path=text)
 

@@ -20,7 +20,8 @@ open connections; a connection over the cap is answered ``503`` with ``Retry-Aft
 closed. An idle connection is closed after ``interactive.queries.http.keepalive.timeout.ms``
 (default 15 s), a request head must arrive within that time too, and must fit 64 KiB.
 asyncio rather than a selector loop of our own because it brings TLS (handshakes included)
-and timeouts on non-blocking sockets from the standard library.
+and timeouts on non-blocking sockets from the standard library; h11 reads and frames HTTP/1.1
+(chunked bodies, ``Expect: 100-continue``, malformed requests answered 400 and closed).
 
 **Where it listens.** ``application.server`` is the *advertised* address (what other
 instances and clients connect to). The server binds ``interactive.queries.http.bind`` when
@@ -52,6 +53,8 @@ import urllib.parse
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import h11
+
 from streaming.query.service import FORWARDED_HEADER, QueryService, Response
 
 log = logging.getLogger(__name__)
@@ -60,6 +63,8 @@ log = logging.getLogger(__name__)
 MAX_HEAD_BYTES = 64 * 1024
 #: largest request body read (and ignored) to keep a connection usable after a 405
 MAX_BODY_BYTES = 1024 * 1024
+#: bytes read from a connection at a time
+READ_BYTES = 64 * 1024
 #: seconds to write an answer before giving up on the client
 WRITE_TIMEOUT_S = 30.0
 #: polls of a push query waiting for a slow client before the query stops polling
@@ -81,11 +86,11 @@ def default_bind_host(advertised: str) -> str:
 class _Request:
     __slots__ = ("body", "headers", "keep_alive", "method", "target")
 
-    def __init__(self, method: str, target: str, headers: dict[str, str], keep_alive: bool):
+    def __init__(self, method: str, target: str, headers: dict[str, str]):
         self.method = method
         self.target = target
         self.headers = headers
-        self.keep_alive = keep_alive
+        self.keep_alive = True
         self.body = b""
 
 
@@ -95,49 +100,81 @@ class _BadRequest(Exception):
         self.status = status
 
 
-def _parse_head(head: bytes) -> _Request:
-    try:
-        text = head.decode("iso-8859-1")
-    except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes every byte
-        raise _BadRequest(400, "undecodable request") from None
-    lines = text.split("\r\n")
-    parts = lines[0].split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        raise _BadRequest(400, f"malformed request line {lines[0][:100]!r}")
-    method, target, version = parts
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if not line:
-            continue
-        name, sep, value = line.partition(":")
-        if not sep or not name or name != name.strip():
-            raise _BadRequest(400, f"malformed header line {line[:100]!r}")
-        headers[name.lower()] = value.strip()
-    connection = headers.get("connection", "").lower()
-    if version == "HTTP/1.0":
-        keep_alive = "keep-alive" in connection
-    else:
-        keep_alive = "close" not in connection
-    return _Request(method, target, headers, keep_alive)
+class _Exchange:
+    """One connection's HTTP/1.1 framing, parsed and written by h11: keep-alive, chunked
+    bodies, ``Expect: 100-continue`` and malformed requests as HTTP says."""
 
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
 
-def _render(response: Response, *, body: bool, keep_alive: bool, keepalive_s: float) -> bytes:
-    try:
-        reason = http.HTTPStatus(response.status).phrase
-    except ValueError:
-        reason = "Unknown"
-    lines = [
-        f"HTTP/1.1 {response.status} {reason}",
-        f"Content-Type: {response.content_type}",
-        f"Content-Length: {len(response.body)}",
-    ]
-    lines.extend(f"{name}: {value}" for name, value in response.headers.items())
-    if keep_alive:
-        lines.append(f"Keep-Alive: timeout={max(1, int(keepalive_s))}")
-    else:
-        lines.append("Connection: close")
-    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
-    return head + response.body if body else head
+    async def _next_event(self, timeout: float) -> Any:
+        conn = self.conn
+        while True:
+            try:
+                event = conn.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise _BadRequest(exc.error_status_hint, str(exc)) from None
+            if event is not h11.NEED_DATA:
+                return event
+            if conn.they_are_waiting_for_100_continue:
+                await self._send(h11.InformationalResponse(status_code=100, headers=[]))
+            conn.receive_data(await asyncio.wait_for(self.reader.read(READ_BYTES), timeout))
+
+    async def next_request(self, timeout: float) -> _Request | None:
+        """The next request with its body (kept for POST), or None once the client closed.
+        TimeoutError when the head or the body does not arrive within ``timeout``."""
+        event = await self._next_event(timeout)
+        if isinstance(event, h11.ConnectionClosed):
+            return None
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in event.headers}
+        request = _Request(event.method.decode("ascii"), event.target.decode("latin-1"), headers)
+        if int(headers.get("content-length", "0")) > MAX_BODY_BYTES:
+            raise _BadRequest(413, "request body too large")
+        body = bytearray()
+        while not isinstance(event := await self._next_event(timeout), h11.EndOfMessage):
+            if isinstance(event, h11.ConnectionClosed):
+                return None
+            body += event.data
+            if len(body) > MAX_BODY_BYTES:
+                raise _BadRequest(413, "request body too large")
+        if request.method == "POST":
+            request.body = bytes(body)
+        return request
+
+    async def respond(
+        self, response: Response, *, body: bool, keep_alive: bool, keepalive_s: float
+    ) -> bool:
+        """Write ``response``; True when the connection stays open for the next request."""
+        headers = [
+            ("Content-Type", response.content_type),
+            ("Content-Length", str(len(response.body))),
+            *response.headers.items(),
+        ]
+        if keep_alive:
+            headers.append(("Keep-Alive", f"timeout={max(1, int(keepalive_s))}"))
+        else:
+            headers.append(("Connection", "close"))
+        try:
+            reason = http.HTTPStatus(response.status).phrase.encode()
+        except ValueError:
+            reason = b"Unknown"
+        await self._send(h11.Response(status_code=response.status, headers=headers, reason=reason))
+        if body and response.body:
+            await self._send(h11.Data(data=response.body))
+        await self._send(h11.EndOfMessage())
+        conn = self.conn
+        if conn.our_state is h11.DONE and conn.their_state is h11.DONE:
+            conn.start_next_cycle()
+            return True
+        return False
+
+    async def _send(self, event: Any) -> None:
+        data = self.conn.send(event)
+        if data:
+            self.writer.write(data)
+            await asyncio.wait_for(self.writer.drain(), WRITE_TIMEOUT_S)
 
 
 def _error(status: int, message: str, **headers: str) -> Response:
@@ -362,16 +399,16 @@ class QueryServer:
         """Over the connection cap: read the request (so that closing does not reset it),
         answer 503 with Retry-After, close."""
         self.rejected_connections += 1
+        exchange = _Exchange(reader, writer)
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REJECT_READ_TIMEOUT_S)
+            await exchange.next_request(REJECT_READ_TIMEOUT_S)
         response = _error(
             503,
             f"too many connections (at most {self.max_connections}); retry after {RETRY_AFTER_S}s",
             **{"Retry-After": str(RETRY_AFTER_S)},
         )
         try:
-            writer.write(_render(response, body=True, keep_alive=False, keepalive_s=0))
-            await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+            await exchange.respond(response, body=True, keep_alive=False, keepalive_s=0)
         except Exception:
             pass
         finally:
@@ -381,20 +418,17 @@ class QueryServer:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         loop = asyncio.get_running_loop()
+        exchange = _Exchange(reader, writer)
         while not self._closing:
             try:
-                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.keepalive_timeout)
-            except asyncio.LimitOverrunError:
-                await self._write(writer, _error(431, "request head too large"), True, False)
-                return
+                request = await exchange.next_request(self.keepalive_timeout)
             except (asyncio.IncompleteReadError, TimeoutError):
-                return  # closed by the client, or idle for the keep-alive timeout
-            try:
-                request = _parse_head(head)
-                await self._skip_body(reader, request)
+                return  # idle for the keep-alive timeout, or a request cut off
             except _BadRequest as exc:
-                await self._write(writer, _error(exc.status, str(exc)), True, False)
+                await self._write(exchange, _error(exc.status, str(exc)), True, False)
                 return
+            if request is None:
+                return  # closed by the client
             response = self._precheck(request)
             if response is None:
                 url = urllib.parse.urlsplit(request.target)
@@ -417,25 +451,8 @@ class QueryServer:
                     response = _error(503, "the query server is stopping")
                     request.keep_alive = False
             keep = request.keep_alive and not self._closing
-            await self._write(writer, response, request.method != "HEAD", keep)
-            if not keep:
+            if not await self._write(exchange, response, request.method != "HEAD", keep):
                 return
-
-    async def _skip_body(self, reader: asyncio.StreamReader, request: _Request) -> None:
-        if "transfer-encoding" in request.headers:
-            request.keep_alive = False  # not read: answer, then close
-            return
-        raw = request.headers.get("content-length", "0") or "0"
-        try:
-            length = int(raw)
-        except ValueError:
-            raise _BadRequest(400, f"bad Content-Length {raw!r}") from None
-        if length < 0 or length > MAX_BODY_BYTES:
-            raise _BadRequest(413, "request body too large")
-        if length:
-            body = await asyncio.wait_for(reader.readexactly(length), self.keepalive_timeout)
-            if request.method == "POST":
-                request.body = body
 
     def _precheck(self, request: _Request) -> Response | None:
         """Answers that need no worker: authentication, methods."""
@@ -538,12 +555,11 @@ class QueryServer:
             ended.cancel()
 
     async def _write(
-        self, writer: asyncio.StreamWriter, response: Response, body: bool, keep_alive: bool
-    ) -> None:
-        writer.write(
-            _render(response, body=body, keep_alive=keep_alive, keepalive_s=self.keepalive_timeout)
+        self, exchange: _Exchange, response: Response, body: bool, keep_alive: bool
+    ) -> bool:
+        return await exchange.respond(
+            response, body=body, keep_alive=keep_alive, keepalive_s=self.keepalive_timeout
         )
-        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
 
 
 def _close_unstreamed(future: Future[Any]) -> None:

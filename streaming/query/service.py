@@ -49,13 +49,14 @@ import binascii
 import logging
 import struct
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import urllib3
+
+from streaming.errors import IllegalStateException, InvalidStateStoreException, SerializationError
 from streaming.query import codec, prometheus
 
 log = logging.getLogger(__name__)
@@ -156,6 +157,15 @@ class QueryService:
         self.auth_token = auth_token
         self.scheme = scheme
         self.ssl_context = ssl_context
+        # kept-alive connections to the other instances (one TLS handshake per connection,
+        # not per request); the environment's proxy settings never apply between instances
+        self._pool = urllib3.PoolManager(
+            num_pools=32,
+            maxsize=4,
+            ssl_context=ssl_context,
+            timeout=urllib3.Timeout(total=forward_timeout),
+            retries=False,
+        )
         self.default_limit = max(1, default_limit)
         self.max_limit = max(self.default_limit, max_limit)
         self.scan_chunk = max(1, scan_chunk)
@@ -177,10 +187,6 @@ class QueryService:
         except _Abort as abort:
             return abort.response
         except Exception as exc:
-            from streaming.runtime.app import IllegalStateException
-            from streaming.runtime.queries import InvalidStateStoreException
-            from streaming.serdes import SerializationError
-
             if isinstance(exc, IllegalStateException | InvalidStateStoreException):
                 return _error(503, str(exc), state=self.streams.state.name)
             if isinstance(exc, SerializationError):
@@ -268,9 +274,6 @@ class QueryService:
         except _Abort as abort:
             return abort.response
         except Exception as exc:
-            from streaming.runtime.app import IllegalStateException
-            from streaming.runtime.queries import InvalidStateStoreException
-
             if isinstance(exc, IllegalStateException | InvalidStateStoreException):
                 return _error(503, str(exc), state=self.streams.state.name)
             log.exception("SQL query failed")
@@ -661,24 +664,16 @@ class QueryService:
         headers = {FORWARDED_HEADER: str(self.self_host)}
         if self.auth_token:
             headers["Authorization"] = f"Bearer {self.auth_token}"
-        request = urllib.request.Request(url, headers=headers)
         try:
-            with urllib.request.urlopen(
-                request, timeout=self.forward_timeout, context=self.ssl_context
-            ) as reply:
-                return Response(
-                    reply.status,
-                    reply.read(),
-                    reply.headers.get("Content-Type", JSON_TYPE),
-                    {"X-Streaming-Answered-By": str(owner)},
-                )
-        except urllib.error.HTTPError as exc:
-            extra = {"X-Streaming-Answered-By": str(owner)}
-            if exc.headers.get("Retry-After"):
-                extra["Retry-After"] = exc.headers["Retry-After"]
-            return Response(exc.code, exc.read(), exc.headers.get("Content-Type", JSON_TYPE), extra)
-        except (urllib.error.URLError, OSError) as exc:
+            reply = self._pool.request("GET", url, headers=headers)
+        except urllib3.exceptions.HTTPError as exc:
             return _error(502, f"the owner {owner} could not be reached: {exc}", owner=str(owner))
+        extra = {"X-Streaming-Answered-By": str(owner)}
+        if reply.status >= 400 and reply.headers.get("Retry-After"):
+            extra["Retry-After"] = reply.headers["Retry-After"]
+        return Response(
+            reply.status, reply.data, reply.headers.get("Content-Type", JSON_TYPE), extra
+        )
 
 
 def read_page(

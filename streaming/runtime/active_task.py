@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaException, TopicPartition
 
+from streaming.errors import StreamsException
 from streaming.runtime import errors, processor_metadata
 from streaming.runtime.assignment import Subtopology
 from streaming.runtime.failures import (
@@ -30,7 +31,6 @@ from streaming.runtime.failures import (
     calling,
     translate,
 )
-from streaming.runtime.nodes import StreamsException
 from streaming.runtime.restore import RestoreRequest
 from streaming.runtime.state_directory import (
     TaskLock,

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from streaming.errors import IllegalStateException, InvalidStateStoreException
 from streaming.runtime.alignment import ALIGNMENT_TABLE, AlignmentTable, EventTimeAlignment
 from streaming.runtime.assignment import TopologyPlan, task_id
 from streaming.runtime.client_log import client_logger
@@ -46,7 +47,7 @@ from streaming.runtime.metadata import (
     StreamsMetadata,
 )
 from streaming.runtime.partitioner import default_partition
-from streaming.runtime.queries import InvalidStateStoreException, view_for
+from streaming.runtime.queries import view_for
 from streaming.runtime.standby import StandbyManager
 from streaming.runtime.state_directory import StateDirectory
 from streaming.runtime.thread import StreamThread
@@ -59,10 +60,6 @@ if TYPE_CHECKING:
     from streaming.runtime.metrics import ThreadStatus
 
 log = logging.getLogger(__name__)
-
-
-class IllegalStateException(RuntimeError):
-    """The call is not allowed in the application's current state."""
 
 
 class State(enum.Enum):

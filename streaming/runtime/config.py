@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from streaming import serdes as serdes_mod
+from streaming.errors import ConfigException, StreamsException
 from streaming.runtime.alignment import AlignmentSettings
 from streaming.runtime.clients import ClientConfigs
-from streaming.runtime.nodes import StreamsException
 
 log = logging.getLogger(__name__)
 
@@ -175,10 +175,6 @@ KNOWN_KEYS = frozenset(
 
 _APP_ID_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
 _HOST_PORT_RE = re.compile(r"^[^:\s]+:\d{1,5}$")
-
-
-class ConfigException(ValueError):
-    """An invalid configuration: the message names the key and what to fix."""
 
 
 def _int(config: Mapping[str, Any], key: str, default: int, minimum: int | None = None) -> int:

@@ -11,7 +11,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streaming.runtime.nodes import FixedKeyNode, ProcessorNode, StreamsException
+from streaming.errors import StreamsException
+from streaming.runtime.nodes import FixedKeyNode, ProcessorNode
 from streaming.runtime.processor_metadata import ProcessorMetadata
 from streaming.runtime.punctuation import PunctuationQueue, PunctuationSchedule
 from streaming.time import to_millis

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 
 from confluent_kafka import KafkaError, KafkaException
 
-from streaming.runtime.nodes import StreamsException
+from streaming.errors import StreamsException
 
 log = logging.getLogger(__name__)
 

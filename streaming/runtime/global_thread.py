@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from streaming.errors import StreamsException
 from streaming.runtime import errors
-from streaming.runtime.nodes import StreamsException
 from streaming.runtime.state_directory import read_checkpoint, wipe_task_dir, write_checkpoint
 from streaming.runtime.task import ConsumerRecord, StampedRecord, StreamTask
 from streaming.topology.processor import NO_HEADERS

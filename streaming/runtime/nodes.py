@@ -5,15 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streaming.serdes import SerializationError, resolve
+from streaming.errors import SerializationError, StreamsException
+from streaming.serdes import resolve
 from streaming.topology.processor import Processor, Record
 
 if TYPE_CHECKING:
     from streaming.runtime.context import TaskContext
-
-
-class StreamsException(RuntimeError):
-    """A processing failure, with the node and record that caused it."""
 
 
 class ProcessorNode:

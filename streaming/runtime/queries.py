@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-
-class InvalidStateStoreException(RuntimeError):
-    """The store cannot be queried (unknown name, or the application is not running)."""
+from streaming.errors import InvalidStateStoreException
 
 
 def _plain(value: Any) -> Any:

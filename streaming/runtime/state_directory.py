@@ -26,7 +26,8 @@ import time
 import uuid
 from pathlib import Path
 
-from streaming.runtime.config import STATE_DIR, ConfigException
+from streaming.errors import ConfigException
+from streaming.runtime.config import STATE_DIR
 
 log = logging.getLogger(__name__)
 

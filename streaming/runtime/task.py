@@ -17,18 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from streaming import serdes as serdes_mod
+from streaming.errors import SerializationError, StreamsException
 from streaming.runtime.context import TaskContext
-from streaming.runtime.nodes import (
-    FixedKeyNode,
-    ProcessorNode,
-    SinkNode,
-    SourceNode,
-    StreamsException,
-)
+from streaming.runtime.nodes import FixedKeyNode, ProcessorNode, SinkNode, SourceNode
 from streaming.runtime.partition_group import UNKNOWN, PartitionGroup
 from streaming.runtime.processor_metadata import ProcessorMetadata
 from streaming.runtime.punctuation import PunctuationSchedule
-from streaming.serdes import SerializationError
 from streaming.time import RecordTimestampExtractor, as_extractor
 from streaming.topology import graph
 from streaming.topology.processor import NO_HEADERS, Headers, Record, RecordContext

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from streaming.errors import StreamsException
 from streaming.runtime import metrics as metrics_mod
 from streaming.runtime.active_task import ActiveTask
 from streaming.runtime.clients import main_consumer_membership
@@ -54,7 +55,6 @@ from streaming.runtime.failures import (
     classify,
     translate,
 )
-from streaming.runtime.nodes import StreamsException
 from streaming.runtime.producer import RecordCollector
 from streaming.runtime.restore import ChangelogReader
 from streaming.runtime.task_manager import TaskManager

@@ -37,6 +37,8 @@ from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
+from streaming.errors import InvalidStateStoreException
+
 if TYPE_CHECKING:
     from streaming.runtime.app import KafkaStreams
     from streaming.runtime.thread import StreamThread
@@ -89,8 +91,6 @@ class _BoundedLock:
         self._lock = lock
 
     def __enter__(self) -> None:
-        from streaming.runtime.queries import InvalidStateStoreException
-
         if not self._lock.acquire(timeout=LOCK_WAIT_S):
             raise InvalidStateStoreException(
                 f"the stream thread held its tasks for over {LOCK_WAIT_S:.0f} s (a "
@@ -103,7 +103,6 @@ class _BoundedLock:
 
 def _partition_store(app: KafkaStreams, name: str, partition: int) -> tuple[Any, Any]:
     """(lock, store) of the running task of ``partition`` of store ``name``."""
-    from streaming.runtime.queries import InvalidStateStoreException
 
     for p, lock, store in app._local_partition_stores(name):
         if p == partition:

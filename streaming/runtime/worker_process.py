@@ -21,9 +21,9 @@ import time
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
+from streaming.errors import InvalidStateStoreException
 from streaming.runtime import thread as thread_states
 from streaming.runtime.metrics import ThreadStatus
-from streaming.runtime.queries import InvalidStateStoreException
 from streaming.runtime.worker import READS, portable
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from typing import Any
 from sqlglot import exp
 
 from streaming import serdes
-from streaming.serdes import SerializationError
+from streaming.errors import SerializationError
 from streaming.sql.timestamps import format_timestamp, parse_timestamp
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from sqlglot import exp
 
-from streaming.serdes import SerializationError
+from streaming.errors import SerializationError
 from streaming.sql.catalog import TableDef
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import compile_expression

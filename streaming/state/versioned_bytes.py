@@ -20,6 +20,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from streaming.errors import StreamsException
 from streaming.state.api import StateDirHandle, StateStore, StateStoreContext
 from streaming.state.segments import (
     InMemorySegment,
@@ -144,8 +145,6 @@ class VersionedBytesStore(StateStore):
 
     def _check_open(self) -> None:
         if not self._open:
-            from streaming.runtime.nodes import StreamsException
-
             raise StreamsException(f"Store {self.name} is currently closed")
 
     # -- reads ----------------------------------------------------------------------------

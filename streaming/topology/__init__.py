@@ -1,6 +1,7 @@
 """The processor graph and the Processor API."""
 
-from streaming.topology.graph import Topology, TopologyDescription, TopologyException
+from streaming.errors import TopologyException
+from streaming.topology.graph import Topology, TopologyDescription
 from streaming.topology.processor import (
     Cancellable,
     FixedKeyProcessor,

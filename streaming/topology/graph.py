@@ -37,12 +37,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from streaming.errors import TopologyException
 from streaming.time import as_extractor
 from streaming.topology.processor import ProcessorSupplier, stores_of
-
-
-class TopologyException(ValueError):
-    """An invalid topology: the message says what to fix."""
 
 
 @dataclass

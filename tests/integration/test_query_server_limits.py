@@ -84,8 +84,12 @@ def _get(
 ) -> tuple[int, object, dict[str, str]]:
     url = base + path + (f"?{urllib.parse.urlencode(params)}" if params else "")
     request = urllib.request.Request(url, headers=headers or {})
+    # straight to the instance, whatever proxy the environment names
+    opener = urllib.request.build_opener(
+        urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
+    )
     try:
-        with urllib.request.urlopen(request, timeout=30, context=context) as reply:
+        with opener.open(request, timeout=30) as reply:
             body, status, got = reply.read(), reply.status, dict(reply.headers)
     except urllib.error.HTTPError as exc:
         body, status, got = exc.read(), exc.code, dict(exc.headers)
@@ -369,7 +373,13 @@ def test_tls_with_a_self_signed_certificate(app, tmp_path):
             _get(base.replace("https://", "http://"), "/health")
 
 
-def test_two_instances_forward_over_tls_with_the_token(kafka_cluster, tmp_path):
+def test_two_instances_forward_over_tls_with_the_token(kafka_cluster, tmp_path, monkeypatch):
+    # forwarding between instances never goes through the environment's proxy
+    dead_proxy = f"http://127.0.0.1:{_free_port()}"
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(name, dead_proxy)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
     bootstrap = kafka_cluster.bootstrap_servers
     source = unique("qst-in")
     kafka_cluster.create_topic(source, partitions=4)
@@ -424,6 +434,11 @@ def test_two_instances_forward_over_tls_with_the_token(kafka_cluster, tmp_path):
             assert status == 200 and body["value"] == 1, body
             forwarded += "X-Streaming-Answered-By" in headers
         assert 0 < forwarded < len(keys)  # the other instance answered its keys over https
+        # over kept-alive connections: one TLS handshake each, not one per forwarded request
+        pools = apps[0].query_server.service._pool.pools
+        (other,) = pools.keys()
+        pool = pools[other]
+        assert pool.num_connections <= 2, (pool.num_connections, forwarded)
         pages = _all_pages(base, "/stores/counts/all", 3, headers=auth, context=trusting)
         got = [e["key"] for page in pages for e in page]
         assert len(got) == len(set(got)) and sorted(got) == sorted(keys)

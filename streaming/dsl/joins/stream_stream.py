@@ -35,7 +35,7 @@ from streaming.dsl.processors.stream_stream_join import (
     TimeTrackerSupplier,
 )
 from streaming.dsl.windows import JoinWindows
-from streaming.runtime.nodes import StreamsException
+from streaming.errors import StreamsException
 from streaming.topology.graph import SourceNode
 
 WINDOWED_NAME = "KSTREAM-WINDOWED-"

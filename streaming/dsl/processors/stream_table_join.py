@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from sortedcontainers import SortedDict
 
 from streaming.dsl.processors.suppress import BufferValue, read_buffer_value
-from streaming.runtime.nodes import StreamsException
+from streaming.errors import StreamsException
 from streaming.state.api import StateStore, StateStoreContext, changelog_topic
 from streaming.topology.processor import Processor, Record, RecordContext
 

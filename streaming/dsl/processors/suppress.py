@@ -35,7 +35,7 @@ from streaming.dsl.change import Change
 from streaming.dsl.processors.table import TableSupplier
 from streaming.dsl.processors.table_getters import SuppressedValueGetterSupplier
 from streaming.dsl.suppressed import Suppressed
-from streaming.runtime.nodes import StreamsException
+from streaming.errors import StreamsException, TopologyException
 from streaming.serdes import SessionWindowedSerde, TimeWindowedSerde, resolve
 from streaming.state.api import changelog_topic
 from streaming.state.java_hash_set import JavaHashSetOrder
@@ -52,10 +52,6 @@ _CHANGELOG_HEADERS = (("v", b"\x03"),)
 
 WINDOW_CLOSE = "window_close"
 TIME_LIMIT = "time_limit"
-
-
-class TopologyException(ValueError):
-    """An invalid topology (Kafka's ``TopologyException``)."""
 
 
 def find_window_grace_ms(supplier: Any) -> int | None:

@@ -17,7 +17,7 @@ from streaming.dsl.change import Change
 from streaming.dsl.processors.forwarding import TupleForwarder
 from streaming.dsl.processors.table import TableSupplier, is_output_versioned
 from streaming.dsl.processors.value_getters import StoreValueGetterSupplier
-from streaming.runtime.nodes import StreamsException
+from streaming.errors import StreamsException
 from streaming.state import ValueAndTimestamp
 from streaming.topology.processor import Processor, Record
 

@@ -20,7 +20,7 @@ from streaming.dsl.processors.value_getters import (
     ValueGetter,
     ValueGetterSupplier,
 )
-from streaming.runtime.nodes import StreamsException
+from streaming.errors import StreamsException
 from streaming.state import ValueAndTimestamp
 from streaming.topology.processor import Processor, Record
 

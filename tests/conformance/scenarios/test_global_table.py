@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from streaming import Consumed, Materialized, StreamsBuilder, TopologyTestDriver, serdes
-from streaming.topology import Processor, Record, Topology, TopologyException
+from streaming.errors import TopologyException
+from streaming.topology import Processor, Record, Topology
 
 I = serdes.Integer()  # noqa: E741
 S = serdes.String()

@@ -35,7 +35,7 @@ from streaming.dsl.processors.suppress import (
 )
 from streaming.dsl.processors.table import TableSupplier
 from streaming.dsl.windows import SessionWindows
-from streaming.runtime.nodes import StreamsException
+from streaming.errors import StreamsException
 from streaming.state import InMemoryStateStoreContext, RecordContext
 from streaming.state.windowed import SessionWindow, TimeWindow, Windowed
 from streaming.topology.processor import Record

@@ -25,7 +25,7 @@ from streaming.dsl.processors.table_aggregate import (
     KTableReduceSupplier,
     KTableRepartitionMapSupplier,
 )
-from streaming.runtime.nodes import StreamsException
+from streaming.errors import StreamsException
 from streaming.state import Stores, ValueAndTimestamp
 from streaming.testing.driver import TopologyTestDriver
 from streaming.topology.graph import Topology

@@ -70,7 +70,7 @@ def test_processor_api_errors_are_clear():
 
 def test_store_access_requires_connection():
     from streaming import TopologyTestDriver
-    from streaming.runtime import StreamsException
+    from streaming.errors import StreamsException
     from streaming.state import Stores
 
     class Peeker(Processor):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from streaming import Printed, StreamsBuilder, TopologyTestDriver, serdes
-from streaming.topology import TopologyException
+from streaming.errors import TopologyException
 
 S = serdes.String()
 

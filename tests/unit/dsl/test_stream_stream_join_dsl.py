@@ -8,7 +8,7 @@ from streaming import JoinWindows, StreamJoined, StreamsBuilder, TopologyTestDri
 from streaming.dsl.processors.stream_stream_join import (
     EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX,
 )
-from streaming.runtime.nodes import StreamsException
+from streaming.errors import StreamsException
 from streaming.state import Stores
 from streaming.topology.graph import SinkNode
 

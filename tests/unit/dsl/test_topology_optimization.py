@@ -22,7 +22,7 @@ from streaming import (
     TopologyTestDriver,
     serdes,
 )
-from streaming.runtime.config import ConfigException
+from streaming.errors import ConfigException
 from streaming.state import Stores
 from streaming.topology.processor import Processor
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from streaming import Materialized, Repartitioned, StreamsBuilder, TimeWindows, serdes
+from streaming.errors import ConfigException
 from streaming.runtime import errors
 from streaming.runtime.assignment import TopologyPlan, TopologyValidationError
-from streaming.runtime.config import ConfigException, StreamsConfig, load_config_file
+from streaming.runtime.config import StreamsConfig, load_config_file
 from streaming.runtime.partitioner import default_partition, murmur2
 from streaming.runtime.state_directory import (
     StateDirectory,

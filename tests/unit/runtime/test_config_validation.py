@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from streaming.errors import ConfigException
 from streaming.runtime import config as config_mod
 from streaming.runtime.config import (
     CLIENT_PROPERTIES,
     ClusterUnreachableException,
-    ConfigException,
     StreamsConfig,
     bootstrap_addresses,
     check_bootstrap_servers,

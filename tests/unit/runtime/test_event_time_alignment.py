@@ -6,6 +6,7 @@ from collections import namedtuple
 
 import pytest
 
+from streaming.errors import ConfigException
 from streaming.runtime.alignment import (
     BEFORE_ANY,
     STALE_MS,
@@ -13,7 +14,7 @@ from streaming.runtime.alignment import (
     AlignmentTable,
     EventTimeAlignment,
 )
-from streaming.runtime.config import ConfigException, StreamsConfig
+from streaming.runtime.config import StreamsConfig
 from streaming.runtime.partition_group import PartitionGroup
 
 Stamped = namedtuple("Stamped", "timestamp topic partition offset")

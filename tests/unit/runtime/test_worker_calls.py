@@ -10,10 +10,10 @@ from multiprocessing.connection import Connection
 import pytest
 
 from streaming import StreamsBuilder
+from streaming.errors import ConfigException, InvalidStateStoreException
 from streaming.runtime import worker_process
 from streaming.runtime.app import KafkaStreams, State
-from streaming.runtime.config import ConfigException, StreamsConfig
-from streaming.runtime.queries import InvalidStateStoreException
+from streaming.runtime.config import StreamsConfig
 from streaming.runtime.worker import WorkerError, portable
 from streaming.runtime.worker_process import RemoteStore, WorkerBusy, WorkerProcess
 

@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from streaming.serdes import SerializationError
+from streaming.errors import SerializationError
 from streaming.sql.formats import AvroRows, ColumnType, CsvRows, RawRows, avro_schema
 from streaming.sql.timestamps import format_timestamp
 
@@ -264,7 +264,7 @@ def test_a_query_over_csv_or_avro_writes_what_it_writes_over_json(fmt, seed):
 
 def test_undecodable_values_fail_with_the_formats_reason():
     from streaming import TopologyTestDriver, serdes
-    from streaming.runtime.nodes import StreamsException
+    from streaming.errors import StreamsException
     from streaming.sql import compile
 
     with TopologyTestDriver(compile(_program("csv", "json"))) as driver:
