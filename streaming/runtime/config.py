@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from streaming import serdes as serdes_mod
+from streaming.dsl.processors import quiet_close
 from streaming.errors import ConfigException, StreamsException
 from streaming.runtime.alignment import AlignmentSettings
 from streaming.runtime.clients import ClientConfigs
@@ -91,6 +92,8 @@ EVENT_TIME_ALIGNMENT_MAX_DRIFT_MS = "event.time.alignment.max.drift.ms"
 EVENT_TIME_ALIGNMENT_LAG_RECORDS = "event.time.alignment.lag.records"
 EVENT_TIME_ALIGNMENT_LAG_MS = "event.time.alignment.lag.ms"
 EVENT_TIME_ALIGNMENT_IDLE_MS = "event.time.alignment.idle.ms"
+#: ours: windows close when the input goes quiet (see streaming.dsl.processors.quiet_close)
+WINDOW_CLOSE_QUIET_MS = quiet_close.WINDOW_CLOSE_QUIET_MS
 #: how long a stream thread retries a retriable failure without progress before failing
 TASK_TIMEOUT_MS = "task.timeout.ms"
 #: the wait between such retries (also passed to the clients, as in Kafka Streams)
@@ -152,6 +155,7 @@ KNOWN_KEYS = frozenset(
         EVENT_TIME_ALIGNMENT_LAG_RECORDS,
         EVENT_TIME_ALIGNMENT_LAG_MS,
         EVENT_TIME_ALIGNMENT_IDLE_MS,
+        WINDOW_CLOSE_QUIET_MS,
         CLIENT_ID,
         TASK_TIMEOUT_MS,
         RETRY_BACKOFF_MS,
@@ -236,6 +240,8 @@ class StreamsConfig:
     window_changelog_additional_retention_ms: int
     client_id: str | None
     alignment: AlignmentSettings = field(default_factory=AlignmentSettings)
+    #: quiet wall-clock ms after which windows close on the wall clock; -1: off
+    window_close_quiet_ms: int = -1
     query_server_enabled: bool = True
     consumer: dict[str, Any] = field(default_factory=dict)
     producer: dict[str, Any] = field(default_factory=dict)
@@ -430,6 +436,7 @@ class StreamsConfig:
                 cfg, WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS, 86_400_000, minimum=0
             ),
             client_id=cfg.get(CLIENT_ID) or None,
+            window_close_quiet_ms=_int(cfg, WINDOW_CLOSE_QUIET_MS, -1, minimum=-1),
             alignment=AlignmentSettings(
                 max_drift_ms=_int(cfg, EVENT_TIME_ALIGNMENT_MAX_DRIFT_MS, 10_000, minimum=-1),
                 lag_records=_int(cfg, EVENT_TIME_ALIGNMENT_LAG_RECORDS, 1_000, minimum=0),
@@ -460,6 +467,7 @@ class StreamsConfig:
         out[CACHE_MAX_BYTES] = self.cache_max_bytes
         out[PROCESSING_GUARANTEE] = self.processing_guarantee
         out[COMMIT_INTERVAL_MS] = self.commit_interval_ms
+        out[WINDOW_CLOSE_QUIET_MS] = self.window_close_quiet_ms
         if self.default_timestamp_extractor is not None:
             out[DEFAULT_TIMESTAMP_EXTRACTOR] = self.default_timestamp_extractor
         return out

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from streaming.dsl.change import Change
+from streaming.dsl.processors.quiet_close import schedule_quiet_close
 from streaming.dsl.processors.table import TableSupplier
 from streaming.dsl.processors.table_getters import SessionValueGetterSupplier
 from streaming.dsl.processors.window_aggregate import NO_RECORD
@@ -163,6 +164,14 @@ class KStreamSessionWindowAggregateProcessor(Processor):
             self.caching = bool(
                 set_listener is not None and set_listener(self._flushed, self.send_old_values)
             )
+        schedule_quiet_close(context, lambda: self.observed_stream_time, self._quiet_advance)
+
+    def _quiet_advance(self, stream_time: int) -> None:
+        """The input went quiet (``window.close.quiet.ms``): stream time follows the wall
+        clock, and the sessions it closed are emitted now."""
+        self.observed_stream_time = stream_time
+        if self.emit_final:
+            self._emit_before_expiry(NO_RECORD, stream_time)
 
     # -- processing -------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from sortedcontainers import SortedDict
 
 from streaming.dsl.change import Change
+from streaming.dsl.processors.quiet_close import schedule_quiet_close
 from streaming.dsl.processors.table import TableSupplier
 from streaming.dsl.processors.table_getters import SuppressedValueGetterSupplier
 from streaming.dsl.suppressed import Suppressed
@@ -142,6 +143,14 @@ class KTableSuppressProcessor(Processor):
             getattr(context, "default_value_serde", None),
         )
         self.buffer = buffer
+        if self.window_end_time:  # until_window_closes: final results
+            schedule_quiet_close(context, lambda: self.observed_stream_time, self._quiet_advance)
+
+    def _quiet_advance(self, stream_time: int) -> None:
+        """The input went quiet (``window.close.quiet.ms``): stream time follows the wall
+        clock, and the windows it closed leave the buffer now."""
+        self.observed_stream_time = stream_time
+        self._enforce_constraints()
 
     def process(self, record: Record) -> None:
         timestamp = record.timestamp

@@ -19,6 +19,7 @@ from typing import Any
 
 from streaming.dsl.change import Change
 from streaming.dsl.processors.forwarding import TupleForwarder
+from streaming.dsl.processors.quiet_close import schedule_quiet_close
 from streaming.dsl.processors.table import TableSupplier
 from streaming.dsl.processors.value_getters import ValueGetter, ValueGetterSupplier
 from streaming.dsl.windows import EmitStrategy, TimeWindows, window_size_and_retention
@@ -126,6 +127,14 @@ class AbstractTimeWindowAggregateProcessor(Processor):
         # updates go out now only without emit-on-close and without a cache (whose flush
         # forwards them): otherwise building the update record per window is wasted
         self.forward_updates = not self.emit_final and not self.tuple_forwarder.caching
+        schedule_quiet_close(context, lambda: self.observed_stream_time, self._quiet_advance)
+
+    def _quiet_advance(self, stream_time: int) -> None:
+        """The input went quiet (``window.close.quiet.ms``): stream time follows the wall
+        clock, and the windows it closed are emitted now."""
+        self.observed_stream_time = stream_time
+        if self.emit_final:
+            self.emit_before_expiry(NO_RECORD, stream_time)
 
     # -- emitting ---------------------------------------------------------------------
 
