@@ -7,6 +7,7 @@
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 from dagster import (
     AssetExecutionContext,
@@ -40,7 +41,7 @@ _INPUTS = {
 
 
 def _materialized(
-    context: AssetExecutionContext, result: str, outputs: Sequence[BatchOutput], **extra: object
+    context: AssetExecutionContext, result: str, outputs: Sequence[BatchOutput], **extra: Any
 ) -> MaterializeResult:
     for out in outputs:
         context.log.info(f"{result} {out.hour}: {len(out.frame)} rows")
@@ -135,8 +136,8 @@ def kafka_batch_asset(result: str) -> AssetsDefinition:
         ]
         for offsets in source.ranges:
             context.log.info(f"read {offsets.topic} offsets {offsets.summary()['offsets']}")
-        offsets = MetadataValue.json([r.summary() for r in source.ranges])
-        return _materialized(context, result, outputs, kafka_offsets=offsets)
+        read = MetadataValue.json([r.summary() for r in source.ranges])
+        return _materialized(context, result, outputs, kafka_offsets=read)
 
     return _recompute
 

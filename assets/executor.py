@@ -46,12 +46,14 @@ class PerRunKindExecutor(Executor):
 
 @executor(
     name="platform_executor",
-    config_schema=multiprocess_executor.config_schema,
+    config_schema=multiprocess_executor.config_schema.as_field(),
     requirements=multiple_process_executor_requirements(),
 )
 def platform_executor(init_context: Any) -> PerRunKindExecutor:
     """The executor of the platform's asset runs (the multiprocess executor's settings)."""
-    per_step = multiprocess_executor.executor_creation_fn(init_context)
+    create_multiprocess = multiprocess_executor.executor_creation_fn
+    assert create_multiprocess is not None  # dagster's own executor always has one
+    per_step = create_multiprocess(init_context)
     in_process = InProcessExecutor(
         retries=per_step.retries, step_dependency_config=per_step.step_dependency_config
     )

@@ -1,5 +1,7 @@
 """Lake assets: one per topic (``lake/<topic>``), each landing what is new in Kafka."""
 
+from typing import Any
+
 from dagster import AssetExecutionContext, AssetsDefinition, MaterializeResult, MetadataValue, asset
 
 from assets.keys import kafka_key, lake_key
@@ -41,7 +43,7 @@ def lake_asset(topic: str) -> AssetsDefinition:
             # loud: the offsets in the lake referred to another cluster (or topic)
             context.log.warning(f"{topic}: {result.cluster_change}")
         context.log.info(result.summary())
-        metadata = {
+        metadata: dict[str, Any] = {
             "records_landed": result.records,
             "files_written": len(result.files),
             "total_rows": result.total_rows,

@@ -499,7 +499,7 @@ def kappa_replay(
     )
     worst = "\n".join(f"| {ident} | {live} | {rep} |" for ident, live, rep in result.different[:20])
     table = "| identity | live | replay |\n|---|---|---|\n" + worst if worst else "no differences"
-    meta = {
+    meta: dict[str, Any] = {
         "app": app.name,
         "replay_application_id": runner.application_id,
         "replay_topic": replay_topic,

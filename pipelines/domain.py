@@ -233,13 +233,6 @@ def window_start(ts_ms: int, size_ms: int) -> int:
     return ts_ms - ts_ms % size_ms
 
 
-def hopping_window_starts(ts_ms: int, size_ms: int, advance_ms: int) -> list[int]:
-    """Starts of every hopping window ``[start, start + size)`` that contains ``ts_ms``."""
-    last = ts_ms - ts_ms % advance_ms
-    first = max(0, last - size_ms + advance_ms)
-    return list(range(first, last + 1, advance_ms))
-
-
 def dead_letter_topic(app: str) -> str:
     """The dead-letter topic of stream application ``app`` (records it cannot use)."""
     return app + DEAD_LETTER_SUFFIX

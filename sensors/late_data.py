@@ -266,12 +266,12 @@ def read_orders(
                         unfinished.discard(tp.partition)
                         reading.discard(tp.partition)
             for msg in msgs:
-                p = msg.partition()
-                if msg.error() is not None or p not in reading:
+                p, offset = msg.partition(), msg.offset()
+                if msg.error() is not None or p not in reading or offset is None:
                     continue
                 row = domain.parse_record(topic, msg.value())
-                read[p].append((msg.offset(), None if row is None else row["event_time"]))
-                if msg.offset() + 1 >= ends[p]:
+                read[p].append((offset, None if row is None else row["event_time"]))
+                if offset + 1 >= ends[p]:
                     unfinished.discard(p)
                     reading.discard(p)
                 elif len(read[p]) >= share:

@@ -30,7 +30,7 @@ from typing import Any
 
 import duckdb
 import orjson
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 
 from bench.nexmark.model import (
     AUCTION_TOPIC,

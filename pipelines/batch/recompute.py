@@ -47,7 +47,7 @@ class Reader(Protocol):
     """Where a batch result's input rows come from: ``name`` (the source results are
     stored under) and the two reads ``compute_result`` makes."""
 
-    name: str
+    name: ClassVar[str]
 
     def read_hours(self, spark: Any, topic: str, start_ms: int, end_ms: int) -> Any: ...
 

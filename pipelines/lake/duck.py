@@ -58,15 +58,6 @@ def connect(lake: Path | None = None, database: str = ":memory:") -> Any:
     return con
 
 
-def query_df(sql: str, lake: Path | None = None) -> Any:
-    """Run ``sql`` against the lake's views; a pandas DataFrame."""
-    con = connect(lake)
-    try:
-        return con.execute(sql).df()
-    finally:
-        con.close()
-
-
 def read_topic(topic: str, lake: Path | None = None, *, valid_only: bool = True) -> Any:
     """Every landed row of ``topic`` as a pandas DataFrame (empty when nothing landed)."""
     import duckdb

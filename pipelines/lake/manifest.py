@@ -172,7 +172,7 @@ class Manifest:
         """Delete this generation's part files whose range starts at or after the
         partition's ``next_offset``, and files of a later generation (an interrupted run).
         Files of earlier generations (earlier clusters) are kept."""
-        removed = []
+        removed: list[Path] = []
         base = topic_dir(lake, self.topic)
         if not base.exists():
             return removed

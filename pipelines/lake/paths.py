@@ -62,12 +62,6 @@ def parse_part_file(name: str) -> tuple[int, int, int, int] | None:
     return int(pieces[0]), int(pieces[1]), int(pieces[2]), generation
 
 
-def parse_part_file_name(name: str) -> tuple[int, int, int] | None:
-    """``(partition, from, to)`` of a part file name (of any generation), or ``None``."""
-    parsed = parse_part_file(name)
-    return None if parsed is None else parsed[:3]
-
-
 def batch_dir(lake: Path, result: str) -> Path:
     """The folder of batch result ``result``."""
     return lake / "batch" / result

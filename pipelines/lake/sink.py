@@ -150,24 +150,29 @@ def sink_topic(
                         f"sink of {topic!r} stalled at {positions} (targets {targets})"
                     )
                 for message in messages:
-                    partition = message.partition()
-                    if message.error() is not None:
-                        if message.error().code() == KafkaError._PARTITION_EOF:
+                    partition, offset, error = (
+                        message.partition(),
+                        message.offset(),
+                        message.error(),
+                    )
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            assert partition is not None and offset is not None
                             # The readable end (the last stable offset under read_committed):
                             # offsets before it that were not delivered are transaction
                             # markers or aborted records. Records written since the run
                             # started lie before it too, skipped as past the target: they
                             # are the next run's, so the position stops at the target.
                             if partition in positions:
-                                end = min(message.offset(), targets[partition])
+                                end = min(offset, targets[partition])
                                 positions[partition] = max(positions[partition], end)
                                 done.add(partition)
                             continue
-                        raise RuntimeError(f"consuming {topic!r}: {message.error()}")
+                        raise RuntimeError(f"consuming {topic!r}: {error}")
+                    assert partition is not None and offset is not None  # a record has both
                     if partition in done or partition not in targets:
                         continue
                     deadline = time.monotonic() + timeout
-                    offset = message.offset()
                     if offset >= targets[partition]:
                         done.add(partition)
                         continue

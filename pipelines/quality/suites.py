@@ -108,11 +108,13 @@ def expectations(
     """The GX expectations of ``dataset`` (a topic name, or ``batch_<result>``), to run on
     ``prepare(dataset, rows)``; ``now_ms`` (default: the wall clock) bounds event times."""
     import great_expectations as gx
+    from great_expectations.expectations.metadata_types import FailureSeverity
 
     E = gx.expectations
+    contract, advisory = FailureSeverity(CONTRACT), FailureSeverity(ADVISORY)
     now = int(time.time() * 1000) if now_ms is None else now_ms
 
-    def not_null(*columns: str, severity: str = CONTRACT) -> list[Any]:
+    def not_null(*columns: str, severity: FailureSeverity = contract) -> list[Any]:
         return [E.ExpectColumnValuesToNotBeNull(column=c, severity=severity) for c in columns]
 
     def sane_event_time(column: str = "event_time") -> list[Any]:
@@ -121,13 +123,13 @@ def expectations(
                 column=column,
                 min_value=EARLIEST_EVENT_TIME_MS,
                 max_value=now + LATEST_EVENT_TIME_AHEAD_MS,
-                severity=CONTRACT,
+                severity=contract,
             ),
             # the stream applications dead-letter these instead of processing them
             E.ExpectColumnValuesToBeBetween(
                 column=column,
                 max_value=now + domain.MAX_EVENT_TIME_AHEAD_MS,
-                severity=ADVISORY,
+                severity=advisory,
             ),
         ]
 
@@ -149,10 +151,10 @@ def expectations(
             # a re-send repeats the order; two different orders never share an id
             E.ExpectColumnValuesToBeBetween(column="_payloads_per_id", min_value=1, max_value=1),
             E.ExpectColumnProportionOfUniqueValuesToBeBetween(
-                column="order_id", min_value=1 - RAW_MAX_DUPLICATE_RATE, severity=ADVISORY
+                column="order_id", min_value=1 - RAW_MAX_DUPLICATE_RATE, severity=advisory
             ),
             E.ExpectColumnValuesToBeInSet(
-                column="location", value_set=ALL_LOCATIONS, severity=ADVISORY
+                column="location", value_set=ALL_LOCATIONS, severity=advisory
             ),
         ]
         if customer_ids is not None:
@@ -161,7 +163,7 @@ def expectations(
                     column="customer_id",
                     value_set=sorted(set(customer_ids)),
                     mostly=REFERENTIAL_MOSTLY,
-                    severity=ADVISORY,
+                    severity=advisory,
                 )
             )
         return rules
@@ -177,7 +179,7 @@ def expectations(
             known_region("home_region"),
             E.ExpectColumnValuesToBeBetween(column="credit_limit", min_value=0, strict_min=True),
             # the fraud rule new_location compares orders with them
-            *not_null("known_locations", "name", severity=ADVISORY),
+            *not_null("known_locations", "name", severity=advisory),
         ]
     if dataset == domain.ENRICHED_ORDERS:
         return [
@@ -195,7 +197,7 @@ def expectations(
                 column="customer_known",
                 value_set=[True],
                 mostly=KNOWN_CUSTOMER_MOSTLY,
-                severity=ADVISORY,
+                severity=advisory,
             ),
         ]
     if dataset in (domain.REVENUE_5M, "batch_revenue_5m"):
@@ -214,7 +216,7 @@ def expectations(
             # a closed window's result is final: re-sent after a restart maybe, never changed
             E.ExpectColumnValuesToBeBetween(column="_results_per_window", min_value=1, max_value=1),
             E.ExpectCompoundColumnsToBeUnique(
-                column_list=["region", "window_start"], severity=ADVISORY
+                column_list=["region", "window_start"], severity=advisory
             ),
         ]
     if dataset == domain.ORDERS_DEDUPED:

@@ -170,12 +170,3 @@ def compare_keyed(
         worst_limit
     )
     return Reconciliation(name, tolerance.allows(unexplained, batch_keys), stats, table, worst)
-
-
-def combine(name: str, parts: Sequence[Reconciliation]) -> dict[str, Any]:
-    """Totals over several reconciliations (for asset metadata)."""
-    return {
-        "name": name,
-        "passed": all(p.passed for p in parts),
-        **{p.name: p.stats for p in parts},
-    }

@@ -7,6 +7,7 @@ computed straight from the Kafka topics (``pipelines.batch.kafka_source``, the k
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pandas as pd
@@ -252,7 +253,11 @@ def reconcile_hour(
 ) -> dict[str, Reconciliation]:
     """Every reconciliation of ``hour`` (batch results of ``source`` must be computed:
     ``"lake"``, or ``"kafka"`` for the kappa path's)."""
-    common = {"tolerance": tolerance, "watermark_ms": watermark_ms, "source": source}
+    common: dict[str, Any] = {
+        "tolerance": tolerance,
+        "watermark_ms": watermark_ms,
+        "source": source,
+    }
     return {
         "revenue_5m": reconcile_revenue(hour, lake, **common),
         "revenue_hopping": reconcile_revenue(hour, lake, hopping=True, **common),

@@ -94,16 +94,6 @@ def click_problem(key: Any, value: Any) -> str | None:
     return _problem(value, CLICK_FIELDS)
 
 
-def valid_order(key: Any, value: Any) -> bool:
-    """An order the applications can use: the fields are there and have the right types."""
-    return order_problem(key, value) is None
-
-
-def valid_click(key: Any, value: Any) -> bool:
-    """A click with a user and an event time."""
-    return click_problem(key, value) is None
-
-
 def cents(amount: float) -> int:
     """Money as integer cents, so sums are exact and equal in stream and batch."""
     return round(amount * 100)

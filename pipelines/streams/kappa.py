@@ -28,7 +28,7 @@ from pipelines.streams.config import StreamAppConfig
 from pipelines.streams.monitor import consumer_lag, end_offsets, list_topics, read_tail
 
 # identity and compared value of a result record, per application's first output topic
-IDENTITY: dict[str, tuple[Callable[[str, dict], Any], Callable[[dict], Any]]] = {
+IDENTITY: dict[str, tuple[Callable[[str | None, dict], Any], Callable[[dict], Any]]] = {
     "windowed-revenue": (
         lambda k, v: (v.get("region"), v.get("window_start")),
         lambda v: (v.get("revenue_cents"), v.get("order_count")),
@@ -100,7 +100,7 @@ def compare(app: str, live: list, replayed: list) -> Comparison:
 def replay_config(app: StreamApp, base: StreamAppConfig, suffix: str) -> StreamAppConfig:
     """``base`` with the application's output topics renamed ``<topic>-<suffix>``, its
     dead-letter (and late-record) topics too: a replay never writes into the live ones."""
-    changes = {f: f"{getattr(base, f)}-{suffix}" for f in app.outputs}
+    changes: dict[str, Any] = {f: f"{getattr(base, f)}-{suffix}" for f in app.outputs}
     for name in ("dead_letter_suffix", "late_suffix"):
         if hasattr(base, name):
             changes[name] = f"{getattr(base, name)}-{suffix}"

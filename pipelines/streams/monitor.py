@@ -104,7 +104,7 @@ def _retrying(lookup: Callable[[float], T], timeout: float) -> T:
             return lookup(max(deadline - time.monotonic(), 0.1))
         except KafkaException as exc:
             error = exc.args[0] if exc.args else None
-            name = error.name() if hasattr(error, "name") else None
+            name = getattr(error, "name", lambda: None)()
             if name not in TRANSIENT_LOOKUP_ERRORS or time.monotonic() + 0.2 > deadline:
                 raise
             time.sleep(0.2)
@@ -385,17 +385,17 @@ def read_tail(
         deadline = time.monotonic() + timeout
         while remaining and time.monotonic() < deadline:
             for msg in consumer.consume(num_messages=500, timeout=0.5):
-                if msg.error() is not None:
+                part, offset, raw_key, raw = msg.partition(), msg.offset(), msg.key(), msg.value()
+                if msg.error() is not None or part is None or offset is None:
                     continue
-                p = msg.partition()
                 try:
-                    value = orjson.loads(msg.value()) if msg.value() is not None else None
+                    value = orjson.loads(raw) if raw is not None else None
                 except orjson.JSONDecodeError:
                     value = None
-                key = msg.key().decode() if msg.key() is not None else None
+                key = raw_key.decode() if raw_key is not None else None
                 out.append((key, value, msg.timestamp()[1]))
-                if msg.offset() + 1 >= remaining.get(p, 0):
-                    remaining.pop(p, None)
+                if offset + 1 >= remaining.get(part, 0):
+                    remaining.pop(part, None)
             # transaction markers take offsets too: stop when the position reaches the end
             for tp in consumer.position([TopicPartition(topic, p) for p in list(remaining)]):
                 if tp.offset != OFFSET_END and tp.offset >= remaining.get(tp.partition, 0):

@@ -66,11 +66,6 @@ def task_id(subtopology: int, partition: int) -> str:
     return f"{subtopology}_{partition}"
 
 
-def parse_task_id(name: str) -> tuple[int, int]:
-    sub, _, part = name.partition("_")
-    return int(sub), int(part)
-
-
 class TopologyPlan:
     """The static layout of a topology for one application id."""
 

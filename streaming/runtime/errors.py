@@ -158,7 +158,3 @@ def dead_letter_headers(
         (HEADER_PARTITION, str(context.partition).encode()),
         (HEADER_OFFSET, str(context.offset).encode()),
     ]
-
-
-class ShutdownRequested(RuntimeError):
-    """Raised inside a stream thread to stop it after an unrecoverable failure."""

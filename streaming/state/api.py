@@ -96,12 +96,6 @@ def cache_max_bytes(app_configs: dict | None) -> int:
     return DEFAULT_CACHE_MAX_BYTES
 
 
-def record_timestamp(context: Any) -> int:
-    """Timestamp of the context's current record, -1 if there is none."""
-    rc = context.record_context()
-    return -1 if rc is None else rc.timestamp
-
-
 class StateStore:
     """Base of every store: a named, openable, flushable unit of task state."""
 

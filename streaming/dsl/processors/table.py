@@ -341,31 +341,6 @@ class KTableMapValuesProcessor(Processor):
             self.context.forward(out)
 
 
-class PassThroughTableSupplier(TableSupplier):
-    """A table node that forwards changes unchanged (e.g. after a windowed aggregation)."""
-
-    parent: TableSupplier
-
-    def __init__(self, parent: TableSupplier) -> None:
-        self.parent = parent
-
-    def enable_sending_old_values(self, force_materialization: bool) -> bool:
-        ok = self.parent.enable_sending_old_values(force_materialization)
-        self.send_old_values = ok
-        return ok
-
-    def __call__(self) -> Processor:
-        return _ForwardAll()
-
-    def view(self) -> ValueGetterSupplier:
-        return self.parent.view()
-
-
-class _ForwardAll(Processor):
-    def process(self, record: Record) -> None:
-        self.context.forward(record)
-
-
 class ToStreamProcessor(Processor):
     """``KTable.to_stream()``: emit each change's new value (tombstones included)."""
 
