@@ -86,11 +86,11 @@ def default_bind_host(advertised: str) -> str:
 class _Request:
     __slots__ = ("body", "headers", "keep_alive", "method", "target")
 
-    def __init__(self, method: str, target: str, headers: dict[str, str]):
+    def __init__(self, method: str, target: str, headers: dict[str, str], keep_alive: bool):
         self.method = method
         self.target = target
         self.headers = headers
-        self.keep_alive = True
+        self.keep_alive = keep_alive
         self.body = b""
 
 
@@ -129,7 +129,13 @@ class _Exchange:
         if isinstance(event, h11.ConnectionClosed):
             return None
         headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in event.headers}
-        request = _Request(event.method.decode("ascii"), event.target.decode("latin-1"), headers)
+        # h11 closes after an HTTP/1.0 request or one that asks to close: answer saying so
+        keep_alive = (
+            event.http_version != b"1.0" and "close" not in headers.get("connection", "").lower()
+        )
+        request = _Request(
+            event.method.decode("ascii"), event.target.decode("latin-1"), headers, keep_alive
+        )
         if int(headers.get("content-length", "0")) > MAX_BODY_BYTES:
             raise _BadRequest(413, "request body too large")
         body = bytearray()
