@@ -8,9 +8,11 @@ KAFKA_JARS := .jars/kafka
 SPARK_JARS := .jars/spark
 STAMP := $(VENV)/.installed
 # mypy gets its own virtualenv (mypy 2.x needs a newer pathspec than the pinned dbt accepts);
-# it checks streaming/ against the project venv's packages through --python-executable.
+# it checks every package against the project venv's packages through --python-executable.
 LINT_VENV := .venv-lint
 MYPY_VERSION := 2.4.1
+# import-linter checks the layers of pyproject.toml's [tool.importlinter] contracts
+IMPORT_LINTER_VERSION := 2.17
 # kustomize renders the Kubernetes manifests (platform/kubernetes) and kubeconform checks
 # them against the Kubernetes schemas (bundled by the pinned kubernetes-validate package, see
 # tests/platform/test_kubernetes.py): both built from the Go module proxy into .tools/bin.
@@ -96,13 +98,15 @@ test-fast: setup
 
 $(LINT_VENV)/.installed: pyproject.toml $(STAMP)
 	test -x $(LINT_VENV)/bin/python || $(PYTHON) -m venv --without-pip $(LINT_VENV)
-	$(VENV)/bin/uv pip install -q --python $(LINT_VENV)/bin/python mypy==$(MYPY_VERSION)
+	$(VENV)/bin/uv pip install -q --python $(LINT_VENV)/bin/python mypy==$(MYPY_VERSION) \
+		import-linter==$(IMPORT_LINTER_VERSION)
 	touch $@
 
 lint: setup $(LINT_VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(LINT_VENV)/bin/mypy --python-executable $(PY)
+	$(LINT_VENV)/bin/lint-imports --no-cache
 
 format: setup
 	$(VENV)/bin/ruff check --fix .

@@ -31,10 +31,10 @@ from dagster import AssetSelection, define_asset_job, in_process_executor
 
 from assets.batch import BATCH_ASSETS, HOURLY, KAFKA_BATCH_ASSETS
 from assets.dbt_assets import DBT_ASSETS
+from assets.keys import HOURLY_JOB
 from assets.lake import LAKE_ASSETS
 from assets.quality import GX_CHECKS
 from assets.reconcile import KAFKA_RECONCILE_ASSETS, RECONCILE_ASSETS
-from sensors.hours import HOURLY_JOB
 
 DATA_ASSETS = [
     *LAKE_ASSETS,

@@ -1,8 +1,12 @@
-"""Asset keys shared by every part of the platform (lineage: kafka -> lake -> batch/dbt)."""
+"""Asset keys and job names shared by every part of the platform (lineage: kafka -> lake ->
+batch/dbt; the sensors and schedules target the jobs by these names)."""
 
 from __future__ import annotations
 
 from dagster import AssetKey
+
+HOURLY_JOB = "hourly_batch_reconcile"
+KAPPA_JOB = "kappa_replay_job"
 
 
 def kafka_key(topic: str) -> AssetKey:

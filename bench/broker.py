@@ -355,7 +355,7 @@ def serve(topology: Topology, config: dict[str, Any]) -> None:
     """Run ``topology`` as a ``KafkaStreams`` application until SIGTERM, then close it.
 
     Prints ``READY`` right before ``start()``, which ``run_measured`` waits for."""
-    from streaming.runtime.app import KafkaStreams
+    from streaming.app import KafkaStreams
 
     app = KafkaStreams(topology, config)
     stop = threading.Event()

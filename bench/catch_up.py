@@ -21,7 +21,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from streaming import StreamsBuilder, TimeWindows, serdes
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 from streaming.testing import LocalKafkaCluster
 
 PARTITIONS = 4

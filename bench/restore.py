@@ -24,7 +24,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from streaming import StreamsBuilder, serdes
-from streaming.runtime.app import KafkaStreams
+from streaming.app import KafkaStreams
 from streaming.testing import LocalKafkaCluster
 
 APP_ID = "bench-restore"

@@ -10,8 +10,9 @@
 - ``hourly_batch_reconcile_schedule`` and ``nightly_backfill_schedule`` (``schedules``).
 """
 
+from assets.keys import HOURLY_JOB, KAPPA_JOB
 from sensors.health import build_health_sensor
-from sensors.hours import HOURLY_JOB, KAPPA_JOB, hour_key, hour_start_ms
+from sensors.hours import hour_key, hour_start_ms
 from sensors.late_data import build_late_data_sensor
 from sensors.schedules import build_hourly_schedule, build_nightly_backfill
 from sensors.topic_materializations import build_topic_materializations_sensor

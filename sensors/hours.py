@@ -8,8 +8,6 @@ from functools import lru_cache
 from dagster import HourlyPartitionsDefinition
 
 HOUR_MS = 3_600_000
-HOURLY_JOB = "hourly_batch_reconcile"
-KAPPA_JOB = "kappa_replay_job"
 
 #: every hour since the epoch: the key format and bounds of the platform's hourly assets
 ALL_HOURS = HourlyPartitionsDefinition(start_date="1970-01-01-00:00")

@@ -32,10 +32,11 @@ from dagster import (
     sensor,
 )
 
+from assets.keys import HOURLY_JOB
 from pipelines import domain
 from pipelines.connection import Kafka, KafkaConnection
 from resources.kafka import KafkaResource
-from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key, hour_start_ms
+from sensors.hours import HOUR_MS, hour_key, hour_start_ms
 from sensors.runs import latest_run_created, partition_in_flight
 
 MAX_RECORDS_PER_TICK = 50_000

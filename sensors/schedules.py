@@ -11,9 +11,10 @@ from dagster import (
     schedule,
 )
 
+from assets.keys import HOURLY_JOB
 from pipelines import domain
 from resources.kafka import KafkaResource
-from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key, hour_start_ms
+from sensors.hours import HOUR_MS, hour_key, hour_start_ms
 from sensors.runs import latest_run_created
 
 # the run tags Dagster reads a partition range from (a single-run backfill)

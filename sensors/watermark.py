@@ -16,9 +16,10 @@ from dagster import (
     sensor,
 )
 
+from assets.keys import HOURLY_JOB
 from pipelines import domain
 from resources.kafka import KafkaResource
-from sensors.hours import HOUR_MS, HOURLY_JOB, hour_key, hour_start_ms, utc_text
+from sensors.hours import HOUR_MS, hour_key, hour_start_ms, utc_text
 from sensors.runs import COVERING, latest_run_created
 
 MAX_HOURS_PER_TICK = 24

@@ -45,7 +45,6 @@ from streaming.errors import (
     StreamsException,
     TopologyException,
 )
-from streaming.state.windowed import SessionWindow, TimeWindow, Window, Windowed
 from streaming.testing import KeyValue, TestRecord, TopologyTestDriver
 from streaming.topology import (
     FixedKeyProcessor,
@@ -54,6 +53,7 @@ from streaming.topology import (
     Record,
     Topology,
 )
+from streaming.windowed import SessionWindow, TimeWindow, Window, Windowed
 
 __all__ = [
     "Branched",
@@ -113,7 +113,7 @@ __all__ = [
 
 # The Kafka runtime imports confluent-kafka: load it on first use only.
 _RUNTIME_EXPORTS = {
-    "KafkaStreams": "streaming.runtime.app",
+    "KafkaStreams": "streaming.app",
     "QueryServer": "streaming.query.server",
     "StreamsConfig": "streaming.runtime.config",
 }

@@ -147,7 +147,7 @@ def run_sql(args: argparse.Namespace) -> int:
 
 def _run_app(topology: Any, streams_config: Any, args: argparse.Namespace) -> int:
     """Run ``topology`` until a signal or a fatal error; close cleanly; the exit code."""
-    from streaming.runtime.app import KafkaStreams, State
+    from streaming.app import KafkaStreams, State
 
     app = KafkaStreams(topology, streams_config)
     stop = _STOP
@@ -185,7 +185,7 @@ def _create_topics(topology: Any, streams_config: Any) -> None:
 
 
 def _show_progress(app: Any, stop: threading.Event, started: float, quiet: bool) -> None:
-    from streaming.runtime.app import State
+    from streaming.app import State
 
     def finished() -> bool:
         return stop.is_set() or app.state in (State.ERROR, State.PENDING_ERROR, State.NOT_RUNNING)

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import orjson
 
 from streaming.errors import SerializationError
-from streaming.state.windowed import SessionWindow, TimeWindow, Windowed
+from streaming.windowed import SessionWindow, TimeWindow, Windowed
 
 _LONG = struct.Struct(">q")
 _INT = struct.Struct(">i")

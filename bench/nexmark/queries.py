@@ -92,8 +92,8 @@ from streaming import (
 )
 from streaming.sql.timestamps import ColumnTimestampExtractor, format_timestamp, parse_timestamp
 from streaming.state import Stores
-from streaming.state.windowed import Windowed
 from streaming.topology import Processor, PunctuationType, Record
+from streaming.windowed import Windowed
 
 TEN_SECONDS = timedelta(seconds=10)
 TEN_SECONDS_MS = 10_000

@@ -222,7 +222,7 @@ class StreamAppRunner:
 
     def start(self) -> None:
         """Build the topology and start the application."""
-        from streaming.runtime.app import KafkaStreams
+        from streaming.app import KafkaStreams
         from streaming.runtime.errors import StreamThreadExceptionResponse
 
         with self._lock:

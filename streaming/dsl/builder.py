@@ -3,69 +3,31 @@
 Nodes are added to the ``Topology`` as DSL calls are made, named exactly as Kafka
 Streams names them (``KSTREAM-FILTER-0000000001``, one counter per builder), so that
 ``describe()`` output, store names and internal topic names match the Java reference.
+
+This module sits on top of the DSL: ``InternalBuilder`` makes the streams, tables and
+groupings and dispatches joins, so their modules refer to each other only in type hints.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from streaming.dsl.options import Consumed, Materialized, as_materialized
+from streaming.dsl.cogroup import CogroupedKStream
+from streaming.dsl.graph_marks import GraphMarks
+from streaming.dsl.grouped import KGroupedStream, KGroupedTable
+from streaming.dsl.joins import foreign_key, global_table, stream_stream, stream_table, table_table
+from streaming.dsl.joins.kinds import OUTER
+from streaming.dsl.kstream import KStream
+from streaming.dsl.ktable import GlobalKTable, KTable
+from streaming.dsl.optimizer import optimize
+from streaming.dsl.options import Consumed, Grouped, Materialized, as_materialized
+from streaming.dsl.processors.table import KTableSourceSupplier, TableSupplier
 from streaming.errors import TopologyException
 from streaming.time import to_millis
-from streaming.topology.graph import SinkNode, SourceNode, Topology
-
-if TYPE_CHECKING:
-    from streaming.dsl.kstream import KStream
-    from streaming.dsl.ktable import GlobalKTable, KTable
-
-
-@dataclass
-class RepartitionMark:
-    """The filter -> sink -> topic -> source of one repartition."""
-
-    filter: str
-    sink: str
-    source: str
-    topic: str
-    optimizable: bool  # Kafka's OptimizableRepartitionNode (every one but ``repartition()``)
-
-
-@dataclass
-class SelfJoinMark:
-    """A stream-stream join: rewritten by ``single.store.self.join`` when ``this_windowed``
-    and ``other_windowed`` have one and the same parent."""
-
-    this_windowed: str
-    other_windowed: str
-    join_this: str
-    join_other: str
-    merge: str
-    this_store: str
-    dropped_stores: list[str]
-    before_ms: int
-    after_ms: int
-    retention_ms: int
-    joiner: Any
-
-
-@dataclass
-class GraphMarks:
-    """Kafka's ``GraphNode`` flags, recorded per physical node as the DSL builds them."""
-
-    key_changing: set[str] = field(default_factory=set)
-    value_changing: set[str] = field(default_factory=set)
-    #: ``process`` / ``processValues`` nodes: key/value-changing only with the
-    #: ``__enable.process.processValue.fix__`` flag (KAFKA-19668)
-    process: set[str] = field(default_factory=set)
-    process_values: set[str] = field(default_factory=set)
-    merge: list[str] = field(default_factory=list)
-    repartitions: list[RepartitionMark] = field(default_factory=list)
-    #: (source node, KTABLE-SOURCE processor, its supplier) of every ``builder.table()``
-    table_sources: list[tuple[str, str, Any]] = field(default_factory=list)
-    self_joins: list[SelfJoinMark] = field(default_factory=list)
+from streaming.topology.graph import Topology
+from streaming.topology.nodes import SinkNode, SourceNode
 
 
 class InternalBuilder:
@@ -284,12 +246,90 @@ class InternalBuilder:
             )
         return self._configure(builder, materialized)
 
+    # -- API objects ------------------------------------------------------------------
+    # The streams, tables and groupings make each other through these (and join through
+    # the dispatch below), so their modules need not import one another.
 
-_INTERNAL_NAME = re.compile(r"KSTREAM.*-[0-9]{10}")
+    def new_stream(
+        self, name: str, key_serde: Any, value_serde: Any, *, repartition_required: bool
+    ) -> KStream:
+        return KStream(
+            self, name, key_serde, value_serde, repartition_required=repartition_required
+        )
 
+    def new_table(
+        self,
+        name: str,
+        supplier: TableSupplier,
+        key_serde: Any,
+        value_serde: Any,
+        *,
+        queryable_store_name: str | None = None,
+        window_grace_ms: int | None = None,
+    ) -> KTable:
+        return KTable(
+            self,
+            name,
+            supplier,
+            key_serde,
+            value_serde,
+            queryable_store_name=queryable_store_name,
+            window_grace_ms=window_grace_ms,
+        )
 
-def is_generated_name(name: str) -> bool:
-    return bool(_INTERNAL_NAME.fullmatch(name))
+    def new_grouped_stream(
+        self,
+        parent: str,
+        grouped: Grouped,
+        key_serde: Any,
+        value_serde: Any,
+        *,
+        repartition_required: bool,
+    ) -> KGroupedStream:
+        return KGroupedStream(
+            self,
+            parent,
+            grouped,
+            key_serde,
+            value_serde,
+            repartition_required=repartition_required,
+        )
+
+    def new_grouped_table(
+        self, parent: str, grouped: Grouped, key_serde: Any, value_serde: Any
+    ) -> KGroupedTable:
+        return KGroupedTable(self, parent, grouped, key_serde, value_serde)
+
+    def new_cogrouped_stream(
+        self, grouped: KGroupedStream, aggregator: Callable[[Any, Any, Any], Any]
+    ) -> CogroupedKStream:
+        return CogroupedKStream(self, grouped, aggregator)
+
+    # -- joins: the module that builds one depends on what is joined (streaming.dsl.joins)
+
+    def stream_join(
+        self, stream: KStream, other: Any, kind: str, args: tuple, kwargs: dict
+    ) -> KStream:
+        """A KStream join, dispatched on the type of ``other``."""
+        if isinstance(other, KStream):
+            return stream_stream.join(stream, other, kind, *args, **kwargs)
+        if kind == OUTER:
+            raise TypeError(f"outer_join() needs a KStream to join with, got {other!r}")
+        if isinstance(other, KTable):
+            return stream_table.join(stream, other, kind, *args, **kwargs)
+        if isinstance(other, GlobalKTable):
+            return global_table.join(stream, other, kind, *args, **kwargs)
+        raise TypeError(f"a KStream joins a KStream, KTable or GlobalKTable, not {other!r}")
+
+    def table_join(self, table: KTable, other: Any, kind: str, args: tuple, kwargs: dict) -> KTable:
+        """A KTable join: on the primary key, or on a foreign key when one is extracted."""
+        if not isinstance(other, KTable):
+            raise TypeError(f"a KTable joins a KTable, not {other!r}")
+        if "foreign_key_extractor" in kwargs or (len(args) >= 2 and callable(args[1])):
+            if kind == OUTER:
+                raise TypeError("a foreign-key join is inner or left, not outer")
+            return foreign_key.join(table, other, kind, *args, **kwargs)
+        return table_table.join(table, other, kind, *args, **kwargs)
 
 
 class StreamsBuilder:
@@ -313,8 +353,6 @@ class StreamsBuilder:
         name: str | None = None,
     ) -> KStream:
         """A ``KStream`` over one topic, several topics, or every topic matching a pattern."""
-        from streaming.dsl.kstream import KStream
-
         if consumed is not None:
             key_serde = key_serde or consumed.key_serde
             value_serde = value_serde or consumed.value_serde
@@ -357,9 +395,6 @@ class StreamsBuilder:
         consumed: Consumed | None = None,
     ) -> KTable:
         """A ``KTable`` (changelog view) over a topic; materialised in a store."""
-        from streaming.dsl.ktable import KTable
-        from streaming.dsl.processors.table import KTableSourceSupplier
-
         mat = as_materialized(materialized)
         if consumed is not None:
             key_serde = key_serde or consumed.key_serde
@@ -410,9 +445,6 @@ class StreamsBuilder:
     ) -> GlobalKTable:
         """A fully replicated table over ``topic``, kept in a global store (no changelog:
         the topic is the changelog); join streams with it by a key selector."""
-        from streaming.dsl.ktable import GlobalKTable
-        from streaming.dsl.processors.table import KTableSourceSupplier
-
         mat = as_materialized(materialized)
         if mat.versioned_history_retention_ms is not None or getattr(
             mat.store_supplier, "versioned", False
@@ -465,8 +497,6 @@ class StreamsBuilder:
         ``topology.optimization`` in ``config`` (``all``, or a comma-separated list of
         ``reuse.ktable.source.topics``, ``merge.repartition.topics``,
         ``single.store.self.join``), Kafka's optimizations are applied on the first call."""
-        from streaming.dsl.optimizer import optimize
-
         b = self._internal
         if b.deferred_errors:
             raise b.deferred_errors[0]
@@ -481,4 +511,4 @@ def retention_or(default: int, materialized: Materialized) -> int:
     return materialized.retention_ms if materialized.retention_ms is not None else default
 
 
-__all__ = ["InternalBuilder", "StreamsBuilder", "is_generated_name", "retention_or", "to_millis"]
+__all__ = ["InternalBuilder", "StreamsBuilder", "retention_or", "to_millis"]

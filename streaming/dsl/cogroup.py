@@ -17,9 +17,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streaming import serdes
-from streaming.dsl.grouped import time_windowed_aggregate_supplier
-from streaming.dsl.kstream import _named, create_repartition
+from streaming.dsl.naming import as_name
 from streaming.dsl.options import Materialized, as_materialized
+from streaming.dsl.repartition import create_repartition
+from streaming.dsl.subtopology import source_nodes
+from streaming.dsl.windowed_aggregates import time_windowed_aggregate_supplier
 from streaming.dsl.windows import (
     EmitStrategy,
     SessionWindows,
@@ -38,26 +40,6 @@ AGGREGATE_NAME = "COGROUPKSTREAM-AGGREGATE-"
 MERGE_NAME = "COGROUPKSTREAM-MERGE-"
 
 Aggregator = Callable[[Any, Any, Any], Any]
-
-
-def _upstream_sources(builder: InternalBuilder, node: str) -> set[str]:
-    """The source nodes feeding ``node`` in its sub-topology (Kafka's subTopologySourceNodes)."""
-    from streaming.topology.graph import SourceNode
-
-    nodes = builder.topology.nodes
-    found: set[str] = set()
-    stack, seen = [node], set()
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        node_def = nodes[name]
-        if isinstance(node_def, SourceNode):
-            found.add(name)
-        else:
-            stack.extend(node_def.parents)
-    return found
 
 
 class _CogroupBuilder:
@@ -87,7 +69,7 @@ class _CogroupBuilder:
         # Kafka co-partitions the grouped streams' own sub-topology sources
         sources: set[str] = set()
         for grouped, _ in patterns:
-            sources |= _upstream_sources(b, grouped._parent)
+            sources |= source_nodes(b.topology, grouped._parent)
         b.topology.copartition(sources)
 
     def build(
@@ -102,11 +84,10 @@ class _CogroupBuilder:
         queryable_store_name: str | None,
         window_grace_ms: int | None = None,
     ) -> KTable:
-        from streaming.dsl.ktable import KTable
         from streaming.dsl.processors.cogroup import CogroupMergeSupplier
 
         b = self.builder
-        user_name = _named(named)
+        user_name = as_name(named)
         self.process_repartitions(patterns, store_name)
         agg_names: list[str] = []
         suppliers: list[Any] = []
@@ -125,8 +106,7 @@ class _CogroupBuilder:
         merge_name = f"{user_name}-cogroup-merge" if user_name else generated
         merge = CogroupMergeSupplier(suppliers, store_name)
         b.topology.add_processor(merge_name, merge, *agg_names)
-        return KTable(
-            b,
+        return b.new_table(
             merge_name,
             merge,
             key_serde,

@@ -6,8 +6,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, overload
 
 from streaming import serdes
-from streaming.dsl.kstream import _named, create_repartition
+from streaming.dsl.naming import as_name
 from streaming.dsl.options import Grouped, Materialized, as_materialized
+from streaming.dsl.repartition import create_repartition
+from streaming.dsl.windowed_aggregates import time_windowed_aggregate_supplier
 from streaming.dsl.windows import (
     EmitStrategy,
     SessionWindows,
@@ -28,28 +30,6 @@ def _count_init() -> int:
 
 def _count_agg(key: Any, value: Any, agg: int) -> int:
     return agg + 1
-
-
-def time_windowed_aggregate_supplier(
-    windows: Any,
-    store_name: str,
-    emit: EmitStrategy,
-    initializer: Callable[[], Any],
-    aggregator: Callable[[Any, Any, Any], Any],
-) -> Any:
-    """Kafka's ``KStreamSlidingWindowAggregate`` for sliding windows, its
-    ``KStreamWindowAggregate`` for time and custom windows."""
-    if isinstance(windows, SlidingWindows):
-        from streaming.dsl.processors.sliding_aggregate import (
-            KStreamSlidingWindowAggregateSupplier,
-        )
-
-        return KStreamSlidingWindowAggregateSupplier(
-            windows, store_name, emit, initializer, aggregator
-        )
-    from streaming.dsl.processors.window_aggregate import KStreamWindowAggregateSupplier
-
-    return KStreamWindowAggregateSupplier(windows, store_name, emit, initializer, aggregator)
 
 
 def _reduce_init() -> None:
@@ -119,7 +99,7 @@ class _Grouping:
 
     def _names(self, mat: Materialized, prefix: str, named: Any) -> tuple[str, str]:
         store = mat.store_name or self._builder.new_store_name(prefix)
-        name = self._builder.name_or(_named(named), prefix)
+        name = self._builder.name_or(as_name(named), prefix)
         return store, name
 
 
@@ -134,8 +114,6 @@ class KGroupedStream(_Grouping):
         prefix: str,
         value_serde: Any,
     ) -> KTable:
-        from streaming.dsl.ktable import KTable
-
         b = self._builder
         mat = as_materialized(materialized)
         store_name, name = self._names(mat, prefix, named)
@@ -146,8 +124,8 @@ class KGroupedStream(_Grouping):
         supplier = supplier_factory(store_name)
         b.topology.add_processor(name, supplier, source)
         b.topology.add_state_store(store_builder, name)
-        return KTable(
-            b, name, supplier, key_serde, value_serde, queryable_store_name=mat.store_name
+        return b.new_table(
+            name, supplier, key_serde, value_serde, queryable_store_name=mat.store_name
         )
 
     def count(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:
@@ -238,9 +216,7 @@ class KGroupedStream(_Grouping):
 
     def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> Any:
         """Combine several grouped streams into one aggregate (see ``CogroupedKStream``)."""
-        from streaming.dsl.cogroup import CogroupedKStream
-
-        return CogroupedKStream(self._builder, self, aggregator)
+        return self._builder.new_cogrouped_stream(self, aggregator)
 
 
 class TimeWindowedKStream(_Grouping):
@@ -267,8 +243,6 @@ class TimeWindowedKStream(_Grouping):
         prefix: str,
         value_serde: Any,
     ) -> KTable:
-        from streaming.dsl.ktable import KTable
-
         b = self._builder
         mat = as_materialized(materialized)
         store_name, name = self._names(mat, prefix, named)
@@ -294,8 +268,7 @@ class TimeWindowedKStream(_Grouping):
         )
         b.topology.add_processor(name, supplier, source)
         b.topology.add_state_store(store_builder, name)
-        return KTable(
-            b,
+        return b.new_table(
             name,
             supplier,
             serdes.TimeWindowedSerde(key_serde, size),
@@ -360,7 +333,6 @@ class SessionWindowedKStream(_Grouping):
         prefix: str,
         value_serde: Any,
     ) -> KTable:
-        from streaming.dsl.ktable import KTable
         from streaming.dsl.processors.session_aggregate import (
             KStreamSessionWindowAggregateSupplier,
         )
@@ -387,8 +359,7 @@ class SessionWindowedKStream(_Grouping):
         )
         b.topology.add_processor(name, supplier, source)
         b.topology.add_state_store(store_builder, name)
-        return KTable(
-            b,
+        return b.new_table(
             name,
             supplier,
             serdes.SessionWindowedSerde(key_serde),
@@ -465,13 +436,12 @@ class KGroupedTable:
         value_serde: Any,
     ) -> KTable:
         from streaming.dsl.change import ChangedSerde
-        from streaming.dsl.ktable import KTable
 
         b = self._builder
         mat = as_materialized(materialized)
         # Kafka's KGroupedTableImpl names the store KTABLE-AGGREGATE-... for reduce too
         store_name = mat.store_name or b.new_store_name("KTABLE-AGGREGATE-")
-        user_name = _named(named)
+        user_name = as_name(named)
         # Kafka's suffixWithOrElseGet: the counter advances even for user names
         sink = b.new_processor_name("KSTREAM-SINK-")
         sink = f"{user_name}-sink" if user_name else sink
@@ -497,8 +467,8 @@ class KGroupedTable:
         supplier = supplier_factory(store_name)
         b.topology.add_processor(name, supplier, source)
         b.topology.add_state_store(store_builder, name)
-        return KTable(
-            b, name, supplier, key_serde, value_serde, queryable_store_name=mat.store_name
+        return b.new_table(
+            name, supplier, key_serde, value_serde, queryable_store_name=mat.store_name
         )
 
     def count(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from streaming.dsl.joins.kinds import INNER, LEFT, OUTER
+from streaming.dsl.naming import as_name
 from streaming.dsl.options import (
     Branched,
     Grouped,
@@ -15,138 +17,16 @@ from streaming.dsl.options import (
     as_materialized,
 )
 from streaming.dsl.processors import stateless
-from streaming.time import RecordTimestampExtractor
+from streaming.dsl.processors.table import KTableSourceSupplier
+from streaming.dsl.repartition import create_repartition
+from streaming.dsl.suppliers import check_supplier
 from streaming.topology.processor import ProcessorSupplier
 
 if TYPE_CHECKING:
     from streaming.dsl.builder import InternalBuilder
     from streaming.dsl.grouped import KGroupedStream
     from streaming.dsl.ktable import KTable
-
-
-def _named(named: Any) -> str | None:
-    """Accept ``Named``, a plain string, or None."""
-    if named is None or isinstance(named, str):
-        return named
-    return getattr(named, "name", None)
-
-
-class NullKeyFilter:
-    """The filter in front of every repartition sink: drops null keys unless a left/outer
-    join is downstream (set by ``InternalBuilder.rewrite_repartition_nodes``)."""
-
-    __slots__ = ("relaxed",)
-
-    def __init__(self) -> None:
-        self.relaxed = False
-
-    def __call__(self, key: Any, value: Any) -> bool:
-        return self.relaxed or key is not None
-
-
-def check_supplier(supplier: Any) -> None:
-    """Kafka's ``ApiUtils.checkSupplier``: every task needs its own processor, so a supplier
-    must make a new one on every call."""
-    if callable(supplier) and supplier() is supplier():
-        kind = getattr(supplier, "__qualname__", type(supplier).__qualname__)
-        raise ValueError(
-            f"{kind} generates single reference. {kind}#get() must return a new object each "
-            "time it is called."
-        )
-
-
-def create_repartition(
-    builder: InternalBuilder,
-    parent: str,
-    topic_prefix: str,
-    key_serde: Any,
-    value_serde: Any,
-    partitioner: Any = None,
-    number_of_partitions: int | None = None,
-    null_key_filter: NullKeyFilter | None = None,
-    *,
-    optimizable: bool = True,
-) -> str:
-    """Add filter -> sink -> internal topic -> source; return the new source's name.
-
-    Names follow Kafka's ``createRepartitionedSource``: generated names always burn three
-    counter values; user-derived prefixes give ``<topic>-filter/-sink/-source``.
-    """
-    from streaming.dsl.builder import RepartitionMark, is_generated_name
-
-    topic = topic_prefix if topic_prefix.endswith("-repartition") else f"{topic_prefix}-repartition"
-    gen_sink = builder.new_processor_name("KSTREAM-SINK-")
-    gen_filter = builder.new_processor_name("KSTREAM-FILTER-")
-    gen_source = builder.new_processor_name("KSTREAM-SOURCE-")
-    if is_generated_name(topic_prefix):
-        sink, filter_name, source = gen_sink, gen_filter, gen_source
-    else:
-        sink, filter_name, source = f"{topic}-sink", f"{topic}-filter", f"{topic}-source"
-    topology = builder.topology
-    predicate = null_key_filter if null_key_filter is not None else NullKeyFilter()
-    builder.repartitions.append((source, predicate))
-    topology.add_processor(
-        filter_name,
-        stateless.supplier(lambda: stateless.FilterProcessor(predicate, False)),
-        parent,
-    )
-    topology.add_internal_topic(topic, number_of_partitions=number_of_partitions)
-    topology.add_sink(
-        sink,
-        topic,
-        filter_name,
-        key_serde=key_serde,
-        value_serde=value_serde,
-        partitioner=partitioner,
-    )
-    # Kafka's FailOnInvalidTimestamp: a repartition topic's records keep the timestamps
-    # they were written with (the default extractor ran before the repartition)
-    topology.add_source(
-        source,
-        topic,
-        key_serde=key_serde,
-        value_serde=value_serde,
-        timestamp_extractor=RecordTimestampExtractor(),
-    )
-    builder.graph.repartitions.append(
-        RepartitionMark(filter_name, sink, source, topic, optimizable)
-    )
-    return source
-
-
-def repartition_for_join(
-    stream: KStream,
-    repartition_name: str,
-    key_serde: Any,
-    value_serde: Any,
-) -> KStream:
-    """Kafka's ``KStreamImpl.repartitionForJoin``: the stream written through
-    ``<repartition_name>-repartition`` and read back.
-
-    Names are always generated (burning three counter values) for Kafka's topology
-    compatibility; an earlier join repartition of the same stream is reused when
-    ``repartition_name`` is the stream's own name (unnamed joins). Left/outer joins let null
-    keys through the repartition."""
-    b = stream._builder
-    key_serde = key_serde if key_serde is not None else stream.key_serde
-    value_serde = value_serde if value_serde is not None else stream.value_serde
-    previous: tuple[str, NullKeyFilter] | None = getattr(stream, "_join_repartition", None)
-    if previous is not None and stream.name == repartition_name:
-        for prefix in ("KSTREAM-SINK-", "KSTREAM-FILTER-", "KSTREAM-SOURCE-"):
-            b.new_processor_name(prefix)
-    else:
-        null_key_filter = NullKeyFilter()
-        source = create_repartition(
-            b,
-            stream.name,
-            repartition_name,
-            key_serde,
-            value_serde,
-            null_key_filter=null_key_filter,
-        )
-        previous = (source, null_key_filter)
-        stream._join_repartition = previous
-    return KStream(b, previous[0], key_serde, value_serde, repartition_required=False)
+    from streaming.dsl.repartition import NullKeyFilter
 
 
 class KStream:
@@ -184,7 +64,7 @@ class KStream:
         keep_value_serde: bool = True,
         keep_key_serde: bool = True,
     ) -> KStream:
-        name = self._builder.name_or(_named(named), prefix)
+        name = self._builder.name_or(as_name(named), prefix)
         self._builder.topology.add_processor(name, stateless.supplier(factory), self.name)
         if key_changing:
             self._builder.graph.key_changing.add(name)
@@ -297,7 +177,7 @@ class KStream:
         """Records of both streams, interleaved as they arrive."""
         if other._builder is not self._builder:
             raise ValueError("merge() needs two streams of the same StreamsBuilder")
-        name = self._builder.name_or(_named(named), "KSTREAM-MERGE-")
+        name = self._builder.name_or(as_name(named), "KSTREAM-MERGE-")
         self._builder.topology.add_processor(
             name, stateless.supplier(stateless.PassThrough), self.name, other.name
         )
@@ -313,7 +193,7 @@ class KStream:
 
     def split(self, named: Any = None) -> BranchedKStream:
         """Route records into branches by predicate: ``split().branch(p).default_branch()``."""
-        splitter = self._builder.name_or(_named(named), "KSTREAM-BRANCH-")
+        splitter = self._builder.name_or(as_name(named), "KSTREAM-BRANCH-")
         return BranchedKStream(self, splitter)
 
     # -- repartitioning / grouping ----------------------------------------------------
@@ -338,11 +218,8 @@ class KStream:
 
     def group_by_key(self, grouped: Grouped | None = None) -> KGroupedStream:
         """Group by the current key (repartitions first if the key was changed)."""
-        from streaming.dsl.grouped import KGroupedStream
-
         g = grouped or Grouped()
-        return KGroupedStream(
-            self._builder,
+        return self._builder.new_grouped_stream(
             self.name,
             g,
             g.key_serde or self.key_serde,
@@ -359,16 +236,13 @@ class KStream:
         value_serde: Any = None,
     ) -> KGroupedStream:
         """Group by a new key ``selector(key, value)`` (always repartitions)."""
-        from streaming.dsl.grouped import KGroupedStream
-
         g = grouped or Grouped()
         name = self._builder.name_or(g.name, "KSTREAM-KEY-SELECT-")
         self._builder.topology.add_processor(
             name, stateless.supplier(lambda: stateless.SelectKeyProcessor(selector)), self.name
         )
         self._builder.graph.key_changing.add(name)
-        return KGroupedStream(
-            self._builder,
+        return self._builder.new_grouped_stream(
             name,
             g,
             key_serde or g.key_serde,
@@ -401,11 +275,8 @@ class KStream:
 
     def to_table(self, materialized: Materialized | str | None = None, named: Any = None) -> KTable:
         """This stream as a changelog: each record upserts its key (null values delete)."""
-        from streaming.dsl.ktable import KTable
-        from streaming.dsl.processors.table import KTableSourceSupplier
-
         b = self._builder
-        name = b.name_or(_named(named), "KSTREAM-TOTABLE-")
+        name = b.name_or(as_name(named), "KSTREAM-TOTABLE-")
         mat = as_materialized(materialized)
         store_name = mat.store_name or b.new_store_name("KSTREAM-TOTABLE-")
         key_serde = mat.key_serde or self.key_serde
@@ -420,8 +291,8 @@ class KStream:
         b.topology.add_processor(name, supplier, parent)
         if mat.store_name is not None:
             supplier.materialize()
-        return KTable(
-            b, name, supplier, key_serde, value_serde, queryable_store_name=mat.store_name
+        return b.new_table(
+            name, supplier, key_serde, value_serde, queryable_store_name=mat.store_name
         )
 
     # -- Processor API ----------------------------------------------------------------
@@ -430,7 +301,7 @@ class KStream:
         """Run a ``Processor`` per record; it may forward any key/value (repartition-marking)."""
         # Kafka generates a name only when none is given (no counter burn)
         check_supplier(supplier)
-        name = _named(named) or self._builder.new_processor_name("KSTREAM-PROCESSOR-")
+        name = as_name(named) or self._builder.new_processor_name("KSTREAM-PROCESSOR-")
         self._builder.topology.add_processor(name, supplier, self.name)
         self._builder.graph.process.add(name)
         if store_names:
@@ -443,7 +314,7 @@ class KStream:
         """Run a ``FixedKeyProcessor`` per record: values may change, keys never do."""
         # Kafka generates a name only when none is given (no counter burn)
         check_supplier(supplier)
-        name = _named(named) or self._builder.new_processor_name("KSTREAM-PROCESSVALUES-")
+        name = as_name(named) or self._builder.new_processor_name("KSTREAM-PROCESSVALUES-")
         self._builder.topology.add_processor(name, supplier, self.name, fixed_key=True)
         self._builder.graph.process_values.add(name)
         if store_names:
@@ -461,21 +332,15 @@ class KStream:
     def join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
         """Inner join: ``join(stream, joiner, windows, stream_joined=)``,
         ``join(table, joiner, joined=)`` or ``join(global_table, key_selector, joiner)``."""
-        from streaming.dsl.joins import INNER, stream_join
-
-        return stream_join(self, other, INNER, args, kwargs)
+        return self._builder.stream_join(self, other, INNER, args, kwargs)
 
     def left_join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
         """Left join: every record of this stream gives a result (the other side may be None)."""
-        from streaming.dsl.joins import LEFT, stream_join
-
-        return stream_join(self, other, LEFT, args, kwargs)
+        return self._builder.stream_join(self, other, LEFT, args, kwargs)
 
     def outer_join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
         """Outer join of two streams: ``outer_join(stream, joiner, windows, stream_joined=)``."""
-        from streaming.dsl.joins import OUTER, stream_join
-
-        return stream_join(self, other, OUTER, args, kwargs)
+        return self._builder.stream_join(self, other, OUTER, args, kwargs)
 
     def __repr__(self) -> str:
         return f"KStream({self.name})"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streaming.dsl.kstream import KStream, _named
+from streaming.dsl.joins.kinds import INNER, LEFT, OUTER
+from streaming.dsl.naming import as_name
 from streaming.dsl.options import Grouped, Materialized, Named
 from streaming.dsl.processors import stateless
 from streaming.dsl.processors.table import (
@@ -14,11 +15,13 @@ from streaming.dsl.processors.table import (
     TableSupplier,
     ToStreamProcessor,
 )
+from streaming.dsl.suppliers import check_supplier
 from streaming.dsl.suppressed import Suppressed
 
 if TYPE_CHECKING:
     from streaming.dsl.builder import InternalBuilder
     from streaming.dsl.grouped import KGroupedTable
+    from streaming.dsl.kstream import KStream
 
 
 class KTable:
@@ -83,7 +86,7 @@ class KTable:
         store_name, store_builder = self._materialized_store(
             materialized, "KTABLE-FILTER-", self.value_serde
         )
-        name = self._builder.name_or(_named(named), "KTABLE-FILTER-")
+        name = self._builder.name_or(as_name(named), "KTABLE-FILTER-")
         supplier = KTableFilterSupplier(self.supplier, predicate, negate, store_name, store_builder)
         self._builder.topology.add_processor(name, supplier, self.name)
         # KTableImpl.doFilter: Materialized's serdes, else the parent's
@@ -127,7 +130,7 @@ class KTable:
         store_name, store_builder = self._materialized_store(
             materialized, "KTABLE-MAPVALUES-", mat_serde
         )
-        name = self._builder.name_or(_named(named), "KTABLE-MAPVALUES-")
+        name = self._builder.name_or(as_name(named), "KTABLE-MAPVALUES-")
         supplier = KTableMapValuesSupplier(
             self.supplier, mapper, with_key, store_name, store_builder
         )
@@ -146,7 +149,6 @@ class KTable:
         """A new value per row from a ``ValueTransformerWithKey`` (``init(context)``,
         ``transform(key, value)``, ``close()``) made per task by ``transformer_supplier``;
         it may use the named state stores, and sees deletes (``None``) too."""
-        from streaming.dsl.kstream import check_supplier
         from streaming.dsl.processors.table_transform import KTableTransformValuesSupplier
 
         check_supplier(transformer_supplier)
@@ -161,7 +163,7 @@ class KTable:
                 store_builder = self._builder.kv_store_builder(
                     mat, store_name, mat.key_serde or self.key_serde, mat.value_serde
                 )
-        name = self._builder.name_or(_named(named), "KTABLE-TRANSFORMVALUES-")
+        name = self._builder.name_or(as_name(named), "KTABLE-TRANSFORMVALUES-")
         supplier = KTableTransformValuesSupplier(
             self.supplier, transformer_supplier, store_name, store_builder
         )
@@ -177,12 +179,11 @@ class KTable:
         ``to_stream(Named.as_(...))`` names it, as Kafka's ``toStream(Named)`` does."""
         if isinstance(mapper, Named):
             mapper, named = None, mapper
-        name = self._builder.name_or(_named(named), "KTABLE-TOSTREAM-")
+        name = self._builder.name_or(as_name(named), "KTABLE-TOSTREAM-")
         self._builder.topology.add_processor(
             name, stateless.supplier(lambda: ToStreamProcessor(mapper)), self.name
         )
-        return KStream(
-            self._builder,
+        return self._builder.new_stream(
             name,
             None if mapper is not None else self.key_serde,
             self.value_serde,
@@ -198,7 +199,6 @@ class KTable:
         value_serde: Any = None,
     ) -> KGroupedTable:
         """Re-group rows by ``selector(key, value) -> (new_key, new_value)``."""
-        from streaming.dsl.grouped import KGroupedTable
         from streaming.dsl.processors.table_aggregate import KTableRepartitionMapSupplier
 
         g = grouped or Grouped()
@@ -206,12 +206,8 @@ class KTable:
         supplier = KTableRepartitionMapSupplier(self.supplier, selector)
         self.supplier.enable_sending_old_values(True)
         self._builder.topology.add_processor(name, supplier, self.name)
-        return KGroupedTable(
-            self._builder,
-            name,
-            g,
-            key_serde or g.key_serde,
-            value_serde or g.value_serde,
+        return self._builder.new_grouped_table(
+            name, g, key_serde or g.key_serde, value_serde or g.value_serde
         )
 
     def suppress(self, suppressed: Suppressed) -> KTable:
@@ -248,21 +244,15 @@ class KTable:
     def join(self, other: KTable, *args: Any, **kwargs: Any) -> KTable:
         """Inner join: ``join(other, joiner, named=, materialized=)`` on the primary key, or
         ``join(other, foreign_key_extractor, joiner, table_joined=, materialized=)``."""
-        from streaming.dsl.joins import INNER, table_join
-
-        return table_join(self, other, INNER, args, kwargs)
+        return self._builder.table_join(self, other, INNER, args, kwargs)
 
     def left_join(self, other: KTable, *args: Any, **kwargs: Any) -> KTable:
         """Left join on the primary key or a foreign key (the right side may be None)."""
-        from streaming.dsl.joins import LEFT, table_join
-
-        return table_join(self, other, LEFT, args, kwargs)
+        return self._builder.table_join(self, other, LEFT, args, kwargs)
 
     def outer_join(self, other: KTable, *args: Any, **kwargs: Any) -> KTable:
         """Outer join on the primary key: a row while either side has one."""
-        from streaming.dsl.joins import OUTER, table_join
-
-        return table_join(self, other, OUTER, args, kwargs)
+        return self._builder.table_join(self, other, OUTER, args, kwargs)
 
     def __repr__(self) -> str:
         return f"KTable({self.name})"

@@ -26,11 +26,14 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from streaming.dsl.graph_marks import RepartitionMark
+from streaming.dsl.processors import stateless
+from streaming.dsl.repartition import NullKeyFilter
 from streaming.errors import ConfigException, TopologyException
-from streaming.topology.graph import ProcessorNodeDef, SinkNode, SourceNode
+from streaming.topology.nodes import ProcessorNodeDef, SinkNode, SourceNode
 
 if TYPE_CHECKING:
-    from streaming.dsl.builder import InternalBuilder, RepartitionMark
+    from streaming.dsl.builder import InternalBuilder
 
 TOPOLOGY_OPTIMIZATION = "topology.optimization"
 NO_OPTIMIZATION = "none"
@@ -241,10 +244,6 @@ class _RepartitionMerger:
 
     def _write_back(self) -> None:
         """Rebuild the physical nodes from the logical view, in build order."""
-        from streaming.dsl.builder import RepartitionMark
-        from streaming.dsl.kstream import NullKeyFilter
-        from streaming.dsl.processors import stateless
-
         t, b = self.t, self.b
         old = dict(t.nodes)
         kept_filters = {r.filter for r in b.graph.repartitions}

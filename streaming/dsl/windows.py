@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from streaming.state.windowed import MAX_TIMESTAMP, TimeWindow
 from streaming.time import to_millis
+from streaming.windowed import MAX_TIMESTAMP, TimeWindow
 
 # Kafka 2.x-era default grace for windows built without an explicit grace.
 DEPRECATED_DEFAULT_GRACE_MS = 24 * 60 * 60 * 1000 - 1

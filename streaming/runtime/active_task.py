@@ -13,6 +13,7 @@ In-memory stores are restored from the start of their changelogs, whatever the c
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from functools import partial
@@ -42,7 +43,12 @@ from streaming.runtime.state_directory import (
 from streaming.runtime.task import ConsumerRecord, StampedRecord, StreamTask
 
 if TYPE_CHECKING:
-    from streaming.runtime.thread import StreamThread
+    from confluent_kafka import Consumer
+
+    from streaming.runtime.metrics import ThreadMetrics
+    from streaming.runtime.producer import RecordCollector
+    from streaming.runtime.services import ClientServices
+    from streaming.state import ThreadCache
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +76,30 @@ def _no_lag(tp: tuple[str, int]) -> int | None:
     return None
 
 
+@dataclasses.dataclass
+class ActiveTaskCreator:
+    """What a stream thread's active tasks need of it (Kafka's ``ActiveTaskCreator``): the
+    client's services, the thread's record collector, cache, clock and counters, and its
+    main consumer (replaced when the group fences it)."""
+
+    services: ClientServices
+    collector: RecordCollector
+    cache: ThreadCache | None
+    clock: Callable[[], int]
+    metrics: ThreadMetrics
+    consumer: Consumer
+
+    def create(
+        self,
+        task_id: str,
+        sub: Subtopology,
+        partition: int,
+        input_partitions: list[tuple[str, int]],
+    ) -> ActiveTask:
+        """A new task of ``sub`` for ``partition``, reading ``input_partitions``."""
+        return ActiveTask(task_id, sub, partition, input_partitions, self)
+
+
 class ActiveTask:
     """One (sub-topology, partition) task owned by a stream thread."""
 
@@ -79,7 +109,7 @@ class ActiveTask:
         sub: Subtopology,
         partition: int,
         input_partitions: list[tuple[str, int]],
-        thread: StreamThread,
+        creator: ActiveTaskCreator,
     ) -> None:
         self.id = task_id
         self.sub = sub
@@ -91,10 +121,11 @@ class ActiveTask:
             tp for tp in self.input_partitions if tp[0] not in sub.internal_sources
         ]
         self.reads_sources = bool(self.source_partitions)
-        self.thread = thread
-        config = thread.config
+        self._creator = creator
+        services = creator.services
+        config = services.config
         self.eos = config.exactly_once
-        self.task_dir: Path = thread.state_directory.task_dir(task_id)
+        self.task_dir: Path = services.state_directory.task_dir(task_id)
         self._dir_lock: TaskLock | None = None
         self.changelogs = {store: spec.topic for store, spec in sub.changelogs.items()}
         #: stores whose changelog is their source topic (``reuse.ktable.source.topics``)
@@ -102,7 +133,7 @@ class ActiveTask:
         self.state = CREATED
         self._deser_handler = config.deserialization_handler
         self._proc_handler = config.processing_handler
-        self._collector = thread.collector
+        self._collector = creator.collector
         self.dropped = 0
         self.pending_restore: list[RestoreRequest] = []
         self.logged_since_checkpoint = 0
@@ -111,21 +142,21 @@ class ActiveTask:
         self._offsets_known = False
         self.stream_task = StreamTask(
             task_id,
-            thread.topology,
+            services.topology,
             sub.nodes,
             application_id=config.application_id,
-            config=thread.app_configs,
-            send=thread.collector.send,
-            clock=thread.wall_clock_ms,
+            config=services.app_configs,
+            send=creator.collector.send,
+            clock=creator.clock,
             state_dir=self.task_dir,
-            cache=thread.cache,
+            cache=creator.cache,
             partition=partition,
             caching_enabled=config.cache_max_bytes > 0,
             deserialization_handler=self._on_deserialization_error,
             on_skipped=self._on_skipped,
         )
         self.stream_task.context.changelog_writer = self._log_change
-        self.stream_task.context.global_stores = thread.app.global_stores
+        self.stream_task.context.global_stores = services.global_stores
         self.partition_group = self.stream_task.partition_group
         self.partition_group.input_partitions = self.input_partitions
         self.partition_group.max_idle_ms = config.max_task_idle_ms
@@ -136,7 +167,7 @@ class ActiveTask:
         """Open the stores (wiping state without a checkpoint) and list what to restore."""
         # the task's previous owner may still be closing it (it closes tasks it lost at its
         # own next assignment)
-        self._dir_lock = self.thread.state_directory.lock_task(
+        self._dir_lock = self._creator.services.state_directory.lock_task(
             self.id, timeout_s=TASK_LOCK_TIMEOUT_S
         )
         try:
@@ -179,9 +210,7 @@ class ActiveTask:
         """The group's committed offset of this task's partition of a source topic that
         serves as a changelog: restoring goes no further (Kafka's StoreChangelogReader);
         nothing committed yet means nothing to restore."""
-        consumer = getattr(self.thread, "consumer", None)
-        if consumer is None:
-            return 0
+        consumer = self._creator.consumer
         what = f"reading the committed offset of {topic}-{self.partition}"
         with calling(what):
             (tp,) = consumer.committed(
@@ -205,8 +234,8 @@ class ActiveTask:
     def _initialize_metadata(self) -> None:
         """Read the stream time and processor metadata committed with the input offsets
         (Kafka's ``StreamTask.initializeMetadata``); the largest value per key wins."""
-        consumer = getattr(self.thread, "consumer", None)
-        if consumer is None or not self.input_partitions:
+        consumer = self._creator.consumer
+        if not self.input_partitions:
             return
         partitions = [TopicPartition(t, p) for t, p in self.input_partitions]
         what = f"reading the committed offsets and metadata of task {self.id}"
@@ -325,7 +354,7 @@ class ActiveTask:
         if decision is errors.Response.FAIL:
             raise exc
         self.dropped += 1
-        self.thread.metrics.dropped_records += 1
+        self._creator.metrics.dropped_records += 1
 
     def _dead_letter_processed(self, rec: StampedRecord, ctx: Any, exc: BaseException) -> None:
         """The source record's bytes as consumed, with the failure in headers (KIP-1034's
@@ -342,7 +371,7 @@ class ActiveTask:
 
     def _on_skipped(self, reason: str, rec: Any) -> None:
         self.dropped += 1
-        self.thread.metrics.dropped_records += 1
+        self._creator.metrics.dropped_records += 1
 
     def punctuate_wall_clock(self, now_ms: int) -> bool:
         if not self.stream_task.initialized:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streaming.state.stores import SessionStoreBuilder, WindowStoreBuilder
-from streaming.topology import graph
+from streaming.topology import graph, nodes
 
 log = logging.getLogger(__name__)
 
@@ -101,11 +101,11 @@ class TopologyPlan:
             stores: list[str] = []
             for name in names:
                 node = topology.nodes[name]
-                if isinstance(node, graph.SourceNode):
+                if isinstance(node, nodes.SourceNode):
                     if node.pattern is not None:
                         self.patterns.append((node.pattern, sub_id))
                     sources.extend(decorate(t) for t in node.topics)
-                elif isinstance(node, graph.SinkNode):
+                elif isinstance(node, nodes.SinkNode):
                     if node.topic is not None and node.topic in topology.internal_topics:
                         sinks.append(decorate(node.topic))
                 else:
@@ -135,7 +135,7 @@ class TopologyPlan:
                 {
                     decorate(t)
                     for name in group
-                    if isinstance(topology.nodes.get(name), graph.SourceNode)
+                    if isinstance(topology.nodes.get(name), nodes.SourceNode)
                     for t in topology.nodes[name].topics  # type: ignore[union-attr]
                 }
             )

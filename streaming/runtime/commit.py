@@ -74,6 +74,9 @@ class Committer:
         metrics: metrics_mod.ThreadMetrics,
         position: Callable[[tuple[str, int]], int | None],
         changelog_end: Callable[[str, int], int],
+        consumer: Consumer,
+        producer: Producer,
+        collector: RecordCollector,
     ) -> None:
         self.name = name
         self.config = config
@@ -83,9 +86,10 @@ class Committer:
         self.metrics = metrics
         self._position = position
         self._changelog_end = changelog_end
-        self.consumer: Consumer | None = None
-        self.producer: Producer | None = None
-        self.collector: RecordCollector = None  # type: ignore[assignment]
+        #: the thread's current main consumer and producer (both replaced after fencing)
+        self.consumer = consumer
+        self.producer = producer
+        self.collector = collector
         self.sent_at_commit = 0
         #: offsets known to be committed, per input partition
         self.committed: dict[tuple[str, int], int] = {}
@@ -94,8 +98,9 @@ class Committer:
         self.group_metadata: Any = None
         # recovery steps still to do before the thread may process again (see recover):
         # initialize the (new) transactional producer, abort the open transaction, finish a
-        # commit_transaction that timed out, seek the partitions to their committed offsets
-        self.needs_init = False
+        # commit_transaction that timed out, seek the partitions to their committed offsets;
+        # the first recover initializes transactions (retried while brokers are unreachable)
+        self.needs_init = config.exactly_once
         self.needs_abort = False
         self.committing: dict[tuple[str, int], int] | None = None
         self.needs_rewind: set[tuple[str, int]] = set()
@@ -105,13 +110,6 @@ class Committer:
         self._txn_calls = _txn_executor(name)
         #: a transactional call was abandoned while it blocked inside the producer
         self.producer_hung = False
-
-    def bind_producer(self, producer: Producer, collector: RecordCollector) -> None:
-        """The thread's producer and its collector, once created; transactions are
-        initialized by the first ``recover``, retried while the brokers are unreachable."""
-        self.producer = producer
-        self.collector = collector
-        self.needs_init = self.config.exactly_once
 
     # -- commit ---------------------------------------------------------------------------
 
@@ -167,7 +165,7 @@ class Committer:
             self.collector.flush(CALL_TIMEOUT_S)
             if tps:
                 with calling("committing offsets"):
-                    self.consumer.commit(offsets=tps, asynchronous=False)  # type: ignore[union-attr]
+                    self.consumer.commit(offsets=tps, asynchronous=False)
             self._committed_offsets(changed)
             for task in tasks:
                 # like Kafka, checkpoint once enough changelog records were written since
@@ -184,10 +182,10 @@ class Committer:
         self.collector.flush(CALL_TIMEOUT_S)
         if tps:
             if self.group_metadata is None:  # changes only with the group generation
-                self.group_metadata = self.consumer.consumer_group_metadata()  # type: ignore[union-attr]
+                self.group_metadata = self.consumer.consumer_group_metadata()
             self.txn_call(
                 "sending offsets to the transaction",
-                self.producer.send_offsets_to_transaction,  # type: ignore[union-attr]
+                self.producer.send_offsets_to_transaction,
                 tps,
                 self.group_metadata,
                 CALL_TIMEOUT_S,
@@ -200,13 +198,13 @@ class Committer:
     def _finish_commit(self) -> None:
         self.txn_call(
             "committing the transaction",
-            self.producer.commit_transaction,  # type: ignore[union-attr]
+            self.producer.commit_transaction,
             CALL_TIMEOUT_S,
         )
         changed, self.committing = self.committing or {}, None
         self._committed_offsets(changed)
         with calling("beginning a transaction"):
-            self.producer.begin_transaction()  # type: ignore[union-attr]
+            self.producer.begin_transaction()
 
     def txn_call(self, what: str, call: Callable[..., Any], *args: Any) -> None:
         """A transactional producer call, watched: librdkafka can block in some of them past
@@ -272,9 +270,9 @@ class Committer:
             return
         producer = self.producer
         if self.needs_init:
-            self.txn_call("initializing transactions", producer.init_transactions, CALL_TIMEOUT_S)  # type: ignore[union-attr]
+            self.txn_call("initializing transactions", producer.init_transactions, CALL_TIMEOUT_S)
             with calling("beginning a transaction"):
-                producer.begin_transaction()  # type: ignore[union-attr]
+                producer.begin_transaction()
             self.needs_init = False
             self.needs_abort = False  # a new producer's init aborted the old transaction
             self.committing = None
@@ -284,7 +282,7 @@ class Committer:
             try:
                 self.txn_call(
                     "aborting the transaction",
-                    producer.abort_transaction,  # type: ignore[union-attr]
+                    producer.abort_transaction,
                     CALL_TIMEOUT_S,
                 )
             except RetriableStreamsException as exc:
@@ -296,7 +294,7 @@ class Committer:
                 # this one.
                 raise TaskMigratedException(f"{exc}; replacing the producer") from exc
             with calling("beginning a transaction"):
-                producer.begin_transaction()  # type: ignore[union-attr]
+                producer.begin_transaction()
             self.needs_abort = False
         if self.needs_rewind:
             self._rewind_to_committed()
@@ -309,7 +307,7 @@ class Committer:
             return
         consumer = self.consumer
         with calling("reading committed offsets"):
-            committed = consumer.committed(  # type: ignore[union-attr]
+            committed = consumer.committed(
                 [TopicPartition(t, p) for t, p in partitions], timeout=CALL_TIMEOUT_S
             )
         reset = (
@@ -320,7 +318,7 @@ class Committer:
         for tp in committed:
             offset = tp.offset if tp.offset is not None and tp.offset >= 0 else reset
             try:
-                consumer.seek(TopicPartition(tp.topic, tp.partition, offset))  # type: ignore[union-attr]
+                consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
             except KafkaException as exc:  # e.g. not fetching yet right after an assignment
                 raise RetriableStreamsException(
                     f"seeking {tp.topic}-{tp.partition} to {offset} failed: {exc}"

@@ -20,13 +20,14 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from streaming.errors import StreamsException
 from streaming.runtime import errors
+from streaming.runtime.messages import topic_partition
 from streaming.runtime.state_directory import read_checkpoint, wipe_task_dir, write_checkpoint
 from streaming.runtime.task import ConsumerRecord, StampedRecord, StreamTask
 from streaming.topology.processor import NO_HEADERS
 
 if TYPE_CHECKING:
-    from streaming.runtime.app import KafkaStreams
     from streaming.runtime.listeners import GlobalThreadListener
+    from streaming.runtime.services import ClientServices
 
 log = logging.getLogger(__name__)
 
@@ -34,21 +35,23 @@ log = logging.getLogger(__name__)
 class GlobalStreamThread(threading.Thread):
     """Bootstraps and then keeps up to date the global stores of one instance."""
 
-    def __init__(self, app: KafkaStreams) -> None:
-        super().__init__(name=f"{app.config.application_id}-GlobalStreamThread", daemon=True)
-        self.app = app
-        self.listener: GlobalThreadListener = app
-        self.config = app.config
-        topology = app.topology
+    def __init__(
+        self, services: ClientServices, directory: str, listener: GlobalThreadListener
+    ) -> None:
+        super().__init__(name=f"{services.config.application_id}-GlobalStreamThread", daemon=True)
+        self.services = services
+        self.listener = listener
+        self.config = services.config
+        topology = services.topology
         self.topics = list(topology.global_topics())
-        self.task_dir = app.state_directory.task_dir(app.global_dir)
+        self.task_dir = services.state_directory.task_dir(directory)
         self.lock = threading.RLock()
         self.task = StreamTask(
             "global",
             topology,
             topology.global_node_names(),
             application_id=self.config.application_id,
-            config=app.app_configs,
+            config=services.app_configs,
             send=self._no_output,
             clock=lambda: int(time.time() * 1000),
             state_dir=self.task_dir,
@@ -80,9 +83,9 @@ class GlobalStreamThread(threading.Thread):
         self.task.initialize()
         cfg = self.config
         self._consumer = Consumer(
-            cfg.clients(self.app.client_logger).state_consumer(
+            cfg.clients(self.services.client_logger).state_consumer(
                 role="global",
-                client_id=f"{self.app.client_id}-global-consumer",
+                client_id=f"{self.services.client_id}-global-consumer",
                 user=cfg.global_consumer,
             )
         )
@@ -141,8 +144,7 @@ class GlobalStreamThread(threading.Thread):
                 err = msg.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
-                        # an end-of-partition event names its partition (the stubs say Optional)
-                        reached.add((msg.topic(), msg.partition()))  # type: ignore[arg-type]
+                        reached.add(topic_partition(msg))
                         continue
                     if err.fatal():
                         raise KafkaException(err)

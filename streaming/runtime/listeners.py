@@ -1,6 +1,6 @@
-"""What the runtime's threads tell their ``KafkaStreams`` client about, as protocols: a
-thread holds its listener, not the client's private methods (``KafkaStreams`` implements
-both)."""
+"""What the runtime's threads tell their client about, as protocols: a thread holds its
+listener, never the client (``StreamsClient`` implements them; in a worker process the link
+to the client does)."""
 
 from __future__ import annotations
 
@@ -8,19 +8,19 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from streaming.runtime.thread import StreamThread
+    from streaming.runtime.runner import StreamRunner
 
 
 class StreamThreadListener(Protocol):
-    """Receives a stream thread's state changes, assignment changes and its end."""
+    """Receives a stream runner's state changes, assignment changes and its end."""
 
-    def on_thread_state_change(self, thread: StreamThread) -> None:
+    def on_thread_state_change(self, thread: StreamRunner) -> None:
         """``thread.state`` changed (the client derives its own state from its threads')."""
 
     def on_assignment_change(self) -> None:
         """The thread's tasks changed (cached metadata and standby placement are stale)."""
 
-    def on_thread_finished(self, thread: StreamThread, exc: BaseException | None) -> None:
+    def on_thread_finished(self, thread: StreamRunner, exc: BaseException | None) -> None:
         """The thread ended, with the exception that ended it (None: a clean stop)."""
 
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from streaming.runtime.failures import Kind, RetriableStreamsException, calling, classify
+from streaming.runtime.messages import changelog_entry, offset_of, topic_partition
 
 log = logging.getLogger(__name__)
 
@@ -147,9 +148,7 @@ class ChangelogReader:
                 eof: list[tuple[str, int]] = []
                 for msg in msgs:
                     err = msg.error()
-                    # consumed messages carry topic, partition and (records) offset; the
-                    # stubs type them Optional
-                    tp_key = (msg.topic(), msg.partition())  # type: ignore[assignment]
+                    tp_key = topic_partition(msg)
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
                             eof.append(tp_key)
@@ -160,18 +159,16 @@ class ChangelogReader:
                         continue
                     if tp_key not in pending:
                         continue
-                    if msg.offset() >= self.progress[tp_key].end:  # type: ignore[operator]
+                    if offset_of(msg) >= self.progress[tp_key].end:
                         eof.append(tp_key)  # past a source changelog's committed offset
                         continue
                     if msg.key() is None and pending[tp_key].limit is not None:
-                        last[tp_key] = msg.offset()  # type: ignore[assignment]
+                        last[tp_key] = offset_of(msg)
                         batches.setdefault(tp_key, [])
                         continue
                     # changelog records have keys (null-key source records were skipped above)
-                    batches.setdefault(tp_key, []).append(
-                        (msg.key(), msg.value(), msg.timestamp()[1])  # type: ignore[arg-type]
-                    )
-                    last[tp_key] = msg.offset()  # type: ignore[assignment]
+                    batches.setdefault(tp_key, []).append(changelog_entry(msg))
+                    last[tp_key] = offset_of(msg)
                 for tp_key, batch in batches.items():
                     req = pending[tp_key]
                     if batch:

@@ -22,13 +22,14 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from streaming.runtime.assignment import Subtopology, task_id
 from streaming.runtime.failures import Kind, classify, error_of
+from streaming.runtime.messages import changelog_entry, offset_of, topic_partition
 from streaming.runtime.metadata import process_from_client_id
 from streaming.runtime.state_directory import (
     TaskLock,
@@ -39,7 +40,8 @@ from streaming.runtime.state_directory import (
 from streaming.state.api import InMemoryStateStoreContext
 
 if TYPE_CHECKING:
-    from streaming.runtime.app import KafkaStreams
+    from streaming.runtime.metadata import AssignmentDirectory
+    from streaming.runtime.services import ClientServices
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +51,13 @@ REFRESH_S = 2.0
 class StandbyTask:
     """The logged stores of one task, kept up to date from their changelogs."""
 
-    def __init__(self, tid: str, sub: Subtopology, partition: int, app: KafkaStreams) -> None:
+    def __init__(
+        self, tid: str, sub: Subtopology, partition: int, services: ClientServices
+    ) -> None:
         self.id = tid
         self.partition = partition
-        self.app = app
-        self.task_dir = app.state_directory.task_dir(tid)
+        self.services = services
+        self.task_dir = services.state_directory.task_dir(tid)
         self.changelogs = {store: spec.topic for store, spec in sub.changelogs.items()}
         #: source topics serving as changelogs: followed up to the committed offsets only
         self.source_partitions = {
@@ -67,7 +71,7 @@ class StandbyTask:
 
     def open(self) -> None:
         # fails while an active task has the directory (another worker's, or closing)
-        self._dir_lock = self.app.state_directory.lock_task(self.id)
+        self._dir_lock = self.services.state_directory.lock_task(self.id)
         try:
             self._open()
         except BaseException:
@@ -78,18 +82,18 @@ class StandbyTask:
         checkpoint = read_checkpoint(self.task_dir)
         if checkpoint is None:
             wipe_task_dir(self.task_dir)
-        cfg = self.app.config
+        cfg = self.services.config
         context = InMemoryStateStoreContext(
             application_id=cfg.application_id,
             task_id=self.id,
             state_dir=self.task_dir,
-            app_configs=self.app.app_configs,
+            app_configs=self.services.app_configs,
             default_key_serde=cfg.default_key_serde,
             default_value_serde=cfg.default_value_serde,
         )
         try:
             for name, topic in self.changelogs.items():
-                store = self.app.topology.store_builders[name].build()
+                store = self.services.topology.store_builders[name].build()
                 store.init(context, store)
                 self.stores[name] = store
                 self.callbacks[topic] = context.registered.get(name)
@@ -153,10 +157,19 @@ class StandbyTask:
 class StandbyManager(threading.Thread):
     """Opens, updates and closes this instance's standby tasks."""
 
-    def __init__(self, app: KafkaStreams) -> None:
-        super().__init__(name=f"{app.config.application_id}-StandbyUpdater", daemon=True)
-        self.app = app
-        self.replicas = app.config.num_standby_replicas
+    def __init__(
+        self,
+        services: ClientServices,
+        directory: AssignmentDirectory,
+        local_tasks: Callable[[], Iterable[str]],
+    ) -> None:
+        super().__init__(name=f"{services.config.application_id}-StandbyUpdater", daemon=True)
+        self.services = services
+        #: where the group's tasks are (which standbys this instance keeps)
+        self.directory = directory
+        #: the ids of this instance's active tasks (never kept as standbys too)
+        self.local_tasks = local_tasks
+        self.replicas = services.config.num_standby_replicas
         self.lock = threading.RLock()
         self.tasks: dict[str, StandbyTask] = {}
         self._stop_event = threading.Event()
@@ -169,11 +182,11 @@ class StandbyManager(threading.Thread):
         self.held: dict[tuple[str, int], int] = {}
         self.stateful = {
             task_id(sub.id, p)
-            for sub in app.plan.subtopologies
+            for sub in services.plan.subtopologies
             if sub.changelogs
             for p in range(sub.num_tasks)
         }
-        self.process = process_from_client_id(f"{app.client_id}-StreamThread-1-consumer")
+        self.process = process_from_client_id(f"{services.thread_client_id(1)}-consumer")
 
     def invalidate(self) -> None:
         self._refresh_needed = True
@@ -195,11 +208,11 @@ class StandbyManager(threading.Thread):
     # -- loop -----------------------------------------------------------------------------
 
     def run(self) -> None:
-        cfg = self.app.config
+        cfg = self.services.config
         self._consumer = Consumer(  # Kafka's standby tasks read with the restore consumer
-            cfg.clients(self.app.client_logger).state_consumer(
+            cfg.clients(self.services.client_logger).state_consumer(
                 role="standby",
-                client_id=f"{self.app.client_id}-standby-consumer",
+                client_id=f"{self.services.client_id}-standby-consumer",
                 partition_eof=False,
             )
         )
@@ -250,12 +263,9 @@ class StandbyManager(threading.Thread):
                 consumer.close()
 
     def _refresh(self) -> None:
-        directory = self.app._directory
-        if directory is None:
-            return
-        wanted = directory.standby_tasks(self.process, self.replicas, self.stateful)
+        wanted = self.directory.standby_tasks(self.process, self.replicas, self.stateful)
         with self.lock:
-            active = set(self.app.local_tasks())
+            active = set(self.local_tasks())
             wanted -= active
             changed = False
             for tid in list(self.tasks):
@@ -265,7 +275,7 @@ class StandbyManager(threading.Thread):
             for tid in sorted(wanted - set(self.tasks)):
                 sub_id, partition = (int(x) for x in tid.split("_"))
                 task = StandbyTask(
-                    tid, self.app.plan.subtopology_by_id[sub_id], partition, self.app
+                    tid, self.services.plan.subtopology_by_id[sub_id], partition, self.services
                 )
                 try:
                     task.open()
@@ -283,13 +293,13 @@ class StandbyManager(threading.Thread):
         """Read the group's committed offsets of the source-topic changelog partitions and
         let the held ones go on up to them."""
         wanted = sorted(self._source_partitions())
-        if not wanted or self.app.admin is None:
+        if not wanted:
             return
         from confluent_kafka import ConsumerGroupTopicPartitions
 
-        group = self.app.config.application_id
+        group = self.services.config.application_id
         request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, p in wanted])
-        futures = self.app.admin.list_consumer_group_offsets([request], require_stable=True)
+        futures = self.services.admin.list_consumer_group_offsets([request], require_stable=True)
         result = futures[group].result(timeout=10)
         with self.lock:
             for tp in result.topic_partitions:
@@ -325,9 +335,8 @@ class StandbyManager(threading.Thread):
         for msg in msgs:
             if msg.error() is not None:
                 continue
-            # a record (no error) has its topic, partition and offset: the stubs say Optional
-            tp: tuple[str, int] = (msg.topic(), msg.partition())  # type: ignore[assignment]
-            offset: int = msg.offset()  # type: ignore[assignment]
+            tp = topic_partition(msg)
+            offset = offset_of(msg)
             if tp in sources:
                 if tp in stopped or offset >= limits.get(tp, 0):
                     stopped.setdefault(tp, offset)
@@ -337,7 +346,7 @@ class StandbyManager(threading.Thread):
                     batches.setdefault(tp, [])
                     continue
             # changelog records have keys (null-key source records were skipped above)
-            batches.setdefault(tp, []).append((msg.key(), msg.value(), msg.timestamp()[1]))  # type: ignore[arg-type]
+            batches.setdefault(tp, []).append(changelog_entry(msg))
             ends[tp] = offset + 1
         if stopped:
             consumer = self._consumer

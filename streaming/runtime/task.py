@@ -24,7 +24,7 @@ from streaming.runtime.partition_group import UNKNOWN, PartitionGroup
 from streaming.runtime.processor_metadata import ProcessorMetadata
 from streaming.runtime.punctuation import PunctuationSchedule
 from streaming.time import RecordTimestampExtractor, as_extractor
-from streaming.topology import graph
+from streaming.topology import graph, nodes
 from streaming.topology.processor import NO_HEADERS, Headers, Record, RecordContext
 
 log = logging.getLogger(__name__)
@@ -192,8 +192,8 @@ class StreamTask:
 
     # -- construction -----------------------------------------------------------------
 
-    def _build_node(self, node_def: graph.NodeDef, application_id: str) -> ProcessorNode:
-        if isinstance(node_def, graph.SourceNode):
+    def _build_node(self, node_def: nodes.NodeDef, application_id: str) -> ProcessorNode:
+        if isinstance(node_def, nodes.SourceNode):
             topics = [self.topology.decorate(t, application_id) for t in node_def.topics]
             return SourceNode(
                 node_def.name,
@@ -202,7 +202,7 @@ class StreamTask:
                 node_def.value_serde,
                 node_def.timestamp_extractor,
             )
-        if isinstance(node_def, graph.SinkNode):
+        if isinstance(node_def, nodes.SinkNode):
             topic = (
                 self.topology.decorate(node_def.topic, application_id)
                 if node_def.topic is not None
@@ -223,7 +223,7 @@ class StreamTask:
         order: list[Any] = []
         seen: set[str] = set()
         for name, node_def in self.topology.nodes.items():
-            if name in names and isinstance(node_def, graph.ProcessorNodeDef):
+            if name in names and isinstance(node_def, nodes.ProcessorNodeDef):
                 for store in node_def.stores:
                     if store not in seen:
                         seen.add(store)

@@ -17,15 +17,23 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from streaming.runtime import metrics as metrics_mod
-from streaming.runtime.active_task import CLOSED, CREATED, RESTORING, RUNNING, ActiveTask
+from streaming.runtime.active_task import (
+    CLOSED,
+    CREATED,
+    RESTORING,
+    RUNNING,
+    ActiveTask,
+    ActiveTaskCreator,
+)
 from streaming.runtime.failures import Stall, calling
 from streaming.runtime.restore import ChangelogReader
 
 if TYPE_CHECKING:
     from streaming.runtime.alignment import ThreadAlignment
+    from streaming.runtime.assignment import TopologyPlan
+    from streaming.runtime.config import StreamsConfig
     from streaming.runtime.listeners import StandbyHandover
     from streaming.runtime.partition_group import PartitionGroup
-    from streaming.runtime.thread import StreamThread
 
 log = logging.getLogger(__name__)
 
@@ -36,17 +44,21 @@ class TaskManager:
     def __init__(
         self,
         *,
-        owner: StreamThread,
+        config: StreamsConfig,
+        plan: TopologyPlan,
+        task_creator: ActiveTaskCreator,
+        consumer: Consumer,
         standby: Callable[[], StandbyHandover | None],
         stall: Stall,
         metrics: metrics_mod.ThreadMetrics,
         changelog_end: Callable[[str, int], int],
         alignment: ThreadAlignment | None = None,
     ) -> None:
-        #: the thread the tasks belong to (``ActiveTask`` reads its clients and settings)
-        self.owner = owner
-        self.config = owner.config
-        self.plan = owner.plan
+        self.config = config
+        self.plan = plan
+        self.task_creator = task_creator
+        #: the thread's current main consumer (replaced when the group fences it)
+        self.consumer = consumer
         self._standby = standby
         self.stall = stall
         self.metrics = metrics
@@ -58,7 +70,6 @@ class TaskManager:
         self.paused: set[tuple[str, int]] = set()
         #: the task being processed (the source of a dead letter of its writes)
         self.current_task: ActiveTask | None = None
-        self.consumer: Consumer | None = None
         #: event-time alignment of the source partitions (None: off)
         self.alignment = alignment
 
@@ -87,7 +98,7 @@ class TaskManager:
                 sub = self.plan.subtopology_by_id[sub_id]
                 standby = self._standby()
                 with standby.activating(tid) if standby is not None else nullcontext():
-                    task = ActiveTask(tid, sub, partition, parts, self.owner)
+                    task = self.task_creator.create(tid, sub, partition, parts)
                     task.initialize()
                     self.tasks[tid] = task
             elif task.state != RESTORING:
@@ -145,7 +156,7 @@ class TaskManager:
         self.paused.clear()
         if paused:
             try:
-                self.consumer.resume(paused)  # type: ignore[union-attr]
+                self.consumer.resume(paused)
             except KafkaException as exc:
                 log.debug("resuming %s after a rollback: %s", paused, exc)
         self.create_tasks(partitions)
@@ -210,7 +221,7 @@ class TaskManager:
                 continue  # no task of this thread reads it (revoked meanwhile)
             task.add_messages(tp[0], tp[1], batch)
             if len(task.partition_group.queues[tp]) > limit and tp not in self.paused:
-                self.consumer.pause([TopicPartition(tp[0], tp[1])])  # type: ignore[union-attr]
+                self.consumer.pause([TopicPartition(tp[0], tp[1])])
                 self.paused.add(tp)
 
     def resume_drained(self) -> None:
@@ -227,7 +238,7 @@ class TaskManager:
                 if task is not None:
                     resume.append(TopicPartition(tp[0], tp[1]))
         if resume:
-            self.consumer.resume(resume)  # type: ignore[union-attr]
+            self.consumer.resume(resume)
 
     # -- processing -----------------------------------------------------------------------
 

@@ -41,7 +41,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from streaming.errors import StreamsException
 from streaming.runtime import metrics as metrics_mod
-from streaming.runtime.active_task import ActiveTask
+from streaming.runtime.active_task import RUNNING, ActiveTask, ActiveTaskCreator
 from streaming.runtime.clients import main_consumer_membership
 from streaming.runtime.commit import CALL_TIMEOUT_S, Committer
 from streaming.runtime.failures import (
@@ -55,13 +55,15 @@ from streaming.runtime.failures import (
     classify,
     translate,
 )
+from streaming.runtime.messages import topic_partition
 from streaming.runtime.producer import RecordCollector
 from streaming.runtime.restore import ChangelogReader
+from streaming.runtime.runner import PartitionStore
 from streaming.runtime.task_manager import TaskManager
 
 if TYPE_CHECKING:
-    from streaming.runtime.app import KafkaStreams
     from streaming.runtime.listeners import StreamThreadListener
+    from streaming.runtime.services import ClientServices
     from streaming.state import ThreadCache
 
 log = logging.getLogger(__name__)
@@ -84,24 +86,31 @@ PROCESS_BATCH = 1000
 class StreamThread(threading.Thread):
     """Runs the tasks of the partitions assigned to its consumer."""
 
-    def __init__(self, app: KafkaStreams, index: int) -> None:
-        super().__init__(name=f"{app.config.application_id}-StreamThread-{index}", daemon=True)
-        self.app = app
-        #: told about state and assignment changes and the thread's end
-        self.listener: StreamThreadListener = app
+    @classmethod
+    def create(
+        cls, services: ClientServices, index: int, listener: StreamThreadListener
+    ) -> StreamThread:
+        """Stream thread ``index`` of a client, its clients and collaborators built (Kafka's
+        ``StreamThread.create``): ``start()`` runs it; ``listener`` hears of its state
+        changes, assignment changes and end."""
+        return cls(services, index, listener)
+
+    def __init__(
+        self, services: ClientServices, index: int, listener: StreamThreadListener
+    ) -> None:
+        super().__init__(name=f"{services.config.application_id}-StreamThread-{index}", daemon=True)
+        self.listener = listener
         self.index = index
-        self.config = app.config
-        self.plan = app.plan
-        self.topology = app.topology
-        self.app_configs = app.app_configs
-        self.state_directory = app.state_directory
-        self.thread_client_id = f"{app.client_id}-StreamThread-{index}"
-        cache_bytes = self.config.cache_max_bytes
+        self.config = cfg = services.config
+        self.plan = services.plan
+        self.state_directory = services.state_directory
+        self.thread_client_id = services.thread_client_id(index)
+        cache_bytes = cfg.cache_max_bytes
         self.cache: ThreadCache | None
         if cache_bytes > 0:
             from streaming.state import ThreadCache
 
-            self.cache = ThreadCache(cache_bytes // max(1, self.config.num_stream_threads))
+            self.cache = ThreadCache(cache_bytes // max(1, cfg.num_stream_threads))
         else:
             self.cache = None
         self.metrics = metrics_mod.ThreadMetrics()
@@ -116,49 +125,86 @@ class StreamThread(threading.Thread):
         #: consumer lag per assigned partition, refreshed about once a second
         self.lag: dict[tuple[str, int], int] = {}
         self.exception: BaseException | None = None
-        self.consumer: Consumer | None = None
-        self.producer: Producer | None = None
-        self.restore_consumer: Consumer | None = None
-        self.collector: RecordCollector = None  # type: ignore[assignment]
-        self.reader: ChangelogReader = None  # type: ignore[assignment]
+        self._next_consumer_warning = 0.0
+        self._last_fencing = float("-inf")
+        self._producer_generation = 0
+        self._admin = services.admin
+        # -- the clients: static membership, one member per stream thread (see
+        # main_consumer_membership), and under exactly-once a transactional producer
+        eos = cfg.exactly_once
+        server = cfg.application_server
+        clients = cfg.clients(services.client_logger)
+        #: the consumer's group.instance.id, and whether it leaves the group explicitly on
+        #: close (see main_consumer_membership)
+        self.group_instance_id, self._leave_on_close = main_consumer_membership(
+            cfg.consumer, services.process_id, index
+        )
+        self._consumer_conf = clients.main_consumer(
+            client_id=f"{self.thread_client_id}-consumer" + (f"@{server}" if server else ""),
+            group_instance_id=self.group_instance_id,
+        )
+        self._producer_conf = clients.producer(
+            client_id=f"{self.thread_client_id}-producer",
+            transactional_id=(
+                f"{cfg.application_id}-{services.process_id}-{index}" if eos else None
+            ),
+        )
+        self.producer = self._new_producer()
+        self.collector = RecordCollector(
+            self.producer,
+            production_handler=cfg.production_handler,
+            dead_letter_topic=cfg.dead_letter_queue_topic,
+            partition_counts=services.partition_count,
+            exactly_once=eos,
+            source_context=self._source_context,
+            topic_limits=services.topic_limits,
+        )
+        self.restore_consumer = Consumer(
+            clients.state_consumer(
+                role="restore", client_id=f"{self.thread_client_id}-restore-consumer"
+            )
+        )
+        self.reader = ChangelogReader(self.restore_consumer, services.restore_listener)
+        self.consumer = Consumer(self._consumer_conf)
         #: retriable failures in a row, bounded by task.timeout.ms (see failures.Stall)
-        self.stall = Stall(
-            self.name,
-            getattr(self.config, "task_timeout_ms", 300_000),
-            getattr(self.config, "retry_backoff_ms", 100),
+        self.stall = Stall(self.name, cfg.task_timeout_ms, cfg.retry_backoff_ms)
+        #: builds the active tasks with what they need of this thread
+        self.task_creator = ActiveTaskCreator(
+            services=services,
+            collector=self.collector,
+            cache=self.cache,
+            clock=self.wall_clock_ms,
+            metrics=self.metrics,
+            consumer=self.consumer,
         )
         #: the active tasks and the assigned partitions
         self.task_manager = TaskManager(
-            owner=self,
-            standby=app.standby_handover,
+            config=cfg,
+            plan=self.plan,
+            task_creator=self.task_creator,
+            consumer=self.consumer,
+            standby=services.standby_handover,
             stall=self.stall,
             metrics=self.metrics,
             changelog_end=self._changelog_end,
             alignment=(
-                app.event_time_alignment.member(self.name, index - 1)
-                if self.config.alignment.enabled
-                else None
+                services.alignment.member(self.name, index - 1) if cfg.alignment.enabled else None
             ),
         )
         #: commits the tasks, and holds the recovery steps still to do before processing
         self.committer = Committer(
             name=self.name,
-            config=self.config,
+            config=cfg,
             internal_topics=lambda: self.plan.internal_topics,
             task_manager=self.task_manager,
             stall=self.stall,
             metrics=self.metrics,
             position=self._position,
             changelog_end=self._changelog_end,
+            consumer=self.consumer,
+            producer=self.producer,
+            collector=self.collector,
         )
-        self._next_consumer_warning = 0.0
-        self._last_fencing = float("-inf")
-        self._producer_generation = 0
-        #: the consumer's group.instance.id (static membership), and whether it leaves the
-        #: group explicitly on close (see main_consumer_membership)
-        self.group_instance_id: str | None = None
-        self._leave_on_close = False
-        self._consumer_conf: dict[str, Any] = {}
 
     @property
     def tasks(self) -> dict[str, ActiveTask]:
@@ -173,16 +219,15 @@ class StreamThread(threading.Thread):
     def status(self) -> metrics_mod.ThreadStatus:
         """This thread's state, tasks and counters now."""
         restore: dict[str, dict[str, Any]] = {}
-        if self.reader is not None:
-            for (topic, partition), prog in list(self.reader.progress.items()):
-                restore[f"{topic}-{partition}"] = {
-                    "store": prog.store,
-                    "start-offset": prog.start,
-                    "end-offset": prog.end,
-                    "restored": prog.restored,
-                    "remaining": 0 if prog.done else max(0, prog.end - prog.start - prog.restored),
-                    "done": prog.done,
-                }
+        for (topic, partition), prog in list(self.reader.progress.items()):
+            restore[f"{topic}-{partition}"] = {
+                "store": prog.store,
+                "start-offset": prog.start,
+                "end-offset": prog.end,
+                "restored": prog.restored,
+                "remaining": 0 if prog.done else max(0, prog.end - prog.start - prog.restored),
+                "done": prog.done,
+            }
         return metrics_mod.ThreadStatus(
             name=self.name,
             state=self.state,
@@ -194,12 +239,23 @@ class StreamThread(threading.Thread):
             process_rate=self.metrics.process_rate(),
             lag=dict(self.lag),
             restore=restore,
-            records_sent=self.collector.sent if self.collector is not None else 0,
+            records_sent=self.collector.sent,
             stalled=self.stall.stalled,
             stalled_seconds=self.stall.seconds(),
             stall_reason=self.stall.reason,
             stalls_total=self.stall.total_stalls,
         )
+
+    def partition_stores(self, name: str) -> list[PartitionStore]:
+        """Store ``name`` of every running task of this thread, read under its lock."""
+        out = []
+        for task in list(self.tasks.values()):
+            if task.state != RUNNING:
+                continue
+            store = task.stream_task.context.stores.get(name)
+            if store is not None:
+                out.append(PartitionStore(task.partition, self.lock, store))
+        return out
 
     # -- clients --------------------------------------------------------------------------
 
@@ -207,48 +263,12 @@ class StreamThread(threading.Thread):
         """The wall clock in milliseconds (the tasks' punctuation clock)."""
         return int(time.time() * 1000)
 
-    def _create_clients(self) -> None:
-        cfg = self.config
-        eos = cfg.exactly_once
-        server = cfg.application_server
-        clients = cfg.clients(self.app.client_logger)
-        # static membership, one member per stream thread (see main_consumer_membership)
-        instance_id, self._leave_on_close = main_consumer_membership(
-            cfg.consumer, self.app.process_id, self.index
-        )
-        self.group_instance_id = instance_id
-        self._consumer_conf = clients.main_consumer(
-            client_id=f"{self.thread_client_id}-consumer" + (f"@{server}" if server else ""),
-            group_instance_id=instance_id,
-        )
-        self._producer_conf = clients.producer(
-            client_id=f"{self.thread_client_id}-producer",
-            transactional_id=(
-                f"{cfg.application_id}-{self.app.process_id}-{self.index}" if eos else None
-            ),
-        )
-        restore_conf = clients.state_consumer(
-            role="restore", client_id=f"{self.thread_client_id}-restore-consumer"
-        )
-        self.producer = self._new_producer()
-        self.collector = RecordCollector(
-            self.producer,
-            production_handler=cfg.production_handler,
-            dead_letter_topic=cfg.dead_letter_queue_topic,
-            partition_counts=self.app.partition_count,
-            exactly_once=eos,
-            source_context=self._source_context,
-            topic_limits=self.app.topic_limits,
-        )
-        self.committer.bind_producer(self.producer, self.collector)
-        self.restore_consumer = Consumer(restore_conf)
-        self.reader = ChangelogReader(self.restore_consumer, self.app.restore_listener)
-        self._bind_consumer(Consumer(self._consumer_conf))
-
     def _bind_consumer(self, consumer: Consumer) -> None:
+        """``consumer`` replaces the main consumer, for the thread and its collaborators."""
         self.consumer = consumer
         self.task_manager.consumer = consumer
         self.committer.consumer = consumer
+        self.task_creator.consumer = consumer
 
     def _new_producer(self) -> Producer:
         """A producer whose delivery reports reach the collector while it is the current
@@ -287,7 +307,6 @@ class StreamThread(threading.Thread):
         metrics_mod.register_thread(self.metrics)
         clean = False
         try:
-            self._create_clients()
             self._set_state(STARTING)
             self._hold_alignment()
             self._subscribe()
@@ -322,7 +341,7 @@ class StreamThread(threading.Thread):
         librdkafka then rebalances the group)."""
         self._subscribed_version = self.plan.version
         self._patterns_checked = time.monotonic()
-        self.consumer.subscribe(  # type: ignore[union-attr]
+        self.consumer.subscribe(
             self.plan.source_topics,
             on_assign=self._on_assign,
             on_revoke=self._on_revoke,
@@ -336,7 +355,7 @@ class StreamThread(threading.Thread):
         if now - self._patterns_checked >= self.config.metadata_max_age_ms / 1000.0:
             self._patterns_checked = now
             try:
-                meta = self.consumer.list_topics(timeout=5.0)  # type: ignore[union-attr]
+                meta = self.consumer.list_topics(timeout=5.0)
             except KafkaException as exc:
                 log.debug("pattern subscription: no metadata (%s); trying again later", exc)
             else:
@@ -361,15 +380,14 @@ class StreamThread(threading.Thread):
         if self._recovering():
             # records fetched meanwhile are dropped, and their partitions rewound to the
             # committed offsets once recovered (the seek fetches them again)
-            dropped = self.consumer.consume(num_messages=MAX_POLL_RECORDS, timeout=0.0)  # type: ignore[union-attr]
+            dropped = self.consumer.consume(num_messages=MAX_POLL_RECORDS, timeout=0.0)
             with self.lock:
                 for msg in dropped:
                     err = msg.error()
                     if err is not None:
                         self._consumer_error(err)  # a fatal one ends the recovery too
                     else:
-                        # a record has its topic and partition (the stubs say Optional)
-                        self.committer.needs_rewind.add((msg.topic(), msg.partition()))  # type: ignore[arg-type]
+                        self.committer.needs_rewind.add(topic_partition(msg))
                 self.committer.recover()
             if self._recovering():  # still backing off
                 self._stop_event.wait(0.05)
@@ -404,7 +422,7 @@ class StreamThread(threading.Thread):
         """What the consumer has fetched (at most ``MAX_POLL_RECORDS``), waiting up to
         ``timeout`` for the first record only: librdkafka's batch consume waits for a full
         batch until its timeout, which would hold a few records back for the whole wait."""
-        consumer: Consumer = self.consumer  # type: ignore[assignment]
+        consumer = self.consumer
         msgs = consumer.consume(num_messages=MAX_POLL_RECORDS, timeout=0.0)
         if msgs or timeout <= 0:
             return msgs
@@ -432,7 +450,7 @@ class StreamThread(threading.Thread):
                 self.plan.internal_topics
                 and (now - self._last_purge) * 1000 >= self.config.repartition_purge_interval_ms
             ):
-                self.committer.purge_repartition_topics(self.app.admin)
+                self.committer.purge_repartition_topics(self._admin)
                 self._last_purge = now
 
     # -- the consumer ---------------------------------------------------------------------
@@ -480,8 +498,8 @@ class StreamThread(threading.Thread):
     def _lag(self, tp: tuple[str, int]) -> int | None:
         consumer = self.consumer
         try:
-            _low, high = consumer.get_watermark_offsets(TopicPartition(tp[0], tp[1]), cached=True)  # type: ignore[union-attr]
-            pos = consumer.position([TopicPartition(tp[0], tp[1])])[0].offset  # type: ignore[union-attr]
+            _low, high = consumer.get_watermark_offsets(TopicPartition(tp[0], tp[1]), cached=True)
+            pos = consumer.position([TopicPartition(tp[0], tp[1])])[0].offset
         except KafkaException:
             return None
         if high is None or high < 0 or pos is None or pos < 0:
@@ -494,7 +512,7 @@ class StreamThread(threading.Thread):
         if lag is not None:
             return lag
         try:
-            low, high = self.consumer.get_watermark_offsets(  # type: ignore[union-attr]
+            low, high = self.consumer.get_watermark_offsets(
                 TopicPartition(tp[0], tp[1]), cached=True
             )
         except KafkaException:
@@ -506,7 +524,7 @@ class StreamThread(threading.Thread):
 
     def _position(self, tp: tuple[str, int]) -> int | None:
         try:
-            pos = self.consumer.position([TopicPartition(tp[0], tp[1])])[0].offset  # type: ignore[union-attr]
+            pos = self.consumer.position([TopicPartition(tp[0], tp[1])])[0].offset
         except KafkaException:
             return None
         return pos if pos is not None and pos >= 0 else None
@@ -569,7 +587,7 @@ class StreamThread(threading.Thread):
         old = self.consumer
         self._bind_consumer(Consumer(self._consumer_conf))
         try:
-            old.close()  # type: ignore[union-attr]
+            old.close()
         except Exception as close_exc:  # a fenced consumer may refuse: it is dropped anyway
             log.debug("closing the fenced consumer: %s", close_exc)
         self._subscribe()
@@ -577,7 +595,7 @@ class StreamThread(threading.Thread):
     def _replace_producer(self) -> None:
         old = self.producer
         try:
-            old.purge(in_queue=True, in_flight=True, blocking=False)  # type: ignore[union-attr]
+            old.purge(in_queue=True, in_flight=True, blocking=False)
         except Exception as purge_exc:  # a fatal producer may refuse: it is dropped anyway
             log.debug("purging the old producer: %s", purge_exc)
         self.producer = self._new_producer()
@@ -677,22 +695,20 @@ class StreamThread(threading.Thread):
                 except Exception:
                     log.exception("Final commit of %s failed", self.name)
                     clean = False
-            if not clean and self.config.exactly_once and self.producer is not None:
+            if not clean and self.config.exactly_once:
                 self.committer.finish_on_close(self.producer)
             self.task_manager.shutdown(clean=clean)
-        if self.consumer is not None:
-            if self._leave_on_close:
-                self._leave_group()
-            try:
-                self.consumer.close()
-            except Exception as exc:
-                log.debug("consumer close: %s", exc)
-        if self.restore_consumer is not None:
-            try:
-                self.restore_consumer.close()
-            except Exception as exc:
-                log.debug("restore consumer close: %s", exc)
-        if self.producer is not None and not self.committer.producer_hung:
+        if self._leave_on_close:
+            self._leave_group()
+        try:
+            self.consumer.close()
+        except Exception as exc:
+            log.debug("consumer close: %s", exc)
+        try:
+            self.restore_consumer.close()
+        except Exception as exc:
+            log.debug("restore consumer close: %s", exc)
+        if not self.committer.producer_hung:
             self.producer.flush(CALL_TIMEOUT_S if clean else 0)
         self.committer.close()
 
@@ -703,13 +719,13 @@ class StreamThread(threading.Thread):
         away); librdkafka clears the member id once it has left."""
         consumer = self.consumer
         try:
-            if not consumer.memberid():  # type: ignore[union-attr]
+            if not consumer.memberid():
                 return
-            consumer.unsubscribe()  # type: ignore[union-attr]
+            consumer.unsubscribe()
             deadline = time.monotonic() + CALL_TIMEOUT_S
-            while consumer.memberid() and time.monotonic() < deadline:  # type: ignore[union-attr]
+            while consumer.memberid() and time.monotonic() < deadline:
                 # serves the revocation (nothing left to commit) and the leave
-                consumer.consume(num_messages=MAX_POLL_RECORDS, timeout=0.05)  # type: ignore[union-attr]
+                consumer.consume(num_messages=MAX_POLL_RECORDS, timeout=0.05)
         except Exception as exc:  # a fatal consumer, say: close() is all there is left
             log.debug("leaving the group: %s", exc)
 

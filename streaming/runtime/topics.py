@@ -157,7 +157,7 @@ class InternalTopicManager:
 def sink_topics(topology: Any) -> list[str]:
     """The user topics ``topology`` writes to by name (not internal ones, not topics
     chosen per record)."""
-    from streaming.topology.graph import SinkNode
+    from streaming.topology.nodes import SinkNode
 
     return sorted(
         {
@@ -177,7 +177,7 @@ def create_output_topics(
     with as many partitions as its largest source topic (1 for a dead-letter topic).
     Returns the topics created. For ``python -m streaming ... --create-topics``: Kafka
     Streams creates its internal topics only, its sinks are the user's."""
-    from streaming.topology.graph import SourceNode
+    from streaming.topology.nodes import SourceNode
 
     manager = InternalTopicManager(admin, replication_factor=replication_factor)
     sources = {t for n in topology.nodes.values() if isinstance(n, SourceNode) for t in n.topics}

@@ -1,11 +1,11 @@
-"""A worker process: one stream thread of a ``KafkaStreams`` client in its own interpreter.
+"""A worker process: one stream thread of a client in its own interpreter.
 
 CPython runs one thread's bytecode at a time, so ``num.stream.threads = N`` threads share a
 core; with ``stream.workers = processes`` (the default) the client starts N of these
 instead (``python -m streaming.runtime.worker <calls fd> <events fd>``, started by
-``worker_process.WorkerProcess``). Each builds the client's topology and config again
-(sent with cloudpickle, so lambdas travel by value) and runs exactly what a stream thread
-of the client would: the same process id, its own thread index (so its consumer is the
+``worker_process.WorkerProcess``). Each builds the client's services from its topology
+and config again (``WorkerRuntime``; sent with cloudpickle, so lambdas travel by value) and
+runs exactly what a stream thread of the client would: the same process id, its own thread index (so its consumer is the
 client's static member ``<n>``, its transactional id ``<app>-<process>-<n>`` and its
 task directories the client's), under the client's state-directory lock.
 
@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import pickle
 import signal
 import sys
 import threading
@@ -38,50 +37,21 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from streaming.errors import InvalidStateStoreException
+from streaming.runtime.assignment import TopologyPlan
+from streaming.runtime.client_log import client_logger
+from streaming.runtime.config import StreamsConfig
+from streaming.runtime.global_thread import GlobalStreamThread
+from streaming.runtime.services import create_services
+from streaming.runtime.store_pages import read_page
+from streaming.runtime.store_provider import StoreProvider
+from streaming.runtime.thread import StreamThread
+from streaming.runtime.worker_protocol import LOCK_WAIT_S, READS, WorkerError, portable
 
 if TYPE_CHECKING:
-    from streaming.runtime.app import KafkaStreams
-    from streaming.runtime.thread import StreamThread
+    from streaming.runtime.metrics import ThreadStatus
+    from streaming.runtime.runner import StreamRunner
 
 log = logging.getLogger(__name__)
-
-#: the read methods of the stores that the client may call (``queries`` views use these)
-READS = frozenset(
-    {
-        "get",
-        "range",
-        "reverse_range",
-        "all",
-        "reverse_all",
-        "prefix_scan",
-        "approximate_num_entries",
-        "fetch",
-        "backward_fetch",
-        "fetch_all",
-        "backward_fetch_all",
-        "backward_all",
-        "find_sessions",
-        "backward_find_sessions",
-        "fetch_session",
-    }
-)
-
-#: how long a read waits for the stream thread's lock (held through a rebalance) before
-#: it is answered with "try again"; shorter than the client's call timeout
-LOCK_WAIT_S = 10.0
-
-
-class WorkerError(RuntimeError):
-    """A worker's failure whose own exception could not be sent to the client."""
-
-
-def portable(exc: BaseException) -> BaseException:
-    """``exc`` if it survives pickling, else a ``WorkerError`` with its type and message."""
-    try:
-        pickle.loads(pickle.dumps(exc))
-        return exc
-    except Exception:
-        return WorkerError(f"{type(exc).__name__}: {exc}")
 
 
 class _BoundedLock:
@@ -101,10 +71,10 @@ class _BoundedLock:
         self._lock.release()
 
 
-def _partition_store(app: KafkaStreams, name: str, partition: int) -> tuple[Any, Any]:
+def _partition_store(runtime: WorkerRuntime, name: str, partition: int) -> tuple[Any, Any]:
     """(lock, store) of the running task of ``partition`` of store ``name``."""
 
-    for p, lock, store in app._local_partition_stores(name):
+    for p, lock, store in runtime.store_provider.partition_stores(name):
         if p == partition:
             return lock, store
     raise InvalidStateStoreException(
@@ -112,29 +82,91 @@ def _partition_store(app: KafkaStreams, name: str, partition: int) -> tuple[Any,
     )
 
 
-def store_call(app: KafkaStreams, name: str, partition: int, method: str, args: tuple) -> Any:
+def store_call(runtime: WorkerRuntime, name: str, partition: int, method: str, args: tuple) -> Any:
     """``method(*args)`` (a read) on the store ``name`` of the task of ``partition``."""
     if method not in READS:
         raise AttributeError(f"{method} is not a store read")
-    lock, store = _partition_store(app, name, partition)
+    lock, store = _partition_store(runtime, name, partition)
     with _BoundedLock(lock):
         result = getattr(store, method)(*args)
         return list(result) if hasattr(result, "__next__") else result
 
 
-def store_page(app: KafkaStreams, name: str, partition: int, *args: Any) -> Any:
+def store_page(runtime: WorkerRuntime, name: str, partition: int, *args: Any) -> Any:
     """The query server's ``read_page`` of one task's store, read here in chunks."""
-    from streaming.query.service import read_page
-
-    lock, store = _partition_store(app, name, partition)
+    lock, store = _partition_store(runtime, name, partition)
     return read_page(_BoundedLock(lock), store, *args)
 
 
-class ClientLink:
-    """The worker's side of the events connection: the stream thread's listener."""
+class WorkerRuntime:
+    """The worker's side of one stream thread of a client: the client's services built again
+    here (under the client's state-directory lock, with its process id), a copy of the
+    global stores of its own, and the stream thread, which reports to the client."""
 
-    def __init__(self, app: KafkaStreams, events: Connection) -> None:
-        self.app = app
+    def __init__(self, topology: Any, originals: dict[str, Any], index: int) -> None:
+        self.topology = topology
+        self.config = StreamsConfig.from_mapping(originals)
+        self.plan = TopologyPlan(
+            topology,
+            self.config.application_id,
+            window_additional_retention_ms=self.config.window_changelog_additional_retention_ms,
+        )
+        self.index = index
+        self.thread: StreamThread | None = None
+        self.global_thread: GlobalStreamThread | None = None
+        self.store_provider = StoreProvider(self._runners, self._require_running)
+
+    def start(self, process_id: str, link: ClientLink, alignment_table: str | None) -> None:
+        """Build the services, bootstrap the global stores, start the stream thread."""
+        services = create_services(
+            self.config,
+            self.topology,
+            self.plan,
+            client_logger=client_logger(),
+            process_id=process_id,
+            alignment_table=alignment_table if self.config.alignment.enabled else None,
+            standby_handover=lambda: link,
+        )
+        if self.topology.global_stores:
+            self.global_thread = GlobalStreamThread(services, f"global-worker-{self.index}", self)
+            self.global_thread.bootstrap()
+            services.global_stores.update(self.global_thread.stores)
+            self.global_thread.start()
+        self.thread = StreamThread.create(services, self.index, link)
+        self.thread.start()
+
+    def statuses(self) -> list[ThreadStatus]:
+        return [runner.status() for runner in self._runners()]
+
+    def on_global_thread_failure(self, exc: BaseException) -> None:
+        """The stream thread cannot go on without its global stores: it stops (the client
+        sees its worker end)."""
+        log.error("worker %s: the global stream thread failed: %s", self.index, exc)
+        if self.thread is not None:
+            self.thread.shutdown()
+
+    def close(self) -> None:
+        """Stop the stream thread (commit, checkpoint, leave the group), then the global one."""
+        for runner in (self.thread, self.global_thread):
+            if runner is not None:
+                runner.shutdown()
+                runner.join()
+        if self.global_thread is not None:
+            self.global_thread.close()
+
+    def _runners(self) -> list[StreamThread]:
+        return [self.thread] if self.thread is not None else []
+
+    def _require_running(self) -> None:
+        if self.thread is None or not self.thread.is_alive():
+            raise InvalidStateStoreException(f"worker {self.index}'s stream thread is not running")
+
+
+class ClientLink:
+    """The worker's side of the events connection: the stream thread's listener, and the
+    standby handover (the client's standby updater answers)."""
+
+    def __init__(self, events: Connection) -> None:
         self._events = events
         self._lock = threading.Lock()
 
@@ -142,15 +174,13 @@ class ClientLink:
         with self._lock, contextlib.suppress(OSError):
             self._events.send(message)
 
-    def on_thread_state_change(self, thread: StreamThread) -> None:
-        self.app.on_thread_state_change(thread)
+    def on_thread_state_change(self, thread: StreamRunner) -> None:
         self._send("state", thread.state)
 
     def on_assignment_change(self) -> None:
-        self.app.on_assignment_change()
         self._send("assignment")
 
-    def on_thread_finished(self, thread: StreamThread, exc: BaseException | None) -> None:
+    def on_thread_finished(self, thread: StreamRunner, exc: BaseException | None) -> None:
         self._send("finished", None if exc is None else portable(exc))
 
     @contextlib.contextmanager
@@ -186,19 +216,19 @@ class _Signals:
             raise _Stop
 
 
-def _answer(app: KafkaStreams, op: str, args: tuple) -> Any:
+def _answer(runtime: WorkerRuntime, op: str, args: tuple) -> Any:
     if op == "status":
-        return [thread.status() for thread in list(app.threads)]
+        return runtime.statuses()
     if op == "partitions":
-        return [p for p, _lock, _store in app._local_partition_stores(*args)]
+        return [entry.partition for entry in runtime.store_provider.partition_stores(*args)]
     if op == "store":
-        return store_call(app, *args)
+        return store_call(runtime, *args)
     if op == "page":
-        return store_page(app, *args)
+        return store_page(runtime, *args)
     raise ValueError(f"unknown call {op!r}")
 
 
-def serve(app: KafkaStreams, calls: Connection, signals: _Signals) -> None:
+def serve(runtime: WorkerRuntime, calls: Connection, signals: _Signals) -> None:
     """Answer the client's calls until SIGTERM (then close cleanly) or until the client is
     gone (then end at once)."""
     while not signals.stop:
@@ -215,7 +245,7 @@ def serve(app: KafkaStreams, calls: Connection, signals: _Signals) -> None:
         finally:
             signals.waiting = False
         try:
-            reply: tuple[int, str, Any] = (seq, "ok", _answer(app, op, args))
+            reply: tuple[int, str, Any] = (seq, "ok", _answer(runtime, op, args))
         except Exception as exc:
             reply = (seq, "error", portable(exc))
         try:
@@ -224,7 +254,7 @@ def serve(app: KafkaStreams, calls: Connection, signals: _Signals) -> None:
             with contextlib.suppress(Exception):
                 calls.send((seq, "error", WorkerError(f"the answer could not be sent: {exc}")))
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # closing already (SIGKILL still ends it)
-    app.close()
+    runtime.close()
 
 
 def main(argv: list[str]) -> int:
@@ -238,28 +268,21 @@ def main(argv: list[str]) -> int:
     )
     import cloudpickle
 
-    from streaming.runtime.app import KafkaStreams
-
     try:
         topology, originals = cloudpickle.loads(setup["payload"])
-        app = KafkaStreams(topology, originals)
-        link = ClientLink(app, events)
+        runtime = WorkerRuntime(topology, originals, setup["index"])
+        link = ClientLink(events)
         try:
             go = calls.recv()  # the client is set up
         except (EOFError, OSError):
             return 1  # it failed to start, or is gone
-        app.start_worker(
-            index=setup["index"],
-            process_id=go["process_id"],
-            link=link,
-            alignment_table=go.get("alignment_table"),
-        )
+        runtime.start(go["process_id"], link, go.get("alignment_table"))
     except BaseException as exc:
         log.exception("worker %s failed to start", setup["index"])
         with contextlib.suppress(OSError):
             events.send(("finished", portable(exc)))
         return 1
-    serve(app, calls, signals)
+    serve(runtime, calls, signals)
     return 0
 
 

@@ -18,16 +18,19 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from streaming.errors import InvalidStateStoreException
 from streaming.runtime import thread as thread_states
 from streaming.runtime.metrics import ThreadStatus
-from streaming.runtime.worker import READS, portable
+from streaming.runtime.runner import PartitionStore
+from streaming.runtime.worker_protocol import READS, portable
 
 if TYPE_CHECKING:
-    from streaming.runtime.app import KafkaStreams
+    from streaming.runtime.listeners import StandbyHandover, StreamThreadListener
+    from streaming.runtime.services import ClientServices
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +53,21 @@ def _pipe() -> tuple[Connection, socket.socket]:
 
 
 class WorkerProcess:
-    """One worker process: a stream thread of ``app`` with index ``index``."""
+    """One worker process: stream thread ``index`` of a client, which hears of its state
+    changes, assignment changes and end through ``listener``."""
 
-    def __init__(self, app: KafkaStreams, index: int, payload: bytes) -> None:
-        self.app = app
+    def __init__(
+        self,
+        application_id: str,
+        index: int,
+        payload: bytes,
+        listener: StreamThreadListener,
+        standby: Callable[[], StandbyHandover | None],
+    ) -> None:
+        self.listener = listener
+        self._standby = standby
         self.index = index
-        self.name = f"{app.config.application_id}-StreamThread-{index}"
+        self.name = f"{application_id}-StreamThread-{index}"
         self.state = thread_states.CREATED
         self.exception: BaseException | None = None
         self._calls, calls_child = _pipe()
@@ -92,13 +104,14 @@ class WorkerProcess:
             self.kill()
             raise
 
-    def start(self) -> WorkerProcess:
-        """Let the worker start its stream thread (the client is set up: internal topics
-        exist, its process id is known)."""
-        table = self.app.event_time_alignment.table
+    def start(self, services: ClientServices) -> WorkerProcess:
+        """Let the worker start its stream thread once the client is set up (internal topics
+        exist, its process id is known): it runs under the client's process id, aligned with
+        the client's other workers through its alignment table."""
+        table = services.alignment.table
         self._calls.send(
             {
-                "process_id": self.app.process_id,
+                "process_id": services.process_id,
                 "alignment_table": None if table is None else str(table.path),
             }
         )
@@ -167,11 +180,25 @@ class WorkerProcess:
                 log.debug("no status from %s: %s", self.name, exc)
         return ThreadStatus.unknown(self.name, self.state, alive=self.is_alive())
 
+    def partition_stores(self, name: str) -> list[PartitionStore]:
+        """Store ``name`` of every running task of the worker's stream thread, each read a
+        call there (the worker takes its stream thread's lock); none once it has ended."""
+        try:
+            partitions = self.call("partitions", name)
+        except InvalidStateStoreException:
+            if self.is_alive():
+                raise
+            return []  # a worker that ended (its replacement follows)
+        return [
+            PartitionStore(p, contextlib.nullcontext(), RemoteStore(self, name, p))
+            for p in partitions
+        ]
+
     # -- events ---------------------------------------------------------------------------
 
     def _watch(self) -> None:
         """Follow the worker's events until it ends; then tell the client how it ended."""
-        listener = self.app
+        listener = self.listener
         handing_over: Any = None
         try:
             while True:
@@ -222,7 +249,7 @@ class WorkerProcess:
         """The worker activates ``tid``: close the client's standby copy of it and keep it
         closed until the worker says ``activated``; answer in every case (the worker's
         stream thread waits for it), with the error when the handover failed."""
-        standby = self.app.standby
+        standby = self._standby()
         held = None
         answer: tuple[str, Any] = ("ok", None)
         try:

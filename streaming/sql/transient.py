@@ -291,7 +291,7 @@ class TransientPushStream:
     def start(self, timeout: float = 10.0) -> TransientPushStream:
         """Commit the streams' end offsets for the application's group, then start it: a
         record written to a stream after this returns is read."""
-        from streaming.runtime.app import KafkaStreams
+        from streaming.runtime.client import StreamsClient
         from streaming.runtime.errors import StreamThreadExceptionResponse
 
         with _OPEN_LOCK:
@@ -310,7 +310,7 @@ class TransientPushStream:
             _sweep(self.serving_config)
             config = transient_config(self.serving_config, self.application_id, self.state_dir)
             self._commit_stream_ends(timeout)
-            streams = KafkaStreams(self.query.topology, config)
+            streams = StreamsClient(self.query.topology, config)
             buffer = self.query.buffer
             # the stream thread waits on a full buffer without polling: it gives up well
             # within max.poll.interval.ms, before the consumer would be out of its group

@@ -49,7 +49,7 @@ from streaming.state.stores import (
 from streaming.state.value_and_timestamp import ValueAndTimestamp, ValueAndTimestampSerde
 from streaming.state.window_bytes import SegmentedWindowStore, WindowBytesStore
 from streaming.state.window_store import TimestampedWindowStore, WindowStore
-from streaming.state.windowed import SessionWindow, TimeWindow, UnlimitedWindow, Window, Windowed
+from streaming.windowed import SessionWindow, TimeWindow, UnlimitedWindow, Window, Windowed
 
 # Kafka class names for the typed layers
 MeteredKeyValueStore = KeyValueStore

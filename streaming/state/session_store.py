@@ -8,7 +8,7 @@ from typing import Any
 from streaming.state.key_schema import MAX_LONG, SESSION_KEY_SCHEMA
 from streaming.state.metered import MeteredStore
 from streaming.state.session_bytes import SessionBytesStore
-from streaming.state.windowed import SessionWindow, Windowed
+from streaming.windowed import SessionWindow, Windowed
 
 _split = SESSION_KEY_SCHEMA.split
 

@@ -9,7 +9,7 @@ from streaming.state.key_schema import MAX_LONG
 from streaming.state.metered import MeteredStore
 from streaming.state.value_and_timestamp import ValueAndTimestampSerde
 from streaming.state.window_bytes import WindowBytesStore
-from streaming.state.windowed import MAX_TIMESTAMP, TimeWindow, Windowed
+from streaming.windowed import MAX_TIMESTAMP, TimeWindow, Windowed
 
 
 class WindowStore(MeteredStore):

@@ -1,7 +1,8 @@
 """The processor graph and the Processor API."""
 
 from streaming.errors import TopologyException
-from streaming.topology.graph import Topology, TopologyDescription
+from streaming.topology.describe import TopologyDescription
+from streaming.topology.graph import Topology
 from streaming.topology.processor import (
     Cancellable,
     FixedKeyProcessor,

@@ -14,14 +14,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache, cmp_to_key
+from typing import TYPE_CHECKING, Any
 
-from streaming.topology.graph import (
-    ProcessorNodeDef,
-    SinkNode,
-    SourceNode,
-    Topology,
-    TopologyDescription,
-)
+from streaming.topology.nodes import ProcessorNodeDef, SinkNode, SourceNode
+
+if TYPE_CHECKING:
+    from streaming.topology.graph import Topology
+
+
+class TopologyDescription:
+    """A printable description of the processor graph, formatted like Kafka Streams'."""
+
+    def __init__(self, subtopologies: list[Any], global_stores: list[Any]) -> None:
+        self.subtopologies = subtopologies
+        self.global_stores = global_stores
+
+    def __str__(self) -> str:
+        return render(self)
+
+    __repr__ = __str__
 
 
 @dataclass

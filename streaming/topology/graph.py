@@ -34,60 +34,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streaming.errors import TopologyException
 from streaming.time import as_extractor
+from streaming.topology.nodes import GlobalStoreDef, NodeDef, ProcessorNodeDef, SinkNode, SourceNode
 from streaming.topology.processor import ProcessorSupplier, stores_of
 
-
-@dataclass
-class SourceNode:
-    name: str
-    topics: list[str]
-    pattern: re.Pattern[str] | None
-    key_serde: Any
-    value_serde: Any
-    timestamp_extractor: Any
-    children: list[str] = field(default_factory=list)
-    parents: list[str] = field(default_factory=list)
-
-
-@dataclass
-class ProcessorNodeDef:
-    name: str
-    supplier: ProcessorSupplier
-    parents: list[str]
-    stores: list[str] = field(default_factory=list)
-    children: list[str] = field(default_factory=list)
-    fixed_key: bool = False
-
-
-@dataclass
-class SinkNode:
-    name: str
-    topic: str | None
-    topic_extractor: Callable[[Any, Any, Any], str] | None
-    key_serde: Any
-    value_serde: Any
-    partitioner: Callable[..., int | None] | None
-    parents: list[str]
-    children: list[str] = field(default_factory=list)
-
-
-@dataclass
-class GlobalStoreDef:
-    """A global store: its builder, the source reading ``topic`` and the updating processor."""
-
-    store_builder: Any
-    source_name: str
-    topic: str
-    processor_name: str
-    reprocess_on_restore: bool = True
-
-
-NodeDef = SourceNode | ProcessorNodeDef | SinkNode
+if TYPE_CHECKING:
+    from streaming.topology.describe import TopologyDescription
 
 
 class _UnionFind:
@@ -385,21 +340,7 @@ class Topology:
         return f"{application_id}-{topic}" if topic in self.internal_topics else topic
 
     def describe(self) -> TopologyDescription:
+        """The printable description of the graph, as Kafka Streams prints it."""
         from streaming.topology.describe import describe
 
         return describe(self)
-
-
-class TopologyDescription:
-    """A printable description of the processor graph, formatted like Kafka Streams'."""
-
-    def __init__(self, subtopologies: list[Any], global_stores: list[Any]) -> None:
-        self.subtopologies = subtopologies
-        self.global_stores = global_stores
-
-    def __str__(self) -> str:
-        from streaming.topology.describe import render
-
-        return render(self)
-
-    __repr__ = __str__

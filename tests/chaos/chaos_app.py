@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
 
     events = EventLog(args.events)
     events.write("start", topology=args.topology, config=config)
-    from streaming.runtime.app import KafkaStreams, State
+    from streaming.app import KafkaStreams, State
     from streaming.runtime.errors import StreamThreadExceptionResponse
 
     app = KafkaStreams(TOPOLOGIES[args.topology](config), config)

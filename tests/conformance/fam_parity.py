@@ -41,7 +41,7 @@ from streaming import (
     Windows,
     serdes,
 )
-from streaming.state.windowed import MAX_TIMESTAMP
+from streaming.windowed import MAX_TIMESTAMP
 
 # ---------------------------------------------------------------- 1. null keys and joins
 

@@ -11,7 +11,7 @@ from confluent_kafka import Consumer, TopicPartition
 from test_app_support import T0, produce, read_all, unique
 
 from streaming import StreamsBuilder, serdes
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 from streaming.runtime.errors import StreamThreadExceptionResponse
 
 

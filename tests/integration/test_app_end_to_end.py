@@ -16,7 +16,7 @@ from test_app_support import (
 )
 
 from streaming import Processor, PunctuationType, Record, Topology, serdes
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 from streaming.runtime.state_directory import read_checkpoint
 
 N = 2000

@@ -21,7 +21,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from test_app_support import produce, unique, wait_for
 
 from streaming import EmitStrategy, SessionWindows, StreamsBuilder, TimeWindows, serdes
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 
 PARTITIONS = 4
 PER_PARTITION = 6_000

@@ -6,7 +6,7 @@ from __future__ import annotations
 from test_app_support import T0, produce, read_all, unique, wait_for
 
 from streaming import StreamsBuilder, serdes
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 
 
 def _topology(customers, orders, enriched):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from test_app_support import T0, produce, read_all, settle, unique
 
 from streaming import StreamsBuilder, serdes
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 
 S = serdes.String()
 

@@ -17,7 +17,7 @@ from test_app_support import (
 )
 
 from streaming import StreamsBuilder, serdes
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 
 
 def _count_per_key(prefix: str, totals: str):

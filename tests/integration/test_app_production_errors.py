@@ -15,7 +15,7 @@ import pytest
 from test_app_support import produce, read_all, settle, unique
 
 from streaming import StreamsBuilder, serdes
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 
 #: the sink accepts timestamps at most one minute ahead of the broker's clock
 SINK_CONFIG = {"message.timestamp.after.max.ms": 60_000}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from test_app_support import T0, last_value_per_key, long_value, produce, read_all, unique, wait_for
 
 from streaming import StreamsBuilder, TimeWindows, serdes
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 from streaming.runtime.metadata import HostInfo
 from streaming.runtime.partitioner import default_partition
 

@@ -9,7 +9,7 @@ from confluent_kafka import Consumer, TopicPartition
 from test_app_support import T0, last_value_per_key, long_value, produce, read_all, unique, wait_for
 
 from streaming import Grouped, StreamsBuilder, serdes
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 
 N = 1200
 REGIONS = ["EU", "US", "APAC", "LATAM"]

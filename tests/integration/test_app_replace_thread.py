@@ -10,7 +10,7 @@ from collections import Counter
 from test_app_support import T0, last_value_per_key, long_value, produce, read_all, unique
 
 from streaming import StreamsBuilder, serdes
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 from streaming.runtime.errors import StreamThreadExceptionResponse
 
 N = 500

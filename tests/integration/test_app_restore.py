@@ -14,7 +14,7 @@ from test_app_support import (
     unique,
 )
 
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 
 N = 600
 KEYS = 30

@@ -15,7 +15,7 @@ from test_app_support import (
 )
 
 from streaming import serdes
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 from streaming.runtime.metadata import HostInfo
 
 N = 2000

@@ -18,8 +18,8 @@ import pytest
 from test_app_support import unique
 
 from streaming import StreamsBuilder, serdes
+from streaming.app import KafkaStreams, State
 from streaming.errors import ConfigException
-from streaming.runtime.app import KafkaStreams, State
 from streaming.runtime.config import ClusterUnreachableException
 from streaming.runtime.state_directory import StateDirectory
 from streaming.runtime.topics import MissingSinkTopicError

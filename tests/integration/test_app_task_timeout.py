@@ -10,7 +10,7 @@ import time
 from confluent_kafka import Producer
 from test_app_support import count_and_copy, unique, wait_for
 
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 from streaming.runtime.failures import TaskTimeoutException
 from streaming.testing import LocalKafkaCluster
 

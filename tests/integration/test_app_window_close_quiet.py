@@ -12,7 +12,7 @@ from collections import Counter
 from test_app_support import produce, read_all, settle, unique
 
 from streaming import EmitStrategy, StreamsBuilder, TimeWindows, serdes
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 
 S = serdes.String()
 WINDOW_MS = 2_000

@@ -15,8 +15,8 @@ import pytest
 from test_app_support import last_value_per_key, long_value, produce, read_all, unique, wait_for
 
 from streaming import SessionWindows, StreamsBuilder, TimeWindows, serdes
+from streaming.app import KafkaStreams, State
 from streaming.query import QueryServer
-from streaming.runtime.app import KafkaStreams, State
 from streaming.runtime.metadata import HostInfo
 from streaming.runtime.partitioner import default_partition
 

@@ -25,8 +25,8 @@ import pytest
 from test_app_support import T0, produce, unique, wait_for
 
 from streaming import Materialized, StreamsBuilder, TimeWindows, serdes
+from streaming.app import KafkaStreams, State
 from streaming.query import QueryServer
-from streaming.runtime.app import KafkaStreams, State
 
 KEYS = 600
 #: window store retention 10 min -> 5 min segments; records span ~9.5 min (several segments)

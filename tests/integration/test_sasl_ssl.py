@@ -11,8 +11,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from streaming import StreamsBuilder, serdes
+from streaming.app import KafkaStreams, State
 from streaming.errors import ConfigException
-from streaming.runtime.app import KafkaStreams, State
 from streaming.testing import LocalKafkaCluster
 
 S = serdes.String()

@@ -24,7 +24,7 @@ from test_app_support import (
 )
 
 from streaming import Grouped, StreamsBuilder, serdes
-from streaming.runtime.app import KafkaStreams, State
+from streaming.app import KafkaStreams, State
 from streaming.runtime.errors import StreamThreadExceptionResponse
 from streaming.runtime.worker_process import WorkerDied
 from streaming.testing import free_port

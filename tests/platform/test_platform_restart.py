@@ -53,7 +53,7 @@ from pipelines.streams.config import StreamAppConfig
 from pipelines.streams.supervisor import RunnerSettings, StreamAppRunner, read_status
 from pipelines.topics import create_topics
 from sensors.hours import hour_key
-from streaming.runtime.app import State
+from streaming.app import State
 from streaming.testing import free_port_pair
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,8 +16,7 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streaming.dsl.joins import LEFT, as_joiner
-from streaming.dsl.joins.stream_stream import source_nodes
+from streaming.dsl.joins.kinds import LEFT, as_joiner
 from streaming.dsl.options import Materialized, TableJoined, as_materialized
 from streaming.dsl.processors.foreign_key.processors import (
     ForeignTableJoinSupplier,
@@ -33,6 +32,7 @@ from streaming.dsl.processors.foreign_key.wrappers import (
     SubscriptionWrapperSerde,
 )
 from streaming.dsl.processors.table import KTableSourceSupplier, is_output_versioned
+from streaming.dsl.subtopology import source_nodes
 from streaming.serdes import Bytes
 
 if TYPE_CHECKING:
@@ -85,8 +85,6 @@ def join(
     materialized: Materialized | str | None = None,
 ) -> KTable:
     """Join each row of ``table`` with the row of ``other`` its foreign key names."""
-    from streaming.dsl.ktable import KTable
-
     if other is None:
         raise ValueError("foreignKeyTable can't be null")
     if foreign_key_extractor is None:
@@ -216,8 +214,7 @@ def join(
     send.set_use_versioned_semantics(is_output_versioned(table.supplier))
     foreign_join.set_use_versioned_semantics(is_output_versioned(other.supplier))
 
-    return KTable(
-        b,
+    return b.new_table(
         result_name,
         result,
         key_serde,

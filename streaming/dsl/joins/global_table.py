@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streaming.dsl.joins import INNER, LEFT, as_joiner
+from streaming.dsl.joins.kinds import INNER, LEFT, as_joiner
+from streaming.dsl.naming import as_name
 
 if TYPE_CHECKING:
     from streaming.dsl.kstream import KStream
@@ -25,7 +26,6 @@ def join(
     named: Any = None,
 ) -> KStream:
     """``stream.join/left_join(global_table, key_selector, joiner, named=)``."""
-    from streaming.dsl.kstream import KStream, _named
     from streaming.dsl.processors.global_join import KStreamGlobalKTableJoinSupplier
 
     if kind not in (INNER, LEFT):
@@ -36,13 +36,13 @@ def join(
         raise TypeError("joiner can't be null")
     b = stream._builder
     # Kafka names both kinds with the left-join prefix
-    name = b.name_or(_named(named), "KSTREAM-LEFTJOIN-")
+    name = b.name_or(as_name(named), "KSTREAM-LEFTJOIN-")
     if kind == LEFT:
         b.null_key_relaxed_joins.add(name)
     supplier = KStreamGlobalKTableJoinSupplier(
         global_table.value_getter_supplier(), key_selector, as_joiner(joiner), kind == LEFT
     )
     b.topology.add_processor(name, supplier, stream.name)
-    return KStream(
-        b, name, stream.key_serde, None, repartition_required=stream.repartition_required
+    return b.new_stream(
+        name, stream.key_serde, None, repartition_required=stream.repartition_required
     )

@@ -23,10 +23,10 @@ stream repartitioned for an unnamed join reuses that repartition topic in later 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from streaming.dsl.builder import SelfJoinMark
-from streaming.dsl.joins import INNER, LEFT, OUTER, as_joiner
+from streaming.dsl.graph_marks import SelfJoinMark
+from streaming.dsl.joins.kinds import INNER, LEFT, OUTER, as_joiner
 from streaming.dsl.options import StreamJoined
 from streaming.dsl.processors import stateless
 from streaming.dsl.processors.stream_stream_join import (
@@ -34,9 +34,13 @@ from streaming.dsl.processors.stream_stream_join import (
     StreamStreamJoinSupplier,
     TimeTrackerSupplier,
 )
+from streaming.dsl.repartition import repartition_for_join
+from streaming.dsl.subtopology import source_nodes
 from streaming.dsl.windows import JoinWindows
 from streaming.errors import StreamsException
-from streaming.topology.graph import SourceNode
+
+if TYPE_CHECKING:
+    from streaming.dsl.kstream import KStream
 
 WINDOWED_NAME = "KSTREAM-WINDOWED-"
 JOINTHIS_NAME = "KSTREAM-JOINTHIS-"
@@ -51,16 +55,14 @@ _CLEANUP_POLICY = "cleanup.policy"
 
 
 def join(
-    stream: Any,
-    other: Any,
+    stream: KStream,
+    other: KStream,
     kind: str,
     joiner: Any = None,
     windows: JoinWindows | None = None,
     stream_joined: StreamJoined | None = None,
-) -> Any:
+) -> KStream:
     """Join ``stream`` with ``other`` within ``windows``; ``kind`` is inner, left or outer."""
-    from streaming.dsl.kstream import KStream, repartition_for_join
-
     if joiner is None or not callable(joiner):
         raise TypeError("joiner cannot be null")
     if not isinstance(windows, JoinWindows):
@@ -192,7 +194,7 @@ def join(
         )
     )
     # no serde for the joined values; the key serde is not inherited from either side
-    return KStream(b, merge_name, sj.key_serde, None, repartition_required=False)
+    return b.new_stream(merge_name, sj.key_serde, None, repartition_required=False)
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -277,22 +279,3 @@ def _outer_store_builder(
     if sj.logging_enabled:
         return builder.with_logging_enabled(dict(sj.log_config))
     return builder.with_logging_disabled()
-
-
-def source_nodes(topology: Any, *names: str) -> set[str]:
-    """The source nodes upstream of ``names`` in their sub-topology (Kafka's
-    ``subTopologySourceNodes``): the walk stops at sources, repartition sources included."""
-    found: set[str] = set()
-    seen: set[str] = set()
-    todo = list(names)
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        node = topology.nodes[name]
-        if isinstance(node, SourceNode):
-            found.add(name)
-        else:
-            todo.extend(node.parents)
-    return found

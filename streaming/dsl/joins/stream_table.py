@@ -11,28 +11,31 @@ stream records then wait in the store ``<join name>-Buffer``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from streaming.dsl.joins import LEFT, as_joiner
+from streaming.dsl.joins.kinds import LEFT, as_joiner
 from streaming.dsl.options import Joined
 from streaming.dsl.processors.stream_table_join import (
     GRACE_NEEDS_VERSIONED,
     KStreamKTableJoinSupplier,
     TimeOrderedJoinBufferBuilder,
 )
+from streaming.dsl.repartition import repartition_for_join
+from streaming.dsl.subtopology import source_nodes
+
+if TYPE_CHECKING:
+    from streaming.dsl.kstream import KStream
+    from streaming.dsl.ktable import KTable
 
 
 def join(
-    stream: Any,
-    table: Any,
+    stream: KStream,
+    table: KTable,
     kind: str,
     joiner: Callable[..., Any],
     joined: Joined | None = None,
-) -> Any:
+) -> KStream:
     """Join ``stream`` with ``table`` (kind "inner" or "left"); returns the joined KStream."""
-    from streaming.dsl.joins.stream_stream import source_nodes
-    from streaming.dsl.kstream import KStream
-
     if joiner is None:
         raise ValueError("joiner cannot be null")
     if joined is not None and not isinstance(joined, Joined):
@@ -45,8 +48,6 @@ def join(
     parent = stream.name
     key_serde = stream.key_serde
     if stream.repartition_required:
-        from streaming.dsl.kstream import repartition_for_join
-
         repartitioned = repartition_for_join(
             stream,
             jn.name if jn.name is not None else stream.name,
@@ -87,7 +88,7 @@ def join(
     topology.connect_processor_and_state_stores(name, *store_names)
     if jn.grace_period_ms is not None:
         _check_grace(topology, store_names, jn.grace_period_ms)
-    return KStream(b, name, jn.key_serde or key_serde, None, repartition_required=False)
+    return b.new_stream(name, jn.key_serde or key_serde, None, repartition_required=False)
 
 
 def _check_grace(topology: Any, store_names: list[str], grace_ms: int) -> None:

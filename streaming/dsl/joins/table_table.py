@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streaming.dsl.joins import INNER, LEFT, OUTER, as_joiner
-from streaming.dsl.joins.stream_stream import source_nodes
-from streaming.dsl.kstream import _named
+from streaming.dsl.joins.kinds import INNER, LEFT, OUTER, as_joiner
+from streaming.dsl.naming import as_name
 from streaming.dsl.options import Materialized, as_materialized
 from streaming.dsl.processors.table import is_output_versioned
 from streaming.dsl.processors.table_table_join import (
@@ -22,6 +21,7 @@ from streaming.dsl.processors.table_table_join import (
     KTableKTableJoinSupplier,
     reverse_joiner,
 )
+from streaming.dsl.subtopology import source_nodes
 
 if TYPE_CHECKING:
     from streaming.dsl.ktable import KTable
@@ -43,8 +43,6 @@ def join(
     materialized: Materialized | str | None = None,
 ) -> KTable:
     """Join two tables on their key; ``kind`` is inner, left or outer."""
-    from streaming.dsl.ktable import KTable
-
     if joiner is None:
         raise ValueError("joiner can't be null")
     if other is None:
@@ -59,7 +57,7 @@ def join(
     store_name = None
     if mat is not None:
         store_name = mat.store_name or b.new_store_name(MERGE_NAME)
-    name = _named(named)
+    name = as_name(named)
     # Kafka's NamedInternal burns a counter value even for a user-given name
     generated = b.new_processor_name(MERGE_NAME)
     merge_name = name or generated
@@ -105,8 +103,7 @@ def join(
     if this_stores:
         topology.connect_processor_and_state_stores(other_name, *this_stores)
 
-    return KTable(
-        b,
+    return b.new_table(
         merge_name,
         merger,
         key_serde,

@@ -45,8 +45,8 @@ from streaming.dsl.processors.table_getters import SessionValueGetterSupplier
 from streaming.dsl.processors.window_aggregate import NO_RECORD
 from streaming.dsl.windows import EmitStrategy, SessionWindows
 from streaming.state.segmented_bytes_store import SegmentedBytesStore
-from streaming.state.windowed import MAX_TIMESTAMP, SessionWindow, Windowed
 from streaming.topology.processor import Processor, PunctuationType, Record
+from streaming.windowed import MAX_TIMESTAMP, SessionWindow, Windowed
 
 if TYPE_CHECKING:
     from streaming.runtime.context import TaskContext

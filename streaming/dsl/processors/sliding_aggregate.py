@@ -23,8 +23,8 @@ from streaming.dsl.processors.window_aggregate import (
 )
 from streaming.dsl.windows import EmitStrategy, SlidingWindows, window_size_and_retention
 from streaming.state import ValueAndTimestamp
-from streaming.state.windowed import TimeWindow, Window
 from streaming.topology.processor import Processor, Record
+from streaming.windowed import TimeWindow, Window
 
 _make = ValueAndTimestamp.make
 

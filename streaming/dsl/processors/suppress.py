@@ -40,8 +40,8 @@ from streaming.errors import StreamsException, TopologyException
 from streaming.serdes import SessionWindowedSerde, TimeWindowedSerde, resolve
 from streaming.state.api import changelog_topic
 from streaming.state.java_hash_set import JavaHashSetOrder
-from streaming.state.windowed import SessionWindow, Windowed
 from streaming.topology.processor import Processor, Record, RecordContext
+from streaming.windowed import SessionWindow, Windowed
 
 if TYPE_CHECKING:
     from streaming.runtime.context import TaskContext

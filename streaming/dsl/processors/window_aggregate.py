@@ -25,8 +25,8 @@ from streaming.dsl.processors.value_getters import ValueGetter, ValueGetterSuppl
 from streaming.dsl.windows import EmitStrategy, TimeWindows, window_size_and_retention
 from streaming.state import ValueAndTimestamp, Windowed
 from streaming.state.segmented_bytes_store import SegmentedBytesStore
-from streaming.state.windowed import MAX_TIMESTAMP, TimeWindow, Window
 from streaming.topology.processor import Processor, PunctuationType, Record
+from streaming.windowed import MAX_TIMESTAMP, TimeWindow, Window
 
 log = logging.getLogger(__name__)
 

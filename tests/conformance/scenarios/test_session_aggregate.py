@@ -22,8 +22,8 @@ from streaming.dsl.processors.session_aggregate import (
 )
 from streaming.dsl.windows import EmitStrategy, SessionWindows
 from streaming.state import InMemoryStateStoreContext, RecordContext, Stores, ThreadCache
-from streaming.state.windowed import SessionWindow, Windowed
 from streaming.topology.processor import Record
+from streaming.windowed import SessionWindow, Windowed
 
 GAP_MS = 5 * 60 * 1000
 STORE = "session-store"

@@ -37,8 +37,8 @@ from streaming.dsl.processors.table import TableSupplier
 from streaming.dsl.windows import SessionWindows
 from streaming.errors import StreamsException
 from streaming.state import InMemoryStateStoreContext, RecordContext
-from streaming.state.windowed import SessionWindow, TimeWindow, Windowed
 from streaming.topology.processor import Record
+from streaming.windowed import SessionWindow, TimeWindow, Windowed
 
 ARBITRARY_LONG = 5
 ARBITRARY_WINDOW = TimeWindow(0, 100)

@@ -19,7 +19,7 @@ from streaming import (
     Windows,
     serdes,
 )
-from streaming.state.windowed import MAX_TIMESTAMP
+from streaming.windowed import MAX_TIMESTAMP
 
 S, L = serdes.String(), serdes.Long()
 DAY_MS = 24 * 3600 * 1000

@@ -10,7 +10,7 @@ from streaming.dsl.processors.stream_stream_join import (
 )
 from streaming.errors import StreamsException
 from streaming.state import Stores
-from streaming.topology.graph import SinkNode
+from streaming.topology.nodes import SinkNode
 
 S, L = serdes.String, serdes.Long
 W = JoinWindows.of_time_difference_and_grace(10, 5)

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from streaming import JoinWindows, StreamsBuilder, TopologyException, TopologyTestDriver, serdes
-from streaming.topology.graph import SourceNode
+from streaming.topology.nodes import SourceNode
 
 S = serdes.String()
 

@@ -8,7 +8,7 @@ import pytest
 from streaming import serdes
 from streaming.query import codec
 from streaming.state.value_and_timestamp import ValueAndTimestamp
-from streaming.state.windowed import TimeWindow, Windowed
+from streaming.windowed import TimeWindow, Windowed
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from confluent_kafka import TopicPartition
 
 from streaming import StreamsBuilder, serdes
-from streaming.runtime.active_task import ActiveTask
+from streaming.runtime.active_task import ActiveTask, ActiveTaskCreator
 from streaming.runtime.assignment import TopologyPlan
 from streaming.runtime.config import StreamsConfig
 from streaming.runtime.metrics import ThreadMetrics
@@ -30,6 +31,13 @@ class Collector:
         self.sent.append((topic, key, value, timestamp))
 
 
+class _NothingCommitted:
+    """A consumer whose group has committed nothing yet (no broker here)."""
+
+    def committed(self, partitions, timeout=None):
+        return [TopicPartition(tp.topic, tp.partition, -1001) for tp in partitions]
+
+
 def _task(tmp_path, idle_ms):
     builder = StreamsBuilder()
     left = builder.stream("left", key_serde=serdes.String(), value_serde=serdes.String())
@@ -42,19 +50,22 @@ def _task(tmp_path, idle_ms):
     plan = TopologyPlan(topology, "idle")
     plan.resolve(lambda topics: dict.fromkeys(topics, 1))
     collector = Collector()
-    thread = SimpleNamespace(
-        config=config,
-        state_directory=StateDirectory(tmp_path, "idle"),
+    creator = ActiveTaskCreator(
+        services=SimpleNamespace(
+            config=config,
+            state_directory=StateDirectory(tmp_path, "idle"),
+            topology=topology,
+            app_configs=config.app_configs(),
+            global_stores={},
+        ),
         collector=collector,
-        topology=topology,
-        app_configs=config.app_configs(),
-        wall_clock_ms=lambda: 0,
         cache=None,
+        clock=lambda: 0,
         metrics=ThreadMetrics(),
-        app=SimpleNamespace(global_stores={}),
+        consumer=_NothingCommitted(),
     )
     sub = plan.subtopologies[0]
-    task = ActiveTask("0_0", sub, 0, [("left", 0), ("right", 0)], thread)
+    task = ActiveTask("0_0", sub, 0, [("left", 0), ("right", 0)], creator)
     task.initialize()
     return task, collector
 

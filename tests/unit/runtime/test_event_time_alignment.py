@@ -153,7 +153,10 @@ def test_a_thread_whose_tasks_still_restore_holds_the_other_threads_back():
 
     shared = EventTimeAlignment(AlignmentSettings(max_drift_ms=10_000))
     restoring_thread = TaskManager(
-        owner=SimpleNamespace(config=None, plan=None),
+        config=None,
+        plan=None,
+        task_creator=None,
+        consumer=None,
         standby=lambda: None,
         stall=None,
         metrics=None,

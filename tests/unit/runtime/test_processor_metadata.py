@@ -19,7 +19,7 @@ from streaming import (
     serdes,
 )
 from streaming.runtime import processor_metadata as pm
-from streaming.runtime.active_task import ActiveTask
+from streaming.runtime.active_task import ActiveTask, ActiveTaskCreator
 from streaming.runtime.assignment import TopologyPlan
 from streaming.runtime.config import StreamsConfig
 from streaming.runtime.metrics import ThreadMetrics
@@ -196,22 +196,24 @@ def _active_task(tmp_path, consumer):
     plan = TopologyPlan(topology, "pm")
     plan.resolve(lambda topics: dict.fromkeys(topics, 1))
     collector = _Collector()
-    thread = SimpleNamespace(
-        config=config,
-        state_directory=StateDirectory(tmp_path, "pm"),
+    creator = ActiveTaskCreator(
+        services=SimpleNamespace(
+            config=config,
+            state_directory=StateDirectory(tmp_path, "pm"),
+            topology=topology,
+            app_configs={
+                **config.app_configs(),
+                "__emit.interval.ms.kstreams.windowed.aggregation__": 0,
+            },
+            global_stores={},
+        ),
         collector=collector,
-        topology=topology,
-        app_configs={
-            **config.app_configs(),
-            "__emit.interval.ms.kstreams.windowed.aggregation__": 0,
-        },
-        wall_clock_ms=lambda: 0,
         cache=None,
+        clock=lambda: 0,
         metrics=ThreadMetrics(),
-        app=SimpleNamespace(global_stores={}),
         consumer=consumer,
     )
-    task = ActiveTask("0_0", plan.subtopologies[0], 0, [("in", 0)], thread)
+    task = ActiveTask("0_0", plan.subtopologies[0], 0, [("in", 0)], creator)
     task.initialize()
     task.state = "RUNNING"
     return task, collector

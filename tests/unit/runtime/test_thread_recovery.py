@@ -70,7 +70,10 @@ def thread_with():
         thread.metrics = SimpleNamespace(producer_replacements=0)
         thread.stall = Stall("t", 300_000, 100)
         thread.task_manager = TaskManager(
-            owner=SimpleNamespace(config=thread.config, plan=None),
+            config=thread.config,
+            plan=None,
+            task_creator=None,
+            consumer=None,
             standby=lambda: None,
             stall=thread.stall,
             metrics=thread.metrics,
@@ -85,8 +88,12 @@ def thread_with():
             metrics=thread.metrics,
             position=lambda tp: None,
             changelog_end=lambda topic, partition: 0,
+            consumer=None,
+            producer=None,
+            collector=None,
         )
         committers.append(thread.committer)
+        thread.committer.needs_init = False  # its transactions were initialized
         thread.committer.committing = committing
         return thread
 

@@ -10,12 +10,12 @@ from multiprocessing.connection import Connection
 import pytest
 
 from streaming import StreamsBuilder
+from streaming.app import KafkaStreams, State
 from streaming.errors import ConfigException, InvalidStateStoreException
 from streaming.runtime import worker_process
-from streaming.runtime.app import KafkaStreams, State
 from streaming.runtime.config import StreamsConfig
-from streaming.runtime.worker import WorkerError, portable
 from streaming.runtime.worker_process import RemoteStore, WorkerBusy, WorkerProcess
+from streaming.runtime.worker_protocol import WorkerError, portable
 
 
 def _handle_with_peer(monkeypatch, answer) -> WorkerProcess:

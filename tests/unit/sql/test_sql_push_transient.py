@@ -265,7 +265,7 @@ def test_a_start_that_fails_after_committing_offsets_deletes_the_group(monkeypat
     # the offsets committed for the application's group make the group: a start that
     # fails afterwards (here the application cannot be created) deletes it, and the state
     # directory, and frees the slot; a poll then says the query is closed
-    import streaming.runtime.app
+    import streaming.runtime.client
     from streaming.sql import transient as module
 
     deleted = []
@@ -280,7 +280,7 @@ def test_a_start_that_fails_after_committing_offsets_deletes_the_group(monkeypat
     def no_app(*args, **kwargs):
         raise RuntimeError("cannot create the application")
 
-    monkeypatch.setattr(streaming.runtime.app, "KafkaStreams", no_app)
+    monkeypatch.setattr(streaming.runtime.client, "StreamsClient", no_app)
     serving = StreamsConfig.from_mapping(
         {"application.id": "shop", "bootstrap.servers": "nowhere:9092", "state.dir": tmp_path}
     )
@@ -367,14 +367,14 @@ class FakeStreams:
 def test_a_stall_gives_up_within_the_poll_interval_and_close_frees_everything(
     monkeypatch, tmp_path
 ):
-    import streaming.runtime.app
+    import streaming.runtime.client
     from streaming.sql import transient as module
 
     deleted = []
     monkeypatch.setattr(module, "_sweep", lambda serving: None)
     monkeypatch.setattr(module.TransientPushStream, "_commit_stream_ends", lambda self, t: None)
     monkeypatch.setattr(module, "delete_broker_state", lambda c, app: deleted.append(app) or True)
-    monkeypatch.setattr(streaming.runtime.app, "KafkaStreams", FakeStreams)
+    monkeypatch.setattr(streaming.runtime.client, "StreamsClient", FakeStreams)
     serving = StreamsConfig.from_mapping(
         {
             "application.id": "shop",

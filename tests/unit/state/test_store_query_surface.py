@@ -17,7 +17,7 @@ from streaming import (
     serdes,
 )
 from streaming.runtime.queries import view_for
-from streaming.state.windowed import SessionWindow, TimeWindow, Windowed
+from streaming.windowed import SessionWindow, TimeWindow, Windowed
 
 S = serdes.String()
 RECORDS = [("a", 0), ("b", 10), ("c", 20), ("a", 110), ("b", 250), ("a", 260)]

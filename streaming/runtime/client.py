@@ -1,4 +1,5 @@
-"""``KafkaStreams``: runs a topology against a Kafka cluster.
+"""``StreamsClient``: runs a topology against a Kafka cluster (the runtime of Kafka's
+``KafkaStreams``; ``streaming.KafkaStreams`` adds the HTTP query server on top of it).
 
     app = KafkaStreams(builder.build(), {"application.id": "revenue",
                                          "bootstrap.servers": "localhost:9092"})
@@ -13,16 +14,17 @@ the stream threads (``num.stream.threads``, default 1), which join the consumer 
 
 With more than one stream thread and ``stream.workers = processes`` (the default) each
 stream thread runs in a worker process of its own (``runtime.worker``), since CPython
-threads share one core: the client keeps the state-directory lock, the HTTP query server,
-the global and standby threads and the state, and reads the workers' stores and counters
-through them. Processors then run in the workers: what they change in this process (a
-list a ``foreach`` appends to) is not seen here; ``stream.workers = threads`` keeps them in
-one process.
+threads share one core: the client keeps the state-directory lock, the global and standby
+threads and the state, and reads the workers' stores and counters through them
+(``StreamRunner``: a stream thread and a worker process look alike to the client).
+Processors then run in the workers: what they change in this process (a list a
+``foreach`` appends to) is not seen here; ``stream.workers = threads`` keeps them in one
+process.
 """
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import enum
 import logging
 import shutil
@@ -35,7 +37,7 @@ from streaming.errors import IllegalStateException, InvalidStateStoreException
 from streaming.runtime.alignment import ALIGNMENT_TABLE, AlignmentTable, EventTimeAlignment
 from streaming.runtime.assignment import TopologyPlan, task_id
 from streaming.runtime.client_log import client_logger
-from streaming.runtime.config import StreamsConfig, check_bootstrap_servers
+from streaming.runtime.config import StreamsConfig
 from streaming.runtime.errors import StreamThreadExceptionResponse
 from streaming.runtime.global_thread import GlobalStreamThread
 from streaming.runtime.metadata import (
@@ -48,15 +50,14 @@ from streaming.runtime.metadata import (
 )
 from streaming.runtime.partitioner import default_partition
 from streaming.runtime.queries import view_for
+from streaming.runtime.runner import StreamRunner
+from streaming.runtime.services import ClientServices, create_services
 from streaming.runtime.standby import StandbyManager
-from streaming.runtime.state_directory import StateDirectory
+from streaming.runtime.store_provider import StoreProvider
 from streaming.runtime.thread import StreamThread
-from streaming.runtime.topic_limits import TopicLimitsCache
-from streaming.runtime.topics import InternalTopicManager, sink_topics
-from streaming.runtime.worker_process import RemoteStore, WorkerProcess
+from streaming.runtime.worker_process import WorkerProcess
 
 if TYPE_CHECKING:
-    from streaming.runtime.listeners import StandbyHandover
     from streaming.runtime.metrics import ThreadStatus
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ _TRANSITIONS = {
 }
 
 
-class KafkaStreams:
+class StreamsClient:
     """A Kafka Streams application instance: a topology, its config, its stream threads."""
 
     # the module's State enum, also reachable as KafkaStreams.State (as in Kafka); a type
@@ -115,58 +116,32 @@ class KafkaStreams:
                 "the StreamsBuilder (or build it with builder.build(config)) to apply it",
                 wanted,
             )
-        if self.config.query_server_enabled and self.config.application_server:
-            # bad query-server numbers fail here (ConfigException), not at start()
-            for setting in (
-                "query_server_worker_threads",
-                "query_server_max_connections",
-                "query_server_keepalive_timeout_ms",
-                "query_server_scan_default_limit",
-                "query_server_scan_max_limit",
-            ):
-                getattr(self.config, setting)
         self.plan = TopologyPlan(
             topology,
             self.config.application_id,
             window_additional_retention_ms=self.config.window_changelog_additional_retention_ms,
         )
-        self.app_configs = self.config.app_configs()
-        #: the low watermarks of this process's stream threads (event-time alignment)
-        self.event_time_alignment = EventTimeAlignment(self.config.alignment)
         self._state = State.CREATED
         self._state_lock = threading.RLock()
         self._state_listener: Callable[[State, State], None] | None = None
         self._exception_handler: Callable[[BaseException], Any] | None = None
         self.restore_listener: Any = None
         self.client_logger = client_logger()
-        self.state_directory: StateDirectory = None  # type: ignore[assignment]
-        self.process_id = ""
-        self.client_id = self.config.client_id or self.config.application_id
-        self.admin: Any = None
-        #: what each topic accepts (timestamps, record size), checked before every write
-        self.topic_limits: TopicLimitsCache = None  # type: ignore[assignment]
+        #: what start() builds and the threads share (None before start)
+        self._services: ClientServices | None = None
         self.threads: list[StreamThread] = []
         #: the worker processes running the stream threads (stream.workers = processes)
         self.workers: list[WorkerProcess] = []
-        #: in a worker process: the link to its client (the stream thread's listener)
-        self._worker_link: Any = None
         #: the topology and config as the workers get them (pickled once)
         self._payload: bytes | None = None
-        #: the global stores' directory (a worker process keeps its own copy)
-        self.global_dir = "global"
-        self._dead_threads: list[Any] = []
         self._thread_index = 0
-        self._closed_event = threading.Event()
         self._directory: AssignmentDirectory | None = None
-        self._partition_counts: dict[str, int] = {}
         self.host_info = HostInfo.parse(self.config.application_server)
         self._errors: list[BaseException] = []
         self.global_thread: GlobalStreamThread | None = None
         self.standby: StandbyManager | None = None
-        #: store name -> global store, visible to every task (empty without global stores)
-        self.global_stores: dict[str, Any] = {}
-        #: the HTTP query server (streaming.query), when application.server is set
-        self.query_server: Any = None
+        #: the running local tasks' stores, for reads (``store()``, workers, query serving)
+        self.store_provider = StoreProvider(self._runners, self._require_store_reads)
 
     # -- state ----------------------------------------------------------------------------
 
@@ -215,60 +190,52 @@ class KafkaStreams:
                     self._state_listener(new, old)
                 except Exception:
                     log.exception("state listener failed")
-        if new in (State.NOT_RUNNING, State.ERROR):
-            self._closed_event.set()
         return True
 
     # -- lifecycle ------------------------------------------------------------------------
 
+    @property
+    def process_id(self) -> str:
+        """This instance's process id (from its state directory; empty before start)."""
+        return self._services.process_id if self._services is not None else ""
+
     def start(self) -> None:
         """Create internal topics and start the stream threads (fails fast on bad setups)."""
         with self._state_lock:
+            if self._state is not State.CREATED:
+                raise IllegalStateException(
+                    f"KafkaStreams can only be started once (state is {self._state.name})"
+                )
             if self.config.worker_processes:
-                self._start_workers()
+                services = self._start_workers()
             else:
-                self._start_client(lambda: self.state_directory.process_id())
+                services = self._start_client()
                 for _ in range(self.config.num_stream_threads):
-                    self._start_thread()
+                    self._start_thread(services)
             if self.config.num_standby_replicas > 0:
-                self.standby = StandbyManager(self)
+                assert self._directory is not None
+                self.standby = StandbyManager(services, self._directory, self.local_tasks)
                 self.standby.start()
 
-    def start_worker(
-        self, *, index: int, process_id: str, link: Any, alignment_table: str | None = None
-    ) -> None:
-        """Run as worker process ``index`` of the client ``process_id``: its stream thread
-        only (the client holds the state-directory lock and serves queries), aligned with
-        the client's other workers through ``alignment_table``."""
-        self._worker_link = link
-        if alignment_table is not None and self.config.alignment.enabled:
-            self.event_time_alignment = EventTimeAlignment(
-                self.config.alignment, AlignmentTable(alignment_table)
-            )
-        self._thread_index = index - 1
-        self.global_dir = f"global-worker-{index}"
-        with self._state_lock:
-            self._start_client(lambda: process_id)
-            self._start_thread()
-
-    def _start_workers(self) -> None:
+    def _start_workers(self) -> ClientServices:
         """Spawn the worker processes (they load while this client sets itself up), then
         let them all start their stream threads at once: they join the group together."""
         payload = self._worker_payload()
         workers: list[WorkerProcess] = []
         try:
             for index in range(1, self.config.num_stream_threads + 1):
-                workers.append(WorkerProcess(self, index, payload))
-            self._start_client(lambda: self.state_directory.process_id())
-            if self.config.alignment.enabled:
-                table = AlignmentTable(self.state_directory.path / ALIGNMENT_TABLE, create=True)
-                self.event_time_alignment = EventTimeAlignment(self.config.alignment, table)
+                workers.append(self._new_worker(index, payload))
+            services = self._start_client()
         except BaseException:
             for worker in workers:
                 worker.kill()
             raise
         self._thread_index = len(workers)
-        self.workers = [worker.start() for worker in workers]
+        self.workers = [worker.start(services) for worker in workers]
+        return services
+
+    def _new_worker(self, index: int, payload: bytes) -> WorkerProcess:
+        return WorkerProcess(self.config.application_id, index, payload, self, lambda: self.standby)
 
     def _worker_payload(self) -> bytes:
         """The topology and config for the worker processes (fails fast when they cannot
@@ -287,91 +254,68 @@ class KafkaStreams:
                 f"{exc}); make them picklable, or set stream.workers=threads"
             ) from exc
 
-    def _start_client(self, process_id: Callable[[], str]) -> None:
+    def _start_client(self) -> ClientServices:
         """Everything before the stream threads: state directory, admin client, internal
-        topics, global stores, query server."""
-        if self._state is not State.CREATED:
-            raise IllegalStateException(
-                f"KafkaStreams can only be started once (state is {self._state.name})"
-            )
-        worker = self._worker_link is not None
-        self.state_directory = StateDirectory(self.config.state_dir, self.config.application_id)
-        if not worker:
-            self.state_directory.lock()
+        topics, global stores, serving."""
+        cfg = self.config
+        services = create_services(
+            cfg,
+            self.topology,
+            self.plan,
+            client_logger=self.client_logger,
+            restore_listener=self.restore_listener,
+            standby_handover=lambda: self.standby,
+        )
         try:
-            self.process_id = process_id()
-            # the process id tells instances apart in the group (standby placement)
-            self.client_id = f"{self.client_id}-{self.process_id}"
-            from confluent_kafka.admin import AdminClient
-
-            admin_config = self.config.clients(self.client_logger).admin(
-                client_id=f"{self.client_id}-admin"
-            )
-            # an unreachable cluster fails here, naming bootstrap.servers (bounded wait)
-            check_bootstrap_servers(admin_config, self.config.bootstrap_timeout_ms / 1000)
-            self.admin = AdminClient(admin_config)
-            self.topic_limits = TopicLimitsCache(self.admin)
-            InternalTopicManager(
-                self.admin, replication_factor=self.config.replication_factor
-            ).setup(self.plan)
-            self._partition_counts = dict(self.plan.partitions)
-            if not worker:
-                InternalTopicManager(self.admin).check_sink_topics(sink_topics(self.topology))
-            if self.config.dead_letter_queue_topic:
-                counts = InternalTopicManager(self.admin).partition_counts(
-                    [self.config.dead_letter_queue_topic]
+            if cfg.worker_processes and cfg.alignment.enabled:
+                # the workers' low watermarks meet in a table in the state directory
+                table = AlignmentTable(services.state_directory.path / ALIGNMENT_TABLE, create=True)
+                services = dataclasses.replace(
+                    services, alignment=EventTimeAlignment(cfg.alignment, table)
                 )
-                if not counts.get(self.config.dead_letter_queue_topic):
-                    raise ValueError(
-                        f"dead-letter topic {self.config.dead_letter_queue_topic} does not "
-                        "exist; create it (errors.dead.letter.queue.topic.name)"
-                    )
             self._directory = AssignmentDirectory(
                 self.plan,
-                self.admin,
-                self.config.application_id,
+                services.admin,
+                cfg.application_id,
                 self._local_assignment,
-                new_admin=lambda: AdminClient(admin_config),
+                new_admin=services.new_admin,
             )
             if self.topology.global_stores:
                 # like Kafka, the global stores are complete before any task starts
-                self.global_thread = GlobalStreamThread(self)
+                self.global_thread = GlobalStreamThread(services, "global", self)
                 self.global_thread.bootstrap()
-                self.global_stores = self.global_thread.stores
-            if self.config.application_server and self.config.query_server_enabled and not worker:
-                # answers 503 until running; a taken port fails start() before any thread
-                from streaming.query.server import QueryServer
-
-                self.query_server = QueryServer(self).start()
+                services.global_stores.update(self.global_thread.stores)
+            self._start_serving()
         except BaseException:
-            if self.query_server is not None:
-                self.query_server.stop()
-                self.query_server = None
+            self._stop_serving()
             if self.global_thread is not None:
                 self.global_thread.close()
                 self.global_thread = None
-            self.state_directory.unlock()
+            services.state_directory.unlock()
             raise
+        self._services = services
         if self.global_thread is not None:
             self.global_thread.start()
         self._set_state(State.REBALANCING)
+        return services
 
-    def _start_thread(self) -> None:
+    def _start_serving(self) -> None:
+        """Start what serves this client's state to others, before any stream thread (none
+        here; ``streaming.KafkaStreams`` starts its HTTP query server)."""
+
+    def _stop_serving(self) -> None:
+        """Stop what ``_start_serving`` started (called on a failed start and on close)."""
+
+    def _start_thread(self, services: ClientServices) -> None:
         """Start the next stream thread of this process."""
         self._thread_index += 1
-        thread = StreamThread(self, self._thread_index)
-        if self._worker_link is not None:
-            thread.listener = self._worker_link
+        thread = StreamThread.create(services, self._thread_index, self)
         self.threads.append(thread)
         thread.start()
 
-    def _runners(self) -> list[Any]:
+    def _runners(self) -> list[StreamRunner]:
         """The stream threads, or the worker processes that run them."""
         return list(self.workers) if self.workers else list(self.threads)
-
-    def standby_handover(self) -> StandbyHandover | None:
-        """Who hands standby state over to a stream thread activating a task."""
-        return self._worker_link if self._worker_link is not None else self.standby
 
     def close(self, timeout: float | None = None) -> bool:
         """Stop the threads (committing and checkpointing); True if done within ``timeout``."""
@@ -395,9 +339,7 @@ class KafkaStreams:
 
     def _finish_close(self, timeout: float | None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
-        if self.query_server is not None:
-            self.query_server.stop()
-            self.query_server = None
+        self._stop_serving()
         runners = self._runners()
         for runner in runners:
             runner.shutdown()
@@ -421,8 +363,8 @@ class KafkaStreams:
                 self.global_thread.join(remaining)
                 if self.global_thread.is_alive():
                     return False
-        if self.state_directory is not None:
-            self.state_directory.unlock()
+        if self._services is not None:
+            self._services.state_directory.unlock()
         with self._state_lock:
             if self._state is State.PENDING_ERROR:
                 self._set_state(State.ERROR)
@@ -455,7 +397,7 @@ class KafkaStreams:
             time.sleep(0.02)
         return self._state is state
 
-    def __enter__(self) -> KafkaStreams:
+    def __enter__(self) -> StreamsClient:
         if self._state is State.CREATED:
             self.start()
         return self
@@ -505,22 +447,22 @@ class KafkaStreams:
             with self._state_lock:
                 if not self._set_state(State.REBALANCING):
                     return  # closing meanwhile
-                if thread not in self.workers:
-                    if thread in self.threads:
-                        self.threads.remove(thread)
-                    self._start_thread()
-                    return
-                # the same index: its static membership and transactional id take over at
-                # once from a killed worker (fencing its open transaction)
-                self.workers.remove(thread)
+                assert self._services is not None  # a thread ran, so the client started
                 try:
-                    self.workers.append(
-                        WorkerProcess(self, thread.index, self._worker_payload()).start()
-                    )
+                    if thread not in self.workers:
+                        if thread in self.threads:
+                            self.threads.remove(thread)
+                        self._start_thread(self._services)
+                        return
+                    # the same index: its static membership and transactional id take over
+                    # at once from a killed worker (fencing its open transaction)
+                    self.workers.remove(thread)
+                    worker = self._new_worker(thread.index, self._worker_payload())
+                    self.workers.append(worker.start(self._services))
                     return
-                except Exception as spawn_exc:
-                    log.exception("Starting a worker to replace %s failed", thread.name)
-                    self._errors.append(spawn_exc)
+                except Exception as start_exc:
+                    log.exception("Starting a stream thread to replace %s failed", thread.name)
+                    self._errors.append(start_exc)
         if response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
             log.error(
                 "SHUTDOWN_APPLICATION requested: librdkafka cannot signal the other instances "
@@ -536,18 +478,6 @@ class KafkaStreams:
         self._set_state(State.PENDING_ERROR)
         threading.Thread(target=self._finish_close, args=(None,), daemon=True).start()
 
-    # -- partitions -----------------------------------------------------------------------
-
-    def partition_count(self, topic: str) -> int:
-        """Partition count of a topic (cached; read from the cluster for unknown topics)."""
-        count = self._partition_counts.get(topic)
-        if count is None:
-            count = InternalTopicManager(self.admin).partition_counts([topic])[topic]
-            if count <= 0:
-                raise ValueError(f"topic {topic} does not exist")
-            self._partition_counts[topic] = count
-        return count
-
     # -- interactive queries --------------------------------------------------------------
 
     def _statuses(self) -> list[ThreadStatus]:
@@ -562,57 +492,26 @@ class KafkaStreams:
             tps.update(status.assigned)
         return self.host_info, tasks, tps
 
-    def _local_stores(self, name: str) -> list[tuple[Any, Any]]:
-        """(owning stream thread's lock, store) of every running local task of ``name``."""
-        return [(lock, store) for _partition, lock, store in self._local_partition_stores(name)]
-
-    def _local_partition_stores(self, name: str) -> list[tuple[int, Any, Any]]:
-        """(partition, owning stream thread's lock, store) of every running local task of
-        ``name``, by partition: the query server pages scans over these, reading a bounded
-        chunk per lock hold so that a scan never blocks processing for long."""
+    def _require_store_reads(self) -> None:
         if not self._state.is_running_or_rebalancing():
             raise InvalidStateStoreException(
                 f"KafkaStreams is not running. State is {self._state.name}."
             )
-        from streaming.runtime.active_task import RUNNING
-
-        out: list[tuple[int, Any, Any]] = []
-        for worker in list(self.workers):
-            try:
-                partitions = worker.call("partitions", name)
-            except InvalidStateStoreException:
-                if worker.is_alive():
-                    raise
-                continue  # a worker that ended (its replacement follows)
-            out.extend(
-                (p, contextlib.nullcontext(), RemoteStore(worker, name, p)) for p in partitions
-            )
-        for thread in list(self.threads):
-            for task in list(thread.tasks.values()):
-                if task.state != RUNNING:
-                    continue
-                store = task.stream_task.context.stores.get(name)
-                if store is not None:
-                    out.append((task.partition, thread.lock, store))
-        out.sort(key=lambda entry: entry[0])
-        return out
 
     def store(self, name: str) -> Any:
         """A read-only view (key-value / window / session) of store ``name`` on this instance."""
         builder = self.topology.store_builders.get(name)
-        if name in self.global_stores and self.global_thread is not None:
-            lock, store = self.global_thread.lock, self.global_stores[name]
+        global_thread = self.global_thread
+        if global_thread is not None and name in global_thread.stores:
+            lock, store = global_thread.lock, global_thread.stores[name]
             return view_for(builder, name, lambda: [(lock, store)])
         if builder is None or name not in self.plan.store_to_subtopology:
             raise InvalidStateStoreException(
                 f"Cannot get state store {name} because no such store is registered in the "
                 "topology."
             )
-        if not self._state.is_running_or_rebalancing():
-            raise InvalidStateStoreException(
-                f"KafkaStreams is not running. State is {self._state.name}."
-            )
-        return view_for(builder, name, lambda: self._local_stores(name))
+        self._require_store_reads()
+        return view_for(builder, name, lambda: self.store_provider.stores(name))
 
     def metadata_for_key(
         self,
