@@ -60,7 +60,6 @@ from pipelines import domain
 from pipelines.streams import kappa, monitor
 from pipelines.streams.apps import STREAM_APPS, StreamApp
 from pipelines.streams.config import StreamAppConfig
-from pipelines.streams.supervisor import quiet_dropped_record_warnings
 from resources.kafka import KafkaResource
 from resources.stream_apps import StreamAppsResource
 from streaming.dsl.processors.window_aggregate import (
@@ -289,7 +288,6 @@ def build_stream_asset(app: StreamApp) -> Any:
             instance=f"run-{context.run.run_id[:8]}",
             application_id=config.application_id or None,
         )
-        quiet_dropped_record_warnings()  # the run's process runs this application only
         with RunTermination() as termination:
             runner.start()
             context.log.info(

@@ -44,19 +44,6 @@ LocalKafkaCluster.start = _timed(LocalKafkaCluster.start)  # type: ignore[method
 LocalKafkaCluster.restart_node = _timed(LocalKafkaCluster.restart_node)  # type: ignore[method-assign]
 
 
-@pytest.fixture(autouse=True)
-def _dsl_warnings_reach_the_root_logger() -> Iterator[None]:
-    """A streaming asset run in-process quiets the DSL's per-record warnings for the whole
-    process, as its run worker does (``supervisor.quiet_dropped_record_warnings``); the
-    tests after it must still see them."""
-    import logging
-
-    dsl = logging.getLogger("streaming.dsl")
-    propagate = dsl.propagate
-    yield
-    dsl.propagate = propagate
-
-
 @pytest.fixture(scope="session")
 def kafka_cluster() -> Iterator[LocalKafkaCluster]:
     """One single-node KRaft broker (broker+controller) on loopback for the session."""

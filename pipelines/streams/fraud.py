@@ -102,7 +102,7 @@ def build_fraud_alerts(config: StreamAppConfig | Mapping[str, Any] | None = None
         return windowed.key, alert("rapid_burst", agg["last"], evidence, window.start)
 
     burst_windows = TimeWindows.of_size_and_grace(cfg.burst_window_ms, cfg.burst_grace_ms)
-    bursts = (
+    burst_counts = (
         orders.group_by_key()
         .windowed_by(burst_windows)
         .aggregate(
@@ -110,7 +110,9 @@ def build_fraud_alerts(config: StreamAppConfig | Mapping[str, Any] | None = None
             _burst_add,
             Materialized.as_(BURST_STORE).with_value_serde(VALUE_SERDE).with_caching_disabled(),
         )
-        .to_stream()
+    )
+    bursts = (
+        burst_counts.to_stream()
         .filter(lambda k, v: v is not None and v["count"] == alert_count)
         .map(burst_alert)
     )
@@ -125,5 +127,5 @@ def build_fraud_alerts(config: StreamAppConfig | Mapping[str, Any] | None = None
     per_order.merge(bursts).to(
         cfg.fraud_topic, Produced(key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
     )
-    report_late(orders, result="rapid_burst", windows=burst_windows, topic=cfg.late_topic(APP))
+    report_late(burst_counts, result="rapid_burst", topic=cfg.late_topic(APP))
     return builder.build()

@@ -92,24 +92,17 @@ def build_windowed_revenue(config: StreamAppConfig | Mapping[str, Any] | None = 
         cfg.hopping_advance_ms
     )
     out = Produced(key_serde=KEY_SERDE, value_serde=VALUE_SERDE)
-    (
+    revenue_5m = (
         by_region.windowed_by(tumbling)
         .emit_strategy(EmitStrategy.on_window_close())
         .aggregate(_init, _add, Materialized.as_(STORE_5M).with_value_serde(VALUE_SERDE))
-        .to_stream()
-        .map(_publish)
-        .to(cfg.revenue_topic, out)
     )
-    (
-        by_region.windowed_by(hopping)
-        .aggregate(_init, _add, Materialized.as_(STORE_HOPPING).with_value_serde(VALUE_SERDE))
-        .to_stream()
-        .map(_publish)
-        .to(cfg.hopping_revenue_topic, out)
+    revenue_5m.to_stream().map(_publish).to(cfg.revenue_topic, out)
+    revenue_hopping = by_region.windowed_by(hopping).aggregate(
+        _init, _add, Materialized.as_(STORE_HOPPING).with_value_serde(VALUE_SERDE)
     )
+    revenue_hopping.to_stream().map(_publish).to(cfg.hopping_revenue_topic, out)
     late_topic = cfg.late_topic(APP)
-    report_late(
-        rekeyed, result="revenue_5m", windows=tumbling, topic=late_topic, final_store=STORE_5M
-    )
-    report_late(rekeyed, result="revenue_hopping", windows=hopping, topic=late_topic)
+    report_late(revenue_5m, result="revenue_5m", topic=late_topic)
+    report_late(revenue_hopping, result="revenue_hopping", topic=late_topic)
     return builder.build()

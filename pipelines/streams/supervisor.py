@@ -643,14 +643,6 @@ def _setting(item: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def quiet_dropped_record_warnings() -> None:
-    """Keep the DSL's warning per dropped record (late, null key) from the root handlers of
-    this process: the runtime's metrics hook on that logger still counts them, and one line
-    per record would drown the logs. For a process that runs stream applications only (the
-    supervisor, a streaming asset's run): it changes the process's logging."""
-    logging.getLogger("streaming.dsl").propagate = False
-
-
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point: run applications until SIGINT/SIGTERM."""
     parser = argparse.ArgumentParser(description="Run the platform's stream applications")
@@ -724,7 +716,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    quiet_dropped_record_warnings()
     names = None if args.apps == "all" else [a.strip() for a in args.apps.split(",") if a.strip()]
     try:
         kafka = KafkaConnection(

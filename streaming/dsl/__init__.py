@@ -28,6 +28,7 @@ from streaming.dsl.options import (
     StreamJoined,
     TableJoined,
 )
+from streaming.dsl.processors.late import LateRecord
 from streaming.dsl.suppressed import BufferConfig, Suppressed
 from streaming.dsl.windows import (
     EmitStrategy,
@@ -55,6 +56,7 @@ __all__ = [
     "KGroupedTable",
     "KStream",
     "KTable",
+    "LateRecord",
     "Materialized",
     "Named",
     "Printed",

@@ -14,9 +14,11 @@ from streaming.dsl.processors.table import (
     KTableMapValuesSupplier,
     TableSupplier,
     ToStreamProcessor,
+    WindowedAggregateSupplier,
 )
 from streaming.dsl.suppliers import check_supplier
 from streaming.dsl.suppressed import Suppressed
+from streaming.errors import TopologyException
 
 if TYPE_CHECKING:
     from streaming.dsl.builder import InternalBuilder
@@ -188,6 +190,32 @@ class KTable:
             None if mapper is not None else self.key_serde,
             self.value_serde,
             repartition_required=mapper is not None,
+        )
+
+    def late_records(self, named: Named | str | None = None) -> KStream:
+        """The records the windowed aggregation that made this table left out as late, as
+        a stream (Flink's ``sideOutputLateData``): one per (record, window), keyed by the
+        record's key, valued ``LateRecord(value, window, stream_time)``. They are no longer
+        logged one by one. Only a table made by a time, sliding or session windowed
+        aggregation has them."""
+        supplier = self.supplier
+        if not isinstance(supplier, WindowedAggregateSupplier):
+            raise TopologyException(
+                f"late_records() needs a table made by a windowed aggregation; {self.name} is not"
+            )
+        if supplier.late_output is not None:
+            raise TopologyException(f"late_records() of {self.name} was already called")
+        b = self._builder
+        name = b.name_or(as_name(named), "KTABLE-LATE-RECORDS-")
+        b.topology.add_processor(
+            name, stateless.supplier(stateless.PassThrough), self.name, side_output=True
+        )
+        supplier.late_output = name
+        return b.new_stream(
+            name,
+            getattr(self.key_serde, "inner", None),
+            None,
+            repartition_required=False,
         )
 
     def group_by(

@@ -154,6 +154,7 @@ class ActiveTask:
             caching_enabled=config.cache_max_bytes > 0,
             deserialization_handler=self._on_deserialization_error,
             on_skipped=self._on_skipped,
+            on_dropped=self._on_dropped,
         )
         self.stream_task.context.changelog_writer = self._log_change
         self.stream_task.context.global_stores = services.global_stores
@@ -372,6 +373,14 @@ class ActiveTask:
     def _on_skipped(self, reason: str, rec: Any) -> None:
         self.dropped += 1
         self._creator.metrics.dropped_records += 1
+
+    def _on_dropped(self, reason: str) -> None:
+        """A processor dropped a record (a late one, say)."""
+        self.dropped += 1
+        metrics = self._creator.metrics
+        metrics.dropped_records += 1
+        if reason == "late":
+            metrics.late_records_dropped += 1
 
     def punctuate_wall_clock(self, now_ms: int) -> bool:
         if not self.stream_task.initialized:

@@ -98,6 +98,11 @@ class TaskContext:
             self.current_node = node
             self._record_context = previous_rc
 
+    def record_dropped(self, reason: str) -> None:
+        """The current node dropped the record it processes, for ``reason`` ("late": a
+        closed window): counted on the task's dropped-records sensor."""
+        self._task.record_dropped(reason)
+
     def schedule(
         self,
         interval: int | timedelta,

@@ -1,21 +1,16 @@
 """Counters of a running application, read by ``KafkaStreams.metrics()``.
 
-Each stream thread owns a ``ThreadMetrics`` it updates without locks (single writer).
-Records dropped for late arrival (the DSL's windowed processors log "Skipping record for
-expired window" and skip the record) are counted by a logging hook: a handler on the
-``streaming.dsl`` logger that credits the stream thread the message was logged on.
+Each stream thread owns a ``ThreadMetrics`` it updates without locks (single writer); its
+tasks count the records their processors drop into it (a late record: the windowed
+aggregation reports it on the task's dropped-records sensor).
 """
 
 from __future__ import annotations
 
 import collections
-import logging
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
-
-LATE_RECORD_MESSAGE = "Skipping record for expired window"
 
 
 @dataclass
@@ -105,37 +100,3 @@ class ThreadStatus:
             stall_reason=None,
             stalls_total=0,
         )
-
-
-class _LateRecordCounter(logging.Handler):
-    """Counts DSL "expired window" skips per stream thread."""
-
-    def __init__(self) -> None:
-        super().__init__(level=logging.DEBUG)
-        self.by_thread: dict[int, ThreadMetrics] = {}
-
-    def emit(self, record: logging.LogRecord) -> None:
-        metrics = self.by_thread.get(threading.get_ident())
-        msg = record.msg
-        if metrics is not None and isinstance(msg, str) and msg.startswith(LATE_RECORD_MESSAGE):
-            metrics.late_records_dropped += 1
-            metrics.dropped_records += 1
-
-
-_COUNTER = _LateRecordCounter()
-_INSTALLED = False
-_LOCK = threading.Lock()
-
-
-def register_thread(metrics: ThreadMetrics) -> None:
-    """Count late-record drops logged on the calling thread into ``metrics``."""
-    global _INSTALLED
-    with _LOCK:
-        if not _INSTALLED:
-            logging.getLogger("streaming.dsl").addHandler(_COUNTER)
-            _INSTALLED = True
-    _COUNTER.by_thread[threading.get_ident()] = metrics
-
-
-def unregister_thread() -> None:
-    _COUNTER.by_thread.pop(threading.get_ident(), None)

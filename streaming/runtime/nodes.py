@@ -29,8 +29,10 @@ class ProcessorNode:
         #: call less per record and hop; else ``self.process``
         self.handle: Callable[[Record], None] = self.process
 
-    def add_child(self, child: ProcessorNode) -> None:
-        self.children.append(child)
+    def add_child(self, child: ProcessorNode, *, side_output: bool = False) -> None:
+        """``child`` gets this node's forwards; a side output only those naming it."""
+        if not side_output:
+            self.children.append(child)
         self.children_by_name[child.name] = child
 
     def init(self, context: TaskContext) -> None:

@@ -8,6 +8,7 @@ runtime and of the test driver.
 
 from __future__ import annotations
 
+import collections
 import logging
 import re
 from collections import deque
@@ -124,6 +125,7 @@ class StreamTask:
         caching_enabled: bool = True,
         deserialization_handler: DeserializationHandler = default_deserialization_handler,
         on_skipped: Callable[[str, StampedRecord | ConsumerRecord], None] | None = None,
+        on_dropped: Callable[[str], None] | None = None,
     ) -> None:
         self.id = task_id
         self.topology = topology
@@ -135,6 +137,9 @@ class StreamTask:
         self.processed = 0
         self._deserialization_handler = deserialization_handler
         self._on_skipped = on_skipped
+        self._on_dropped = on_dropped
+        #: records its processors dropped (Kafka's dropped-records sensor), by reason
+        self.dropped_by_processors: collections.Counter[str] = collections.Counter()
         names = set(node_names)
         key_serde = serdes_mod.from_config(config.get("default.key.serde", serdes_mod.Json))
         value_serde = serdes_mod.from_config(config.get("default.value.serde", serdes_mod.Json))
@@ -164,7 +169,11 @@ class StreamTask:
         for name, node in self.nodes.items():
             for child in topology.nodes[name].children:
                 if child in self.nodes:
-                    node.add_child(self.nodes[child])
+                    child_def = topology.nodes[child]
+                    node.add_child(
+                        self.nodes[child],
+                        side_output=getattr(child_def, "side_output", False),
+                    )
         #: (pattern, source) of pattern-subscribed sources, matched on first sight of a topic
         self._pattern_sources: list[tuple[re.Pattern[str], SourceNode]] = []
         for name, node in self.nodes.items():
@@ -244,6 +253,13 @@ class StreamTask:
     def initialized(self) -> bool:
         """True once the processors are initialized (``initialize_topology``)."""
         return self._initialized
+
+    def record_dropped(self, reason: str) -> None:
+        """A processor dropped the record it processes (``reason``: "late" for a closed
+        window): Kafka's task-level dropped-records sensor."""
+        self.dropped_by_processors[reason] += 1
+        if self._on_dropped is not None:
+            self._on_dropped(reason)
 
     def initialize(self) -> None:
         """Build and open the stores, then ``init`` every processor (in topology order)."""

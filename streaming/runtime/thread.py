@@ -304,7 +304,6 @@ class StreamThread(threading.Thread):
 
     def run(self) -> None:
         """Create the clients, subscribe, loop until asked to stop, then shut down."""
-        metrics_mod.register_thread(self.metrics)
         clean = False
         try:
             self._set_state(STARTING)
@@ -330,7 +329,6 @@ class StreamThread(threading.Thread):
                 self._shutdown_clients(clean=clean)
             except Exception:
                 log.exception("Error shutting down stream thread %s", self.name)
-            metrics_mod.unregister_thread()
             if self.task_manager.alignment is not None:
                 self.task_manager.alignment.forget()
             self._set_state(DEAD)

@@ -39,13 +39,18 @@ from streaming.topology import Topology
 __all__ = ["SqlError", "compile", "explain", "pull", "push"]
 
 
-def compile(text: str, config: dict[str, Any] | None = None) -> Topology:
+def compile(
+    text: str, config: dict[str, Any] | None = None, *, late_topic: str | None = None
+) -> Topology:
     """The topology of the statements in ``text`` (``config`` goes to ``build``); its SQL
-    catalog (tables, materialized results) is registered for pull and push queries."""
+    catalog (tables, materialized results) is registered for pull and push queries.
+
+    ``late_topic``: where each time-windowed aggregation writes the rows it leaves out as
+    late (``streaming.sql.late``), instead of logging them."""
     from streaming.sql.compiler import Compiler
     from streaming.sql.results import catalog_for, register
 
-    compiler = Compiler(text)
+    compiler = Compiler(text, late_topic=late_topic)
     compiler.compile_all()
     topology = compiler.builder.build(config)
     register(topology, catalog_for(compiler.tables, compiler.results))

@@ -61,6 +61,8 @@ from streaming.dsl import (
     EmitStrategy,
     Grouped,
     Materialized,
+    Named,
+    Produced,
     SessionWindows,
     StreamsBuilder,
     Suppressed,
@@ -73,6 +75,7 @@ from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import NUMERIC, Compiled, compile_expression
 from streaming.sql.join_groups import aggregation_over_join
 from streaming.sql.joins import JoinCompiler
+from streaming.sql.late import late_row
 from streaming.sql.results import MaterializedResult
 from streaming.sql.rewrite import (
     SESSION_ALIAS,
@@ -118,8 +121,12 @@ def parse(statement: Statement, source: str) -> exp.Expr:
 class Compiler:
     """Compiles statements one by one into one ``StreamsBuilder``."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, *, late_topic: str | None = None) -> None:
         self.source = source
+        #: where the rows a time-windowed aggregation leaves out as late go (None: nowhere)
+        self.late_topic = late_topic
+        #: (windowed table, its sink table) whose late rows go to ``late_topic``
+        self._late_tables: list[tuple[Any, str]] = []
         self.builder = StreamsBuilder()
         self.tables: dict[str, TableDef] = {}
         self.explained = False
@@ -150,6 +157,16 @@ class Compiler:
             self.explained |= statement.explain
             self.statement_start = statement.start
             self.compile_statement(statement, parse(statement, self.source))
+        self._write_late_rows()
+
+    def _write_late_rows(self) -> None:
+        """Each time-windowed aggregation's late rows to ``late_topic`` (``sql.late``),
+        built after every statement so that the other nodes keep their generated names."""
+        for table, result in self._late_tables:
+            table.late_records(Named.as_(self.unique(f"{result}-late"))).map_values(
+                lambda late, result=result: late_row(late, result)
+            ).to(self.late_topic, Produced(key_serde=serdes.Json(), value_serde=serdes.Json()))
+        self._late_tables.clear()
 
     def error(self, node: exp.Expr | int, message: str) -> SqlError:
         offset = node if isinstance(node, int) else node_offset(node)
@@ -514,22 +531,6 @@ class Compiler:
 
     # -- GROUP BY ----------------------------------------------------------------------
 
-    def group_rows(
-        self,
-        rows: Any,
-        key_of: Callable[[Any, Any], Any],
-        grouping: Grouped,
-        windows: TimeWindows | None,
-        sink: TableDef,
-        final_store: str | None = None,
-    ) -> Any:
-        """``rows`` (an append stream) grouped by ``key_of`` for an aggregation into
-        ``sink``, over ``windows`` when it is time-windowed (``final_store``: the
-        aggregation's store when it emits on window close). A hook: a subclass may look at
-        the grouped rows in the order the aggregation sees them (the platform reports the
-        rows a windowed aggregation drops as late)."""
-        return rows.group_by(key_of, grouping)
-
     def window_of(
         self, statement: Statement, group: exp.Group | None, source: TableDef
     ) -> tuple[Window | None, list[exp.Expr]]:
@@ -676,14 +677,7 @@ class Compiler:
             # an updating input: KGroupedTable.aggregate takes each old row back
             grouped = rows_in.group_by(lambda k, v: ([fn(v) for fn in key_fns], v), grouping)
         else:
-            grouped = self.group_rows(
-                rows_in,
-                lambda k, v: [fn(v) for fn in key_fns],
-                grouping,
-                time_windows,
-                sink,
-                store_name if emit_on_close else None,
-            )
+            grouped = rows_in.group_by(lambda k, v: [fn(v) for fn in key_fns], grouping)
         store = (
             Materialized.as_(store_name)
             .with_key_serde(serdes.Json())
@@ -719,6 +713,8 @@ class Compiler:
                     windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
                 table = windowed.aggregate(init, add, materialized=store)
                 split = lambda k: (k.key, (k.window.start, k.window.end))  # noqa: E731
+                if self.late_topic is not None:
+                    self._late_tables.append((table, sink.name))
             if statement.emit == "FINAL" and not emit_on_close:
                 table = table.suppress(
                     Suppressed.until_window_closes(BufferConfig.unbounded()).with_name(

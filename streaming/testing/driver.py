@@ -307,6 +307,14 @@ class TopologyTestDriver:
 
     # -- stores -----------------------------------------------------------------------
 
+    def metrics(self) -> dict[str, int]:
+        """The task's dropped-records counters, as ``KafkaStreams.metrics()`` names them."""
+        dropped = self._task.dropped_by_processors
+        return {
+            "dropped-records-total": sum(dropped.values()),
+            "late-records-dropped-total": dropped["late"],
+        }
+
     def get_all_state_stores(self) -> dict[str, Any]:
         stores = dict(self._global.stores) if self._global is not None else {}
         stores.update(self._task.context.stores)

@@ -143,15 +143,21 @@ class Topology:
         supplier: ProcessorSupplier,
         *parent_names: str,
         fixed_key: bool = False,
+        side_output: bool = False,
     ) -> Topology:
-        """A processor node; ``supplier()`` makes one ``Processor`` per task."""
+        """A processor node; ``supplier()`` makes one ``Processor`` per task. A
+        ``side_output`` node has one parent, which reaches it by name only."""
         self._check_new(name)
         if not parent_names:
             raise TopologyException(f"Processor {name} must have at least one parent")
         if not callable(supplier):
             raise TopologyException(f"supplier of {name} must be callable returning a Processor")
+        if side_output and len(parent_names) != 1:
+            raise TopologyException(f"Side output {name} must have exactly one parent")
         parents = self._link(name, parent_names)
-        self.nodes[name] = ProcessorNodeDef(name, supplier, parents, fixed_key=fixed_key)
+        self.nodes[name] = ProcessorNodeDef(
+            name, supplier, parents, fixed_key=fixed_key, side_output=side_output
+        )
         for builder in stores_of(supplier):
             self.add_state_store(builder, name)
         return self

@@ -31,6 +31,9 @@ class ProcessorNodeDef:
     stores: list[str] = field(default_factory=list)
     children: list[str] = field(default_factory=list)
     fixed_key: bool = False
+    #: reached only by its parent's ``forward(record, name)``, never by a plain forward (a
+    #: side output, like the late records of a windowed aggregation)
+    side_output: bool = False
 
 
 @dataclass

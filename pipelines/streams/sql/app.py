@@ -19,9 +19,8 @@ from typing import Any
 
 from pipelines.streams.common import click_problem, dead_letter_gate, order_problem
 from pipelines.streams.config import StreamAppConfig
-from pipelines.streams.late import report_late
 from pipelines.streams.sql.lineage import SqlLineage, read_lineage
-from streaming import Grouped, Repartitioned, StreamsBuilder, TimeWindows, Topology
+from streaming import StreamsBuilder, Topology
 from streaming.sql.catalog import TableDef
 from streaming.sql.compiler import Compiler
 from streaming.sql.results import catalog_for, register
@@ -66,9 +65,9 @@ class GatedStreamsBuilder(StreamsBuilder):
 
 class PlatformSqlCompiler(Compiler):
     """The SQL compiler with the platform's topic names (``topics``: the file's topic ->
-    the deployed one), dead-letter gate on the source streams and, with ``late_topic``,
-    the rows each time-windowed aggregation drops as late written there
-    (``pipelines.streams.late``, result = the sink table's name)."""
+    the deployed one) and dead-letter gate on the source streams; with ``late_topic``,
+    the rows each time-windowed aggregation leaves out as late go there
+    (``streaming.sql.late``, result = the sink table's name)."""
 
     def __init__(
         self,
@@ -77,39 +76,9 @@ class PlatformSqlCompiler(Compiler):
         builder: StreamsBuilder,
         late_topic: str | None = None,
     ) -> None:
-        super().__init__(source)
+        super().__init__(source, late_topic=late_topic)
         self.builder = builder
         self.topics = dict(topics)
-        self.late_topic = late_topic
-
-    def group_rows(
-        self,
-        rows: Any,
-        key_of: Callable[[Any, Any], Any],
-        grouping: Grouped,
-        windows: TimeWindows | None,
-        sink: TableDef,
-        final_store: str | None = None,
-    ) -> Any:
-        """The rows rekeyed through the grouping's repartition topic (the topic
-        ``group_by`` would make), with a late-record tap beside the aggregation: it sees
-        the same rows in the same order, so it drops exactly what the aggregation drops."""
-        if windows is None or self.late_topic is None:
-            return super().group_rows(rows, key_of, grouping, windows, sink, final_store)
-        rekeyed = rows.select_key(key_of).repartition(
-            Repartitioned(
-                name=grouping.name, key_serde=grouping.key_serde, value_serde=grouping.value_serde
-            )
-        )
-        report_late(
-            rekeyed,
-            result=sink.name,
-            windows=windows,
-            topic=self.late_topic,
-            final_store=final_store,
-            key_serde=grouping.key_serde,
-        )
-        return rekeyed.group_by_key(grouping)
 
     def declare_table(self, table: TableDef) -> TableDef:
         """A declared table reads or writes the deployed topic: renamed as it enters the

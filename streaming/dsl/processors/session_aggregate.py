@@ -39,8 +39,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from streaming.dsl.change import Change
+from streaming.dsl.processors.late import LateRecordReporter, log_level
 from streaming.dsl.processors.quiet_close import schedule_quiet_close
-from streaming.dsl.processors.table import TableSupplier
+from streaming.dsl.processors.table import WindowedAggregateSupplier
 from streaming.dsl.processors.table_getters import SessionValueGetterSupplier
 from streaming.dsl.processors.window_aggregate import NO_RECORD
 from streaming.dsl.windows import EmitStrategy, SessionWindows
@@ -91,7 +92,7 @@ def _emit_interval_ms(app_configs: Any) -> int:
     return DEFAULT_EMIT_INTERVAL_MS if value is None else int(value)
 
 
-class KStreamSessionWindowAggregateSupplier(TableSupplier):
+class KStreamSessionWindowAggregateSupplier(WindowedAggregateSupplier):
     """Session-window ``aggregate`` (and ``count``/``reduce``) into a session store."""
 
     store_name: str
@@ -141,6 +142,7 @@ class KStreamSessionWindowAggregateProcessor(Processor):
         super().init(context)
         s = self.s
         self.store = context.get_state_store(s.store_name)
+        self.late = LateRecordReporter(context, s.late_output)
         self.node = context.current_node
         self.gap = s.windows.gap_ms
         self.close_offset = s.windows.grace_ms + s.windows.gap_ms
@@ -203,7 +205,7 @@ class KStreamSessionWindowAggregateProcessor(Processor):
                     end = w.end
 
         if end < window_close_time:
-            self._log_skipped_expired(timestamp, window_close_time, start, end)
+            self._skip_expired(record, window_close_time, start, end)
         else:
             store = self.store
             emit_updates = not self.emit_final
@@ -332,17 +334,22 @@ class KStreamSessionWindowAggregateProcessor(Processor):
         else:
             log.warning("Skipping record due to null key. Topic, partition, and offset not known.")
 
-    def _log_skipped_expired(self, timestamp: int, expire: int, start: int, end: int) -> None:
-        if not log.isEnabledFor(logging.WARNING):
+    def _skip_expired(self, record: Record, expire: int, start: int, end: int) -> None:
+        """Leave ``record`` out of the session ``[start, end]`` it would make, closed at
+        ``expire``: counted, logged as Kafka logs it, sent to the late side output."""
+        self.late.dropped(record, SessionWindow(start, end), self.observed_stream_time)
+        level = log_level(self.late)
+        if not log.isEnabledFor(level):
             return
         md = self.context.record_metadata()
-        log.warning(
+        log.log(
+            level,
             "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] "
             "timestamp=[%s] window=[%s,%s] expiration=[%s] streamTime=[%s]",
             md.topic if md is not None else None,
             md.partition if md is not None else None,
             md.offset if md is not None else None,
-            timestamp,
+            record.timestamp,
             start,
             end,
             expire,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from streaming.dsl.processors.table import TableSupplier
+from streaming.dsl.processors.table import WindowedAggregateSupplier
 from streaming.dsl.processors.window_aggregate import (
     NO_TIMESTAMP,
     AbstractTimeWindowAggregateProcessor,
@@ -29,7 +29,7 @@ from streaming.windowed import TimeWindow, Window
 _make = ValueAndTimestamp.make
 
 
-class KStreamSlidingWindowAggregateSupplier(TableSupplier):
+class KStreamSlidingWindowAggregateSupplier(WindowedAggregateSupplier):
     """``SlidingWindowedKStream.aggregate/count/reduce``."""
 
     store_name: str
@@ -59,7 +59,12 @@ class KStreamSlidingWindowAggregateSupplier(TableSupplier):
 
 class KStreamSlidingWindowAggregateProcessor(AbstractTimeWindowAggregateProcessor):
     def __init__(self, supplier: KStreamSlidingWindowAggregateSupplier) -> None:
-        super().__init__(supplier.store_name, supplier.emit_strategy, supplier.send_old_values)
+        super().__init__(
+            supplier.store_name,
+            supplier.emit_strategy,
+            supplier.send_old_values,
+            supplier.late_output,
+        )
         self.initializer = supplier.initializer
         self.aggregator = supplier.aggregator
         self.time_difference_ms = supplier.windows.time_difference_ms
@@ -82,8 +87,11 @@ class KStreamSlidingWindowAggregateProcessor(AbstractTimeWindowAggregateProcesso
 
         window_end = timestamp + td
         if window_end < window_close_time:
-            self.log_skipped_record_for_expired_window(
-                timestamp, window_close_time, f"[{timestamp},{window_end}]"
+            self.skip_expired(
+                record,
+                TimeWindow(timestamp, window_end),
+                window_close_time,
+                f"[{timestamp},{window_end}]",
             )
             return
 
@@ -366,9 +374,7 @@ class KStreamSlidingWindowAggregateProcessor(AbstractTimeWindowAggregateProcesso
             self.window_store.put(record.key, _make(new_agg, new_timestamp), window_start)
             self.maybe_forward_update(record, window, old_agg, new_agg, new_timestamp)
         else:
-            self.log_skipped_record_for_expired_window(
-                record.timestamp, window_close_time, f"[{window_start},{window_end}]"
-            )
+            self.skip_expired(record, window, window_close_time, f"[{window_start},{window_end}]")
 
     def emit_range_lower_bound(self, window_close_time: int) -> int:
         last = self.last_emit_window_close_time

@@ -53,6 +53,14 @@ class TableSupplier:
     output_versioned: bool | None = None
 
 
+class WindowedAggregateSupplier(TableSupplier):
+    """A time, sliding or session windowed aggregation: the one table whose processor can
+    send the records it leaves out as late to a side output (``KTable.late_records``)."""
+
+    #: the node the late records go to, or None
+    late_output: str | None = None
+
+
 def is_output_versioned(supplier: TableSupplier | None) -> bool:
     """Whether a table's rows are versioned, deciding or inheriting up the parent chain
     (Kafka's InternalStreamsBuilder.isVersionedOrVersionedUpstream)."""

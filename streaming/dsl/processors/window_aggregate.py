@@ -14,13 +14,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from streaming.dsl.change import Change
 from streaming.dsl.processors.forwarding import TupleForwarder
+from streaming.dsl.processors.late import LateRecordReporter, log_level
 from streaming.dsl.processors.quiet_close import schedule_quiet_close
-from streaming.dsl.processors.table import TableSupplier
+from streaming.dsl.processors.table import WindowedAggregateSupplier
 from streaming.dsl.processors.value_getters import ValueGetter, ValueGetterSupplier
 from streaming.dsl.windows import EmitStrategy, TimeWindows, window_size_and_retention
 from streaming.state import ValueAndTimestamp, Windowed
@@ -83,8 +84,16 @@ NO_RECORD = Record(None, None, NO_TIMESTAMP)
 class AbstractTimeWindowAggregateProcessor(Processor):
     """Kafka's ``AbstractKStreamTimeWindowAggregateProcessor``: emit on update or on close."""
 
-    def __init__(self, store_name: str, emit_strategy: EmitStrategy, send_old_values: bool) -> None:
+    def __init__(
+        self,
+        store_name: str,
+        emit_strategy: EmitStrategy,
+        send_old_values: bool,
+        late_output: str | None,
+    ) -> None:
         self.store_name = store_name
+        #: the child that gets the late records (``KTable.late_records``), or None
+        self.late_output = late_output
         self.emit_final = emit_strategy.kind == EmitStrategy.ON_WINDOW_CLOSE
         self.send_old_values = send_old_values
         self.observed_stream_time = NO_TIMESTAMP
@@ -108,6 +117,7 @@ class AbstractTimeWindowAggregateProcessor(Processor):
     def init(self, context: Any) -> None:
         super().init(context)
         self.window_store = context.get_state_store(self.store_name)
+        self.late = LateRecordReporter(context, self.late_output)
         if self.emit_final:
             last = _processor_metadata_for_key(context, self.store_name)
             if last is not None:
@@ -236,28 +246,37 @@ class AbstractTimeWindowAggregateProcessor(Processor):
 
     # -- dropping ---------------------------------------------------------------------
 
-    def log_skipped_record_for_expired_window(
-        self, timestamp: int, window_expire: int, window: str
+    def skip_expired(
+        self, record: Record, window: Window, window_expire: int, window_text: str
     ) -> None:
+        """Leave ``record`` out of ``window``, which closed at ``window_expire``: counted,
+        logged as Kafka logs it, and sent to the late side output if there is one."""
+        self.late.dropped(record, window, self.observed_stream_time)
+        level = log_level(self.late)
+        if not log.isEnabledFor(level):
+            return
+        timestamp = record.timestamp
         md = self.context.record_metadata()
         if md is not None:
-            log.warning(
+            log.log(
+                level,
                 "Skipping record for expired window. topic=[%s] partition=[%s] offset=[%s] "
                 "timestamp=[%s] window=%s expiration=[%s] streamTime=[%s]",
                 md.topic,
                 md.partition,
                 md.offset,
                 timestamp,
-                window,
+                window_text,
                 window_expire,
                 self.observed_stream_time,
             )
         else:
-            log.warning(
+            log.log(
+                level,
                 "Skipping record for expired window. Topic, partition, and offset not known. "
                 "timestamp=[%s] window=%s expiration=[%s] streamTime=[%s]",
                 timestamp,
-                window,
+                window_text,
                 window_expire,
                 self.observed_stream_time,
             )
@@ -278,7 +297,7 @@ class AbstractTimeWindowAggregateProcessor(Processor):
             )
 
 
-class KStreamWindowAggregateSupplier(TableSupplier):
+class KStreamWindowAggregateSupplier(WindowedAggregateSupplier):
     """``TimeWindowedKStream.aggregate/count/reduce``: Kafka's ``KStreamWindowAggregate``."""
 
     store_name: str
@@ -315,7 +334,12 @@ class KStreamWindowAggregateSupplier(TableSupplier):
 
 class KStreamWindowAggregateProcessor(AbstractTimeWindowAggregateProcessor):
     def __init__(self, supplier: KStreamWindowAggregateSupplier) -> None:
-        super().__init__(supplier.store_name, supplier.emit_strategy, supplier.send_old_values)
+        super().__init__(
+            supplier.store_name,
+            supplier.emit_strategy,
+            supplier.send_old_values,
+            supplier.late_output,
+        )
         self.s = supplier
         windows = supplier.windows
         self.windows = windows
@@ -359,9 +383,16 @@ class KStreamWindowAggregateProcessor(AbstractTimeWindowAggregateProcessor):
             starts = matched.keys()
 
         # update the windows whose end is still after the close time (creating the missing ones)
+        emitted = self.last_emit_window_close_time if self.emit_final else NO_TIMESTAMP
         for window_start in starts:
             window_end = window_start + size if matched is None else matched[window_start].end
             if window_end > window_close_time:
+                if window_end <= emitted:  # emitted before a restart: never again
+                    self.late.left_out(
+                        record,
+                        self._window(window_start, window_end, matched),
+                        self.observed_stream_time,
+                    )
                 old = store.fetch(key, window_start)
                 old_agg = None if old is None else old.value
                 if old_agg is None:
@@ -380,12 +411,19 @@ class KStreamWindowAggregateProcessor(AbstractTimeWindowAggregateProcessor):
                     )
                     self.maybe_forward_update(record, window, old_agg, new_agg, new_timestamp)
             else:
-                self.log_skipped_record_for_expired_window(
-                    timestamp, window_close_time, f"[{window_start},{window_end})"
+                self.skip_expired(
+                    record,
+                    self._window(window_start, window_end, matched),
+                    window_close_time,
+                    f"[{window_start},{window_end})",
                 )
 
         if self.emit_final:
             self.maybe_forward_final_result(record, window_close_time)
+
+    @staticmethod
+    def _window(start: int, end: int, matched: Mapping[int, Window] | None) -> Window:
+        return TimeWindow(start, end) if matched is None else matched[start]
 
     def emit_range_lower_bound(self, window_close_time: int) -> int:
         # window ends are exclusive: the inclusive lower bound is one after the last emitted

@@ -472,3 +472,37 @@ CREATE TABLE out (id STRING, tier STRING) WITH ('topic' = 'out');
         "keep its key (id, 'key.format' raw): select it into the key of the sink out (tier"
         in error.message
     )
+
+
+@pytest.mark.parametrize("emit", ["", "EMIT FINAL"])
+def test_late_topic_gets_each_row_a_windowed_aggregation_left_out(emit):
+    sql = (
+        ORDERS
+        + SINK
+        + f"""
+    INSERT INTO out
+    SELECT region, window_start, window_end, COUNT(*), SUM(amount), AVG(amount), MAX(qty)
+    FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '5' MINUTE))
+    GROUP BY window_start, window_end, region {emit};
+    """
+    )
+    records = trace(11, n=120)
+    with TopologyTestDriver(compile(sql, late_topic="late")) as driver:
+        src = driver.create_input_topic("orders", serdes.String(), serdes.Json())
+        for key, value, ts in records:
+            src.pipe_input(key, value, timestamp=ts)
+        late = driver.create_output_topic("late", serdes.Json(), serdes.Json())
+        rows = [(r.key, r.value) for r in late.read_records_to_list()]
+        dropped = driver.metrics()["late-records-dropped-total"]
+        out = driver.create_output_topic("out", serdes.String(), serdes.Json())
+        output = [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()]
+    # the trace holds orders 2 minutes late: with 30 s of watermark delay some windows of
+    # each are closed; every one of them is a row, and the aggregation counted it dropped
+    assert rows and len(rows) == dropped
+    for key, row in rows:
+        assert key == [row["region"]] and row["result"] == "out"
+        start, end = row["window_start"], row["window_end"]
+        assert end - start == 300_000 and start % 60_000 == 0
+        assert start <= parse_timestamp(row["ts"]) < end <= row["stream_time"] - 30_000
+    # the aggregation's own output is the same with the late rows written or not
+    assert output == run(compile(sql), records)
