@@ -106,7 +106,7 @@ class KafkaConnection:
     def verify(self, timeout_s: float = 15.0) -> None:
         """Fail within about ``timeout_s`` when the cluster cannot be reached or refuses
         the login or TLS handshake, with a message that says what to check."""
-        from streaming.runtime.config import check_bootstrap_servers
+        from streaming.runtime.bootstrap_probe import check_bootstrap_servers
 
         check_bootstrap_servers(self.client_config(), timeout_s)
 

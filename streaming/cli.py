@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
 def _startup_errors() -> tuple[type[BaseException], ...]:
     """Errors of ``start()`` whose message says what to fix: shown without a traceback."""
     from streaming.runtime.assignment import TopologyValidationError
-    from streaming.runtime.config import ClusterUnreachableException
+    from streaming.runtime.bootstrap_probe import ClusterUnreachableException
     from streaming.runtime.state_directory import StateDirectoryLocked
     from streaming.runtime.topics import InternalTopicError
 

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from streaming.runtime.alignment import AlignmentTable, EventTimeAlignment
 from streaming.runtime.assignment import TopologyPlan
-from streaming.runtime.config import StreamsConfig, check_bootstrap_servers
+from streaming.runtime.bootstrap_probe import check_bootstrap_servers
+from streaming.runtime.config import StreamsConfig
 from streaming.runtime.state_directory import StateDirectory
 from streaming.runtime.topic_limits import TopicLimitsCache
 from streaming.runtime.topics import InternalTopicManager, sink_topics

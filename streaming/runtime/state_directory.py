@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 
 from streaming.errors import ConfigException
-from streaming.runtime.config import STATE_DIR
+from streaming.runtime.config_keys import STATE_DIR
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from test_app_support import unique
 from streaming import StreamsBuilder, serdes
 from streaming.app import KafkaStreams, State
 from streaming.errors import ConfigException
-from streaming.runtime.config import ClusterUnreachableException
+from streaming.runtime.bootstrap_probe import ClusterUnreachableException
 from streaming.runtime.state_directory import StateDirectory
 from streaming.runtime.topics import MissingSinkTopicError
 

@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 
 from streaming.errors import ConfigException
-from streaming.runtime import config as config_mod
-from streaming.runtime.config import (
-    CLIENT_PROPERTIES,
+from streaming.runtime import client_settings
+from streaming.runtime.bootstrap_probe import (
     ClusterUnreachableException,
-    StreamsConfig,
     bootstrap_addresses,
     check_bootstrap_servers,
     probe_addresses,
 )
+from streaming.runtime.client_settings import CLIENT_PROPERTIES
+from streaming.runtime.config import StreamsConfig
 from streaming.runtime.state_directory import StateDirectory, StateDirectoryUnusable
 
 REPO = Path(__file__).resolve().parents[3]
@@ -139,7 +139,7 @@ JAVA_STREAMS_PROPERTIES = {
 
 
 def test_a_java_streams_properties_file_is_accepted(caplog):
-    with caplog.at_level(logging.DEBUG, logger="streaming.runtime.config"):
+    with caplog.at_level(logging.DEBUG, logger="streaming.runtime.client_settings"):
         cfg = build(**JAVA_STREAMS_PROPERTIES)
     assert cfg.num_standby_replicas == 1
     logged = " ".join(r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG)
@@ -375,7 +375,7 @@ def test_the_property_table_matches_the_installed_librdkafka():
     unknown = []
     for name, applies in CLIENT_PROPERTIES.items():
         kind = "producer" if applies in ("*", "P") else "consumer"
-        verdict = config_mod._librdkafka_verdict(kind, name, "x")
+        verdict = client_settings._librdkafka_verdict(kind, name, "x")
         if verdict is not None and verdict[0] == "unknown":
             unknown.append(name)
     assert unknown == []
@@ -477,7 +477,7 @@ def test_reachable_but_silent_broker_is_not_reported_unreachable(caplog):
         server.bind(("127.0.0.1", 0))
         server.listen()
         address = f"127.0.0.1:{server.getsockname()[1]}"
-        with caplog.at_level(logging.WARNING, logger="streaming.runtime.config"):
+        with caplog.at_level(logging.WARNING, logger="streaming.runtime.bootstrap_probe"):
             check_bootstrap_servers({"bootstrap.servers": address}, 1.0)
     assert "accepts connections but has not answered" in caplog.text
 
