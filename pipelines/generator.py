@@ -1,7 +1,7 @@
 """Synthetic event generator: orders, customers, payments and clicks, deterministic by seed.
 
 ``iter_events(config)`` is a pure function of the config: it yields :class:`Event` s in the
-order they are sent (``emit_ms``, a simulated clock). ``produce(config, bootstrap)`` writes
+order they are sent (``emit_ms``, a simulated clock). ``produce(config, kafka)`` writes
 them to Kafka (optionally paced in real time). From the command line::
 
     python -m pipelines.generator --bootstrap localhost:9092 --rate 20 --duration 600 --seed 7
@@ -257,7 +257,7 @@ CATCH_UP_SLICE_MS = 30_000
 
 def produce(
     config: GeneratorConfig,
-    bootstrap_servers: Kafka,
+    kafka: Kafka,
     *,
     realtime: bool = False,
     producer_config: dict[str, Any] | None = None,
@@ -276,7 +276,7 @@ def produce(
 
     producer = Producer(
         {
-            **KafkaConnection.of(bootstrap_servers).client_config(),
+            **KafkaConnection.of(kafka).client_config(),
             "linger.ms": 20,
             "enable.idempotence": True,
             # Java's default partitioner (what Kafka Streams and the stream apps use), so

@@ -267,7 +267,7 @@ def start_local_broker(
     return cluster, new
 
 
-def describe_topics(bootstrap: Kafka, timeout: float = 30.0) -> tuple[str | None, dict[str, int]]:
+def describe_topics(kafka: Kafka, timeout: float = 30.0) -> tuple[str | None, dict[str, int]]:
     """The cluster id and ``{topic: records}`` (end minus start offsets) of every
     non-internal topic. A broker that has just resumed its storage has no leader yet, or
     answers "not leader", for partitions it is still loading: the description is asked
@@ -277,7 +277,7 @@ def describe_topics(bootstrap: Kafka, timeout: float = 30.0) -> tuple[str | None
     loading = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE}
     deadline = time.monotonic() + timeout
     consumer = Consumer(
-        KafkaConnection.of(bootstrap).client_config(**{"group.id": "assets-run-describe"})
+        KafkaConnection.of(kafka).client_config(**{"group.id": "assets-run-describe"})
     )
 
     def describe() -> tuple[str | None, dict[str, int]]:

@@ -46,7 +46,7 @@ def load_topic_specs(path: str | Path = TOPICS_FILE) -> list[TopicSpec]:
 
 
 def create_topics(
-    bootstrap_servers: Kafka,
+    kafka: Kafka,
     *,
     specs: list[TopicSpec] | None = None,
     timeout: float = 30.0,
@@ -61,7 +61,7 @@ def create_topics(
     from confluent_kafka.admin import AdminClient, NewTopic
 
     specs = load_topic_specs() if specs is None else specs
-    admin = AdminClient(KafkaConnection.of(bootstrap_servers).client_config(**(admin_config or {})))
+    admin = AdminClient(KafkaConnection.of(kafka).client_config(**(admin_config or {})))
     metadata = admin.list_topics(timeout=timeout)
     brokers = max(1, len(metadata.brokers))
     result = {spec.name: "exists" for spec in specs if spec.name in metadata.topics}
@@ -92,7 +92,7 @@ def create_topics(
     _wait_for_leaders(admin, [spec for spec in specs], deadline)
     created = [name for name, outcome in result.items() if outcome == "created"]
     if created:
-        _wait_until_served(bootstrap_servers, created, deadline, admin_config or {})
+        _wait_until_served(kafka, created, deadline, admin_config or {})
     return result
 
 
@@ -121,7 +121,7 @@ _NOT_YET_SERVED = frozenset(
 
 
 def _wait_until_served(
-    bootstrap_servers: Kafka, topics: list[str], deadline: float, config: dict[str, Any]
+    kafka: Kafka, topics: list[str], deadline: float, config: dict[str, Any]
 ) -> None:
     """Block until every partition of the new ``topics`` answers an offsets request: the
     metadata names a leader a moment before that broker serves the partition, and a client
@@ -129,9 +129,7 @@ def _wait_until_served(
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     consumer = Consumer(
-        KafkaConnection.of(bootstrap_servers).client_config(
-            **config, **{"group.id": "platform-create-topics"}
-        )
+        KafkaConnection.of(kafka).client_config(**config, **{"group.id": "platform-create-topics"})
     )
     try:
         meta = consumer.list_topics(timeout=max(0.5, deadline - time.monotonic()))

@@ -189,15 +189,13 @@ def hours_to_request(
 
 
 def cluster_positions(
-    bootstrap: Kafka, topic: str, timeout: float = 10.0
+    kafka: Kafka, topic: str, timeout: float = 10.0
 ) -> tuple[str | None, dict[int, int]]:
-    """The cluster id of ``bootstrap`` and the end offset of each partition of ``topic``."""
+    """The cluster id of ``kafka`` and the end offset of each partition of ``topic``."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
-        KafkaConnection.of(bootstrap).client_config(
-            **{"group.id": f"late-data-{uuid.uuid4().hex[:8]}"}
-        )
+        KafkaConnection.of(kafka).client_config(**{"group.id": f"late-data-{uuid.uuid4().hex[:8]}"})
     )
     try:
         meta = consumer.list_topics(topic, timeout=timeout)
@@ -214,7 +212,7 @@ def cluster_positions(
 
 
 def read_orders(
-    bootstrap: Kafka,
+    kafka: Kafka,
     topic: str,
     offsets: dict[str, int],
     max_records: int,
@@ -234,7 +232,7 @@ def read_orders(
     from pipelines.streams.monitor import end_offsets
 
     if ends is None:
-        ends = end_offsets(bootstrap, topic)
+        ends = end_offsets(kafka, topic)
     new_offsets = dict(offsets)
     assignment = [
         TopicPartition(topic, p, offsets.get(str(p), 0))
@@ -249,7 +247,7 @@ def read_orders(
     unfinished = {tp.partition for tp in assignment}
     consumer = Consumer(
         {
-            **KafkaConnection.of(bootstrap).client_config(),
+            **KafkaConnection.of(kafka).client_config(),
             "group.id": f"late-data-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",

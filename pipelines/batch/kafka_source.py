@@ -93,7 +93,7 @@ class OffsetRange:
 
 
 def resolve_offsets(
-    bootstrap_servers: Kafka,
+    kafka: Kafka,
     topic: str,
     start_ms: int | None = None,
     end_ms: int | None = None,
@@ -113,7 +113,7 @@ def resolve_offsets(
 
     consumer = Consumer(
         {
-            **KafkaConnection.of(bootstrap_servers).client_config(),
+            **KafkaConnection.of(kafka).client_config(),
             "group.id": f"kappa-batch-offsets-{topic}",  # never joined nor committed
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
@@ -202,7 +202,7 @@ def _ddl_columns(topic: str) -> list[str]:
 def read_offsets(
     spark: Any,
     offsets: OffsetRange,
-    bootstrap_servers: Kafka,
+    kafka: Kafka,
     schema_topic: str,
     options: Mapping[str, str] | None = None,
 ) -> Any:
@@ -213,7 +213,7 @@ def read_offsets(
     ensure_kafka_source(spark)
     reader = spark.read.format("kafka").option("kafka.isolation.level", "read_committed")
     settings = {
-        **KafkaConnection.of(bootstrap_servers).spark_options(),
+        **KafkaConnection.of(kafka).spark_options(),
         **offsets.spark_options(),
         **(options or {}),
     }

@@ -83,11 +83,11 @@ def reader_for(
     source: str | Reader = LAKE,
     lake: Path | None = None,
     *,
-    bootstrap: Kafka | None = None,
+    kafka: Kafka | None = None,
     topics: Mapping[str, str] | None = None,
 ) -> Reader:
     """The reader of ``source``: ``"lake"``, ``"kafka"`` (a ``kafka_source.KafkaSource`` on
-    ``bootstrap``, reading ``topics``: platform topic ->
+    ``kafka``, reading ``topics``: platform topic ->
     Kafka topic), or a reader itself (e.g. a configured ``KafkaSource``)."""
     if not isinstance(source, str):
         return source
@@ -96,9 +96,9 @@ def reader_for(
     if source == KAFKA:
         from pipelines.batch.kafka_source import KafkaSource
 
-        if bootstrap is None:
-            raise ValueError("the Kafka batch source needs the cluster to read (bootstrap)")
-        return KafkaSource(bootstrap, dict(topics or {}))
+        if kafka is None:
+            raise ValueError("the Kafka batch source needs the cluster to read (kafka)")
+        return KafkaSource(kafka, dict(topics or {}))
     raise ValueError(f"unknown batch source {source!r}; known: {LAKE!r}, {KAFKA!r}")
 
 
@@ -109,7 +109,7 @@ def compute_result(
     spark: Any = None,
     *,
     source: str | Reader = LAKE,
-    bootstrap: Kafka | None = None,
+    kafka: Kafka | None = None,
     topics: Mapping[str, str] | None = None,
 ) -> Any:
     """The Spark DataFrame of batch ``result`` for ``hour`` (lake hour or Dagster key).
@@ -117,7 +117,7 @@ def compute_result(
     The input hours come from ``source`` (see ``reader_for``): the lake, or the Kafka topics
     (then the session gets Spark's Kafka source, ``session.ensure_kafka_source``).
     """
-    reader = reader_for(source, lake, bootstrap=bootstrap, topics=topics)
+    reader = reader_for(source, lake, kafka=kafka, topics=topics)
     if reader.name == KAFKA:
         spark = ensure_kafka_source(spark) if spark is not None else get_spark(kafka=True)
     else:
@@ -188,12 +188,12 @@ def recompute(
     *,
     store: bool = True,
     source: str | Reader = LAKE,
-    bootstrap: Kafka | None = None,
+    kafka: Kafka | None = None,
     topics: Mapping[str, str] | None = None,
 ) -> BatchOutput:
     """Compute ``result`` for ``hour`` from ``source`` (``"lake"`` or ``"kafka"``, see
     ``compute_result``) and (by default) store it in the lake under that source."""
-    reader = reader_for(source, lake, bootstrap=bootstrap, topics=topics)
+    reader = reader_for(source, lake, kafka=kafka, topics=topics)
     frame = compute_result(result, hour, lake, spark, source=reader).toPandas()
     frame = frame.sort_values(_SORT[result], kind="stable").reset_index(drop=True)
     lake_hour = hour_of(hour_start_ms(hour))

@@ -1,6 +1,6 @@
 """The lake sink: consume topics from their manifest offsets up to the end, land Parquet.
 
-``sink_topic(bootstrap, topic, lake)`` assigns every partition of ``topic`` at the
+``sink_topic(kafka, topic, lake)`` assigns every partition of ``topic`` at the
 manifest's ``next_offset`` (no consumer group: the manifest is the only position), reads
 ``read_committed`` until each partition's end as of the start of the run, and lands
 batches of at most ``batch_size`` records per partition. Re-running lands only what is new.
@@ -67,7 +67,7 @@ class SinkResult:
 
 
 def sink_topic(
-    bootstrap_servers: Kafka,
+    kafka: Kafka,
     topic: str,
     lake: Path | None = None,
     *,
@@ -88,7 +88,7 @@ def sink_topic(
     result = SinkResult(topic)
     consumer = Consumer(
         {
-            **KafkaConnection.of(bootstrap_servers).client_config(),
+            **KafkaConnection.of(kafka).client_config(),
             "group.id": f"lake-sink-{topic}",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
@@ -215,7 +215,7 @@ def _flush(
 
 
 def sink_topics(
-    bootstrap_servers: Kafka,
+    kafka: Kafka,
     topics: list[str] | Mapping[str, str],
     lake: Path | None = None,
     **kwargs: Any,
@@ -224,6 +224,6 @@ def sink_topics(
     topic (``lake_topic``)."""
     targets = dict(topics) if isinstance(topics, Mapping) else {t: t for t in topics}
     return {
-        topic: sink_topic(bootstrap_servers, topic, lake, lake_topic=lake_topic, **kwargs)
+        topic: sink_topic(kafka, topic, lake, lake_topic=lake_topic, **kwargs)
         for topic, lake_topic in targets.items()
     }

@@ -1,7 +1,7 @@
 """Kappa replay: reprocess a stream application from the earliest offsets under a new
 application id, into replay topics, and compare its results with the live ones.
 
-``replay_to_end_offsets(runner, bootstrap)`` captures the end offsets of every input
+``replay_to_end_offsets(runner, kafka)`` captures the end offsets of every input
 partition (last stable offsets: what a read_committed consumer sees) before the replay
 starts, runs the replay until its committed offsets reach them (and the records they sent
 through its repartition topics), logging records done / total and the rate every few
@@ -107,21 +107,19 @@ def replay_config(app: StreamApp, base: StreamAppConfig, suffix: str) -> StreamA
     return replace(base, **changes)
 
 
-def group_lag(bootstrap: Kafka, group: str, inputs: list[str]) -> dict[str, int]:
+def group_lag(kafka: Kafka, group: str, inputs: list[str]) -> dict[str, int]:
     """Lag of ``group`` on its input topics and on its repartition topics
     (``<group>-...-repartition``: caught up on the inputs is not done while they still lag).
     Named topics, so the committed offsets are read the safe way (``monitor._committed``)."""
     internal = sorted(
-        t
-        for t in list_topics(bootstrap)
-        if t.startswith(f"{group}-") and t.endswith("-repartition")
+        t for t in list_topics(kafka) if t.startswith(f"{group}-") and t.endswith("-repartition")
     )
-    return consumer_lag(bootstrap, group, [*inputs, *internal])
+    return consumer_lag(kafka, group, [*inputs, *internal])
 
 
 def run_until_caught_up(
     runner: Any,
-    bootstrap: Kafka,
+    kafka: Kafka,
     *,
     timeout_s: float = 600.0,
     settle_s: float = 5.0,
@@ -139,7 +137,7 @@ def run_until_caught_up(
             if runner.state in ("ERROR", "PENDING_ERROR", "NOT_RUNNING"):
                 raise RuntimeError(f"replay of {runner.app.name} failed: state {runner.state}")
             try:
-                lag = group_lag(bootstrap, runner.application_id, inputs)
+                lag = group_lag(kafka, runner.application_id, inputs)
             except Exception:
                 continue
             if lag and sum(lag.values()) == 0:
@@ -156,17 +154,17 @@ def run_until_caught_up(
     return time.monotonic() - began
 
 
-def late_records(bootstrap: Kafka, app: StreamApp, config: StreamAppConfig) -> int | None:
+def late_records(kafka: Kafka, app: StreamApp, config: StreamAppConfig) -> int | None:
     """Offsets on the topic where ``app`` (under ``config``) reports the records its windows
     dropped as late, or None when it reports none."""
     if not getattr(app, "reports_late", False) or not hasattr(config, "late_topic"):
         return None
-    return sum(end_offsets(bootstrap, config.late_topic(app.name)).values())
+    return sum(end_offsets(kafka, config.late_topic(app.name)).values())
 
 
-def read_all(bootstrap: Kafka, topic: str) -> list:
+def read_all(kafka: Kafka, topic: str) -> list:
     """Every record of ``topic`` (read_committed)."""
-    return read_tail(bootstrap, topic, per_partition=10**9, timeout=60.0)
+    return read_tail(kafka, topic, per_partition=10**9, timeout=60.0)
 
 
 # -- a replay that finishes ------------------------------------------------------------------
@@ -179,7 +177,7 @@ def _name(tp: Partition) -> str:
 
 
 def capture_offsets(
-    bootstrap: Kafka, topics: list[str], timeout: float = 30.0
+    kafka: Kafka, topics: list[str], timeout: float = 30.0
 ) -> dict[Partition, tuple[int, int]]:
     """``(topic, partition) -> (start, end)`` of every partition of ``topics`` now: the log
     start offset and the last stable offset (the read_committed end: a transaction still open
@@ -187,7 +185,7 @@ def capture_offsets(
     from confluent_kafka import IsolationLevel, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
-    admin = AdminClient(KafkaConnection.of(bootstrap).client_config())
+    admin = AdminClient(KafkaConnection.of(kafka).client_config())
     meta = admin.list_topics(timeout=timeout)
     parts = []
     for topic in topics:
@@ -285,14 +283,14 @@ class _CommittedOffsets:
     """Committed offsets of one consumer group, read by a consumer that never joins it
     (OffsetFetch; read_committed: only offsets of committed transactions)."""
 
-    def __init__(self, bootstrap: Kafka, group: str, timeout: float = 10.0) -> None:
+    def __init__(self, kafka: Kafka, group: str, timeout: float = 10.0) -> None:
         from confluent_kafka import Consumer
 
         from pipelines.streams.monitor import _quiet_logger
 
         self.timeout = timeout
         self._consumer = Consumer(
-            KafkaConnection.of(bootstrap).client_config(
+            KafkaConnection.of(kafka).client_config(
                 **{
                     "group.id": group,
                     "enable.auto.commit": False,
@@ -318,12 +316,10 @@ class _CommittedOffsets:
             self._consumer.close()
 
 
-def repartition_topics(bootstrap: Kafka, group: str) -> list[str]:
+def repartition_topics(kafka: Kafka, group: str) -> list[str]:
     """The repartition topics of application ``group`` (``<group>-...-repartition``)."""
     return sorted(
-        t
-        for t in list_topics(bootstrap)
-        if t.startswith(f"{group}-") and t.endswith("-repartition")
+        t for t in list_topics(kafka) if t.startswith(f"{group}-") and t.endswith("-repartition")
     )
 
 
@@ -368,7 +364,7 @@ def _progress(
 
 def replay_to_end_offsets(
     runner: Any,
-    bootstrap: Kafka,
+    kafka: Kafka,
     *,
     timeout_s: float = 600.0,
     progress_interval_s: float = 5.0,
@@ -387,7 +383,7 @@ def replay_to_end_offsets(
     when the application dies; both say how far the replay got."""
     app = runner.app.name
     group = runner.application_id
-    captured = capture_offsets(bootstrap, runner.app.input_topics(runner.config))
+    captured = capture_offsets(kafka, runner.app.input_topics(runner.config))
     total = sum(end - start for start, end in captured.values())
     log(
         f"replay of {app} (application.id {group}): {total:,} input records in "
@@ -395,7 +391,7 @@ def replay_to_end_offsets(
         + ", ".join(f"{_name(tp)}={end:,}" for tp, (_, end) in sorted(captured.items()))
     )
     began = time.monotonic()
-    reader = _CommittedOffsets(bootstrap, group)
+    reader = _CommittedOffsets(kafka, group)
     progress: ReplayProgress | None = None
     # what the committed offsets must reach: the inputs' range, then the repartition topics'
     targets: dict[Partition, tuple[int, int]] = dict(captured)
@@ -432,14 +428,14 @@ def replay_to_end_offsets(
                 progress.rate = (progress.done - last_report[1]) / max(1e-3, now - last_report[0])
                 progress.state = runner.state
                 if not progress.behind:
-                    internal = repartition_topics(bootstrap, group)
+                    internal = repartition_topics(kafka, group)
                     if levels < len(internal):
                         # the records the range sent through the repartition topics are there
                         # now (written before, or in the transaction of, the input offsets'
                         # commit): wait for them too, once per level of repartitioning
                         levels += 1
                         phase = "repartition"
-                        targets = capture_offsets(bootstrap, internal)
+                        targets = capture_offsets(kafka, internal)
                         repartition = {tp: end for tp, (_, end) in targets.items()}
                         continue
                     progress.phase = "done"

@@ -2,15 +2,15 @@
 
 Works for applications running anywhere (the supervisor, a Dagster run, another machine):
 
-- ``consumer_lag(bootstrap, group)``: per partition, end offset minus committed offset of
+- ``consumer_lag(kafka, group)``: per partition, end offset minus committed offset of
   the application's consumer group (``application.id``);
-- ``end_offsets(bootstrap, topic)``: records written to a topic (closed windows = records on a
+- ``end_offsets(kafka, topic)``: records written to a topic (closed windows = records on a
   final-results topic);
-- ``closed_window_watermark(bootstrap, topic)``: the window end up to which every key's
+- ``closed_window_watermark(kafka, topic)``: the window end up to which every key's
   windows are final, from the tail of a final-results topic (``window_end`` field): the
   minimum over keys of the latest closed window end;
-- ``ensure_topics(bootstrap, {name: partitions})``: create the topics that are missing;
-- ``BrokerProbe(bootstrap).check()``: whether the cluster answers (None) or why not.
+- ``ensure_topics(kafka, {name: partitions})``: create the topics that are missing;
+- ``BrokerProbe(kafka).check()``: whether the cluster answers (None) or why not.
 """
 
 from __future__ import annotations
@@ -124,8 +124,8 @@ class BrokerProbe:
     ``group_offsets(group, topics)`` gives the group's committed offsets and lag in total
     over ``topics``, or None when the cluster does not answer."""
 
-    def __init__(self, bootstrap: Kafka, timeout: float = 3.0) -> None:
-        self.bootstrap = bootstrap
+    def __init__(self, kafka: Kafka, timeout: float = 3.0) -> None:
+        self.kafka = kafka
         self.timeout = timeout
         self.error: str | None = None
         self._consumers: dict[str, Any] = {}
@@ -137,7 +137,7 @@ class BrokerProbe:
         if key not in self._consumers:
             self._consumers[key] = Consumer(
                 _client_config(
-                    self.bootstrap,
+                    self.kafka,
                     logger=_quiet_logger(),
                     **{
                         "group.id": group or f"monitor-{uuid.uuid4().hex[:8]}",
@@ -216,34 +216,32 @@ def wait_for_no_lag(
     return lag
 
 
-def list_topics(bootstrap: Kafka, timeout: float = 10.0) -> set[str]:
+def list_topics(kafka: Kafka, timeout: float = 10.0) -> set[str]:
     """Names of the cluster's topics."""
     from confluent_kafka.admin import AdminClient
 
-    return set(AdminClient(_client_config(bootstrap)).list_topics(timeout=timeout).topics)
+    return set(AdminClient(_client_config(kafka)).list_topics(timeout=timeout).topics)
 
 
-def topic_partitions(bootstrap: Kafka, topic: str, timeout: float = 10.0) -> list[int]:
+def topic_partitions(kafka: Kafka, topic: str, timeout: float = 10.0) -> list[int]:
     """Partition numbers of ``topic`` (empty if it does not exist)."""
     from confluent_kafka.admin import AdminClient
 
-    meta = AdminClient(_client_config(bootstrap)).list_topics(topic=topic, timeout=timeout)
+    meta = AdminClient(_client_config(kafka)).list_topics(topic=topic, timeout=timeout)
     t = meta.topics.get(topic)
     if t is None or t.error is not None:
         return []
     return sorted(t.partitions)
 
 
-def end_offsets(bootstrap: Kafka, topic: str, timeout: float = 10.0) -> dict[int, int]:
+def end_offsets(kafka: Kafka, topic: str, timeout: float = 10.0) -> dict[int, int]:
     """Partition -> high watermark of ``topic``."""
     from confluent_kafka import Consumer, TopicPartition
 
-    parts = topic_partitions(bootstrap, topic, timeout)
+    parts = topic_partitions(kafka, topic, timeout)
     if not parts:
         return {}
-    consumer = Consumer(
-        _client_config(bootstrap, **{"group.id": f"monitor-{uuid.uuid4().hex[:8]}"})
-    )
+    consumer = Consumer(_client_config(kafka, **{"group.id": f"monitor-{uuid.uuid4().hex[:8]}"}))
     try:
         return {
             p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
@@ -254,19 +252,17 @@ def end_offsets(bootstrap: Kafka, topic: str, timeout: float = 10.0) -> dict[int
 
 
 def has_records_between(
-    bootstrap: Kafka, topic: str, start_ms: int, end_ms: int, timeout: float = 10.0
+    kafka: Kafka, topic: str, start_ms: int, end_ms: int, timeout: float = 10.0
 ) -> bool:
     """Whether ``topic`` holds a record timestamped in ``[start_ms, end_ms)``, by the
     brokers' time index: in some partition the first record at or after ``start_ms``
     comes before the first record at or after ``end_ms``."""
     from confluent_kafka import Consumer, TopicPartition
 
-    parts = topic_partitions(bootstrap, topic, timeout)
+    parts = topic_partitions(kafka, topic, timeout)
     if not parts:
         return False
-    consumer = Consumer(
-        _client_config(bootstrap, **{"group.id": f"monitor-{uuid.uuid4().hex[:8]}"})
-    )
+    consumer = Consumer(_client_config(kafka, **{"group.id": f"monitor-{uuid.uuid4().hex[:8]}"}))
     try:
 
         def first_at(ts: int) -> dict[int, int]:
@@ -291,7 +287,7 @@ def has_records_between(
 
 
 def consumer_lag(
-    bootstrap: Kafka,
+    kafka: Kafka,
     group: str,
     topics: list[str] | None = None,
     timeout: float = 10.0,
@@ -307,7 +303,7 @@ def consumer_lag(
     from confluent_kafka.admin import AdminClient
 
     if topics is None:
-        admin = AdminClient(_client_config(bootstrap))
+        admin = AdminClient(_client_config(kafka))
         future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
         committed = {
             (tp.topic, tp.partition): tp.offset for tp in future.result(timeout).topic_partitions
@@ -317,7 +313,7 @@ def consumer_lag(
         wanted = sorted(set(topics))
     consumer = Consumer(
         _client_config(
-            bootstrap,
+            kafka,
             logger=_quiet_logger(),
             **{"group.id": group if topics is not None else f"monitor-{uuid.uuid4().hex[:8]}"},
             **{"enable.auto.commit": False},
@@ -328,7 +324,7 @@ def consumer_lag(
         if topics is not None:
             committed = _committed(consumer, wanted, timeout)
         for topic in wanted:
-            for p in topic_partitions(bootstrap, topic, timeout):
+            for p in topic_partitions(kafka, topic, timeout):
                 low, high = _watermarks(consumer, TopicPartition(topic, p), timeout)
                 offset = committed.get((topic, p), -1)
                 if offset < 0 and committed_only:
@@ -349,17 +345,17 @@ class TopicReadTimeout(TimeoutError):
 
 
 def read_tail(
-    bootstrap: Kafka, topic: str, per_partition: int = 500, timeout: float = 10.0
+    kafka: Kafka, topic: str, per_partition: int = 500, timeout: float = 10.0
 ) -> list[tuple[str | None, Any, int]]:
     """The last ``per_partition`` records of each partition: (key, JSON value, timestamp).
     Raises ``TopicReadTimeout`` when a partition is not read to its end within ``timeout``:
     a partial tail would move a watermark or a comparison computed from it."""
     from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
-    ends = end_offsets(bootstrap, topic, timeout)
+    ends = end_offsets(kafka, topic, timeout)
     consumer = Consumer(
         _client_config(
-            bootstrap,
+            kafka,
             **{
                 "group.id": f"monitor-{uuid.uuid4().hex[:8]}",
                 "enable.auto.commit": False,
@@ -408,13 +404,13 @@ def read_tail(
 
 
 def closed_window_watermark(
-    bootstrap: Kafka, topic: str, per_partition: int = 500, timeout: float = 10.0
+    kafka: Kafka, topic: str, per_partition: int = 500, timeout: float = 10.0
 ) -> int | None:
     """Window end (ms) through which every key's windows on final-results ``topic`` are
     closed: the minimum over keys of their latest ``window_end`` (None before any closes).
     Raises ``TopicReadTimeout`` when the tail cannot be read in ``timeout``."""
     latest: dict[Any, int] = {}
-    for key, value, _ in read_tail(bootstrap, topic, per_partition, timeout):
+    for key, value, _ in read_tail(kafka, topic, per_partition, timeout):
         end = value.get("window_end") if isinstance(value, dict) else None
         if isinstance(end, int) and end > latest.get(key, -1):
             latest[key] = end
@@ -422,12 +418,12 @@ def closed_window_watermark(
 
 
 def ensure_topics(
-    bootstrap: Kafka, topics: Mapping[str, int], replication_factor: int = 1, timeout: float = 30.0
+    kafka: Kafka, topics: Mapping[str, int], replication_factor: int = 1, timeout: float = 30.0
 ) -> list[str]:
     """Create the topics of ``topics`` (name -> partitions) that do not exist; return them."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient(_client_config(bootstrap))
+    admin = AdminClient(_client_config(kafka))
     existing = set(admin.list_topics(timeout=timeout).topics)
     missing = [name for name in topics if name not in existing]
     if not missing:
