@@ -20,6 +20,7 @@ from pipelines.streams.supervisor import (
     StreamAppRunner,
     read_status,
 )
+from streaming.runtime.config_keys import WINDOW_CLOSE_QUIET_MS
 
 
 class StreamAppsResource(ConfigurableResource):
@@ -40,6 +41,12 @@ class StreamAppsResource(ConfigurableResource):
     )
     streams_config: dict[str, Any] = Field(
         default_factory=dict, description="extra Kafka Streams config of every application"
+    )
+    window_close_quiet_ms: int | None = Field(
+        default=None,
+        description="window.close.quiet.ms of every application: once an input has been "
+        "quiet this long, its windows close on the wall clock and their final results come "
+        "out (unset: they wait for the next record, as in Kafka Streams)",
     )
     supervisor_instance: str = "supervisor"
     report_interval_s: float = 10.0
@@ -107,7 +114,7 @@ class StreamAppsResource(ConfigurableResource):
             instance=instance,
             processing_guarantee=self.processing_guarantee,
             commit_interval_ms=self.commit_interval_ms,
-            extra={**self.streams_config, **(extra or {})},
+            extra={**self._quiet_close(), **self.streams_config, **(extra or {})},
             restart_backoff_s=self.restart_backoff_s,
             restart_backoff_max_s=self.restart_backoff_max_s,
             stall_after_s=self.stall_after_s,
@@ -120,6 +127,11 @@ class StreamAppsResource(ConfigurableResource):
             application_id=application_id,
             query_port=query_port or free_port(),
         )
+
+    def _quiet_close(self) -> dict[str, Any]:
+        if self.window_close_quiet_ms is None:
+            return {}
+        return {WINDOW_CLOSE_QUIET_MS: self.window_close_quiet_ms}
 
     def supervisor_status(self) -> dict[str, Any]:
         """The supervisor's last status report (empty when it is not running)."""
