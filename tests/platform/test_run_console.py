@@ -367,6 +367,23 @@ def own_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / ".run.lock"
 
 
+def _busy_after_two_free_ports() -> socket.socket:
+    """A listening socket on a port whose two predecessors are free right now."""
+    for _ in range(50):
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        try:
+            for before in (port - 2, port - 1):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", before))
+            return busy
+        except OSError:
+            busy.close()
+    raise AssertionError("no port with two free ports before it")
+
+
 def test_make_run_names_a_busy_broker_port_before_starting_anything(
     own_run_lock: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
@@ -384,10 +401,9 @@ def test_make_run_names_a_busy_broker_port_before_starting_anything(
         "it, or run with --kafka-port N (or KAFKA_PORT=N make run" in out
     )
     assert started == [] and "starting the local Kafka broker" not in out
-    # the stream applications' query servers, from STREAM_QUERY_BASE_PORT on
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
+    # the stream applications' query servers, from STREAM_QUERY_BASE_PORT on: the third
+    # one's port is taken (the two before it free, or other tests' servers would be named)
+    with _busy_after_two_free_ports() as busy:
         query_port = busy.getsockname()[1]
         monkeypatch.setenv("STREAM_QUERY_BASE_PORT", str(query_port - 2))
         assert run.main(["--port", str(free_port()), "--kafka-port", str(free_port_pair())]) == 1
