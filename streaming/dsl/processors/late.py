@@ -45,9 +45,10 @@ class LateRecordReporter:
         self._dropped = getattr(context, "record_dropped", None)
 
     @property
-    def logs_each(self) -> bool:
-        """Whether each late record is also logged as a warning (no side output)."""
-        return self._side_output is None
+    def log_level(self) -> int:
+        """The level a late record is logged at: Kafka's warning, or debug when the records
+        go to a side output."""
+        return logging.WARNING if self._side_output is None else logging.DEBUG
 
     def dropped(self, record: Record, window: Window, stream_time: int) -> None:
         """``record`` was not counted in ``window``, closed at ``stream_time``."""
@@ -62,9 +63,3 @@ class LateRecordReporter:
             self._context.forward(
                 Record(record.key, late, record.timestamp, record.headers), self._side_output
             )
-
-
-def log_level(reporter: LateRecordReporter) -> int:
-    """The level a late record is logged at: Kafka's warning, or debug when the records
-    go to a side output."""
-    return logging.WARNING if reporter.logs_each else logging.DEBUG

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from streaming.dsl.change import Change
-from streaming.dsl.processors.late import LateRecordReporter, log_level
+from streaming.dsl.processors.late import LateRecordReporter
 from streaming.dsl.processors.quiet_close import schedule_quiet_close
 from streaming.dsl.processors.table import WindowedAggregateSupplier
 from streaming.dsl.processors.table_getters import SessionValueGetterSupplier
@@ -338,7 +338,7 @@ class KStreamSessionWindowAggregateProcessor(Processor):
         """Leave ``record`` out of the session ``[start, end]`` it would make, closed at
         ``expire``: counted, logged as Kafka logs it, sent to the late side output."""
         self.late.dropped(record, SessionWindow(start, end), self.observed_stream_time)
-        level = log_level(self.late)
+        level = self.late.log_level
         if not log.isEnabledFor(level):
             return
         md = self.context.record_metadata()

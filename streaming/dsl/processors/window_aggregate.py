@@ -19,7 +19,7 @@ from typing import Any
 
 from streaming.dsl.change import Change
 from streaming.dsl.processors.forwarding import TupleForwarder
-from streaming.dsl.processors.late import LateRecordReporter, log_level
+from streaming.dsl.processors.late import LateRecordReporter
 from streaming.dsl.processors.quiet_close import schedule_quiet_close
 from streaming.dsl.processors.table import WindowedAggregateSupplier
 from streaming.dsl.processors.value_getters import ValueGetter, ValueGetterSupplier
@@ -252,7 +252,7 @@ class AbstractTimeWindowAggregateProcessor(Processor):
         """Leave ``record`` out of ``window``, which closed at ``window_expire``: counted,
         logged as Kafka logs it, and sent to the late side output if there is one."""
         self.late.dropped(record, window, self.observed_stream_time)
-        level = log_level(self.late)
+        level = self.late.log_level
         if not log.isEnabledFor(level):
             return
         timestamp = record.timestamp
