@@ -17,8 +17,8 @@ from collections import Counter, defaultdict
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, TopicPartition
-from test_app_support import produce, unique, wait_for
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from test_app_support import group_caught_up, produce, unique, wait_for
 
 from streaming import EmitStrategy, SessionWindows, StreamsBuilder, TimeWindows, serdes
 from streaming.app import KafkaStreams, State
@@ -143,8 +143,13 @@ def _work_off_backlog(
     clicks: list[tuple[int, str, str, int]],
     drift: int | None,
     workers: int = 1,
+    fence_mid_backlog: bool = False,
 ) -> dict[str, Any]:
-    """Produce the backlog, run the application over it; its outputs and counters."""
+    """Produce the backlog, run the application over it; its outputs and counters.
+
+    ``fence_mid_backlog``: a third of the way in, a newer producer with the first thread's
+    transactional id fences its producer, as a broker that stops answering does (the
+    transaction aborts and the thread rebuilds its tasks from the last commit)."""
     bootstrap = kafka_cluster.bootstrap_servers
     topic, counts, sessions = unique("clicks"), unique("region-counts"), unique("sessions")
     kafka_cluster.create_topic(topic, partitions=PARTITIONS)
@@ -175,9 +180,19 @@ def _work_off_backlog(
     app.start()
     try:
         assert app.wait_until(State.RUNNING, 60)
-        # every click once from its source partition and once from each repartition topic
-        total = 3 * len(clicks)
-        wait_for(lambda: app.metrics()["process-total"] >= total, 120, "the backlog processed")
+        app_id = config["application.id"]
+        if fence_mid_backlog:
+            wait_for(lambda: app.metrics()["process-total"] >= len(clicks), 120, "a third done")
+            newer = Producer(
+                {"bootstrap.servers": bootstrap, "transactional.id": f"{app_id}-{app.process_id}-1"}
+            )
+            newer.init_transactions(30)
+        repartition = (t for t in kafka_cluster.list_topics() if t.startswith(f"{app_id}-"))
+        sources = [topic, *sorted(t for t in repartition if t.endswith("-repartition"))]
+        assert len(sources) == 3
+        wait_for(
+            lambda: group_caught_up(bootstrap, app_id, sources), 180, "the backlog committed", 0.5
+        )
         caught_up = time.monotonic() - started
         cpu = time.process_time() - cpu
         metrics = app.metrics()
@@ -190,6 +205,8 @@ def _work_off_backlog(
         "sessions emitted": len(emitted),
         "late": metrics["late-records-dropped-total"],
         "waits": metrics["alignment-waits-total"],
+        "producer replacements": metrics["producer-replacements-total"],
+        "processed": metrics["process-total"],
         "seconds": caught_up,
         "cpu": cpu,
     }
@@ -200,17 +217,24 @@ def clicks() -> list[tuple[int, str, str, int]]:
     return _clicks()
 
 
-@pytest.mark.parametrize("workers", [1, 2], ids=["one process", "two worker processes"])
+@pytest.mark.parametrize(
+    ("workers", "fence"),
+    [(1, True), (2, False)],
+    ids=["one process, its producer fenced mid-backlog", "two worker processes"],
+)
 def test_aligned_backlog_equals_the_in_order_result(
-    kafka_cluster, tmp_path, clicks, capsys, workers
+    kafka_cluster, tmp_path, clicks, capsys, workers, fence
 ):
-    result = _work_off_backlog(kafka_cluster, tmp_path, clicks, drift=None, workers=workers)
+    result = _work_off_backlog(
+        kafka_cluster, tmp_path, clicks, drift=None, workers=workers, fence_mid_backlog=fence
+    )
     expected_sessions = _expected_sessions(clicks)
     with capsys.disabled():
         print(
             f"\naligned ({workers} process(es)): {N} clicks worked off in {result['seconds']:.1f} s "
             f"({result['cpu']:.1f} CPU s), "
-            f"{result['late']} dropped as late, {result['waits']} rounds waited for alignment"
+            f"{result['late']} dropped as late, {result['waits']} rounds waited for alignment, "
+            f"{result['processed']} records processed"
         )
     assert result["late"] <= N * 0.005
     assert result["counts"] == _expected_counts(clicks)
@@ -218,6 +242,8 @@ def test_aligned_backlog_equals_the_in_order_result(
     assert result["sessions emitted"] == len(expected_sessions)  # each session once
     assert sum(expected_sessions.values()) == N
     assert result["waits"] > 0
+    if fence:
+        assert result["producer replacements"] >= 1  # the fenced producer was replaced
 
 
 def test_unaligned_backlog_drops_and_splits(kafka_cluster, tmp_path, clicks, capsys):

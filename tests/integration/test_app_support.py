@@ -12,7 +12,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -175,6 +183,49 @@ def group_assignment(admin: Any, group: str) -> dict[str, set[tuple[str, int]]]:
         for m in desc.members
         if m.assignment is not None
     }
+
+
+def group_caught_up(bootstrap: str, group: str, topics: list[str]) -> bool:
+    """Whether ``group`` committed every record of ``topics``: read ``read_committed`` from its
+    committed offsets, each partition is at its end. (A processed-records counter does not
+    tell: a task rebuilt after a failure processes its uncommitted records again.)"""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique("caught-up"),
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        parts = [
+            TopicPartition(topic, p)
+            for topic in topics
+            for p in consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ]
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        request = [ConsumerGroupTopicPartitions(group, parts)]
+        committed = admin.list_consumer_group_offsets(request)[group].result(10).topic_partitions
+        start = [
+            TopicPartition(
+                tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
+            )
+            for tp in committed
+        ]
+        consumer.assign(start)
+        at_end: set[tuple[str, int]] = set()
+        deadline = time.monotonic() + 10
+        while len(at_end) < len(start) and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=100, timeout=0.2):
+                err = msg.error()
+                if err is None:
+                    return False  # a committed record past the group's offset
+                if err.code() == KafkaError._PARTITION_EOF:
+                    at_end.add((msg.topic(), msg.partition()))
+        return len(at_end) == len(start)
+    finally:
+        consumer.close()
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str, step: float = 0.2) -> None:
