@@ -24,8 +24,20 @@ from typing import Any
 
 from pipelines.connection import Kafka, KafkaConnection
 from pipelines.streams.apps import StreamApp
+from pipelines.streams.common import cents
 from pipelines.streams.config import StreamAppConfig
-from pipelines.streams.monitor import consumer_lag, end_offsets, list_topics, read_tail
+from pipelines.streams.monitor import consumer_lag, list_topics, read_tail
+
+
+def _fraud_identity(_key: str | None, v: dict) -> Any:
+    """An alert per order, except a burst: one per customer and window. Which of a
+    customer's orders crosses the burst limit depends on how orders of several input
+    partitions interleave (within the alignment's drift in a replay, within a slice of
+    arrival live); whether the window holds more than the limit does not."""
+    if v.get("rule") == "rapid_burst":
+        return (v.get("rule"), v.get("customer_id"), v.get("window_start"))
+    return (v.get("rule"), v.get("order_id"))
+
 
 # identity and compared value of a result record, per application's first output topic
 IDENTITY: dict[str, tuple[Callable[[str | None, dict], Any], Callable[[dict], Any]]] = {
@@ -37,10 +49,7 @@ IDENTITY: dict[str, tuple[Callable[[str | None, dict], Any], Callable[[dict], An
         lambda k, v: v.get("order_id"),
         lambda v: (v.get("customer_known"), v.get("within_credit_limit")),
     ),
-    "fraud-alerts": (
-        lambda k, v: (v.get("rule"), v.get("order_id")),
-        lambda v: v.get("customer_id"),
-    ),
+    "fraud-alerts": (_fraud_identity, lambda v: v.get("customer_id")),
     "click-sessions": (
         lambda k, v: (v.get("user_id"), v.get("session_start")),
         lambda v: (v.get("session_end"), v.get("click_count")),
@@ -50,6 +59,35 @@ IDENTITY: dict[str, tuple[Callable[[str | None, dict], Any], Callable[[dict], An
 # the SQL versions write the DSL applications' columns
 IDENTITY["windowed-revenue-sql"] = IDENTITY["windowed-revenue"]
 IDENTITY["enriched-orders-sql"] = IDENTITY["enriched-orders"]
+
+
+@dataclass(frozen=True)
+class LateEffect:
+    """How a late row (``pipelines.streams.late``) bears on the compared results: the
+    ``result`` it was left out of (None: the application's only one), the identity of the
+    result it would have counted in, and what it would have added to its value (None: the
+    value is not a sum; a late row for the identity on either side explains a difference)."""
+
+    result: str | None
+    identity: Callable[[dict], Any]
+    adds: Callable[[dict], tuple[int, ...]] | None = None
+
+
+def _cents_and_one(row: dict) -> tuple[int, int]:
+    return (cents(row["amount"]), 1)
+
+
+LATE_EFFECT: dict[str, LateEffect] = {
+    "windowed-revenue": LateEffect(
+        "revenue_5m", lambda r: (r.get("region"), r.get("window_start")), _cents_and_one
+    ),
+    "windowed-revenue-sql": LateEffect(
+        None, lambda r: (r.get("region"), r.get("window_start")), _cents_and_one
+    ),
+    "fraud-alerts": LateEffect(
+        "rapid_burst", lambda r: ("rapid_burst", r.get("customer_id"), r.get("window_start"))
+    ),
+}
 
 
 @dataclass
@@ -62,6 +100,12 @@ class Comparison:
     different: list[tuple[Any, Any, Any]] = field(default_factory=list)  # (id, live, replay)
     only_live: int = 0
     only_replayed: int = 0
+    #: the identities only one side has, with their values
+    only_live_results: dict[Any, Any] = field(default_factory=dict)
+    only_replayed_results: dict[Any, Any] = field(default_factory=dict)
+    #: the different values that the records each side dropped as late do not account
+    #: for (``explain``): (id, live, replay)
+    unexplained: list[tuple[Any, Any, Any]] = field(default_factory=list)
 
     @property
     def compared(self) -> int:
@@ -88,13 +132,51 @@ def compare(app: str, live: list, replayed: list) -> Comparison:
     c = Comparison(live=len(a), replayed=len(b))
     for ident, value in a.items():
         if ident not in b:
-            c.only_live += 1
+            c.only_live_results[ident] = value
         elif b[ident] == value:
             c.equal += 1
         else:
             c.different.append((ident, value, b[ident]))
-    c.only_replayed = sum(1 for i in b if i not in a)
+    c.only_replayed_results = {i: v for i, v in b.items() if i not in a}
+    c.only_live, c.only_replayed = len(c.only_live_results), len(c.only_replayed_results)
+    c.unexplained = list(c.different)
     return c
+
+
+def explain(app: str, c: Comparison, live_late: list[dict], replay_late: list[dict]) -> None:
+    """Keep in ``c.unexplained`` only the different values that the late rows of each side
+    do not account for: a sum that differs by exactly what one side dropped as late and the
+    other counted (or, for a value that is not a sum, either side dropped records of it)."""
+    effect = LATE_EFFECT.get(app)
+    if effect is None:
+        return
+    totals: list[dict[Any, tuple[int, ...]]] = []
+    for rows in (live_late, replay_late):
+        by_ident: dict[Any, tuple[int, ...]] = {}
+        for row in rows:
+            if effect.result is not None and row.get("result") != effect.result:
+                continue
+            ident = effect.identity(row)
+            adds = effect.adds(row) if effect.adds is not None else (1,)
+            before = by_ident.get(ident, (0,) * len(adds))
+            by_ident[ident] = tuple(x + y for x, y in zip(before, adds, strict=True))
+        totals.append(by_ident)
+    live_dropped, replay_dropped = totals
+
+    def accounted(ident: Any, live: Any, replay: Any) -> bool:
+        if effect.adds is None:
+            return ident in live_dropped or ident in replay_dropped
+        zero = (0,) * len(live)
+        gap = tuple(x - y for x, y in zip(live, replay, strict=True))
+        dropped = tuple(
+            r - lv
+            for r, lv in zip(
+                replay_dropped.get(ident, zero), live_dropped.get(ident, zero), strict=True
+            )
+        )
+        return gap == dropped
+
+    c.unexplained = [d for d in c.unexplained if not accounted(*d)]
 
 
 def replay_config(app: StreamApp, base: StreamAppConfig, suffix: str) -> StreamAppConfig:
@@ -154,12 +236,19 @@ def run_until_caught_up(
     return time.monotonic() - began
 
 
-def late_records(kafka: Kafka, app: StreamApp, config: StreamAppConfig) -> int | None:
-    """Offsets on the topic where ``app`` (under ``config``) reports the records its windows
-    dropped as late, or None when it reports none."""
+def late_rows(kafka: Kafka, app: StreamApp, config: StreamAppConfig) -> list[dict] | None:
+    """The rows of the records ``app`` (under ``config``) reported its windows dropped as
+    late (read committed), or None when it reports none."""
     if not getattr(app, "reports_late", False) or not hasattr(config, "late_topic"):
         return None
-    return sum(end_offsets(kafka, config.late_topic(app.name)).values())
+    return [v for _k, v, _ts in read_all(kafka, config.late_topic(app.name)) if isinstance(v, dict)]
+
+
+def late_records(kafka: Kafka, app: StreamApp, config: StreamAppConfig) -> int | None:
+    """How many records ``app`` reported dropping as late (its late topic's offsets would
+    also count transaction markers and aborted writes), or None when it reports none."""
+    rows = late_rows(kafka, app, config)
+    return None if rows is None else len(rows)
 
 
 def read_all(kafka: Kafka, topic: str) -> list:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, overload
 
 from streaming import serdes
 from streaming.dsl.naming import as_name
 from streaming.dsl.options import Grouped, Materialized, as_materialized
+from streaming.dsl.processors.quiet_close import check_quiet_ms
 from streaming.dsl.repartition import create_repartition
 from streaming.dsl.windowed_aggregates import time_windowed_aggregate_supplier
 from streaming.dsl.windows import (
@@ -18,6 +20,7 @@ from streaming.dsl.windows import (
     Windows,
     window_size_and_retention,
 )
+from streaming.time import to_millis
 
 if TYPE_CHECKING:
     from streaming.dsl.builder import InternalBuilder
@@ -41,6 +44,12 @@ def _reduce_aggregator(reducer: Callable[[Any, Any], Any]) -> Callable[[Any, Any
         return value if agg is None else reducer(agg, value)
 
     return aggregate
+
+
+def _own_quiet_ms(quiet_ms: int | timedelta) -> int:
+    """The quiet time ``close_when_quiet`` was given, in ms (-1: off), checked."""
+    what = "close_when_quiet(quiet_ms)"
+    return check_quiet_ms(to_millis(quiet_ms, what, allow_negative=True), what)
 
 
 def _burn_unnamed_count_store(builder: Any, materialized: Materialized | str | None) -> None:
@@ -228,10 +237,18 @@ class TimeWindowedKStream(_Grouping):
         super().__init__(*args, **kwargs)
         self.windows = windows
         self._emit = EmitStrategy.on_window_update()
+        self._close_quiet_ms: int | None = None
 
     def emit_strategy(self, strategy: EmitStrategy) -> TimeWindowedKStream:
         """``EmitStrategy.on_window_close()``: one final result per window, when it closes."""
         self._emit = strategy
+        return self
+
+    def close_when_quiet(self, quiet_ms: int | timedelta) -> TimeWindowedKStream:
+        """Close windows on the wall clock once the input stood still for ``quiet_ms``:
+        ``window.close.quiet.ms`` for this aggregation alone (and a window-close suppression
+        of its result), over the application's; -1 turns it off here."""
+        self._close_quiet_ms = _own_quiet_ms(quiet_ms)
         return self
 
     def _aggregate(
@@ -255,6 +272,7 @@ class TimeWindowedKStream(_Grouping):
         supplier = time_windowed_aggregate_supplier(
             w, store_name, self._emit, initializer, aggregator
         )
+        supplier.close_quiet_ms = self._close_quiet_ms
         store_builder = b.window_store_builder(
             mat,
             store_name,
@@ -318,9 +336,17 @@ class SessionWindowedKStream(_Grouping):
         super().__init__(*args, **kwargs)
         self.windows = windows
         self._emit = EmitStrategy.on_window_update()
+        self._close_quiet_ms: int | None = None
 
     def emit_strategy(self, strategy: EmitStrategy) -> SessionWindowedKStream:
         self._emit = strategy
+        return self
+
+    def close_when_quiet(self, quiet_ms: int | timedelta) -> SessionWindowedKStream:
+        """Close sessions on the wall clock once the input stood still for ``quiet_ms``:
+        ``window.close.quiet.ms`` for this aggregation alone (and a window-close suppression
+        of its result), over the application's; -1 turns it off here."""
+        self._close_quiet_ms = _own_quiet_ms(quiet_ms)
         return self
 
     def _aggregate(
@@ -357,6 +383,7 @@ class SessionWindowedKStream(_Grouping):
         supplier = KStreamSessionWindowAggregateSupplier(
             w, store_name, self._emit, initializer, aggregator, merger
         )
+        supplier.close_quiet_ms = self._close_quiet_ms
         b.topology.add_processor(name, supplier, source)
         b.topology.add_state_store(store_builder, name)
         return b.new_table(

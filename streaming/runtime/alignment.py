@@ -19,6 +19,8 @@ and empty partitions never block for long.
 The stream threads of one client share one ``EventTimeAlignment``; each reports the low
 watermark of its own source partitions once per processing pass. Worker processes share
 theirs through an ``AlignmentTable``, a file of the client's state directory they all map.
+The other instances of the application count as one more report, ``PEERS``, that the
+client's ``AlignmentExchange`` keeps current (``runtime.alignment_exchange``).
 """
 
 from __future__ import annotations
@@ -43,29 +45,56 @@ BEFORE_ANY = -(2**63)
 
 @dataclass(frozen=True)
 class AlignmentSettings:
-    """``event.time.alignment.*``: drift bound (negative: off), backlog bound, idleness."""
+    """``event.time.alignment.*``: drift bound (negative: off), backlog bound, idleness,
+    whether the instances align with each other."""
 
     max_drift_ms: int = 10_000
     lag_records: int = 1_000
     lag_ms: int = 60_000
     idle_ms: int = 10_000
+    #: align with the other instances of the application too (runtime.alignment_exchange)
+    across_instances: bool = True
 
     @property
     def enabled(self) -> bool:
         return self.max_drift_ms >= 0
 
+    def behind(self, low: int | None, backlog: int, now_ms: int) -> bool:
+        """Whether sources with this low watermark and backlog are behind: then they align."""
+        return (low is not None and low < now_ms - self.lag_ms) or backlog > self.lag_records
+
 
 @dataclass
-class _Report:
+class AlignmentReport:
+    """What one stream thread (or, combined, one instance) reports: its low watermark (None:
+    nothing holds the others back), its source backlog, whether it has records queued."""
+
     low: int | None
     backlog: int
     queued: bool
 
 
+def combine_reports(reports: list[AlignmentReport]) -> AlignmentReport | None:
+    """Several reports as one (None: there are none): the lowest watermark, the summed
+    backlog, whether any has records queued."""
+    if not reports:
+        return None
+    lows = [r.low for r in reports if r.low is not None]
+    return AlignmentReport(
+        min(lows) if lows else None,
+        sum(r.backlog for r in reports),
+        any(r.queued for r in reports),
+    )
+
+
 _SLOT = struct.Struct("<qqqq")  # low (NO_LOW: none), backlog, queued, updated (epoch ms)
 NO_LOW = 2**63 - 1
-#: worker slots in a table (a worker with a higher thread index aligns its own partitions)
+#: slots in a table: one per worker (a worker with a higher thread index aligns its own
+#: partitions), the last one the other instances' combined report
 TABLE_SLOTS = 64
+#: the slot, or the key in memory, of the other instances' combined report
+PEERS_SLOT = TABLE_SLOTS - 1
+PEERS = "peers"
 #: the table's file name in the client's state directory
 ALIGNMENT_TABLE = "event-time-alignment"
 #: a slot not updated for this long belongs to a worker that ended without clearing it
@@ -87,7 +116,7 @@ class AlignmentTable:
             self._map = mmap.mmap(f.fileno(), size)
         self.path = path
 
-    def write(self, slot: int, report: _Report | None, now_ms: int) -> None:
+    def write(self, slot: int, report: AlignmentReport | None, now_ms: int) -> None:
         """Set (None: clear) the report of thread slot ``slot``."""
         if not 0 <= slot < TABLE_SLOTS:
             return
@@ -104,13 +133,13 @@ class AlignmentTable:
         offset = slot * _SLOT.size
         self._map[offset : offset + _SLOT.size] = data
 
-    def read(self, now_ms: int) -> dict[int, _Report]:
+    def read(self, now_ms: int) -> dict[int, AlignmentReport]:
         """The current (not stale) reports by slot."""
         out = {}
         for slot in range(TABLE_SLOTS):
             low, backlog, queued, updated = _SLOT.unpack_from(self._map, slot * _SLOT.size)
             if updated and now_ms - updated <= STALE_MS:
-                out[slot] = _Report(None if low == NO_LOW else low, backlog, bool(queued))
+                out[slot] = AlignmentReport(None if low == NO_LOW else low, backlog, bool(queued))
         return out
 
 
@@ -122,14 +151,16 @@ class EventTimeAlignment:
     def __init__(self, settings: AlignmentSettings, table: AlignmentTable | None = None) -> None:
         self.settings = settings
         self.table = table
-        self._reports: dict[Any, _Report] = {}
+        self._reports: dict[Any, AlignmentReport] = {}
         self._lock = threading.Lock()
 
     def member(self, name: str, slot: int) -> ThreadAlignment:
         """The handle stream thread ``name`` (slot: its index - 1) reports through."""
         return ThreadAlignment(self, name, slot)
 
-    def _exchange(self, key: Any, report: _Report | None, now_ms: int) -> dict[Any, _Report]:
+    def _exchange(
+        self, key: Any, report: AlignmentReport | None, now_ms: int
+    ) -> dict[Any, AlignmentReport]:
         """Publish (None: withdraw) a thread's report; everyone's current reports."""
         with self._lock:
             if self.table is not None:
@@ -148,24 +179,34 @@ class EventTimeAlignment:
         source backlog and whether it has source records queued; the event time its tasks
         may process up to (None: no bound), and whether another thread has source records
         queued."""
-        reports = self._exchange(key, _Report(low, backlog, queued), now_ms)
+        reports = self._exchange(key, AlignmentReport(low, backlog, queued), now_ms)
         queued_elsewhere = any(r.queued for k, r in reports.items() if k != key)
         lows = [r.low for r in reports.values() if r.low is not None]
         if not lows:
             return None, queued_elsewhere
         low = min(lows)
-        settings = self.settings
-        behind = (
-            low < now_ms - settings.lag_ms
-            or sum(r.backlog for r in reports.values()) > settings.lag_records
-        )
-        if not behind:
+        if not self.settings.behind(low, sum(r.backlog for r in reports.values()), now_ms):
             return None, queued_elsewhere
-        return (low if low == BEFORE_ANY else low + settings.max_drift_ms), queued_elsewhere
+        return (low if low == BEFORE_ANY else low + self.settings.max_drift_ms), queued_elsewhere
 
     def forget(self, key: Any, now_ms: int) -> None:
         """A thread ended: its partitions no longer hold anyone back."""
         self._exchange(key, None, now_ms)
+
+    @property
+    def _peers_key(self) -> Any:
+        return PEERS_SLOT if self.table is not None else PEERS
+
+    def local_summary(self, now_ms: int) -> AlignmentReport | None:
+        """This client's threads as one report (None: none reports): the lowest watermark,
+        the summed backlog, whether any has source records queued."""
+        with self._lock:
+            current = self.table.read(now_ms) if self.table is not None else dict(self._reports)
+        return combine_reports([r for k, r in current.items() if k != self._peers_key])
+
+    def set_peers(self, report: AlignmentReport | None, now_ms: int) -> None:
+        """The other instances' combined report (None: none holds this client back)."""
+        self._exchange(self._peers_key, report, now_ms)
 
 
 class ThreadAlignment:
@@ -174,8 +215,9 @@ class ThreadAlignment:
     def __init__(self, shared: EventTimeAlignment, name: str, slot: int) -> None:
         self.shared = shared
         self.name = name
-        #: what the thread reports under: its slot in the client's table, else its name
-        self.key: Any = slot if shared.table is not None else name
+        #: what the thread reports under: its slot in the client's table (past the table's
+        #: thread slots: none, its partitions align on their own), else its name
+        self.key: Any = (slot if slot < PEERS_SLOT else -1) if shared.table is not None else name
         self.settings = shared.settings
         self._queued_elsewhere = False
         #: since when (wall clock ms) each source partition has had nothing queued

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from streaming.errors import IllegalStateException, InvalidStateStoreException
 from streaming.runtime.alignment import ALIGNMENT_TABLE, AlignmentTable, EventTimeAlignment
+from streaming.runtime.alignment_exchange import AlignmentExchange, start_alignment_exchange
 from streaming.runtime.assignment import TopologyPlan, task_id
 from streaming.runtime.client_log import client_logger
 from streaming.runtime.config import StreamsConfig
@@ -136,6 +137,8 @@ class StreamsClient:
         self._payload: bytes | None = None
         self._thread_index = 0
         self._directory: AssignmentDirectory | None = None
+        #: this instance's low watermarks for the others, and theirs for it (None: off)
+        self._alignment_exchange: AlignmentExchange | None = None
         self.host_info = HostInfo.parse(self.config.application_server)
         self._errors: list[BaseException] = []
         self.global_thread: GlobalStreamThread | None = None
@@ -285,9 +288,11 @@ class StreamsClient:
                 self.global_thread = GlobalStreamThread(services, "global", self)
                 self.global_thread.bootstrap()
                 services.global_stores.update(self.global_thread.stores)
+            self._alignment_exchange = start_alignment_exchange(services)
             self._start_serving()
         except BaseException:
             self._stop_serving()
+            self._close_alignment_exchange()
             if self.global_thread is not None:
                 self.global_thread.close()
                 self.global_thread = None
@@ -298,6 +303,11 @@ class StreamsClient:
             self.global_thread.start()
         self._set_state(State.REBALANCING)
         return services
+
+    def _close_alignment_exchange(self) -> None:
+        if self._alignment_exchange is not None:
+            self._alignment_exchange.close()
+            self._alignment_exchange = None
 
     def _start_serving(self) -> None:
         """Start what serves this client's state to others, before any stream thread (none
@@ -363,6 +373,7 @@ class StreamsClient:
                 self.global_thread.join(remaining)
                 if self.global_thread.is_alive():
                     return False
+        self._close_alignment_exchange()
         if self._services is not None:
             self._services.state_directory.unlock()
         with self._state_lock:

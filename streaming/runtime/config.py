@@ -62,6 +62,7 @@ from streaming.runtime.config_keys import (
     DEFAULT_VALUE_SERDE,
     DESERIALIZATION_HANDLER,
     DESERIALIZATION_HANDLER_NEW,
+    EVENT_TIME_ALIGNMENT_ACROSS_INSTANCES,
     EVENT_TIME_ALIGNMENT_IDLE_MS,
     EVENT_TIME_ALIGNMENT_LAG_MS,
     EVENT_TIME_ALIGNMENT_LAG_RECORDS,
@@ -118,6 +119,18 @@ def _int(config: Mapping[str, Any], key: str, default: int, minimum: int | None 
             f"Invalid value {value} for configuration {key}: must be at least {minimum}"
         )
     return value
+
+
+def _bool(config: Mapping[str, Any], key: str, default: bool) -> bool:
+    raw = config.get(key, default)
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ConfigException(f"Invalid value {raw!r} for configuration {key}: expected true or false")
 
 
 def _serde(config: Mapping[str, Any], key: str) -> Any:
@@ -333,8 +346,7 @@ class StreamsConfig:
             max_task_idle_ms=_int(cfg, MAX_TASK_IDLE_MS, 0, minimum=-1),
             cache_max_bytes=cache_bytes,
             application_server=None if server is None else str(server),
-            query_server_enabled=str(cfg.get(QUERY_SERVER_ENABLED, "true")).lower()
-            not in ("false", "0", "no"),
+            query_server_enabled=_bool(cfg, QUERY_SERVER_ENABLED, True),
             default_key_serde=_serde(cfg, DEFAULT_KEY_SERDE),
             default_value_serde=_serde(cfg, DEFAULT_VALUE_SERDE),
             default_timestamp_extractor=extractor,
@@ -362,6 +374,7 @@ class StreamsConfig:
                 lag_records=_int(cfg, EVENT_TIME_ALIGNMENT_LAG_RECORDS, 1_000, minimum=0),
                 lag_ms=_int(cfg, EVENT_TIME_ALIGNMENT_LAG_MS, 60_000, minimum=0),
                 idle_ms=_int(cfg, EVENT_TIME_ALIGNMENT_IDLE_MS, 10_000, minimum=0),
+                across_instances=_bool(cfg, EVENT_TIME_ALIGNMENT_ACROSS_INSTANCES, True),
             ),
             consumer=plain_settings(clients["consumer"]),
             producer=plain_settings(clients["producer"]),

@@ -55,6 +55,9 @@ EVENT_TIME_ALIGNMENT_MAX_DRIFT_MS = "event.time.alignment.max.drift.ms"
 EVENT_TIME_ALIGNMENT_LAG_RECORDS = "event.time.alignment.lag.records"
 EVENT_TIME_ALIGNMENT_LAG_MS = "event.time.alignment.lag.ms"
 EVENT_TIME_ALIGNMENT_IDLE_MS = "event.time.alignment.idle.ms"
+#: ours: the instances of an application align with each other too, through the internal
+#: topic ``<application.id>-event-time-alignment`` (see runtime.alignment_exchange)
+EVENT_TIME_ALIGNMENT_ACROSS_INSTANCES = "event.time.alignment.across.instances"
 #: ours: windows close when the input goes quiet (see streaming.dsl.processors.quiet_close)
 WINDOW_CLOSE_QUIET_MS = quiet_close.WINDOW_CLOSE_QUIET_MS
 #: how long a stream thread retries a retriable failure without progress before failing
@@ -118,6 +121,7 @@ KNOWN_KEYS = frozenset(
         EVENT_TIME_ALIGNMENT_LAG_RECORDS,
         EVENT_TIME_ALIGNMENT_LAG_MS,
         EVENT_TIME_ALIGNMENT_IDLE_MS,
+        EVENT_TIME_ALIGNMENT_ACROSS_INSTANCES,
         WINDOW_CLOSE_QUIET_MS,
         CLIENT_ID,
         TASK_TIMEOUT_MS,

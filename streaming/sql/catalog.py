@@ -7,7 +7,8 @@ topology. Values are JSON objects with
 one field per column; keys are raw strings (``'key.format' = 'raw'``, the default for one
 key column) or JSON (``'key.format' = 'json'``, the default for several: an object of the
 key columns). The key columns are ``'key.fields'`` (``;``-separated, Flink's syntax) or
-else the primary key.
+else the primary key. ``'window.close.quiet'`` (a Flink duration, e.g. ``'5 s'``) closes the
+windows of the aggregations over the table on the wall clock once it is quiet that long.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from sqlglot import exp
 from streaming import serdes
 from streaming.sql.errors import error_at, node_offset
 from streaming.sql.formats import FORMAT_OPTIONS, ColumnType, format_problem, value_serde
-from streaming.sql.rewrite import Watermark
+from streaming.sql.rewrite import Watermark, duration_ms
 
 #: SQL types this slice knows, each mapped onto one of five value kinds.
 TYPE_KINDS = {
@@ -45,6 +46,9 @@ TYPE_KINDS = {
 #: view), filled in as the query compiles.
 INFERRED = "INFERRED"
 
+#: the option that turns the quiet close on for the windowed aggregations over the table
+WINDOW_CLOSE_QUIET = "window.close.quiet"
+
 _KNOWN_OPTIONS = {
     "connector",
     "topic",
@@ -57,6 +61,7 @@ _KNOWN_OPTIONS = {
     "properties.group.id",
     "value.fields-include",
     "table.type",
+    WINDOW_CLOSE_QUIET,
     *FORMAT_OPTIONS["csv"],
     *FORMAT_OPTIONS["json"],
 }
@@ -81,6 +86,10 @@ class TableDef:
     #: the declared SQL types (binary value formats encode INT and BIGINT, FLOAT and
     #: DOUBLE, DECIMAL(p, s) differently); a column not here is its kind's widest type
     column_types: dict[str, ColumnType] = field(default_factory=dict)
+    #: ``'window.close.quiet'`` in ms: the wall-clock quiet time after which the windowed
+    #: aggregations over the table close their windows (a view: its source's); None: the
+    #: application's ``window.close.quiet.ms``
+    window_close_quiet_ms: int | None = None
 
     @property
     def is_view(self) -> bool:
@@ -285,6 +294,7 @@ def table_def(
         watermark=watermark,
         options=options,
         column_types=dict(types or {}),
+        window_close_quiet_ms=_window_close_quiet_ms(create, options, source),
     )
 
 
@@ -299,6 +309,38 @@ def _check_column(
     if column not in columns:
         at = node_offset(node) if offset is None else offset
         raise error_at(source, at, f"{what} names unknown column {column}")
+
+
+def _window_close_quiet_ms(create: exp.Create, options: dict[str, str], source: str) -> int | None:
+    """``'window.close.quiet'`` in ms (None when absent); a value that is not a positive
+    Flink duration is an error at the value."""
+    text = options.get(WINDOW_CLOSE_QUIET)
+    if text is None:
+        return None
+    try:
+        quiet_ms = duration_ms(text)
+    except ValueError as e:
+        problem = str(e)
+    else:
+        if quiet_ms > 0:
+            return quiet_ms
+        problem = "0 would close every window the moment the input pauses"
+    raise error_at(
+        source,
+        _option_offset(create, WINDOW_CLOSE_QUIET),
+        f"'{WINDOW_CLOSE_QUIET}' = {text!r}: {problem}; give how long the table stays quiet "
+        "(wall-clock time without records) before its windows close, as a positive whole "
+        "number and a unit (ms, s, min, h, d), e.g. '5 s'",
+    )
+
+
+def _option_offset(create: exp.Create, key: str) -> int:
+    """Where the value of the ``WITH`` option ``key`` starts (else the statement's start)."""
+    properties = create.args.get("properties")
+    for prop in properties.expressions if properties else []:
+        if isinstance(prop, exp.Property) and prop.name == key:
+            return node_offset(prop.args["value"], node_offset(create))
+    return node_offset(create)
 
 
 def _options(create: exp.Create, source: str) -> dict[str, str]:

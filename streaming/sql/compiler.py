@@ -16,7 +16,10 @@ by position, as in Flink.
   ``EmitStrategy.on_window_close`` (its progress is committed with the offsets, so a
   restart never emits a closed window again), over SESSION with
   ``suppress(until_window_closes)``; ``EMIT CHANGES`` (the default) emits every update
-  (one per key per commit, as the engine's store cache does).
+  (one per key per commit, as the engine's store cache does). A source table's
+  ``'window.close.quiet'`` becomes ``close_when_quiet`` of every windowed aggregation
+  over it (and so of its ``suppress``): its windows close on the wall clock once the
+  table is quiet that long.
 - window_start / window_end are epoch ms inside the query; a sink column of type
   TIMESTAMP gets them as ``'yyyy-MM-dd HH:mm:ss.SSS'`` (UTC), a BIGINT column as ms.
 - SESSION_START is the session's first row time, SESSION_END its last row time plus the
@@ -100,6 +103,12 @@ class Window:
     size_ms: int
     slide_ms: int
     offset: int
+
+
+def close_when_quiet(windowed: Any, table: TableDef) -> Any:
+    """A windowed stream over ``table``, with its ``'window.close.quiet'`` if it sets one."""
+    quiet_ms = table.window_close_quiet_ms
+    return windowed if quiet_ms is None else windowed.close_when_quiet(quiet_ms)
 
 
 def parse(statement: Statement, source: str) -> exp.Expr:
@@ -702,13 +711,13 @@ class Compiler:
             if window.kind == "SESSION":
                 gap = window.size_ms
                 sessions = SessionWindows.of_inactivity_gap_and_grace(gap, grace)
-                table = grouped.windowed_by(sessions).aggregate(
+                table = close_when_quiet(grouped.windowed_by(sessions), source).aggregate(
                     init, add, aggregates.merger(specs), materialized=store
                 )
                 split = lambda k: (k.key, (k.window.start, k.window.end + gap))  # noqa: E731
             else:
                 assert time_windows is not None  # a tumbling or hopping window
-                windowed = grouped.windowed_by(time_windows)
+                windowed = close_when_quiet(grouped.windowed_by(time_windows), source)
                 if emit_on_close:
                     windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
                 table = windowed.aggregate(init, add, materialized=store)

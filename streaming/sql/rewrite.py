@@ -21,6 +21,7 @@ sqlglot reports, and every error this front end raises, refers to the text as wr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -38,6 +39,16 @@ _UNIT_MS = {
     "HOUR": 3_600_000,
     "DAY": 86_400_000,
 }
+
+#: the unit labels of Flink's duration strings (``TimeUtils``), whole milliseconds and up
+_DURATION_UNITS = {
+    **dict.fromkeys(("d", "day", "days"), "DAY"),
+    **dict.fromkeys(("h", "hour", "hours"), "HOUR"),
+    **dict.fromkeys(("m", "min", "minute", "minutes"), "MINUTE"),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), "SECOND"),
+    **dict.fromkeys(("ms", "milli", "millis", "millisecond", "milliseconds"), "MILLISECOND"),
+}
+_DURATION = re.compile(r"\s*(\d+)\s*([a-z]*)\s*")
 
 
 @dataclass(frozen=True)
@@ -109,6 +120,19 @@ def interval_ms(node: exp.Expr, source: str, offset: int | None = None) -> int:
     except ValueError:
         raise error_at(source, at, f"INTERVAL needs a whole number, got {amount_text!r}") from None
     return amount * _UNIT_MS[unit]
+
+
+def duration_ms(text: str) -> int:
+    """Milliseconds of a Flink duration string, as Flink reads option values (``'5 s'``,
+    ``'1min'``, ``'2 hours'``; a bare number is ms); a ValueError says what is wrong."""
+    match = _DURATION.fullmatch(text.lower())
+    if match is None:
+        raise ValueError("not a whole number with a unit")
+    amount, label = match.groups()
+    unit = _DURATION_UNITS.get(label) if label else "MILLISECOND"
+    if unit is None:
+        raise ValueError(f"unknown time unit {label!r}")
+    return int(amount) * _UNIT_MS[unit]
 
 
 def tokenize(text: str) -> list[Token]:

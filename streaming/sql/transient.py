@@ -240,6 +240,8 @@ def transient_config(serving: Any, application_id: str, state_dir: Path) -> dict
             "statestore.cache.max.bytes": 0,
             "num.stream.threads": 1,
             "interactive.queries.http.enabled": "false",
+            # one instance by construction: no alignment topic to share with others
+            "event.time.alignment.across.instances": "false",
             # internal and table topics from their start; streams from the committed ends
             "consumer.auto.offset.reset": "earliest",
             "consumer.isolation.level": "read_committed",

@@ -15,6 +15,8 @@
 - A view of final window results keeps its first window bound as its time attribute:
   its rows are re-stamped to it (``ColumnTimestamper``) and the table is marked
   ``window_bound``, so a later GROUP BY of that column is one window per value.
+- A view's windows close on a quiet input as those of the table it reads (its FROM
+  table, the left one of a join) do: it takes that table's ``'window.close.quiet'``.
 - An updating view (a non-windowed aggregation) is keyed by its GROUP BY columns; those
   its SELECT list leaves out are added to it as hidden ``$column`` outputs. A query over
   a table keeps the table's Kafka keys, so it must select the table's key.
@@ -156,6 +158,8 @@ class DerivedTables:
                 for c in columns
             }
             table = table_def(name, table_columns, key, create, watermark, self.source, view=view)
+            if view:  # its rows are the source's: so is its quiet close
+                table = replace(table, window_close_quiet_ms=sources.left.window_close_quiet_ms)
             if watermark is not None and is_aggregation(select):
                 table = replace(table, window_bound=True)
             if updating_source and not is_aggregation(select):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter, defaultdict
+from functools import partial
 from typing import Any
 
 import pytest
@@ -54,9 +55,12 @@ def _clicks() -> list[tuple[int, str, str, int]]:
     return out
 
 
-def _topology(clicks: str, counts: str, sessions: str) -> Any:
+def _topology(clicks: str, counts: str, sessions: str, *, slow: bool = False) -> Any:
+    """``slow``: each click costs half a millisecond more (an instance on a busier machine)."""
     builder = StreamsBuilder()
     stream = builder.stream(clicks, key_serde=serdes.String(), value_serde=serdes.String())
+    if slow:
+        stream = stream.peek(lambda _k, _v: time.sleep(0.0005))
     (
         stream.select_key(lambda _k, v: v.split(",")[1])
         .group_by_key()
@@ -106,6 +110,10 @@ def _expected_sessions(clicks: list[tuple[int, str, str, int]]) -> Counter:
     return Counter({f"{u}@{s}-{e}": n for (u, s, e), n in out.items()})
 
 
+def _processed_at_least(app: KafkaStreams, records: int) -> bool:
+    return app.metrics()["process-total"] >= records
+
+
 def _read_to_end(bootstrap: str, topic: str) -> list[tuple[str, int]]:
     """Every committed record of ``topic`` as (key, long value), read up to its end."""
     consumer = Consumer(
@@ -144,12 +152,17 @@ def _work_off_backlog(
     drift: int | None,
     workers: int = 1,
     fence_mid_backlog: bool = False,
+    instances: int = 1,
+    across_instances: bool = True,
 ) -> dict[str, Any]:
-    """Produce the backlog, run the application over it; its outputs and counters.
+    """Produce the backlog, run the application over it; its outputs and counters (summed
+    over its instances).
 
     ``fence_mid_backlog``: a third of the way in, a newer producer with the first thread's
     transactional id fences its producer, as a broker that stops answering does (the
-    transaction aborts and the thread rebuilds its tasks from the last commit)."""
+    transaction aborts and the thread rebuilds its tasks from the last commit).
+    ``instances`` > 1: that many instances of the application, one slower (as on a busier
+    machine) and started first, so that the others run ahead unless the instances align."""
     bootstrap = kafka_cluster.bootstrap_servers
     topic, counts, sessions = unique("clicks"), unique("region-counts"), unique("sessions")
     kafka_cluster.create_topic(topic, partitions=PARTITIONS)
@@ -162,29 +175,42 @@ def _work_off_backlog(
         ((f"c{i}".encode(), f"{u},{r}".encode(), ts) for i, (_p, u, r, ts) in enumerate(clicks)),
         partition_of=by_key.__getitem__,
     )
-    config: dict[str, Any] = {
-        "application.id": unique("aligned"),
-        "bootstrap.servers": bootstrap,
-        "processing.guarantee": "exactly_once_v2",
-        "state.dir": str(tmp_path / ("on" if drift is None else "off")),
-        "num.stream.threads": workers,
-        "statestore.cache.max.bytes": 0,
-        # every session is emitted as soon as it closes (no wall-clock throttle)
-        "__emit.interval.ms.kstreams.windowed.aggregation__": 0,
-    }
-    if drift is not None:
-        config["event.time.alignment.max.drift.ms"] = drift
-    app = KafkaStreams(_topology(topic, counts, sessions), config)
+    app_id = unique("aligned")
+    apps = []
+    for i in range(instances):
+        config: dict[str, Any] = {
+            "application.id": app_id,
+            "bootstrap.servers": bootstrap,
+            "processing.guarantee": "exactly_once_v2",
+            "state.dir": str(tmp_path / f"instance-{i}"),
+            "num.stream.threads": workers,
+            "statestore.cache.max.bytes": 0,
+            "event.time.alignment.across.instances": across_instances,
+            # every session is emitted as soon as it closes (no wall-clock throttle)
+            "__emit.interval.ms.kstreams.windowed.aggregation__": 0,
+        }
+        if drift is not None:
+            config["event.time.alignment.max.drift.ms"] = drift
+        apps.append(KafkaStreams(_topology(topic, counts, sessions, slow=i == 1), config))
     started = time.monotonic()
     cpu = time.process_time()
-    app.start()
+    # the slower instance first: it works alone on all partitions for a while, then the
+    # faster one joins and takes half of them, from where the slower one got to
+    apps.reverse()
     try:
-        assert app.wait_until(State.RUNNING, 60)
-        app_id = config["application.id"]
+        for app in apps:
+            app.start()
+            assert app.wait_until(State.RUNNING, 60)
+            if app is not apps[-1]:
+                wait_for(partial(_processed_at_least, app, 2_000), 60, "a head start")
         if fence_mid_backlog:
-            wait_for(lambda: app.metrics()["process-total"] >= len(clicks), 120, "a third done")
+            first = apps[-1]
+            wait_for(lambda: first.metrics()["process-total"] >= len(clicks), 120, "a third done")
             newer = Producer(
-                {"bootstrap.servers": bootstrap, "transactional.id": f"{app_id}-{app.process_id}-1"}
+                {
+                    "bootstrap.servers": bootstrap,
+                    "transactional.id": f"{app_id}-{first.process_id}-1",
+                }
             )
             newer.init_transactions(30)
         repartition = (t for t in kafka_cluster.list_topics() if t.startswith(f"{app_id}-"))
@@ -195,18 +221,23 @@ def _work_off_backlog(
         )
         caught_up = time.monotonic() - started
         cpu = time.process_time() - cpu
-        metrics = app.metrics()
+        metrics = [app.metrics() for app in apps]
     finally:
-        app.close(timeout=30)  # commits what was processed
+        for app in apps:
+            app.close(timeout=30)  # commits what was processed
     emitted = _read_to_end(bootstrap, sessions)
+
+    def total(name: str) -> int:
+        return sum(m[name] for m in metrics)
+
     return {
         "counts": dict(_read_to_end(bootstrap, counts)),
         "sessions": Counter(dict(emitted)),
         "sessions emitted": len(emitted),
-        "late": metrics["late-records-dropped-total"],
-        "waits": metrics["alignment-waits-total"],
-        "producer replacements": metrics["producer-replacements-total"],
-        "processed": metrics["process-total"],
+        "late": total("late-records-dropped-total"),
+        "waits": total("alignment-waits-total"),
+        "producer replacements": total("producer-replacements-total"),
+        "processed": total("process-total"),
         "seconds": caught_up,
         "cpu": cpu,
     }
@@ -261,3 +292,30 @@ def test_unaligned_backlog_drops_and_splits(kafka_cluster, tmp_path, clicks, cap
     assert result["late"] > N * 0.05
     assert result["counts"] != _expected_counts(clicks)
     assert result["sessions"] != expected_sessions
+
+
+@pytest.mark.parametrize("across", [True, False], ids=["aligned across", "each on its own"])
+def test_two_instances_align_with_each_other(kafka_cluster, tmp_path, clicks, capsys, across):
+    """Two instances of the application, each with two of the four partitions, the second
+    slower: aligned with each other, the results equal the in-order computation; each
+    aligning only its own partitions, the faster one runs ahead and its records make the
+    slower one's late downstream."""
+    result = _work_off_backlog(
+        kafka_cluster, tmp_path, clicks, drift=None, instances=2, across_instances=across
+    )
+    expected_sessions = _expected_sessions(clicks)
+    split = sum((result["sessions"] - expected_sessions).values())
+    with capsys.disabled():
+        print(
+            f"\ntwo instances, {'aligned across' if across else 'each on its own'}: {N} clicks "
+            f"worked off in {result['seconds']:.1f} s, {result['late']} dropped as late, "
+            f"{split} clicks in sessions the in-order result does not have"
+        )
+    if across:
+        assert result["late"] <= N * 0.005
+        assert result["counts"] == _expected_counts(clicks)
+        assert result["sessions"] == expected_sessions
+        assert result["sessions emitted"] == len(expected_sessions)
+    else:
+        assert result["late"] > N * 0.05
+        assert result["sessions"] != expected_sessions

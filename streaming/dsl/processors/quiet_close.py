@@ -6,7 +6,11 @@ kept as the default. With the setting on, a windowed aggregation or a window-clo
 suppression whose stream time stood still for that much wall-clock time takes the wall clock
 as its stream time, checked every ``min(quiet, 500 ms)``: the windows whose end plus grace
 the clock passed close and are emitted, and a record that arrives later for one of them is
-late like any other (dropped and reported)."""
+late like any other (dropped and reported).
+
+A windowed aggregation may set its own quiet time (``close_when_quiet`` on the windowed
+stream, or a SQL table's ``'window.close.quiet'``): it wins over the application's, for the
+aggregation and for a window-close suppression of its result."""
 
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ from streaming.topology.processor import PunctuationType
 
 #: the setting: quiet milliseconds before the wall clock stands in for stream time; -1: off
 WINDOW_CLOSE_QUIET_MS = "window.close.quiet.ms"
+#: the quiet time that turns the quiet close off
+OFF = -1
 #: the longest wall-clock time between two checks for a quiet input
 CHECK_INTERVAL_MS = 500
 NO_TIMESTAMP = -1
@@ -25,7 +31,24 @@ NO_TIMESTAMP = -1
 def window_close_quiet_ms(app_configs: Any) -> int:
     """The setting's value from ``context.app_configs`` (-1 when off or absent)."""
     value = app_configs.get(WINDOW_CLOSE_QUIET_MS) if app_configs else None
-    return -1 if value is None else int(value)
+    return OFF if value is None else int(value)
+
+
+def check_quiet_ms(quiet_ms: int, what: str = "the quiet time") -> int:
+    """``quiet_ms`` if it is a quiet time (>= 0) or ``OFF`` (-1); else a ValueError that says
+    what to pass, since any other negative value would silently turn the close off."""
+    if quiet_ms < OFF:
+        raise ValueError(
+            f"{what} must be >= 0 ms (how long the input stands still on the wall clock "
+            f"before its windows close) or -1 (off for this aggregation), got {quiet_ms}"
+        )
+    return quiet_ms
+
+
+def effective_quiet_ms(own_ms: int | None, app_configs: Any) -> int:
+    """The quiet time a processor runs with: its aggregation's own when set (``OFF``
+    included, which turns the application's setting off for it), else the application's."""
+    return window_close_quiet_ms(app_configs) if own_ms is None else own_ms
 
 
 class QuietClock:
@@ -53,12 +76,15 @@ class QuietClock:
 
 
 def schedule_quiet_close(
-    context: Any, observed: Callable[[], int], advance: Callable[[int], None]
+    context: Any,
+    observed: Callable[[], int],
+    advance: Callable[[int], None],
+    own_ms: int | None = None,
 ) -> None:
-    """With the setting on, check every ``min(quiet, CHECK_INTERVAL_MS)`` of wall-clock time
-    whether ``observed()`` stood still for the quiet time, and then ``advance`` stream time
-    to the wall clock."""
-    quiet_ms = window_close_quiet_ms(getattr(context, "app_configs", None))
+    """With the quiet close on (the aggregation's ``own_ms``, else the application's setting),
+    check every ``min(quiet, CHECK_INTERVAL_MS)`` of wall-clock time whether ``observed()``
+    stood still for the quiet time, and then ``advance`` stream time to the wall clock."""
+    quiet_ms = effective_quiet_ms(own_ms, getattr(context, "app_configs", None))
     if quiet_ms < 0:
         return
     clock = QuietClock(quiet_ms)
@@ -75,8 +101,11 @@ def schedule_quiet_close(
 
 
 __all__ = [
+    "OFF",
     "WINDOW_CLOSE_QUIET_MS",
     "QuietClock",
+    "check_quiet_ms",
+    "effective_quiet_ms",
     "schedule_quiet_close",
     "window_close_quiet_ms",
 ]

@@ -166,11 +166,13 @@ class KStreamSessionWindowAggregateProcessor(Processor):
             self.caching = bool(
                 set_listener is not None and set_listener(self._flushed, self.send_old_values)
             )
-        schedule_quiet_close(context, lambda: self.observed_stream_time, self._quiet_advance)
+        schedule_quiet_close(
+            context, lambda: self.observed_stream_time, self._quiet_advance, s.close_quiet_ms
+        )
 
     def _quiet_advance(self, stream_time: int) -> None:
-        """The input went quiet (``window.close.quiet.ms``): stream time follows the wall
-        clock, and the sessions it closed are emitted now."""
+        """The input went quiet (``close_when_quiet``, else ``window.close.quiet.ms``): stream
+        time follows the wall clock, and the sessions it closed are emitted now."""
         self.observed_stream_time = stream_time
         if self.emit_final:
             self._emit_before_expiry(NO_RECORD, stream_time)

@@ -64,6 +64,7 @@ class KStreamSlidingWindowAggregateProcessor(AbstractTimeWindowAggregateProcesso
             supplier.emit_strategy,
             supplier.send_old_values,
             supplier.late_output,
+            supplier.close_quiet_ms,
         )
         self.initializer = supplier.initializer
         self.aggregator = supplier.aggregator

@@ -55,22 +55,41 @@ WINDOW_CLOSE = "window_close"
 TIME_LIMIT = "time_limit"
 
 
-def find_window_grace_ms(supplier: Any) -> int | None:
-    """Kafka's ``GraphGraceSearchUtil.findAndVerifyWindowGrace`` over the ``parent`` chain:
-    the grace of the nearest windowed aggregation upstream (session windows: grace + gap)."""
+#: the attributes that make a table supplier a windowed aggregation for the grace search
+_AGGREGATION_MARKS = ("grace_for_suppression_ms", "windows")
+
+
+def find_windowed_aggregation(supplier: Any) -> Any:
+    """The nearest windowed aggregation up the ``parent`` chain (a supplier with ``windows``
+    or its own suppression grace), or None."""
     seen = 0
     while supplier is not None and seen < 1000:
-        grace = getattr(supplier, "grace_for_suppression_ms", None)
-        if grace is not None:
-            return grace()
-        windows = getattr(supplier, "windows", None)
-        if windows is not None:
-            gap = getattr(windows, "gap_ms", None)
-            grace_ms = windows.grace_period_ms()
-            return grace_ms + gap if gap is not None else grace_ms
+        if any(getattr(supplier, mark, None) is not None for mark in _AGGREGATION_MARKS):
+            return supplier
         supplier = getattr(supplier, "parent", None)
         seen += 1
     return None
+
+
+def find_window_grace_ms(supplier: Any) -> int | None:
+    """Kafka's ``GraphGraceSearchUtil.findAndVerifyWindowGrace`` over the ``parent`` chain:
+    the grace of the nearest windowed aggregation upstream (session windows: grace + gap)."""
+    aggregation = find_windowed_aggregation(supplier)
+    if aggregation is None:
+        return None
+    grace = getattr(aggregation, "grace_for_suppression_ms", None)
+    if grace is not None:
+        return grace()
+    windows = aggregation.windows
+    gap = getattr(windows, "gap_ms", None)
+    grace_ms = windows.grace_period_ms()
+    return grace_ms + gap if gap is not None else grace_ms
+
+
+def find_close_quiet_ms(supplier: Any) -> int | None:
+    """The quiet time of the nearest windowed aggregation upstream (``close_when_quiet``),
+    which its window-close suppression shares; None: the application's setting."""
+    return getattr(find_windowed_aggregation(supplier), "close_quiet_ms", None)
 
 
 class KTableSuppressSupplier(TableSupplier):
@@ -87,7 +106,10 @@ class KTableSuppressSupplier(TableSupplier):
         self.max_records = LONG_MAX if buffer.record_limit is None else buffer.record_limit
         self.max_bytes = LONG_MAX if buffer.byte_limit is None else buffer.byte_limit
         self.emit_when_full = buffer.on_full != "shut_down"
+        #: the upstream aggregation's own quiet time (None: the application's setting)
+        self.close_quiet_ms: int | None = None
         if suppressed.kind == WINDOW_CLOSE:
+            self.close_quiet_ms = find_close_quiet_ms(parent)
             grace = find_window_grace_ms(parent)
             if grace is None:
                 if suppressed.time_to_wait_ms is None or suppressed.time_to_wait_ms < 0:
@@ -144,11 +166,17 @@ class KTableSuppressProcessor(Processor):
         )
         self.buffer = buffer
         if self.window_end_time:  # until_window_closes: final results
-            schedule_quiet_close(context, lambda: self.observed_stream_time, self._quiet_advance)
+            schedule_quiet_close(
+                context,
+                lambda: self.observed_stream_time,
+                self._quiet_advance,
+                self.s.close_quiet_ms,
+            )
 
     def _quiet_advance(self, stream_time: int) -> None:
-        """The input went quiet (``window.close.quiet.ms``): stream time follows the wall
-        clock, and the windows it closed leave the buffer now."""
+        """The input went quiet (the aggregation's ``close_when_quiet``, else
+        ``window.close.quiet.ms``): stream time follows the wall clock, and the windows it
+        closed leave the buffer now."""
         self.observed_stream_time = stream_time
         self._enforce_constraints()
 

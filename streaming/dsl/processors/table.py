@@ -59,6 +59,9 @@ class WindowedAggregateSupplier(TableSupplier):
 
     #: the node the late records go to, or None
     late_output: str | None = None
+    #: the aggregation's own quiet time before its windows close on the wall clock
+    #: (``close_when_quiet``; -1: off), or None: the application's ``window.close.quiet.ms``
+    close_quiet_ms: int | None = None
 
 
 def is_output_versioned(supplier: TableSupplier | None) -> bool:

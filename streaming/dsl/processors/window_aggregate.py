@@ -90,10 +90,13 @@ class AbstractTimeWindowAggregateProcessor(Processor):
         emit_strategy: EmitStrategy,
         send_old_values: bool,
         late_output: str | None,
+        close_quiet_ms: int | None = None,
     ) -> None:
         self.store_name = store_name
         #: the child that gets the late records (``KTable.late_records``), or None
         self.late_output = late_output
+        #: the aggregation's own quiet time (None: the application's setting)
+        self.close_quiet_ms = close_quiet_ms
         self.emit_final = emit_strategy.kind == EmitStrategy.ON_WINDOW_CLOSE
         self.send_old_values = send_old_values
         self.observed_stream_time = NO_TIMESTAMP
@@ -137,11 +140,13 @@ class AbstractTimeWindowAggregateProcessor(Processor):
         # updates go out now only without emit-on-close and without a cache (whose flush
         # forwards them): otherwise building the update record per window is wasted
         self.forward_updates = not self.emit_final and not self.tuple_forwarder.caching
-        schedule_quiet_close(context, lambda: self.observed_stream_time, self._quiet_advance)
+        schedule_quiet_close(
+            context, lambda: self.observed_stream_time, self._quiet_advance, self.close_quiet_ms
+        )
 
     def _quiet_advance(self, stream_time: int) -> None:
-        """The input went quiet (``window.close.quiet.ms``): stream time follows the wall
-        clock, and the windows it closed are emitted now."""
+        """The input went quiet (``close_when_quiet``, else ``window.close.quiet.ms``): stream
+        time follows the wall clock, and the windows it closed are emitted now."""
         self.observed_stream_time = stream_time
         if self.emit_final:
             self.emit_before_expiry(NO_RECORD, stream_time)
@@ -339,6 +344,7 @@ class KStreamWindowAggregateProcessor(AbstractTimeWindowAggregateProcessor):
             supplier.emit_strategy,
             supplier.send_old_values,
             supplier.late_output,
+            supplier.close_quiet_ms,
         )
         self.s = supplier
         windows = supplier.windows

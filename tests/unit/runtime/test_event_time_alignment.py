@@ -10,10 +10,12 @@ from streaming.errors import ConfigException
 from streaming.runtime.alignment import (
     BEFORE_ANY,
     STALE_MS,
+    AlignmentReport,
     AlignmentSettings,
     AlignmentTable,
     EventTimeAlignment,
 )
+from streaming.runtime.alignment_exchange import PEER_STALE_MS, PeerReports, encode
 from streaming.runtime.config import StreamsConfig
 from streaming.runtime.partition_group import PartitionGroup
 
@@ -187,3 +189,50 @@ def test_a_thread_in_a_rebalance_holds_the_others_until_it_says_what_it_got():
     assert first.limit([(a, _group(a, OLD))], lambda tp: 5_000, NOW) == BEFORE_ANY
     second.limit([], lambda tp: None, NOW)  # assigned no source partition
     assert first.limit([(a, _group(a, OLD))], lambda tp: 5_000, NOW) == OLD + 10_000
+
+
+def test_instances_align_through_each_others_combined_reports(tmp_path):
+    settings = AlignmentSettings(max_drift_ms=10_000)
+    here = EventTimeAlignment(settings)
+    # the other instance runs worker processes: its client reads their table
+    path = tmp_path / "table"
+    there = EventTimeAlignment(settings, AlignmentTable(path, create=True))
+    worker = EventTimeAlignment(settings, AlignmentTable(path)).member("w1", 0)
+    a, b, c = ("in", 0), ("in", 1), ("in", 2)
+    thread = here.member("t1", 0)
+    assert thread.limit([(a, _group(a, NOW))], lambda tp: 5_000, NOW) == NOW + 10_000
+    assert worker.limit([(b, _group(b, OLD)), (c, _group(c, OLD + 60_000))], lambda tp: 5_000, NOW)
+    # what each instance's exchange publishes, and hands the other
+    published = there.local_summary(NOW)
+    assert published == AlignmentReport(OLD, 10_002, True)
+    here.set_peers(published, NOW)
+    there.set_peers(here.local_summary(NOW), NOW)
+    # this instance's partition, an hour ahead, waits for the other instance's slowest one
+    assert thread.limit([(a, _group(a, NOW))], lambda tp: 5_000, NOW) == OLD + 10_000
+    # the peers' report is not part of what this instance publishes
+    assert here.local_summary(NOW) == AlignmentReport(NOW, 5_001, True)
+    # nothing holds back the other instance's worker but its own partitions
+    assert worker.limit([(b, _group(b, OLD))], lambda tp: 5_000, NOW) == OLD + 10_000
+    here.set_peers(None, NOW)
+    assert thread.limit([(a, _group(a, NOW))], lambda tp: 5_000, NOW) == NOW + 10_000
+
+
+def test_peer_reports_expire_and_are_withdrawn():
+    peers = PeerReports()
+    assert peers.combined(NOW) is None
+    peers.update(b"p1", encode(AlignmentReport(OLD, 10, True), NOW))
+    peers.update(b"p2", encode(AlignmentReport(None, 3, False), NOW - PEER_STALE_MS + 1_000))
+    assert peers.combined(NOW) == AlignmentReport(OLD, 13, True)
+    # p2 stopped refreshing (killed): its report no longer counts
+    assert peers.combined(NOW + 1_001) == AlignmentReport(OLD, 10, True)
+    peers.update(b"p1", None)  # p1 closed and withdrew its report
+    assert peers.combined(NOW) == AlignmentReport(None, 3, False)
+
+
+def test_alignment_across_instances_can_be_switched_off_and_typos_fail_fast():
+    base = {"application.id": "a", "bootstrap.servers": "localhost:9092"}
+    assert StreamsConfig.from_mapping(base).alignment.across_instances
+    off = {**base, "event.time.alignment.across.instances": "false"}
+    assert not StreamsConfig.from_mapping(off).alignment.across_instances
+    with pytest.raises(ConfigException, match=r"across\.instances.*true or false"):
+        StreamsConfig.from_mapping({**base, "event.time.alignment.across.instances": "flase"})
