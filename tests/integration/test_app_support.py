@@ -15,12 +15,10 @@ from typing import Any
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
-    ConsumerGroupTopicPartitions,
     KafkaError,
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -188,30 +186,29 @@ def group_assignment(admin: Any, group: str) -> dict[str, set[tuple[str, int]]]:
 def group_caught_up(bootstrap: str, group: str, topics: list[str]) -> bool:
     """Whether ``group`` committed every record of ``topics``: read ``read_committed`` from its
     committed offsets, each partition is at its end. (A processed-records counter does not
-    tell: a task rebuilt after a failure processes its uncommitted records again.)"""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": unique("caught-up"),
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
+    tell: a task rebuilt after a failure processes its uncommitted records again.) The
+    committed offsets are read by a consumer with the group's id that never joins it
+    (OffsetFetch), not by the admin client, whose call can crash the process while the group
+    has none."""
+    settings = {
+        "bootstrap.servers": bootstrap,
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "isolation.level": "read_committed",
+    }
+    offsets = Consumer({**settings, "group.id": group})
+    consumer = Consumer({**settings, "group.id": unique("caught-up")})
     try:
         parts = [
             TopicPartition(topic, p)
             for topic in topics
             for p in consumer.list_topics(topic, timeout=10).topics[topic].partitions
         ]
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        request = [ConsumerGroupTopicPartitions(group, parts)]
-        committed = admin.list_consumer_group_offsets(request)[group].result(10).topic_partitions
         start = [
             TopicPartition(
                 tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
             )
-            for tp in committed
+            for tp in offsets.committed(parts, timeout=10)
         ]
         consumer.assign(start)
         at_end: set[tuple[str, int]] = set()
@@ -226,6 +223,45 @@ def group_caught_up(bootstrap: str, group: str, topics: list[str]) -> bool:
         return len(at_end) == len(start)
     finally:
         consumer.close()
+        offsets.close()
+
+
+class OpenTransaction:
+    """Sees an open transaction with records in ``topic``'s log: the end a read_committed
+    consumer is given (the last stable offset) is below the log's end."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.topic = topic
+        self.consumers = [
+            Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": unique(f"ends-{isolation}"),
+                    "isolation.level": isolation,
+                }
+            )
+            for isolation in ("read_committed", "read_uncommitted")
+        ]
+        meta = self.consumers[0].list_topics(topic, timeout=10)
+        self.partitions = sorted(meta.topics[topic].partitions)
+
+    def wait(self, timeout: float) -> bool:
+        """Until a partition's last stable offset is below its end; False after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for partition in self.partitions:
+                tp = TopicPartition(self.topic, partition)
+                stable, end = (
+                    c.get_watermark_offsets(tp, timeout=5, cached=False)[1] for c in self.consumers
+                )
+                if stable < end:
+                    return True
+            time.sleep(0.005)
+        return False
+
+    def close(self) -> None:
+        for consumer in self.consumers:
+            consumer.close()
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str, step: float = 0.2) -> None:
