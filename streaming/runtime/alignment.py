@@ -52,8 +52,9 @@ class AlignmentSettings:
     lag_records: int = 1_000
     lag_ms: int = 60_000
     idle_ms: int = 10_000
-    #: align with the other instances of the application too (runtime.alignment_exchange)
-    across_instances: bool = True
+    #: align with the other instances of the application too (runtime.alignment_exchange;
+    #: off by default: an instance in a long rebalance or a broker outage holds the others)
+    across_instances: bool = False
 
     @property
     def enabled(self) -> bool:

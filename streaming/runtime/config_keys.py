@@ -30,9 +30,6 @@ NUM_STANDBY_REPLICAS = "num.standby.replicas"
 MAX_TASK_IDLE_MS = "max.task.idle.ms"
 CACHE_MAX_BYTES = "statestore.cache.max.bytes"
 CACHE_MAX_BYTES_BUFFERING = "cache.max.bytes.buffering"
-#: KIP-892: what the transactional stores (exactly-once) of an instance may hold uncommitted
-#: in memory, split among its stream threads; reaching it commits early (-1: no limit)
-STATESTORE_UNCOMMITTED_MAX_BYTES = "statestore.uncommitted.max.bytes"
 APPLICATION_SERVER = "application.server"
 DEFAULT_KEY_SERDE = "default.key.serde"
 DEFAULT_VALUE_SERDE = "default.value.serde"
@@ -58,8 +55,8 @@ EVENT_TIME_ALIGNMENT_MAX_DRIFT_MS = "event.time.alignment.max.drift.ms"
 EVENT_TIME_ALIGNMENT_LAG_RECORDS = "event.time.alignment.lag.records"
 EVENT_TIME_ALIGNMENT_LAG_MS = "event.time.alignment.lag.ms"
 EVENT_TIME_ALIGNMENT_IDLE_MS = "event.time.alignment.idle.ms"
-#: ours: the instances of an application align with each other too, through the internal
-#: topic ``<application.id>-event-time-alignment`` (see runtime.alignment_exchange)
+#: ours, off by default: the instances of an application align with each other too, through
+#: the internal topic ``<application.id>-event-time-alignment`` (see runtime.alignment_exchange)
 EVENT_TIME_ALIGNMENT_ACROSS_INSTANCES = "event.time.alignment.across.instances"
 #: ours: windows close when the input goes quiet (see streaming.dsl.processors.quiet_close)
 WINDOW_CLOSE_QUIET_MS = quiet_close.WINDOW_CLOSE_QUIET_MS
@@ -105,7 +102,6 @@ KNOWN_KEYS = frozenset(
         MAX_TASK_IDLE_MS,
         CACHE_MAX_BYTES,
         CACHE_MAX_BYTES_BUFFERING,
-        STATESTORE_UNCOMMITTED_MAX_BYTES,
         APPLICATION_SERVER,
         DEFAULT_KEY_SERDE,
         DEFAULT_VALUE_SERDE,

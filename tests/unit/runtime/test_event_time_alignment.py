@@ -229,10 +229,10 @@ def test_peer_reports_expire_and_are_withdrawn():
     assert peers.combined(NOW) == AlignmentReport(None, 3, False)
 
 
-def test_alignment_across_instances_can_be_switched_off_and_typos_fail_fast():
+def test_alignment_across_instances_is_switched_on_and_typos_fail_fast():
     base = {"application.id": "a", "bootstrap.servers": "localhost:9092"}
-    assert StreamsConfig.from_mapping(base).alignment.across_instances
-    off = {**base, "event.time.alignment.across.instances": "false"}
-    assert not StreamsConfig.from_mapping(off).alignment.across_instances
+    assert not StreamsConfig.from_mapping(base).alignment.across_instances
+    on = {**base, "event.time.alignment.across.instances": "true"}
+    assert StreamsConfig.from_mapping(on).alignment.across_instances
     with pytest.raises(ConfigException, match=r"across\.instances.*true or false"):
         StreamsConfig.from_mapping({**base, "event.time.alignment.across.instances": "flase"})
