@@ -375,8 +375,17 @@ class RecordCollector:
     def flush(self, timeout: float) -> None:
         """Wait until every record is acknowledged; a failed write raises (``check``), and
         writes still unacknowledged after ``timeout`` raise ``RetriableStreamsException``."""
-        with calling("flushing the producer"):
-            remaining = self.producer.flush(timeout)
+        try:
+            with calling("flushing the producer"):
+                remaining = self.producer.flush(timeout)
+        except SystemError as exc:
+            # confluent-kafka can also end a flush that met a fatal error (a fenced producer)
+            # with "returned NULL without setting an exception", nothing chained: the
+            # delivery reports say what failed; else the producer is not usable any more
+            self.check()
+            raise TaskMigratedException(
+                f"flushing the producer failed inside confluent-kafka ({exc}); replacing it"
+            ) from exc
         self.check()
         if remaining:
             raise RetriableStreamsException(

@@ -146,6 +146,33 @@ class NoProducer:
         return 0
 
 
+class FlushEndsInSystemError(NoProducer):
+    """confluent-kafka's flush after a fatal error, as seen in a broker run: a SystemError
+    with no KafkaException chained to it."""
+
+    def flush(self, timeout):
+        raise SystemError(
+            "<method 'flush' of 'cimpl.Producer' objects> returned NULL without setting an "
+            "exception"
+        )
+
+
+def test_a_flush_that_ends_in_a_bare_system_error_replaces_the_producer():
+    collector = RecordCollector(
+        FlushEndsInSystemError(),
+        production_handler=None,
+        dead_letter_topic=None,
+        partition_counts=lambda topic: 1,
+        exactly_once=True,
+    )
+    with pytest.raises(TaskMigratedException, match="flushing the producer failed"):
+        collector.flush(5)
+    # a failure the delivery reports recorded is raised instead
+    collector.on_delivery(KafkaError(KafkaError._FENCED), Msg())
+    with pytest.raises(TaskMigratedException, match="fenced"):
+        collector.flush(5)
+
+
 @pytest.mark.parametrize(
     ("exactly_once", "expected"),
     [(True, TaskMigratedException), (False, TaskCorruptedException)],
