@@ -32,22 +32,31 @@ from streaming.dsl.processors.window_aggregate import (
 APP = "windowed-revenue"
 
 
+def _revenue_topics(
+    kafka_cluster: Any, tag: str, *, partitions: int
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """Raw input topics named ``<topic>-<tag>`` with ``partitions`` each, and the
+    ``windowed-revenue`` settings that read them and write ``<output>-<tag>``."""
+    raw = {t: f"{t}-{tag}" for t in domain.RAW_TOPICS}
+    for topic in raw.values():
+        kafka_cluster.create_topic(topic, partitions=partitions)
+    settings: dict[str, Any] = {
+        "orders_topic": raw[domain.ORDERS],
+        "customers_topic": raw[domain.CUSTOMERS],
+        "clicks_topic": raw[domain.CLICKS],
+        "revenue_topic": f"{domain.REVENUE_5M}-{tag}",
+        "hopping_revenue_topic": f"{domain.REVENUE_HOPPING}-{tag}",
+    }
+    return raw, settings
+
+
 @pytest.fixture
 def live_revenue(kafka_cluster, tmp_path: Path) -> dict[str, Any]:
     """Unique input topics with 20 minutes of events, and the live app's results."""
     suffix = uuid.uuid4().hex[:8]
     boot = kafka_cluster.bootstrap_servers
-    raw = {t: f"{t}-kappa-{suffix}" for t in domain.RAW_TOPICS}
-    for topic in raw.values():
-        # one partition: live and replay see the records in the same order (deterministic)
-        kafka_cluster.create_topic(topic, partitions=1)
-    settings = {
-        "orders_topic": raw[domain.ORDERS],
-        "customers_topic": raw[domain.CUSTOMERS],
-        "clicks_topic": raw[domain.CLICKS],
-        "revenue_topic": f"{domain.REVENUE_5M}-kappa-{suffix}",
-        "hopping_revenue_topic": f"{domain.REVENUE_HOPPING}-kappa-{suffix}",
-    }
+    # one partition: live and replay see the records in the same order (deterministic)
+    raw, settings = _revenue_topics(kafka_cluster, f"kappa-{suffix}", partitions=1)
     config = GeneratorConfig(
         seed=5,
         start_ms=int(time.time() * 1000) - 25 * domain.MINUTE_MS,
@@ -359,17 +368,8 @@ def test_a_replay_of_four_partitions_agrees_with_the_live_run(kafka_cluster, tmp
     and drops about as many as late."""
     suffix = uuid.uuid4().hex[:8]
     boot = kafka_cluster.bootstrap_servers
-    raw = {t: f"{t}-kappa4-{suffix}" for t in domain.RAW_TOPICS}
-    for topic in raw.values():
-        kafka_cluster.create_topic(topic, partitions=4)
-    settings = {
-        "orders_topic": raw[domain.ORDERS],
-        "customers_topic": raw[domain.CUSTOMERS],
-        "clicks_topic": raw[domain.CLICKS],
-        "revenue_topic": f"{domain.REVENUE_5M}-kappa4-{suffix}",
-        "hopping_revenue_topic": f"{domain.REVENUE_HOPPING}-kappa4-{suffix}",
-        "late_suffix": f"-late-{suffix}",
-    }
+    raw, settings = _revenue_topics(kafka_cluster, f"kappa4-{suffix}", partitions=4)
+    settings["late_suffix"] = f"-late-{suffix}"
     resource = StreamAppsResource(
         state_root=str(tmp_path / "state"),
         app_settings=settings,
