@@ -146,6 +146,17 @@ class NoProducer:
         return 0
 
 
+def _collector(producer: object, *, exactly_once: bool) -> RecordCollector:
+    """A collector over ``producer`` with no handlers and one partition per topic."""
+    return RecordCollector(
+        producer,
+        production_handler=None,
+        dead_letter_topic=None,
+        partition_counts=lambda topic: 1,
+        exactly_once=exactly_once,
+    )
+
+
 class FlushEndsInSystemError(NoProducer):
     """confluent-kafka's flush after a fatal error, as seen in a broker run: a SystemError
     with no KafkaException chained to it."""
@@ -158,13 +169,7 @@ class FlushEndsInSystemError(NoProducer):
 
 
 def test_a_flush_that_ends_in_a_bare_system_error_replaces_the_producer():
-    collector = RecordCollector(
-        FlushEndsInSystemError(),
-        production_handler=None,
-        dead_letter_topic=None,
-        partition_counts=lambda topic: 1,
-        exactly_once=True,
-    )
+    collector = _collector(FlushEndsInSystemError(), exactly_once=True)
     with pytest.raises(TaskMigratedException, match="flushing the producer failed"):
         collector.flush(5)
     # a failure the delivery reports recorded is raised instead
@@ -179,13 +184,7 @@ def test_a_flush_that_ends_in_a_bare_system_error_replaces_the_producer():
 )
 def test_records_that_timed_out_replace_a_transactional_producer(exactly_once, expected):
     # its idempotence state needs a new epoch, which its own abort does not reliably give
-    collector = RecordCollector(
-        NoProducer(),
-        production_handler=None,
-        dead_letter_topic=None,
-        partition_counts=lambda topic: 1,
-        exactly_once=exactly_once,
-    )
+    collector = _collector(NoProducer(), exactly_once=exactly_once)
     collector.on_delivery(KafkaError(KafkaError._MSG_TIMED_OUT), Msg())
     with pytest.raises(expected):
         collector.check()
