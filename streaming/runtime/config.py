@@ -43,7 +43,7 @@ from streaming.runtime.client_settings import (
     plain_settings,
     route_client_settings,
 )
-from streaming.runtime.clients import ClientConfigs
+from streaming.runtime.clients import TRANSACTION_TIMEOUT_MS, ClientConfigs
 from streaming.runtime.config_keys import (
     APP_ID_RE,
     APPLICATION_ID,
@@ -119,6 +119,19 @@ def _int(config: Mapping[str, Any], key: str, default: int, minimum: int | None 
             f"Invalid value {value} for configuration {key}: must be at least {minimum}"
         )
     return value
+
+
+def _check_transaction_timeout(commit_ms: int, producer: Mapping[str, tuple[str, Any]]) -> None:
+    """Exactly-once keeps a transaction open for a commit interval: a shorter transaction
+    timeout has the broker abort every one (Kafka's ``verifyEOSTransactionTimeoutCompatibility``)."""
+    key, raw = producer.get("transaction.timeout.ms", ("producer.transaction.timeout.ms", None))
+    timeout = _int({key: raw}, key, TRANSACTION_TIMEOUT_MS, minimum=1)
+    if timeout < commit_ms:
+        raise ConfigException(
+            f"Transaction timeout {timeout} ms ({key}) is lower than the commit interval "
+            f"{commit_ms} ms ({COMMIT_INTERVAL_MS}): under exactly-once every transaction would "
+            f"time out. Lower {COMMIT_INTERVAL_MS} or raise {key} to at least {commit_ms}"
+        )
 
 
 def _bool(config: Mapping[str, Any], key: str, default: bool) -> bool:
@@ -334,6 +347,8 @@ class StreamsConfig:
             )
         standbys = _int(cfg, NUM_STANDBY_REPLICAS, 0, minimum=0)
         check_managed_values(cfg, clients, guarantee)
+        if eos:
+            _check_transaction_timeout(commit_ms, clients["producer"])
         return StreamsConfig(
             application_id=app_id,
             bootstrap_servers=servers,

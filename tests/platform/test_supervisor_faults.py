@@ -344,7 +344,18 @@ def outage(broker, tmp_path_factory) -> dict[str, Any]:
         broker.create_topic(topic, partitions=2)
     tmp = {name: tmp_path_factory.mktemp(name) for name in topics}
     reporting = _Supervisor(boot, tmp["sv"], topics["sv"])
-    dying = _Supervisor(boot, tmp["rs"], topics["rs"], "--set", "task.timeout.ms=3000")
+    # it dies only if the outage finds it with work to commit (an idle application waits
+    # out any outage): with orders every 20 ms and a commit every 5 s, the outage misses that
+    # only if it begins within 20 ms after a commit
+    dying = _Supervisor(
+        boot,
+        tmp["rs"],
+        topics["rs"],
+        "--set",
+        "task.timeout.ms=3000",
+        "--commit-interval-ms",
+        "5000",
+    )
     run_out = f"orders-deduped-fa-{suffix}"
     run = None
     outputs = {
@@ -451,7 +462,7 @@ def test_supervisor_restarts_an_app_that_dies_in_an_outage(outage) -> None:
     # it died (task.timeout.ms) and said so, then was restarted
     seen = outage["dying_seen"]
     dead = [s for s in seen if s.get("state") in ("ERROR", "NOT_RUNNING", "PENDING_ERROR")]
-    assert dead, sorted({s.get("state") for s in seen})
+    assert dead, sorted({str(s.get("state")) for s in seen})
     assert all(s["health"] == "STALLED" for s in dead), dead
     assert any("TaskTimeoutException" in (s.get("last_error") or "") for s in dead), dead
     back = outage["restarted"]

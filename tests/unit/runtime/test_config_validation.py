@@ -285,6 +285,19 @@ def test_exactly_once_cannot_be_weakened_by_client_settings():
     assert cfg.consumer["isolation.level"] == "read_uncommitted"
 
 
+def test_exactly_once_commit_interval_must_fit_in_the_transaction_timeout():
+    eos = {"processing.guarantee": "exactly_once_v2"}
+    fails(
+        {**eos, "commit.interval.ms": "15000"},
+        "Transaction timeout 10000 ms (producer.transaction.timeout.ms)",
+        "commit interval 15000 ms",
+        "raise producer.transaction.timeout.ms to at least 15000",
+    )
+    raised = {**eos, "commit.interval.ms": "15000", "producer.transaction.timeout.ms": "15000"}
+    assert build(**raised).commit_interval_ms == 15000
+    assert build(**{"commit.interval.ms": "15000"}).commit_interval_ms == 15000  # at least once
+
+
 def test_group_protocol_streams_is_refused():
     fails({"group.protocol": "streams"}, "group.protocol", "classic")
     assert build(**{"group.protocol": "classic"}).consumer == {}
