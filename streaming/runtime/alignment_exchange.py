@@ -21,7 +21,12 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
-from streaming.runtime.alignment import AlignmentReport, EventTimeAlignment, combine_reports
+from streaming.runtime.alignment import (
+    BEFORE_ANY,
+    AlignmentReport,
+    EventTimeAlignment,
+    combine_reports,
+)
 from streaming.runtime.config_keys import EVENT_TIME_ALIGNMENT_ACROSS_INSTANCES
 from streaming.runtime.topics import InternalTopicError, InternalTopicManager
 
@@ -66,23 +71,41 @@ def decode(value: bytes) -> tuple[AlignmentReport, int]:
 
 
 class PeerReports:
-    """The other instances' last reports, by process id, and when each was published."""
+    """The other instances' last reports, by process id, and when each was published.
 
-    def __init__(self) -> None:
+    An instance that does not know its partitions' event time yet (it starts, rebalances or
+    restores: ``BEFORE_ANY``) holds the others for at most the idle time, as an empty
+    partition does: a peer restoring a large store must not stall the whole application."""
+
+    def __init__(self, idle_ms: int) -> None:
+        self.idle_ms = idle_ms
         self._reports: dict[bytes, tuple[AlignmentReport, int]] = {}
+        #: since when (publish time) each peer has reported BEFORE_ANY without a break
+        self._unknown_since: dict[bytes, int] = {}
 
     def update(self, key: bytes, value: bytes | None) -> None:
         """A published report, or a tombstone (None) withdrawing one."""
         if value is None:
             self._reports.pop(key, None)
+            self._unknown_since.pop(key, None)
+            return
+        report, at = self._reports[key] = decode(value)
+        if report.low == BEFORE_ANY:
+            self._unknown_since.setdefault(key, at)
         else:
-            self._reports[key] = decode(value)
+            self._unknown_since.pop(key, None)
 
     def combined(self, now_ms: int) -> AlignmentReport | None:
         """The fresh reports as one (None: no other instance holds anyone back)."""
-        return combine_reports(
-            [r for r, at in self._reports.values() if now_ms - at <= PEER_STALE_MS]
-        )
+        fresh = []
+        for key, (report, at) in self._reports.items():
+            if now_ms - at > PEER_STALE_MS:
+                continue
+            since = self._unknown_since.get(key)
+            if since is not None and now_ms - since >= self.idle_ms:
+                report = AlignmentReport(None, report.backlog, report.queued)
+            fresh.append(report)
+        return combine_reports(fresh)
 
 
 class AlignmentExchange:
@@ -102,7 +125,7 @@ class AlignmentExchange:
         self._key = process_id.encode()
         self._producer = Producer(producer_config)
         self._consumer = Consumer(consumer_config)
-        self._peers = PeerReports()
+        self._peers = PeerReports(alignment.settings.idle_ms)
         self._published: tuple[AlignmentReport | None, int] = (None, 0)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"{topic}-exchange", daemon=True)

@@ -236,7 +236,7 @@ def test_instances_align_through_each_others_combined_reports(tmp_path):
 
 
 def test_peer_reports_expire_and_are_withdrawn():
-    peers = PeerReports()
+    peers = PeerReports(idle_ms=10_000)
     assert peers.combined(NOW) is None
     peers.update(b"p1", encode(AlignmentReport(OLD, 10, True), NOW))
     peers.update(b"p2", encode(AlignmentReport(None, 3, False), NOW - PEER_STALE_MS + 1_000))
@@ -245,6 +245,21 @@ def test_peer_reports_expire_and_are_withdrawn():
     assert peers.combined(NOW + 1_001) == AlignmentReport(OLD, 10, True)
     peers.update(b"p1", None)  # p1 closed and withdrew its report
     assert peers.combined(NOW) == AlignmentReport(None, 3, False)
+
+
+def test_a_peer_that_does_not_know_its_event_time_holds_the_others_for_its_idle_time():
+    peers = PeerReports(idle_ms=10_000)
+    peers.update(b"p1", encode(AlignmentReport(BEFORE_ANY, 500, False), NOW))
+    # still restoring: its refreshed reports do not restart its idle time
+    peers.update(b"p1", encode(AlignmentReport(BEFORE_ANY, 500, False), NOW + 9_000))
+    assert peers.combined(NOW + 9_999).low == BEFORE_ANY
+    assert peers.combined(NOW + 10_000) == AlignmentReport(None, 500, False)
+    # it reads its partitions: its watermark holds the others again
+    peers.update(b"p1", encode(AlignmentReport(OLD, 400, True), NOW + 11_000))
+    assert peers.combined(NOW + 11_000) == AlignmentReport(OLD, 400, True)
+    # a later rebalance starts a new idle time
+    peers.update(b"p1", encode(AlignmentReport(BEFORE_ANY, 400, False), NOW + 12_000))
+    assert peers.combined(NOW + 12_000).low == BEFORE_ANY
 
 
 def test_alignment_across_instances_is_switched_on_and_typos_fail_fast():
