@@ -11,11 +11,10 @@ source partition waits (its queue fills and the consumer pauses it, as for any f
 while the client is behind: more than ``event.time.alignment.lag.records`` source records
 not yet processed, or its slowest source partition more than ``event.time.alignment.lag.ms``
 of event time behind the wall clock (the tail of a replayed backlog is few records but hours
-old; live records are not). A partition with nothing queued holds the others back while
-records are on their way, while it was not read yet, and, while the client is behind, when
-it was read to its end (a burst reaches one partition's fetch before another's); for at
-most ``event.time.alignment.idle.ms`` once others wait for it, as Flink's ``withIdleness``:
-idle and empty partitions never block for long, and one that never had records not at all.
+old; live records are not). A partition with nothing queued holds the others back only
+while records are on their way (or it was not read yet), and for at most
+``event.time.alignment.idle.ms`` once others wait for it, as Flink's ``withIdleness``: idle
+and empty partitions never block for long.
 
 The stream threads of one client share one ``EventTimeAlignment``; each reports the low
 watermark of its own source partitions once per processing pass. Worker processes share
@@ -222,8 +221,6 @@ class ThreadAlignment:
         self.key: Any = (slot if slot < PEERS_SLOT else -1) if shared.table is not None else name
         self.settings = shared.settings
         self._queued_elsewhere = False
-        #: whether the last pass returned a bound (the client is behind)
-        self._aligned = False
         #: since when (wall clock ms) each source partition has had nothing queued
         self._empty_since: dict[TopicPartition, int] = {}
 
@@ -238,7 +235,6 @@ class ThreadAlignment:
         backlog = 0
         queued = False
         waiting: list[tuple[TopicPartition, PartitionGroup]] = []
-        drained: list[tuple[TopicPartition, PartitionGroup]] = []
         empty_since = self._empty_since
         for tp, group in sources:
             queue = group.queues.get(tp)
@@ -252,20 +248,10 @@ class ThreadAlignment:
                 mark = queue[0].timestamp
                 if low is None or mark < low:
                     low = mark
-            elif fetched_lag == 0 and group.stream_time >= 0:
-                drained.append((tp, group))  # read to its end: more may come any moment
             elif fetched_lag == 0:
-                empty_since.pop(tp, None)  # never had records: nothing to wait for
+                empty_since.pop(tp, None)  # idle: nothing on its way
             else:
                 waiting.append((tp, group))
-        # a backlog that arrives in bursts (a producer catching up) is read to the end of one
-        # partition before the next partition's share of the burst is fetched: while behind,
-        # a drained partition holds the others as one with records on their way does
-        if self._aligned or self.settings.behind(low, backlog, now_ms):
-            waiting += drained
-        else:
-            for tp, _group in drained:
-                empty_since.pop(tp, None)
         # an empty partition with records on their way (or not fetched yet) holds the others
         # back; its idle time counts only while there are others to hold back
         holding = queued or self._queued_elsewhere
@@ -277,7 +263,6 @@ class ThreadAlignment:
             if low is None or mark < low:
                 low = mark
         until, self._queued_elsewhere = self.shared.report(self.key, low, backlog, queued, now_ms)
-        self._aligned = until is not None
         return until
 
     def hold(self) -> None:

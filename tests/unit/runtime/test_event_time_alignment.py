@@ -55,29 +55,11 @@ def test_a_large_record_backlog_aligns_even_live_records():
     assert _member().limit(sources, lambda tp: 5_000, NOW) == NOW - 1_000 + 10_000
 
 
-def test_a_partition_that_never_had_records_never_holds_the_others_back():
+def test_an_idle_partition_never_holds_the_others_back():
     a, b = ("in", 0), ("in", 1)
-    # b has nothing queued, nothing on its way (lag 0) and never had a record
-    sources = [(a, _group(a, OLD + 900_000)), (b, _group(b))]
-    assert _member().limit(sources, lambda tp: 0, NOW) == OLD + 900_000 + 10_000
-
-
-def test_a_drained_partition_holds_the_others_while_behind_for_its_idle_time():
-    # a burst of backdated records reached a's fetch first; b was read to its end (lag 0)
-    # and its share of the burst is a fetch away
-    a, b = ("in", 0), ("in", 1)
-    member = _member(AlignmentSettings(max_drift_ms=10_000, idle_ms=1_000))
+    # b has nothing queued and nothing on its way (lag 0): idle at once
     sources = [(a, _group(a, OLD + 900_000)), (b, _group(b, stream_time=OLD))]
-    assert member.limit(sources, lambda tp: 0, NOW) == OLD + 10_000
-    assert member.limit(sources, lambda tp: 0, NOW + 999) == OLD + 10_000
-    # nothing came for the idle time: b no longer holds a back
-    assert member.limit(sources, lambda tp: 0, NOW + 1_000) == OLD + 900_000 + 10_000
-
-
-def test_a_drained_partition_holds_nobody_under_live_traffic():
-    a, b = ("in", 0), ("in", 1)
-    sources = [(a, _group(a, NOW - 1_000)), (b, _group(b, stream_time=NOW - 600_000))]
-    assert _member().limit(sources, lambda tp: 0, NOW) is None
+    assert _member().limit(sources, lambda tp: 0, NOW) == OLD + 900_000 + 10_000
 
 
 def test_an_empty_partition_with_records_on_their_way_holds_until_its_idle_time():
