@@ -95,20 +95,37 @@ def test_calling_translates_a_system_error_chained_to_a_fatal_client_error():
         raise SystemError("something else")
 
 
-def test_stall_times_out_after_task_timeout_and_recovers():
+class _Clock:
+    """``time.monotonic`` that moves only when told."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_stall_times_out_after_task_timeout_and_recovers(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(failures, "time", clock)
     stall = Stall("thread-1", timeout_ms=200, backoff_ms=10)
     assert not stall.stalled
     stall.failed(RuntimeError("broker down"))
     assert stall.stalled and stall.reason == "broker down" and stall.total_stalls == 1
     assert not stall.ready()  # backing off
-    time.sleep(0.05)
+    clock.now += 0.010
+    assert stall.ready()
+    clock.now += 0.040
     stall.failed(RuntimeError("broker still down"))  # within the timeout: no raise
     assert stall.failures == 2
+    assert not stall.ready() and stall.next_attempt == pytest.approx(clock.now + 0.020)
     stall.recovered()
     assert not stall.stalled and stall.seconds() == 0.0 and stall.ready()
     stall.failed(RuntimeError("down again"))
     assert stall.total_stalls == 2
-    time.sleep(0.25)
+    clock.now += 0.150
+    stall.failed(RuntimeError("still down"))  # within the timeout
+    clock.now += 0.100
     with pytest.raises(failures.TaskTimeoutException, match=r"task\.timeout\.ms=200"):
         stall.failed(RuntimeError("gone for good"))
 
