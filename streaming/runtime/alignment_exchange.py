@@ -142,7 +142,8 @@ class AlignmentExchange:
         try:
             self._producer.produce(self.topic, key=self._key, value=None)
             self._producer.flush(5)
-        except (KafkaException, BufferError) as exc:
+        except (KafkaException, BufferError, SystemError) as exc:
+            # SystemError: confluent-kafka can end a flush that met a fatal error so
             log.warning("withdrawing the event-time alignment report failed: %s", exc)
         self._consumer.close()
 
