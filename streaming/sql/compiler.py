@@ -12,11 +12,14 @@ by position, as in Flink.
   ``aggregate``; with TUMBLE/HOP (group-window functions or window TVFs) over
   ``TimeWindows`` whose grace is the source's WATERMARK delay; with SESSION over
   ``SessionWindows`` (the same grace; accumulators merge when a row bridges two
-  sessions). ``EMIT FINAL`` emits each window once when it closes: over TUMBLE/HOP with
+  sessions). A windowed aggregation emits each window once when it closes (the default,
+  as Flink's window aggregations; ``EMIT FINAL`` says so): over TUMBLE/HOP with
   ``EmitStrategy.on_window_close`` (its progress is committed with the offsets, so a
   restart never emits a closed window again), over SESSION with
-  ``suppress(until_window_closes)``; ``EMIT CHANGES`` (the default) emits every update
-  (one per key per commit, as the engine's store cache does). A source table's
+  ``suppress(until_window_closes)``; under ``EMIT CHANGES`` it emits every update (one
+  per key per commit, as the engine's store cache does). A window over a ``PROCTIME()``
+  column takes each row's record time from it, has no grace and closes on the wall
+  clock (``close_when_quiet(0)``). A source table's
   ``'window.close.quiet'`` becomes ``close_when_quiet`` of every windowed aggregation
   over it (and so of its ``suppress``): its windows close on the wall clock once the
   table is quiet that long.
@@ -24,17 +27,17 @@ by position, as in Flink.
   TIMESTAMP gets them as ``'yyyy-MM-dd HH:mm:ss.SSS'`` (UTC), a BIGINT column as ms.
 - SESSION_START is the session's first row time, SESSION_END its last row time plus the
   gap (Flink's bound; Kafka's session window ends at the last row). A session that merges
-  into a longer one is deleted: a tombstone for its sink key (nothing on a sink without
-  key columns or with EMIT FINAL, which never emitted it).
+  into a longer one is deleted: a tombstone for its sink key under EMIT CHANGES (nothing
+  on a sink without key columns or on final sessions, never emitted).
 - HAVING filters the aggregated rows. A row that fails it is a tombstone for its sink key
   under EMIT CHANGES (it retracts the row if an earlier update of the key passed, as
   Flink's retraction does; a delete of a key that never passed is harmless on an upsert
-  sink). Without sink key columns, or with EMIT FINAL (one row per window, nothing
+  sink). Without sink key columns, or on final windows (one row per window, nothing
   earlier to retract), it is dropped.
 - ``EMIT FINAL`` on a non-windowed aggregate is an error: such a result never closes.
-- An aggregation's result is updating (updates, tombstones) unless it is windowed with
-  ``EMIT FINAL``: into an append-only sink (no primary key, not ``upsert-kafka``) it is an
-  error at the INSERT, as Flink rejects it.
+- An aggregation's result is updating (updates, tombstones) unless it is windowed and
+  final (not ``EMIT CHANGES``): into an append-only sink (no primary key, not
+  ``upsert-kafka``) it is an error at the INSERT, as Flink rejects it.
 - ``GROUP BY`` on an updating input (an upsert table, an updating view): ``KTable``
   ``group_by`` + ``KGroupedTable.aggregate`` with an adder and a subtractor (the
   accumulators of ``aggregates`` that take rows back); windows need an append stream.

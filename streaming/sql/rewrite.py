@@ -13,7 +13,8 @@ returns what they said:
   table name ``t``.
 
 It also renames the group-window function ``SESSION(`` (a keyword to sqlglot) to
-``SESSWIN(``, a name of the same length that sqlglot parses as a function call.
+``SESSWIN(``, a name of the same length that sqlglot parses as a function call, and
+before all that reads backtick identifiers and statement sets (``surface``).
 
 A removed construct is overwritten with spaces (newlines kept), so every position that
 sqlglot reports, and every error this front end raises, refers to the text as written.

@@ -9,9 +9,12 @@
   that stream (``Compiler.source_of``): an append view as a KStream, an updating one
   (it has a key) as a KTable of it (``to_table``, which repartitions after a key change).
 - ``FROM (SELECT ...) [AS q]`` (also as a join side) is an anonymous view named by its
-  alias (without one, ``subquery$n``) for the one statement. A window TVF inside it is its own; a windowed aggregation
-  in a view or a subquery emits final results (EMIT FINAL: one row per window once it
-  closes, append-only), as Flink's window aggregations do.
+  alias (without one, ``subquery$n``) for the one statement. A window TVF inside it is
+  its own; a windowed aggregation in a view or a subquery emits final results (one row
+  per window once it closes, append-only), as everywhere without EMIT CHANGES.
+- A window over a ``PROCTIME()`` column gives no time attribute (its bounds are plain
+  columns, as in Flink); a view that passes a ``PROCTIME()`` column through keeps it as
+  its processing time.
 - A view of final window results keeps its first window bound as its time attribute:
   its rows are re-stamped to it (``ColumnTimestamper``) and the table is marked
   ``window_bound``, so a later GROUP BY of that column is one window per value.
