@@ -20,6 +20,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.tokens import Token
 
+from streaming.sql import dedup
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.rewrite import Statement, tokenize
 
@@ -68,7 +69,18 @@ def _word(token: Token | None) -> str:
 def check_tree(tree: exp.Expr, statement: Statement, source: str) -> None:
     """Refuse, by name and position, the first construct of ``tree`` the compiler does
     not handle."""
-    found = [problem for node in tree.walk() if (problem := _problem(node, statement))]
+    # the ROW_NUMBER() of a deduplication the compiler runs (``dedup``) is no problem
+    handled = {
+        id(recognised.window)
+        for select in tree.find_all(exp.Select)
+        if (from_ := select.args.get("from_")) is not None
+        and (recognised := dedup.find(select, from_.this)) is not None
+    }
+    found = [
+        problem
+        for node in tree.walk()
+        if id(node) not in handled and (problem := _problem(node, statement))
+    ]
     if found:
         offset, message = min(found, key=lambda problem: problem[0])
         raise error_at(source, offset, message)

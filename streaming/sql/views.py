@@ -12,6 +12,8 @@
   alias (without one, ``subquery$n``) for the one statement. A window TVF inside it is
   its own; a windowed aggregation in a view or a subquery emits final results (one row
   per window once it closes, append-only), as everywhere without EMIT CHANGES.
+- A subquery that deduplicates (``ROW_NUMBER()`` filtered on 1 in the outer WHERE,
+  ``dedup``) is a view of the deduplicated rows; the outer WHERE loses that condition.
 - A window over a ``PROCTIME()`` column gives no time attribute (its bounds are plain
   columns, as in Flink); a view that passes a ``PROCTIME()`` column through keeps it as
   its processing time.
@@ -34,6 +36,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from streaming.sql import dedup as dedups
 from streaming.sql.catalog import INFERRED, TableDef, schema_elements, table_def
 from streaming.sql.derived import (
     WINDOW_COLUMNS,
@@ -59,6 +62,8 @@ class DerivedTables:
     def __init__(self, compiler: Any) -> None:
         self.compiler = compiler
         self.source = compiler.source
+        #: how many subqueries without an alias have been named
+        self.unaliased = 0
 
     def error(self, node: exp.Expr | int, message: str) -> SqlError:
         offset = node if isinstance(node, int) else node_offset(node)
@@ -275,6 +280,9 @@ class DerivedTables:
                     continue
                 alias = node.args.get("alias")
                 inner_select = node.this
+                dedup = dedups.find(select, node) if node is nodes[0] and from_ else None
+                if dedup is not None:
+                    dedup = dedups.prepare(inner_select, dedup, self.from_table(inner_select))
                 if not isinstance(inner_select, exp.Select):
                     raise self.error(node, "a subquery in FROM needs a SELECT")
                 start, end = span(node)
@@ -297,6 +305,10 @@ class DerivedTables:
                     view=True,
                 )
                 defined.append(name_node.name)
+                if dedup is not None:
+                    view = self.compiler.tables[name_node.name]
+                    self.compiler.views[view.name] = dedups.deduplicate(self.compiler, view, dedup)
+                    dedups.drop_condition(select, dedup)
                 node.replace(exp.Table(this=name_node.copy()))
             yield replace(
                 statement,
@@ -307,10 +319,16 @@ class DerivedTables:
             for name in defined:
                 self.compiler.tables.pop(name, None)
 
+    def from_table(self, select: exp.Select) -> TableDef | None:
+        """The declared table (or view) ``select`` reads FROM, if it reads one by name."""
+        from_ = select.args.get("from_") or select.args.get("from")
+        node = from_.this if from_ is not None else None
+        return self.compiler.tables.get(node.name) if isinstance(node, exp.Table) else None
+
     def unnamed(self) -> exp.Identifier:
-        """The name of a subquery in FROM without an alias: ``subquery$n``, the first ``n``
-        that names no table."""
-        n = 1
-        while f"subquery${n}" in self.compiler.tables:
-            n += 1
-        return exp.to_identifier(f"subquery${n}", quoted=True)
+        """The name of a subquery in FROM without an alias: ``subquery$n``, ``n`` counting
+        the compilation's unaliased subqueries (nested ones included), past table names."""
+        self.unaliased += 1
+        while f"subquery${self.unaliased}" in self.compiler.tables:
+            self.unaliased += 1
+        return exp.to_identifier(f"subquery${self.unaliased}", quoted=True)

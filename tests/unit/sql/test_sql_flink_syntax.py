@@ -109,6 +109,14 @@ def test_a_subquery_in_from_needs_no_alias():
     assert run(sql, ORDERS, "out") == [{"a": "US", "b": 50.0}]
 
 
+def test_nested_subqueries_without_aliases():
+    sql = TABLES + (
+        "INSERT INTO out SELECT region, amount FROM (SELECT region, amount FROM (SELECT "
+        "region, amount FROM orders WHERE amount > 1) WHERE amount < 20);"
+    )
+    assert run(sql, ORDERS, "out") == [{"a": "EU", "b": 5.0}]
+
+
 def test_subqueries_without_aliases_as_both_sides_of_a_join():
     # each gets its own internal name; unqualified columns resolve across them
     sql = TABLES + (
@@ -150,12 +158,6 @@ UNSUPPORTED = [
         "ROW_NUMBER()",
         "Top-N or deduplication (ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)) is not "
         "supported yet",
-    ),
-    (
-        "INSERT INTO out SELECT order_id, amount FROM (SELECT order_id, amount, ROW_NUMBER() "
-        "OVER (PARTITION BY order_id ORDER BY ts ASC) AS rn FROM orders) WHERE rn = 1;",
-        "ROW_NUMBER()",
-        "Top-N or deduplication (ROW_NUMBER() OVER",
     ),
     (
         "INSERT INTO out SELECT region, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
