@@ -6,7 +6,8 @@ it, before the compiler tries the statement (which would otherwise fail on a det
 MATCH_RECOGNIZE):
 
 - ``check_tokens`` reads the statement's tokens, for what sqlglot cannot parse
-  (MATCH_RECOGNIZE, ``LATERAL TABLE(...)``) or parses into something else;
+  (MATCH_RECOGNIZE, ``LATERAL TABLE(...)``), parses into something else or drops (a
+  table hint, a comment to its tokenizer);
   ``explain_parse_error`` names the construct behind a parse error where it knows it
   (``METADATA`` columns);
 - ``check_tree`` walks the parsed statement: OVER aggregations, ``ROW_NUMBER()`` / ``RANK()``
@@ -40,6 +41,13 @@ RANKINGS = (exp.RowNumber, exp.Rank, exp.DenseRank)
 def check_tokens(statement: Statement, source: str) -> None:
     """Refuse, by name, a construct of the statement's text that sqlglot cannot parse."""
     tokens = tokenize(statement.text)
+    previous_end = statement.start
+    for token in tokens:
+        # a table hint is a comment to sqlglot's tokenizer, which would drop it
+        hint = statement.text.find("/*+", previous_end, token.start)
+        if hint >= 0:
+            raise error_at(source, hint, f"a hint (/*+ ... */) {NOT_YET}")
+        previous_end = token.end + 1
     for token, following in zip(tokens, [*tokens[1:], None], strict=True):
         word = token.text.upper()
         if word == "MATCH_RECOGNIZE":

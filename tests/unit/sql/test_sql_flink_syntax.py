@@ -224,6 +224,12 @@ UNSUPPORTED = [
         "/*+",
         "a hint (/*+ ... */) is not supported yet",
     ),
+    (
+        "INSERT INTO out SELECT region, amount FROM orders /*+ OPTIONS('scan.startup.mode'="
+        "'earliest-offset') */ WHERE amount > 1;",
+        "/*+",
+        "a hint (/*+ ... */) is not supported yet",
+    ),
     ("INSERT INTO out VALUES ('a', 1.0);", "VALUES", "INSERT INTO ... VALUES is not supported yet"),
     (
         "INSERT OVERWRITE out SELECT region, amount FROM orders;",
