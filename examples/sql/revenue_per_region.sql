@@ -40,5 +40,4 @@ INSERT INTO revenue
 SELECT region, window_start, window_end, SUM(amount), COUNT(*)
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(event_time), INTERVAL '1' MINUTE))
 WHERE region IS NOT NULL AND amount IS NOT NULL AND event_time IS NOT NULL
-GROUP BY window_start, window_end, region
-EMIT FINAL;
+GROUP BY window_start, window_end, region;

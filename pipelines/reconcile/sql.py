@@ -98,7 +98,7 @@ def _compare(
         count_column="order_count",
         late_values={"revenue_cents": "late_cents"},
         tolerance=tolerance,
-        final=True,  # EMIT FINAL: one row per window
+        final=True,  # a window aggregation emits one row per window
     )
     report.stats["pending_windows"] = int((~closed_other).sum())
     report.stats["late_records"] = (

@@ -10,7 +10,9 @@ functions or window TVFs) or none, and HAVING; joins (stream-table, also
 ``FOR SYSTEM_TIME AS OF``; interval joins of two streams; table-table on the keys or a
 foreign key; RIGHT joins as the mirrored LEFT joins; left-deep chains of more than two
 tables, ``joins``);
-EMIT CHANGES / EMIT FINAL; EXPLAIN. Errors are ``SqlError`` with line and column.
+window aggregations final (one row per window, as Flink) unless ``EMIT CHANGES``;
+``PROCTIME()`` columns; statement sets; EXPLAIN. Errors are ``SqlError`` with line and
+column, naming the constructs not supported (``unsupported``).
 
 Running: ``python -m streaming sql FILE.sql --config app.properties`` (``streaming.cli``).
 Pull queries (``pull(streams, text)``, or POST to the query server's ``/sql``) read the

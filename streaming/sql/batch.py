@@ -57,7 +57,7 @@ import sqlglot
 from sqlglot import exp
 
 from streaming.sql.catalog import TableDef
-from streaming.sql.compiler import Compiler, parse
+from streaming.sql.compiler import Compiler, fill_columns, parse
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.rewrite import SESSION_ALIAS, Statement, interval_ms, split_statements
 from streaming.sql.timestamps import parse_timestamp
@@ -187,6 +187,7 @@ class _Translation:
 
     def translate(self) -> BatchQuery:
         select = self.insert.expression.copy()
+        fill_columns(self.insert, select, self.sink, self.source)
         from_ = select.args.get("from_") or select.args.get("from")
         joins = select.args.get("joins") or []
         if not joins:
@@ -195,6 +196,7 @@ class _Translation:
         read = [from_.this, *(j.this for j in joins)]
         for node in read:
             self.scope[node.alias_or_name] = self._source_table(node)
+        self._no_processing_time(select)
         window = self._group_window(select)
         tvf = self.statement.window_tvf
         if tvf is not None and tvf.kind == "SESSION":
@@ -213,6 +215,19 @@ class _Translation:
             tuple(self.tables[n.name] for n in read),
             self.sink,
         )
+
+    def _no_processing_time(self, select: exp.Select) -> None:
+        """A query that reads a ``PROCTIME()`` column depends on when it runs: it has no
+        batch translation."""
+        for column in select.find_all(exp.Column):
+            tables = [self.scope[column.table]] if column.table in self.scope else []
+            for table in tables or self.scope.values():
+                if table.proctime == column.name:
+                    raise self.error(
+                        column,
+                        f"{column.name} is the processing time of {table.name} (PROCTIME()): "
+                        "a query over it is not translated to batch SQL",
+                    )
 
     def _view_query(self, name: str) -> exp.Expr | None:
         """The query of the view ``name`` (its ``CREATE VIEW ... AS``), or None."""
@@ -256,7 +271,7 @@ class _Translation:
         if not simple:
             return False
         assert isinstance(base, exp.Table)
-        alias = node.alias_or_name
+        alias = node.alias_or_name or base.alias_or_name  # a subquery needs no alias
         inner_alias = base.alias_or_name
 
         def requalify(expression: exp.Expr) -> exp.Expr:

@@ -9,6 +9,10 @@ key column) or JSON (``'key.format' = 'json'``, the default for several: an obje
 key columns). The key columns are ``'key.fields'`` (``;``-separated, Flink's syntax) or
 else the primary key. ``'window.close.quiet'`` (a Flink duration, e.g. ``'5 s'``) closes the
 windows of the aggregations over the table on the wall clock once it is quiet that long.
+
+A computed column ``name AS PROCTIME()`` is the table's processing-time attribute, as in
+Flink: not in the topic's values (the format neither reads nor writes it), a TIMESTAMP
+whose value is the wall-clock time at which the row is read (``Compiler.source_of``).
 """
 
 from __future__ import annotations
@@ -90,6 +94,8 @@ class TableDef:
     #: aggregations over the table close their windows (a view: its source's); None: the
     #: application's ``window.close.quiet.ms``
     window_close_quiet_ms: int | None = None
+    #: the ``name AS PROCTIME()`` column: the processing-time attribute (None: none)
+    proctime: str | None = None
 
     @property
     def is_view(self) -> bool:
@@ -121,6 +127,7 @@ class TableDef:
         return {
             name: self.column_types.get(name) or ColumnType(kind, kind)
             for name, kind in self.columns.items()
+            if name != self.proctime
         }
 
     def value_serde(self) -> Any:
@@ -144,18 +151,50 @@ def raw_key(value: Any) -> str:
     return str(value)
 
 
+def is_proctime(column: exp.ColumnDef) -> bool:
+    """Whether ``column`` is Flink's processing-time attribute, ``name AS PROCTIME()``."""
+    for constraint in column.constraints:
+        computed = constraint.kind
+        if isinstance(computed, exp.ComputedColumnConstraint):
+            call = computed.this
+            return (
+                isinstance(call, exp.Anonymous)
+                and call.name.upper() == "PROCTIME"
+                and not call.expressions
+            )
+    return False
+
+
 def column_type(column: exp.ColumnDef, source: str) -> exp.DataType:
-    """The declared type of a ``CREATE TABLE`` column; a computed column (``name AS expr``,
-    as Flink's ``proctime AS PROCTIME()``) is refused, saying so."""
+    """The declared type of a ``CREATE TABLE`` column: TIMESTAMP for ``name AS
+    PROCTIME()``; any other computed column (``name AS expr``) is refused, saying so."""
     data_type = column.args.get("kind")
+    if data_type is None and is_proctime(column):
+        return exp.DataType.build("TIMESTAMP")
     if data_type is None:
         raise error_at(
             source,
             node_offset(column),
-            f"computed column {column.sql()} is not supported: declare the column with a type "
-            "and compute the value in the SELECT",
+            f"computed column {column.sql()} is not supported: only name AS PROCTIME() (the "
+            "processing-time attribute); declare the column with a type and compute the "
+            "value in the SELECT",
         )
     return data_type
+
+
+def proctime_column(schema: exp.Schema, source: str) -> str | None:
+    """The name of the table's ``name AS PROCTIME()`` column (None: none); a second one
+    is an error."""
+    found = [
+        item for item in schema.expressions if isinstance(item, exp.ColumnDef) and is_proctime(item)
+    ]
+    if len(found) > 1:
+        raise error_at(
+            source,
+            node_offset(found[1]),
+            f"a table has one PROCTIME() column: {found[0].name} is already its processing time",
+        )
+    return found[0].name if found else None
 
 
 def type_kind(data_type: exp.DataType, source: str) -> str:
@@ -181,6 +220,7 @@ def table_from_ddl(create: exp.Create, watermark: Watermark | None, source: str)
         watermark,
         source,
         types=declared_types(schema, source),
+        proctime=proctime_column(schema, source),
     )
 
 
@@ -223,6 +263,7 @@ def table_def(
     *,
     view: bool = False,
     types: dict[str, ColumnType] | None = None,
+    proctime: str | None = None,
 ) -> TableDef:
     """The ``TableDef`` of a table's columns, primary key and ``WITH`` options (checked).
 
@@ -243,6 +284,7 @@ def table_def(
         format_types = {
             column: (types or {}).get(column) or ColumnType(kind, kind)
             for column, kind in columns.items()
+            if column != proctime
         }
         problem = format_problem(value_format, format_types, options)
         if problem:
@@ -275,6 +317,8 @@ def table_def(
         raise error_at(
             source, node_offset(create), "a 'raw' key holds one column: use 'key.format' = 'json'"
         )
+    if proctime is not None:
+        _check_proctime(proctime, primary_key, key_fields, watermark, connector, source, schema)
     if watermark is not None:
         _check_column(columns, watermark.column, source, schema, "WATERMARK", watermark.offset)
         if columns[watermark.column] not in ("TIMESTAMP", "BIGINT", INFERRED):
@@ -295,6 +339,7 @@ def table_def(
         options=options,
         column_types=dict(types or {}),
         window_close_quiet_ms=_window_close_quiet_ms(create, options, source),
+        proctime=proctime,
     )
 
 
@@ -309,6 +354,43 @@ def _check_column(
     if column not in columns:
         at = node_offset(node) if offset is None else offset
         raise error_at(source, at, f"{what} names unknown column {column}")
+
+
+def _check_proctime(
+    proctime: str,
+    primary_key: tuple[str, ...],
+    key_fields: tuple[str, ...],
+    watermark: Watermark | None,
+    connector: str,
+    source: str,
+    schema: exp.Expr,
+) -> None:
+    """A PROCTIME() column is a time attribute of an append stream, computed, so neither
+    a key nor the WATERMARK column."""
+    at = next(
+        (
+            node_offset(item)
+            for item in schema.expressions
+            if isinstance(item, exp.ColumnDef) and item.name == proctime
+        ),
+        node_offset(schema),
+    )
+    if proctime in primary_key or proctime in key_fields:
+        raise error_at(source, at, f"{proctime} AS PROCTIME() is computed: it is not a key column")
+    if watermark is not None and watermark.column == proctime:
+        raise error_at(
+            source,
+            watermark.offset,
+            f"WATERMARK FOR {proctime}: {proctime} is the processing time (PROCTIME()); a "
+            "WATERMARK declares an event-time column",
+        )
+    if primary_key or connector == "upsert-kafka":
+        raise error_at(
+            source,
+            at,
+            f"{proctime} AS PROCTIME() on an upsert table is not supported yet: declare it on "
+            "an append stream (no PRIMARY KEY, 'connector' = 'kafka')",
+        )
 
 
 def _window_close_quiet_ms(create: exp.Create, options: dict[str, str], source: str) -> int | None:

@@ -12,11 +12,14 @@ by position, as in Flink.
   ``aggregate``; with TUMBLE/HOP (group-window functions or window TVFs) over
   ``TimeWindows`` whose grace is the source's WATERMARK delay; with SESSION over
   ``SessionWindows`` (the same grace; accumulators merge when a row bridges two
-  sessions). ``EMIT FINAL`` emits each window once when it closes: over TUMBLE/HOP with
+  sessions). A windowed aggregation emits each window once when it closes (the default,
+  as Flink's window aggregations; ``EMIT FINAL`` says so): over TUMBLE/HOP with
   ``EmitStrategy.on_window_close`` (its progress is committed with the offsets, so a
   restart never emits a closed window again), over SESSION with
-  ``suppress(until_window_closes)``; ``EMIT CHANGES`` (the default) emits every update
-  (one per key per commit, as the engine's store cache does). A source table's
+  ``suppress(until_window_closes)``; under ``EMIT CHANGES`` it emits every update (one
+  per key per commit, as the engine's store cache does). A window over a ``PROCTIME()``
+  column takes each row's record time from it, has no grace and closes on the wall
+  clock (``close_when_quiet(0)``). A source table's
   ``'window.close.quiet'`` becomes ``close_when_quiet`` of every windowed aggregation
   over it (and so of its ``suppress``): its windows close on the wall clock once the
   table is quiet that long.
@@ -24,17 +27,17 @@ by position, as in Flink.
   TIMESTAMP gets them as ``'yyyy-MM-dd HH:mm:ss.SSS'`` (UTC), a BIGINT column as ms.
 - SESSION_START is the session's first row time, SESSION_END its last row time plus the
   gap (Flink's bound; Kafka's session window ends at the last row). A session that merges
-  into a longer one is deleted: a tombstone for its sink key (nothing on a sink without
-  key columns or with EMIT FINAL, which never emitted it).
+  into a longer one is deleted: a tombstone for its sink key under EMIT CHANGES (nothing
+  on a sink without key columns or on final sessions, never emitted).
 - HAVING filters the aggregated rows. A row that fails it is a tombstone for its sink key
   under EMIT CHANGES (it retracts the row if an earlier update of the key passed, as
   Flink's retraction does; a delete of a key that never passed is harmless on an upsert
-  sink). Without sink key columns, or with EMIT FINAL (one row per window, nothing
+  sink). Without sink key columns, or on final windows (one row per window, nothing
   earlier to retract), it is dropped.
 - ``EMIT FINAL`` on a non-windowed aggregate is an error: such a result never closes.
-- An aggregation's result is updating (updates, tombstones) unless it is windowed with
-  ``EMIT FINAL``: into an append-only sink (no primary key, not ``upsert-kafka``) it is an
-  error at the INSERT, as Flink rejects it.
+- An aggregation's result is updating (updates, tombstones) unless it is windowed and
+  final (not ``EMIT CHANGES``): into an append-only sink (no primary key, not
+  ``upsert-kafka``) it is an error at the INSERT, as Flink rejects it.
 - ``GROUP BY`` on an updating input (an upsert table, an updating view): ``KTable``
   ``group_by`` + ``KGroupedTable.aggregate`` with an adder and a subtractor (the
   accumulators of ``aggregates`` that take rows back); windows need an append stream.
@@ -89,7 +92,18 @@ from streaming.sql.rewrite import (
     tokenize,
 )
 from streaming.sql.scopes import GroupScope, RowScope, row_of
-from streaming.sql.timestamps import ColumnTimestampExtractor, format_timestamp
+from streaming.sql.timestamps import (
+    ColumnTimestamper,
+    ColumnTimestampExtractor,
+    ProctimeStamper,
+    format_timestamp,
+)
+from streaming.sql.unsupported import (
+    check_tokens,
+    check_tree,
+    explain_parse_error,
+    keyword_offset,
+)
 from streaming.sql.views import DerivedTables
 
 
@@ -105,18 +119,50 @@ class Window:
     offset: int
 
 
-def close_when_quiet(windowed: Any, table: TableDef) -> Any:
-    """A windowed stream over ``table``, with its ``'window.close.quiet'`` if it sets one."""
-    quiet_ms = table.window_close_quiet_ms
+def close_when_quiet(windowed: Any, table: TableDef, window: Window) -> Any:
+    """A windowed stream over ``table``, with its ``'window.close.quiet'`` if it sets one.
+    A window over the processing time closes on the wall clock as soon as it passes the
+    window's end (a quiet time of 0), as Flink's processing-time windows fire."""
+    quiet_ms = 0 if window.column == table.proctime else table.window_close_quiet_ms
     return windowed if quiet_ms is None else windowed.close_when_quiet(quiet_ms)
+
+
+def fill_columns(insert: exp.Insert, select: exp.Select, sink: TableDef, source: str) -> None:
+    """``INSERT INTO sink (c, a) SELECT ...``: the SELECT list put in the sink's column
+    order, NULL for the columns the list leaves out (as Flink does); nothing to do
+    without a column list."""
+    target = insert.this
+    if not isinstance(target, exp.Schema) or not target.expressions:
+        return
+    listed = [column.name for column in target.expressions]
+    for column in target.expressions:
+        if column.name not in sink.columns:
+            raise error_at(
+                source, node_offset(column), f"unknown column {column.name} in table {sink.name}"
+            )
+        if listed.count(column.name) > 1:
+            raise error_at(source, node_offset(column), f"column {column.name} is listed twice")
+    items = select.expressions
+    if len(items) != len(listed):
+        raise error_at(
+            source,
+            node_offset(target),
+            f"the query has {len(items)} columns, the column list {len(listed)}",
+        )
+    by_name = dict(zip(listed, items, strict=True))
+    select.set("expressions", [by_name.get(name, exp.Null()) for name in sink.columns])
 
 
 def parse(statement: Statement, source: str) -> exp.Expr:
     """sqlglot's tree of one prepared statement; a parse error becomes a ``SqlError``."""
+    check_tokens(statement, source)
     try:
         # The whole text as context: the error's offset is then the context's length.
         trees = sqlglot.parse(statement.text, error_message_context=len(statement.text))
     except ParseError as e:
+        named = explain_parse_error(statement, source)
+        if named is not None:
+            raise named from None
         error = e.errors[0] if e.errors else {}
         offset = len(error.get("start_context") or "")
         description = error.get("description") or "cannot parse the statement"
@@ -187,6 +233,11 @@ class Compiler:
         return table
 
     def compile_statement(self, statement: Statement, tree: exp.Expr) -> None:
+        check_tree(tree, statement, self.source)
+        if isinstance(tree, exp.Create) and str(tree.args.get("kind")).upper() == "FUNCTION":
+            raise self.error(
+                statement.start, "CREATE FUNCTION (a user-defined function) is not supported yet"
+            )
         if isinstance(tree, exp.Create) and tree.expression is not None:
             self.derived.create(statement, tree)
         elif isinstance(tree, exp.Create) and isinstance(tree.this, exp.Schema):
@@ -196,6 +247,8 @@ class Compiler:
             self.tables[table.name] = self.declare_table(table)
         elif isinstance(tree, exp.Insert):
             self.compile_insert(statement, tree)
+        elif isinstance(tree, exp.Create) and tree.find(exp.LikeProperty):
+            raise self.error(tree, "CREATE TABLE ... LIKE is not supported yet: list the columns")
         elif isinstance(tree, exp.Create):
             raise self.error(tree, "CREATE TABLE needs a column list or AS SELECT")
         elif isinstance(tree, exp.Select):
@@ -204,6 +257,11 @@ class Compiler:
                 "a SELECT needs INSERT INTO <sink> here: pull and push queries go to a running "
                 "application (streaming.sql.pull, or POST to its query server's /sql)",
             )
+        elif isinstance(tree, exp.Command):
+            rest = tree.expression
+            rest = rest.name if isinstance(rest, exp.Expr) else str(rest or "")
+            words = f"{tree.this} {rest}".split()
+            raise self.error(statement.start, f"{' '.join(words[:3])} ... is not supported")
         else:
             raise self.error(tree, f"unsupported statement {tree.key.upper()}")
 
@@ -241,6 +299,7 @@ class Compiler:
         select = insert.expression
         if not isinstance(select, exp.Select):
             raise self.error(insert, "INSERT INTO needs a SELECT")
+        fill_columns(insert, select, sink, self.source)
         self.compile_query(statement, select, sink)
 
     def compile_query(self, statement: Statement, select: exp.Select, sink: TableDef) -> None:
@@ -252,9 +311,10 @@ class Compiler:
         if select.args.get("joins"):
             self.join_query(statement, select, sink)
             return
-        for clause in ("order", "limit", "distinct"):
+        for clause, word in (("order", "ORDER BY"), ("limit", "LIMIT"), ("distinct", "DISTINCT")):
             if select.args.get(clause):
-                raise self.error(select.args[clause], f"{clause.upper()} is not supported yet")
+                at = keyword_offset(select.args[clause], statement, word.split()[0])
+                raise self.error(at, f"{word} is not supported yet")
         from_ = select.args.get("from_") or select.args.get("from")
         if from_ is None or not isinstance(from_.this, exp.Table):
             raise self.error(select, "SELECT needs FROM <table>")
@@ -385,6 +445,12 @@ class Compiler:
             source = self.builder.table(table.topic, materialized=materialized, **serde_args)
         else:
             source = self.builder.stream(table.topic, **serde_args)
+            if table.proctime is not None:
+                column = table.proctime
+                source = source.process_values(
+                    lambda: ProctimeStamper(column),
+                    named=Named.as_(self.unique(f"{table.name}-proctime")),
+                )
         if materialized is None:
             self._sources[table.name] = source
         return source
@@ -394,10 +460,10 @@ class Compiler:
     def join_query(self, statement: Statement, select: exp.Select, sink: TableDef) -> None:
         """``SELECT ... FROM l JOIN r ON ...``: the joined rows filtered and projected; an
         aggregation over the join aggregates a subquery of it (``join_groups``)."""
-        for clause in ("order", "limit", "distinct"):
+        for clause, word in (("order", "ORDER BY"), ("limit", "LIMIT"), ("distinct", "DISTINCT")):
             if select.args.get(clause):
-                word = {"order": "ORDER BY"}.get(clause, clause.upper())
-                raise self.error(select.args[clause], f"{word} over a join is not supported yet")
+                at = keyword_offset(select.args[clause], statement, word.split()[0])
+                raise self.error(at, f"{word} over a join is not supported yet")
         if is_aggregation(select) or select.args.get("having"):
             from_ = select.args.get("from_") or select.args.get("from")
             if from_ is None or not isinstance(from_.this, exp.Table):
@@ -590,10 +656,15 @@ class Compiler:
             raise self.error(
                 window.offset, f"unknown column {window.column} in table {source.name}"
             )
-        if source.watermark is None or source.watermark.column != window.column:
+        on_proctime = window.column == source.proctime
+        if not on_proctime and (
+            source.watermark is None or source.watermark.column != window.column
+        ):
             raise self.error(
                 window.offset,
-                f"{window.column} is not a time attribute of {source.name}: declare WATERMARK FOR {window.column}",
+                f"{window.column} is not a time attribute of {source.name}: declare WATERMARK "
+                f"FOR {window.column} (event time) or {window.column} AS PROCTIME() "
+                "(processing time)",
             )
         if window.size_ms <= 0 or window.slide_ms <= 0 or window.slide_ms > window.size_ms:
             raise self.error(
@@ -636,11 +707,12 @@ class Compiler:
                 statement.emit_offset,
                 "EMIT FINAL needs a windowed aggregation: a non-windowed result never closes",
             )
+        final = statement.final(window is not None)
         scope = GroupScope(rows, group_columns, window is not None)
         project = self.projection(select, sink, scope, self.keyword(statement, TokenType.SELECT))
         having_node = select.args.get("having")
         having = self.predicate(having_node, scope, "HAVING") if having_node else None
-        if sink.is_view and not sink.is_upsert and not (window and statement.emit == "FINAL"):
+        if sink.is_view and not sink.is_upsert and not final:
             raise self.error(
                 select,
                 f"the result of {sink.name} is updating but has no key: "
@@ -650,7 +722,7 @@ class Compiler:
                     else "put every GROUP BY column in its SELECT list"
                 ),
             )
-        if not sink.is_upsert and not (window is not None and statement.emit == "FINAL"):
+        if not sink.is_upsert and not final:
             # as Flink: "Table sink doesn't support consuming update changes"
             raise self.error(
                 self.keyword(statement, TokenType.INSERT),
@@ -662,17 +734,30 @@ class Compiler:
                     else "a non-windowed aggregation updates its rows"
                 )
                 + "; give the sink a PRIMARY KEY (or use 'upsert-kafka')"
-                + (" or EMIT FINAL" if window is not None else ""),
+                + (
+                    ", or leave EMIT CHANGES out (one final row per window)"
+                    if window is not None
+                    else ""
+                ),
             )
         specs = scope.specs
         key_fns = [rows.column(exp.column(c)).fn for c in group_columns]
         rows_in = self.source_of(source).filter(lambda k, v: isinstance(v, dict) and where(v))
+        on_proctime = window is not None and window.column == source.proctime
+        if on_proctime:
+            assert window is not None
+            # a window over the processing time: each row at the time it was read
+            rows_in = rows_in.process_values(
+                lambda column=window.column: ColumnTimestamper(column),
+                named=Named.as_(self.unique(f"{sink.name}-proctime")),
+            )
         grouping = Grouped.with_(
             key_serde=serdes.Json(),
             value_serde=serdes.Json(),
             name=self.unique(f"{sink.name}-group-by"),
         )
-        grace = source.watermark.delay_ms if source.watermark else 0
+        # a processing-time window has no late rows to wait for
+        grace = source.watermark.delay_ms if source.watermark and not on_proctime else 0
         time_windows: TimeWindows | None = None
         if window is not None and window.kind != "SESSION":
             time_windows = TimeWindows.of_size_and_grace(window.size_ms, grace)
@@ -681,7 +766,7 @@ class Compiler:
         # The store is named after the sink table (the queryable name pull queries look
         # up); a second aggregation into the same sink gets a suffixed name.
         store_name = self.unique(sink.name)
-        emit_on_close = time_windows is not None and statement.emit == "FINAL"
+        emit_on_close = time_windows is not None and final
         if source.is_upsert:
             # an updating input: KGroupedTable.aggregate takes each old row back
             grouped = rows_in.group_by(lambda k, v: ([fn(v) for fn in key_fns], v), grouping)
@@ -711,20 +796,20 @@ class Compiler:
             if window.kind == "SESSION":
                 gap = window.size_ms
                 sessions = SessionWindows.of_inactivity_gap_and_grace(gap, grace)
-                table = close_when_quiet(grouped.windowed_by(sessions), source).aggregate(
+                table = close_when_quiet(grouped.windowed_by(sessions), source, window).aggregate(
                     init, add, aggregates.merger(specs), materialized=store
                 )
                 split = lambda k: (k.key, (k.window.start, k.window.end + gap))  # noqa: E731
             else:
                 assert time_windows is not None  # a tumbling or hopping window
-                windowed = close_when_quiet(grouped.windowed_by(time_windows), source)
+                windowed = close_when_quiet(grouped.windowed_by(time_windows), source, window)
                 if emit_on_close:
                     windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
                 table = windowed.aggregate(init, add, materialized=store)
                 split = lambda k: (k.key, (k.window.start, k.window.end))  # noqa: E731
                 if self.late_topic is not None:
                     self._late_tables.append((table, sink.name))
-            if statement.emit == "FINAL" and not emit_on_close:
+            if final and not emit_on_close:
                 table = table.suppress(
                     Suppressed.until_window_closes(BufferConfig.unbounded()).with_name(
                         self.unique(f"{sink.name}-final")
@@ -761,6 +846,6 @@ class Compiler:
             )
         out = table.to_stream().map(lambda k, acc: output(split(k), acc))
         may_delete = having is not None or (window is not None and window.kind == "SESSION")
-        if may_delete and (not sink.key_fields or statement.emit == "FINAL"):
+        if may_delete and (not sink.key_fields or final):
             out = out.filter(lambda k, row: row is not None)
         self.write(out, sink)

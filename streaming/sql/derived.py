@@ -11,8 +11,8 @@ upsert key as Flink infers it: the GROUP BY columns of an aggregation (with the 
 start or end of a window under EMIT CHANGES), or the passed-through key of an upsert
 source (a query over a table, a join of two tables: the left table's key). A result
 whose upsert key is not all in the SELECT list has no key (an updating result then needs
-a PRIMARY KEY, as for INSERT INTO). An append result (a windowed aggregation under EMIT
-FINAL, a query over a stream, a join with a stream) has none.
+a PRIMARY KEY, as for INSERT INTO). An append result (a windowed aggregation without EMIT
+CHANGES, a query over a stream, a join with a stream) has none.
 
 An output that passes the (left) source's WATERMARK column through unchanged keeps it as
 the table's time attribute, with the same delay.

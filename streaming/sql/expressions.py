@@ -53,8 +53,12 @@ class Scope(Protocol):
 
 
 def fail(scope: Scope, node: exp.Expr, message: str) -> SqlError:
-    """A ``SqlError`` at ``node``."""
-    return error_at(scope.source, node_offset(node), message)
+    """A ``SqlError`` at ``node`` (at the nearest enclosing node with a position when
+    sqlglot kept none for it, as for ``CURRENT_TIMESTAMP``)."""
+    at: exp.Expr | None = node
+    while at is not None and node_offset(at, -1) < 0:
+        at = at.parent
+    return error_at(scope.source, node_offset(at) if at is not None else 0, message)
 
 
 def compile_expression(node: exp.Expr, scope: Scope) -> Compiled:

@@ -341,6 +341,13 @@ class OnClause:
                 at, f"a join's time bound needs t.ts [+|- INTERVAL ...], got {node.sql()}"
             )
         side, table = self.scope.side_of(node)
+        if table.proctime == node.name:
+            raise self.error(
+                node,
+                f"a join bound on the processing time ({node.name} AS PROCTIME() of "
+                f"{table.name}) is not supported yet: bound the join on event time "
+                "(WATERMARK columns)",
+            )
         if table.watermark is None or table.watermark.column != node.name:
             raise self.error(
                 node,

@@ -58,7 +58,9 @@ class JoinStep:
         self.right_alias = right_alias
         nested = tuple(replace(t, path=("left", *t.path)) for t in left.tables)
         self.scope = JoinScope((*nested, ScopeTable(right_alias, right, ("right",))), self.source)
-        self.version = join.this.args.get("version")
+        version = join.this.args.get("version")
+        # AS OF the processing time is Flink's lookup join: the table's current rows
+        self.version = None if self.as_of_proctime(version) else version
         self.on = OnClause(self.scope, select, join, self.source)
         self.side = self.on.side
 
@@ -150,9 +152,20 @@ class JoinStep:
                 self.join,
                 f"a join of two streams needs a time bound: ON ... AND "
                 f"{self.scope.right_alias}.ts BETWEEN {self.scope.left_alias}.ts - INTERVAL ... "
-                f"AND {self.scope.left_alias}.ts + INTERVAL ...",
+                f"AND {self.scope.left_alias}.ts + INTERVAL ... (a regular join of two "
+                "streams, without one, is not supported yet)",
             )
         return self.stream_stream(left_table, equality, bound)
+
+    def as_of_proctime(self, version: exp.Expr | None) -> bool:
+        """Whether ``FOR SYSTEM_TIME AS OF`` names a PROCTIME() column of a table before."""
+        if version is None or version.args.get("kind") != "AS OF":
+            return False
+        column = version.expression
+        if not isinstance(column, exp.Column):
+            return False
+        entry = self.scope.entry_of(column)
+        return entry.alias != self.right_alias and entry.table.proctime == column.name
 
     def no_version(self, what: str) -> None:
         if self.version is not None:

@@ -38,6 +38,7 @@ from streaming.sql.results import MaterializedResult, SqlCatalog
 from streaming.sql.rewrite import split_statements
 from streaming.sql.scopes import RowScope
 from streaming.sql.timestamps import parse_timestamp
+from streaming.sql.unsupported import check_tree
 
 if TYPE_CHECKING:
     from streaming.sql.transient import TransientQuery
@@ -83,6 +84,7 @@ def plan(catalog: SqlCatalog, text: str) -> PullQuery | PushQuery | TransientQue
         raise SqlError("expected exactly one SELECT statement", line=1, column=1)
     statement = statements[0]
     tree = parse(statement, text)
+    check_tree(tree, statement, text)
     if not isinstance(tree, exp.Select):
         raise error_at(text, statement.start, "a pull or push query is one SELECT statement")
     if statement.emit == "FINAL":

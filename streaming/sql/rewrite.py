@@ -13,7 +13,8 @@ returns what they said:
   table name ``t``.
 
 It also renames the group-window function ``SESSION(`` (a keyword to sqlglot) to
-``SESSWIN(``, a name of the same length that sqlglot parses as a function call.
+``SESSWIN(``, a name of the same length that sqlglot parses as a function call, and
+before all that reads backtick identifiers and statement sets (``surface``).
 
 A removed construct is overwritten with spaces (newlines kept), so every position that
 sqlglot reports, and every error this front end raises, refers to the text as written.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from itertools import pairwise
 
 import sqlglot
@@ -31,6 +33,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, Tokenizer, TokenType
 
 from streaming.sql.errors import SqlError, error_at, node_offset
+from streaming.sql.surface import StatementSets, quote_backticks, take_execute_openers
 
 _UNIT_MS = {
     "MILLISECOND": 1,
@@ -100,6 +103,12 @@ class Statement:
     #: every window TVF of the statement, in text order (subqueries may have one each)
     window_tvfs: tuple[WindowTvf, ...] = ()
 
+    def final(self, windowed: bool) -> bool:
+        """Whether a query of this statement emits final results: a windowed aggregation
+        does unless it says ``EMIT CHANGES`` (Flink's window aggregations emit each window
+        once, when it closes); ``EMIT FINAL`` says so explicitly."""
+        return self.emit == "FINAL" or (windowed and self.emit is None)
+
 
 def interval_ms(node: exp.Expr, source: str, offset: int | None = None) -> int:
     """Milliseconds of ``INTERVAL 'n' UNIT`` (UNIT may be plural, e.g. MINUTES); errors
@@ -116,10 +125,14 @@ def interval_ms(node: exp.Expr, source: str, offset: int | None = None) -> int:
     if unit not in _UNIT_MS:
         raise error_at(source, at, f"unsupported INTERVAL unit {unit or '?'}")
     try:
-        amount = int(amount_text)
-    except ValueError:
-        raise error_at(source, at, f"INTERVAL needs a whole number, got {amount_text!r}") from None
-    return amount * _UNIT_MS[unit]
+        millis = Decimal(amount_text.strip()) * _UNIT_MS[unit]
+    except InvalidOperation:
+        raise error_at(source, at, f"INTERVAL needs a number, got {amount_text!r}") from None
+    if millis != millis.to_integral_value():
+        raise error_at(
+            source, at, f"INTERVAL '{amount_text}' {unit} is not a whole number of milliseconds"
+        )
+    return int(millis)
 
 
 def duration_ms(text: str) -> int:
@@ -144,7 +157,10 @@ def tokenize(text: str) -> list[Token]:
 
 
 def split_statements(text: str) -> list[Statement]:
-    """The statements of ``text`` (separated by ``;``), each with its Flink clauses out."""
+    """The statements of ``text`` (separated by ``;``), each with its Flink clauses out
+    (backtick identifiers double-quoted, statement sets taken apart: ``surface``)."""
+    text = quote_backticks(text)
+    text, execute_openers = take_execute_openers(text, tokenize(text))
     text_without_explain, explains = _take_explains(text)
     groups: list[list[Token]] = [[]]
     for token in tokenize(text_without_explain):
@@ -154,10 +170,13 @@ def split_statements(text: str) -> list[Statement]:
             groups[-1].append(token)
     statements = []
     previous_end = -1
+    sets = StatementSets(text, execute_openers)
     for group in filter(None, groups):
-        explain = any(previous_end < offset < group[0].start for offset in explains)
-        statements.append(_prepare(text, group, explain=explain))
+        if not sets.is_marker(group):
+            explain = any(previous_end < offset < group[0].start for offset in explains)
+            statements.append(_prepare(text, group, explain=explain))
         previous_end = group[-1].end
+    sets.finish()
     return statements
 
 
@@ -296,13 +315,15 @@ def _take_window_tvf(
     text: str, tokens: list[Token], chars: list[str], after: int
 ) -> WindowTvf | None:
     """Replace the first ``TABLE(TUMBLE|HOP|SESSION(TABLE t, DESCRIPTOR(ts), ...))`` that
-    starts after offset ``after`` by ``t``."""
-    for i in range(len(tokens) - 3):
+    starts after offset ``after`` by ``t`` (``TABLE(f(...))`` without a ``TABLE t`` first
+    argument, as ``LATERAL TABLE(f(x))``, is no window TVF)."""
+    for i in range(len(tokens) - 4):
         if (
             tokens[i].start > after
             and tokens[i].token_type == TokenType.TABLE
             and tokens[i + 1].token_type == TokenType.L_PAREN
             and tokens[i + 3].token_type == TokenType.L_PAREN
+            and tokens[i + 4].token_type == TokenType.TABLE
         ):
             break
     else:
@@ -327,6 +348,12 @@ def _take_window_tvf(
     if kind == "SESSION" and len(args[0]) >= 4 and args[0][2].token_type == TokenType.PARTITION_BY:
         partition = tuple(t.text for t in args[0][3:])
         args[0] = args[0][:2]
+    if kind != "SESSION" and len(args) == expected + 1:
+        raise error_at(
+            text,
+            args[-1][0].start,
+            f"a {kind} window offset (its last argument) is not supported yet",
+        )
     if (
         len(args) != expected
         or len(args[0]) != 2

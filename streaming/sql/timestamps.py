@@ -78,3 +78,20 @@ class ColumnTimestamper(FixedKeyProcessor):
         value = record.value
         millis = parse_timestamp(value.get(self.column)) if isinstance(value, dict) else None
         self.context.forward(record if millis is None else record.with_timestamp(millis))
+
+
+class ProctimeStamper(FixedKeyProcessor):
+    """Sets a row's ``name AS PROCTIME()`` column to the processing time: the wall clock
+    (epoch ms) of the stream thread when the row is read, as Flink's ``PROCTIME()``. The
+    record keeps its timestamp: a window over the column takes the record time from it
+    (``ColumnTimestamper``)."""
+
+    def __init__(self, column: str) -> None:
+        self.column = column
+
+    def process(self, record: Record) -> None:
+        value = record.value
+        if isinstance(value, dict):
+            value = {**value, self.column: self.context.current_system_time_ms()}
+            record = record.with_value(value)
+        self.context.forward(record)

@@ -8,10 +8,15 @@
   in the topology instead of a topic (``Compiler.write``); statements that read ``v`` use
   that stream (``Compiler.source_of``): an append view as a KStream, an updating one
   (it has a key) as a KTable of it (``to_table``, which repartitions after a key change).
-- ``FROM (SELECT ...) AS q`` (also as a join side) is an anonymous view named by its
-  alias for the one statement. A window TVF inside it is its own; a windowed aggregation
-  in a view or a subquery emits final results (EMIT FINAL: one row per window once it
-  closes, append-only), as Flink's window aggregations do.
+- ``FROM (SELECT ...) [AS q]`` (also as a join side) is an anonymous view named by its
+  alias (without one, ``subquery$n``) for the one statement. A window TVF inside it is
+  its own; a windowed aggregation in a view or a subquery emits final results (one row
+  per window once it closes, append-only), as everywhere without EMIT CHANGES.
+- A subquery that deduplicates (``ROW_NUMBER()`` filtered on 1 in the outer WHERE,
+  ``dedup``) is a view of the deduplicated rows; the outer WHERE loses that condition.
+- A window over a ``PROCTIME()`` column gives no time attribute (its bounds are plain
+  columns, as in Flink); a view that passes a ``PROCTIME()`` column through keeps it as
+  its processing time.
 - A view of final window results keeps its first window bound as its time attribute:
   its rows are re-stamped to it (``ColumnTimestamper``) and the table is marked
   ``window_bound``, so a later GROUP BY of that column is one window per value.
@@ -27,12 +32,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from itertools import pairwise
 from typing import Any
 
 from sqlglot import exp
-from sqlglot.tokens import TokenType
 
+from streaming.sql import dedup as dedups
 from streaming.sql.catalog import INFERRED, TableDef, schema_elements, table_def
 from streaming.sql.derived import (
     WINDOW_COLUMNS,
@@ -41,13 +45,14 @@ from streaming.sql.derived import (
     is_aggregation,
     is_windowed,
     outputs,
+    passthrough,
     span,
     time_attribute,
     upsert_key,
     window_column,
 )
 from streaming.sql.errors import SqlError, error_at, node_offset
-from streaming.sql.rewrite import Statement, tokenize
+from streaming.sql.rewrite import Statement
 from streaming.sql.timestamps import ColumnTimestamper
 
 
@@ -57,6 +62,8 @@ class DerivedTables:
     def __init__(self, compiler: Any) -> None:
         self.compiler = compiler
         self.source = compiler.source
+        #: how many subqueries without an alias have been named
+        self.unaliased = 0
 
     def error(self, node: exp.Expr | int, message: str) -> SqlError:
         offset = node if isinstance(node, int) else node_offset(node)
@@ -126,9 +133,7 @@ class DerivedTables:
             sources = self.sources(select)
             time_column = window_column(sources.left)
             windowed = is_windowed(select, outer.window_tvf is not None, time_column)
-            if view and outer.emit is None and windowed:
-                outer = replace(outer, emit="FINAL")  # window results in a view are final
-            final = outer.emit == "FINAL"
+            final = outer.final(windowed)
             key = primary_key or upsert_key(
                 select, columns, sources, windowed=windowed, final=final
             )
@@ -145,7 +150,11 @@ class DerivedTables:
             if view and not key and is_aggregation(select) and not (windowed and final):
                 columns = self.expose_group_key(select, columns)
                 key = upsert_key(select, columns, sources, windowed=windowed, final=final)
-            size = self.window_size(outer, select, time_column) if final else None
+            size = (
+                self.window_size(outer, select, time_column, sources.left.proctime)
+                if final
+                else None
+            )
             watermark = time_attribute(select, columns, sources, size, time_column)
             renamed = {c.name: n for c, n in zip(columns, names, strict=False)}
             if watermark is not None:
@@ -160,6 +169,12 @@ class DerivedTables:
             table = table_def(name, table_columns, key, create, watermark, self.source, view=view)
             if view:  # its rows are the source's: so is its quiet close
                 table = replace(table, window_close_quiet_ms=sources.left.window_close_quiet_ms)
+            proctime = sources.left.proctime
+            if view and proctime is not None and not is_aggregation(select):
+                # the column passed through keeps its values: the processing time
+                qualifiers = (sources.left.name, sources.left_alias)
+                passed = passthrough(columns, proctime, qualifiers)
+                table = replace(table, proctime=renamed.get(passed, passed) if passed else None)
             if watermark is not None and is_aggregation(select):
                 table = replace(table, window_bound=True)
             if updating_source and not is_aggregation(select):
@@ -214,17 +229,24 @@ class DerivedTables:
         return outputs(select, self.source)
 
     def window_size(
-        self, statement: Statement, select: exp.Select, time_column: str | None
+        self,
+        statement: Statement,
+        select: exp.Select,
+        time_column: str | None,
+        proctime: str | None,
     ) -> int | None:
         """The size of the query's TUMBLE or HOP window (1 ms: a GROUP BY the window
-        bound of window results; None: no such window)."""
+        bound of window results; None: no such window, or one over the processing time
+        ``proctime``, whose bounds are plain columns as in Flink)."""
         tvf = statement.window_tvf
         if tvf is not None:
-            return tvf.size_ms if tvf.kind in ("TUMBLE", "HOP") else None
+            on_event_time = tvf.kind in ("TUMBLE", "HOP") and tvf.column != proctime
+            return tvf.size_ms if on_event_time else None
         group = select.args.get("group")
         for item in group.expressions if group else []:
             if isinstance(item, exp.Anonymous) and item.name.upper() in ("TUMBLE", "HOP"):
-                return int(self.compiler.group_window(item).size_ms)
+                window = self.compiler.group_window(item)
+                return int(window.size_ms) if window.column != proctime else None
             if isinstance(item, exp.Column) and item.name == time_column:
                 return 1
         return None
@@ -257,12 +279,10 @@ class DerivedTables:
                 if not isinstance(node, exp.Subquery):
                     continue
                 alias = node.args.get("alias")
-                if alias is None or not node.alias:
-                    raise self.error(
-                        self.opening(statement, node),
-                        "a subquery in FROM needs an alias: (SELECT ...) AS q",
-                    )
                 inner_select = node.this
+                dedup = dedups.find(select, node) if node is nodes[0] and from_ else None
+                if dedup is not None:
+                    dedup = dedups.prepare(inner_select, dedup, self.from_table(inner_select))
                 if not isinstance(inner_select, exp.Select):
                     raise self.error(node, "a subquery in FROM needs a SELECT")
                 start, end = span(node)
@@ -271,19 +291,24 @@ class DerivedTables:
                 inner = replace(
                     statement, window_tvf=own[0] if own else None, window_tvfs=own, emit=None
                 )
-                name_node = alias.this
+                # Flink needs no alias: an unaliased subquery gets an internal name
+                name_node = alias.this if alias is not None and node.alias else self.unnamed()
                 create = exp.Create(this=exp.Table(this=name_node.copy()), kind="VIEW")
                 self.define(
                     inner,
                     inner_select,
                     name_node,
                     create,
-                    names=[c.name for c in alias.columns],
+                    names=[c.name for c in alias.columns] if alias is not None else [],
                     kinds={},
                     primary_key=(),
                     view=True,
                 )
-                defined.append(node.alias)
+                defined.append(name_node.name)
+                if dedup is not None:
+                    view = self.compiler.tables[name_node.name]
+                    self.compiler.views[view.name] = dedups.deduplicate(self.compiler, view, dedup)
+                    dedups.drop_condition(select, dedup)
                 node.replace(exp.Table(this=name_node.copy()))
             yield replace(
                 statement,
@@ -294,15 +319,16 @@ class DerivedTables:
             for name in defined:
                 self.compiler.tables.pop(name, None)
 
-    def opening(self, statement: Statement, node: exp.Subquery) -> int:
-        """The offset of a subquery's ``(`` (sqlglot keeps no position for it): the last
-        ``( SELECT`` before the subquery's first positioned token."""
-        first = node_offset(node)
-        tokens = tokenize(statement.text)
-        opening = first
-        for token, following in pairwise(tokens):
-            if following.start > first:
-                break
-            if token.token_type == TokenType.L_PAREN and following.token_type == TokenType.SELECT:
-                opening = token.start
-        return opening
+    def from_table(self, select: exp.Select) -> TableDef | None:
+        """The declared table (or view) ``select`` reads FROM, if it reads one by name."""
+        from_ = select.args.get("from_") or select.args.get("from")
+        node = from_.this if from_ is not None else None
+        return self.compiler.tables.get(node.name) if isinstance(node, exp.Table) else None
+
+    def unnamed(self) -> exp.Identifier:
+        """The name of a subquery in FROM without an alias: ``subquery$n``, ``n`` counting
+        the compilation's unaliased subqueries (nested ones included), past table names."""
+        self.unaliased += 1
+        while f"subquery${self.unaliased}" in self.compiler.tables:
+            self.unaliased += 1
+        return exp.to_identifier(f"subquery${self.unaliased}", quoted=True)

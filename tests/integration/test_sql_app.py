@@ -42,7 +42,8 @@ CREATE TABLE revenue (region STRING, window_start TIMESTAMP(3), revenue DOUBLE, 
 INSERT INTO revenue
 SELECT region, window_start, SUM(amount), COUNT(*)
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
-GROUP BY window_start, window_end, region;
+GROUP BY window_start, window_end, region
+EMIT CHANGES;
 """
 
 

@@ -205,7 +205,7 @@ def test_sql_app_runs_as_a_streaming_asset(broker, tmp_path: Path) -> None:
 
     rows = [v for _, v, _ in kappa.read_all(bootstrap, out_topic) if isinstance(v, dict)]
     written = {(v["region"], v["window_start"]): v for v in rows}
-    assert len(written) == len(rows), "a window was written twice (EMIT FINAL)"
+    assert len(written) == len(rows), "a window was written twice (a window aggregation is final)"
     orders = [domain.parse_record(e.topic, e.value) for e in iter_orders(gen)]
     frame = pd.DataFrame([o for o in orders if o is not None])
     con = duckdb.connect()

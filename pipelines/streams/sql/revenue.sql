@@ -46,5 +46,4 @@ SELECT
   SUM(CAST(amount * 100 + CASE WHEN amount < 0 THEN -0.5 ELSE 0.5 END AS BIGINT))
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(event_time), INTERVAL '5' MINUTES))
 WHERE region IS NOT NULL AND amount IS NOT NULL
-GROUP BY window_start, window_end, region
-EMIT FINAL;
+GROUP BY window_start, window_end, region;

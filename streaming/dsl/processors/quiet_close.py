@@ -64,11 +64,13 @@ class QuietClock:
         self._still_since = 0
 
     def stream_time(self, observed: int, now: int) -> int:
-        """The stream time at wall-clock ``now``, given the one the records made."""
+        """The stream time at wall-clock ``now``, given the one the records made (a quiet
+        time of 0: the wall clock at once, once it is ahead)."""
         if observed != self._seen:  # a record moved it (or it is the first look)
             self._seen = observed
             self._still_since = now
-            return observed
+            if self.quiet_ms > 0:
+                return observed
         if observed == NO_TIMESTAMP or now <= observed or now - self._still_since < self.quiet_ms:
             return observed
         self._seen = now

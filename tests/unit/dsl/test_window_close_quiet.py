@@ -104,6 +104,16 @@ def test_a_quiet_input_closes_sessions_after_the_quiet_time() -> None:
     ]
 
 
+def test_a_quiet_time_of_zero_closes_windows_as_the_clock_passes_their_end() -> None:
+    # quiet 0 (SQL's windows over PROCTIME()): the first check after the clock passes the
+    # window's end closes it, although a record came just before that check
+    inputs = [("a", 1_000), ("b", 9_900)]
+    assert _run("emit-final", 0, inputs, 1_000) == [
+        (_window("a", 0, 10_000), "1", 10_400),
+        (_window("b", 0, 10_000), "1", 10_400),
+    ]
+
+
 def test_records_within_the_quiet_time_keep_stream_time_their_own() -> None:
     # a record every 2 s (quiet time 3 s): the first window closes on the record at 10 s,
     # as without the setting, not earlier

@@ -123,7 +123,7 @@ def session_dsl(emit_final: bool):
     return builder.build()
 
 
-@pytest.mark.parametrize("emit", ["", "EMIT FINAL"])
+@pytest.mark.parametrize("emit", ["", "EMIT CHANGES", "EMIT FINAL"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_session_group_window_matches_the_dsl(seed, emit):
     sql = (
@@ -137,9 +137,10 @@ def test_session_group_window_matches_the_dsl(seed, emit):
     """
     )
     records = trace(seed)
-    expected = run(session_dsl(emit == "EMIT FINAL"), records)
+    # final (one row per session once it closes) unless EMIT CHANGES
+    expected = run(session_dsl(emit != "EMIT CHANGES"), records)
     assert expected
-    if not emit:
+    if emit == "EMIT CHANGES":
         assert any(v is None for _, v, _ in expected)  # merged sessions were deleted
     assert run(compile(sql), records) == expected
 
@@ -211,7 +212,7 @@ def test_having_deletes_failing_rows_of_a_keyed_sink(connector):
         (
             "'key.fields' = 'region'",
             "SELECT region, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), "
-            "INTERVAL '1' MINUTE)) GROUP BY window_start, window_end, region",
+            "INTERVAL '1' MINUTE)) GROUP BY window_start, window_end, region EMIT CHANGES",
         ),
     ],
 )

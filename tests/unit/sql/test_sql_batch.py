@@ -467,6 +467,34 @@ def test_simple_views_and_subqueries_are_merged_and_agree() -> None:
         assert run_batch(sql, {"b": rows}) == stream
 
 
+def test_flink_syntax_translates_as_the_stream_runs_it() -> None:
+    # an unaliased subquery, backtick identifiers, an INSERT column list, a statement set
+    rows = [
+        {"id": "a", "aid": 1, "ts": "2024-01-01 10:00:01", "_ms": T0 + 1_000},
+        {"id": "b", "aid": 7, "ts": "2024-01-01 10:00:02", "_ms": T0 + 2_000},
+    ]
+    query = (
+        "EXECUTE STATEMENT SET BEGIN INSERT INTO o (early, id) SELECT `aid2` > 10, id FROM "
+        "(SELECT id, aid * 2 AS aid2 FROM b WHERE aid > 1); END;"
+    )
+    sql = TIMED + query
+    stream = run_stream(sql, "b", rows, "o")
+    assert stream == [{"id": "b", "ts": None, "early": True}]
+    assert run_batch(sql, {"b": rows}) == stream
+
+
+def test_a_query_over_the_processing_time_is_not_translated() -> None:
+    sql = (
+        "CREATE TABLE p (id STRING, pt AS PROCTIME()) WITH ('topic' = 'p');\n"
+        "CREATE TABLE q (id STRING) WITH ('topic' = 'q');\n"
+        "INSERT INTO q SELECT id FROM p WHERE pt IS NOT NULL;"
+    )
+    with pytest.raises(SqlError) as info:
+        to_duckdb(sql)
+    assert "pt is the processing time of p (PROCTIME())" in info.value.message
+    assert (info.value.line, info.value.column) == (3, 38)
+
+
 def test_other_subqueries_and_views_in_from_are_rejected_at_the_node() -> None:
     sink = (
         "CREATE TABLE u (id STRING, ts TIMESTAMP(3), PRIMARY KEY (id) NOT ENFORCED) "

@@ -525,8 +525,8 @@ def test_q4_as_written_needs_a_fixed_bound():
             "AS maxprice, window_end AS dateTime FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(dateTime), "
             "INTERVAL '10' SECOND)) GROUP BY window_start, window_end) ON B.price = maxprice;",
             1,
-            65,
-            "a subquery in FROM needs an alias: (SELECT ...) AS q",
+            232,
+            "a join of two streams needs a time bound: ON ... AND subquery$1.ts BETWEEN",
         ),
         (
             "SELECT B.auction, B.price, B.bidder, B.dateTime FROM bid B JOIN (SELECT MAX(price) "

@@ -345,11 +345,6 @@ OUT = "CREATE TABLE out (a STRING) WITH ('topic' = 'out');\n"
     ("query", "column", "message"),
     [
         (
-            "INSERT INTO out SELECT a FROM (SELECT region AS a FROM orders);",
-            31,
-            "a subquery in FROM needs an alias: (SELECT ...) AS q",
-        ),
-        (
             "INSERT INTO out SELECT a FROM (SELECT region AS a FROM orders) AS orders;",
             67,
             "table orders already exists",

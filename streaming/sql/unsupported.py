@@ -1,0 +1,179 @@
+"""Flink SQL constructs the compiler does not handle, refused by name.
+
+A statement that uses one raises a ``SqlError`` that names the construct and points at
+it, before the compiler tries the statement (which would otherwise fail on a detail:
+"column ... must be in GROUP BY" for an OVER aggregation, a bare syntax error for
+MATCH_RECOGNIZE):
+
+- ``check_tokens`` reads the statement's tokens, for what sqlglot cannot parse
+  (MATCH_RECOGNIZE, ``LATERAL TABLE(...)``), parses into something else or drops (a
+  table hint, a comment to its tokenizer);
+  ``explain_parse_error`` names the construct behind a parse error where it knows it
+  (``METADATA`` columns);
+- ``check_tree`` walks the parsed statement: OVER aggregations, ``ROW_NUMBER()`` / ``RANK()``
+  Top-N and deduplication (window Top-N when partitioned by the window), set operations,
+  WITH, UNNEST, subqueries in expressions, QUALIFY, hints, ``INSERT ... VALUES`` and
+  ``INSERT OVERWRITE``.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.tokens import Token
+
+from streaming.sql import dedup
+from streaming.sql.errors import SqlError, error_at, node_offset
+from streaming.sql.rewrite import Statement, tokenize
+
+NOT_YET = "is not supported yet"
+
+#: the time attributes of Flink's group windows
+TIME_ATTRIBUTE_CALLS = tuple(
+    f"{window}_{time}"
+    for window in ("TUMBLE", "HOP", "SESSION")
+    for time in ("ROWTIME", "PROCTIME")
+)
+
+#: the ranking functions of Flink's Top-N and deduplication
+RANKINGS = (exp.RowNumber, exp.Rank, exp.DenseRank)
+
+
+def check_tokens(statement: Statement, source: str) -> None:
+    """Refuse, by name, a construct of the statement's text that sqlglot cannot parse."""
+    tokens = tokenize(statement.text)
+    previous_end = statement.start
+    for token in tokens:
+        # a table hint is a comment to sqlglot's tokenizer, which would drop it
+        hint = statement.text.find("/*+", previous_end, token.start)
+        if hint >= 0:
+            raise error_at(source, hint, f"a hint (/*+ ... */) {NOT_YET}")
+        previous_end = token.end + 1
+    for token, following in zip(tokens, [*tokens[1:], None], strict=True):
+        word = token.text.upper()
+        if word == "MATCH_RECOGNIZE":
+            raise error_at(source, token.start, f"MATCH_RECOGNIZE (pattern recognition) {NOT_YET}")
+        if word == "LATERAL" and following is not None and following.text.upper() == "TABLE":
+            raise error_at(source, token.start, f"LATERAL TABLE (a table function) {NOT_YET}")
+
+
+def explain_parse_error(statement: Statement, source: str) -> SqlError | None:
+    """The error naming the construct behind a parse error of the statement, if known."""
+    tokens = tokenize(statement.text)
+    for token, following in zip(tokens, [*tokens[1:], None], strict=True):
+        if token.text.upper() == "METADATA" and _word(following) in ("FROM", "VIRTUAL", ","):
+            return error_at(
+                source,
+                token.start,
+                f"a METADATA column (the Kafka record's metadata) {NOT_YET}: declare the "
+                "column in the value",
+            )
+    return None
+
+
+def _word(token: Token | None) -> str:
+    return token.text.upper() if token is not None else ""
+
+
+def check_tree(tree: exp.Expr, statement: Statement, source: str) -> None:
+    """Refuse, by name and position, the first construct of ``tree`` the compiler does
+    not handle."""
+    # the ROW_NUMBER() of a deduplication the compiler runs (``dedup``) is no problem
+    handled = {
+        id(recognised.window)
+        for select in tree.find_all(exp.Select)
+        if (from_ := select.args.get("from_")) is not None
+        and (recognised := dedup.find(select, from_.this)) is not None
+    }
+    found = [
+        problem
+        for node in tree.walk()
+        if id(node) not in handled and (problem := _problem(node, statement))
+    ]
+    if found:
+        offset, message = min(found, key=lambda problem: problem[0])
+        raise error_at(source, offset, message)
+
+
+def _problem(node: exp.Expr, statement: Statement) -> tuple[int, str] | None:
+    """(offset, message) if ``node`` is a construct the compiler does not handle."""
+    if isinstance(node, exp.Window) and node.arg_key != "windows":
+        return node_offset(node, statement.start), _over(node)
+    if isinstance(node, exp.Union | exp.Intersect | exp.Except):
+        word = type(node).__name__.upper()
+        word += "" if node.args.get("distinct") else " ALL"
+        return keyword_offset(node, statement, word.split()[0]), f"{word} {NOT_YET}"
+    if isinstance(node, exp.With):
+        return keyword_offset(node, statement, "WITH"), (
+            f"WITH (a common table expression) {NOT_YET}: use a subquery in FROM or CREATE VIEW"
+        )
+    if isinstance(node, exp.Unnest):
+        return keyword_offset(node, statement, "UNNEST"), f"UNNEST {NOT_YET}"
+    if isinstance(node, exp.Lateral):
+        return keyword_offset(node, statement, "LATERAL"), f"LATERAL {NOT_YET}"
+    if isinstance(node, exp.Subquery | exp.Select) and _in_expression(node):
+        return keyword_offset(node, statement, "SELECT"), (
+            f"a subquery in an expression (IN, EXISTS or a scalar subquery) {NOT_YET}"
+        )
+    if isinstance(node, exp.Select):
+        for arg, word, what in (
+            ("qualify", "QUALIFY", "QUALIFY"),
+            ("hint", "/*+", "a hint (/*+ ... */)"),
+            ("windows", "WINDOW", "a named window (WINDOW w AS ...)"),
+        ):
+            if node.args.get(arg):
+                return keyword_offset(node.args[arg], statement, word), f"{what} {NOT_YET}"
+    if isinstance(node, exp.Anonymous) and node.name.upper() in TIME_ATTRIBUTE_CALLS:
+        return node_offset(node, statement.start), (
+            f"{node.name.upper()} (a group window's time attribute) {NOT_YET}: select the "
+            "window's start or end, which stays the time attribute of a view of the result"
+        )
+    if isinstance(node, exp.Column) and node.name == "window_time" and statement.window_tvfs:
+        return node_offset(node, statement.start), (
+            f"window_time {NOT_YET}: window_start and window_end are"
+        )
+    if isinstance(node, exp.Insert):
+        if isinstance(node.expression, exp.Values):
+            return keyword_offset(node, statement, "VALUES"), f"INSERT INTO ... VALUES {NOT_YET}"
+        if node.args.get("overwrite"):
+            return keyword_offset(node, statement, "OVERWRITE"), (
+                "INSERT OVERWRITE is not supported: a Kafka topic is appended to (or upserted)"
+            )
+    return None
+
+
+def _over(window: exp.Window) -> str:
+    """What an ``f(...) OVER (...)`` is called in Flink's documentation."""
+    function = window.this
+    if not isinstance(function, RANKINGS):
+        return f"OVER aggregation ({function.sql()} OVER (...)) {NOT_YET}"
+    partition = window.args.get("partition_by") or []
+    by_window = any(
+        isinstance(p, exp.Column) and p.name in ("window_start", "window_end") for p in partition
+    )
+    kind = "window Top-N or window deduplication" if by_window else "Top-N or deduplication"
+    return f"{kind} ({function.sql()} OVER (PARTITION BY ... ORDER BY ...)) {NOT_YET}"
+
+
+def _in_expression(node: exp.Expr) -> bool:
+    """Whether a query sits inside an expression rather than in FROM / JOIN, a set
+    operation or a statement."""
+    parent = node.parent
+    if parent is None or isinstance(
+        parent, exp.From | exp.Join | exp.Insert | exp.Create | exp.With | exp.CTE
+    ):
+        return False
+    return not isinstance(parent, exp.Union | exp.Intersect | exp.Except | exp.Subquery)
+
+
+def keyword_offset(node: exp.Expr | list[exp.Expr], statement: Statement, word: str) -> int:
+    """Where ``word`` (a keyword sqlglot keeps no position for) first appears in the
+    statement at or after the node's start, else the node's start."""
+    first = node[0] if isinstance(node, list) else node
+    start = node_offset(first, statement.start)
+    tokens = tokenize(statement.text)
+    starts = [t.start for t in tokens if t.text.upper().split()[:1] == [word]]
+    before = [offset for offset in starts if offset <= start]
+    after = [offset for offset in starts if offset >= start]
+    if after and not before:
+        return after[0]
+    return before[-1] if before else start
