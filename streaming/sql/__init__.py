@@ -36,23 +36,34 @@ from __future__ import annotations
 from typing import Any
 
 from streaming.sql.errors import SqlError
+from streaming.sql.functions import udaf, udf, udtf
 from streaming.topology import Topology
 
-__all__ = ["SqlError", "compile", "explain", "pull", "push"]
+__all__ = ["SqlError", "compile", "explain", "pull", "push", "udaf", "udf", "udtf"]
 
 
 def compile(
-    text: str, config: dict[str, Any] | None = None, *, late_topic: str | None = None
+    text: str,
+    config: dict[str, Any] | None = None,
+    *,
+    late_topic: str | None = None,
+    functions: dict[str, Any] | None = None,
 ) -> Topology:
     """The topology of the statements in ``text`` (``config`` goes to ``build``); its SQL
     catalog (tables, materialized results) is registered for pull and push queries.
 
     ``late_topic``: where each time-windowed aggregation writes the rows it leaves out as
-    late (``streaming.sql.late``), instead of logging them."""
+    late (``streaming.sql.late``), instead of logging them. ``functions``: Python
+    functions the statements call, by SQL name (``streaming.sql.functions``)."""
     from streaming.sql.compiler import Compiler
+    from streaming.sql.functions import Functions
     from streaming.sql.results import catalog_for, register
 
-    compiler = Compiler(text, late_topic=late_topic)
+    try:
+        given = Functions(functions)
+    except ValueError as e:
+        raise SqlError(str(e), line=1, column=1) from None
+    compiler = Compiler(text, late_topic=late_topic, functions=given)
     compiler.compile_all()
     topology = compiler.builder.build(config)
     register(topology, catalog_for(compiler.tables, compiler.results))

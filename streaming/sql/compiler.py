@@ -74,11 +74,12 @@ from streaming.dsl import (
     Suppressed,
     TimeWindows,
 )
-from streaming.sql import aggregates
+from streaming.sql import aggregates, functions
 from streaming.sql.catalog import INFERRED, TableDef, table_from_ddl
 from streaming.sql.derived import is_aggregation, window_column
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import NUMERIC, Compiled, compile_expression
+from streaming.sql.functions import Functions
 from streaming.sql.join_groups import aggregation_over_join
 from streaming.sql.joins import JoinCompiler
 from streaming.sql.late import late_row
@@ -176,8 +177,18 @@ def parse(statement: Statement, source: str) -> exp.Expr:
 class Compiler:
     """Compiles statements one by one into one ``StreamsBuilder``."""
 
-    def __init__(self, source: str, *, late_topic: str | None = None) -> None:
+    def __init__(
+        self,
+        source: str,
+        *,
+        late_topic: str | None = None,
+        functions: Functions | None = None,
+    ) -> None:
         self.source = source
+        #: the Python functions its statements may call (``sql.functions``)
+        self.functions = functions or Functions()
+        #: the names CREATE FUNCTION statements gave
+        self.created_functions: set[str] = set()
         #: where the rows a time-windowed aggregation leaves out as late go (None: nowhere)
         self.late_topic = late_topic
         #: (windowed table, its sink table) whose late rows go to ``late_topic``
@@ -208,11 +219,12 @@ class Compiler:
 
     def compile_all(self) -> None:
         """Compile every statement of the source text."""
-        for statement in split_statements(self.source):
-            self.explained |= statement.explain
-            self.statement_start = statement.start
-            self.compile_statement(statement, parse(statement, self.source))
-        self._write_late_rows()
+        with functions.active(self.functions):
+            for statement in split_statements(self.source):
+                self.explained |= statement.explain
+                self.statement_start = statement.start
+                self.compile_statement(statement, parse(statement, self.source))
+            self._write_late_rows()
 
     def _write_late_rows(self) -> None:
         """Each time-windowed aggregation's late rows to ``late_topic`` (``sql.late``),
@@ -235,10 +247,8 @@ class Compiler:
     def compile_statement(self, statement: Statement, tree: exp.Expr) -> None:
         check_tree(tree, statement, self.source)
         if isinstance(tree, exp.Create) and str(tree.args.get("kind")).upper() == "FUNCTION":
-            raise self.error(
-                statement.start, "CREATE FUNCTION (a user-defined function) is not supported yet"
-            )
-        if isinstance(tree, exp.Create) and tree.expression is not None:
+            self.create_function(statement, tree)
+        elif isinstance(tree, exp.Create) and tree.expression is not None:
             self.derived.create(statement, tree)
         elif isinstance(tree, exp.Create) and isinstance(tree.this, exp.Schema):
             table = table_from_ddl(tree, statement.watermark, self.source)
@@ -264,6 +274,37 @@ class Compiler:
             raise self.error(statement.start, f"{' '.join(words[:3])} ... is not supported")
         else:
             raise self.error(tree, f"unsupported statement {tree.key.upper()}")
+
+    def create_function(self, statement: Statement, create: exp.Create) -> None:
+        """``CREATE [TEMPORARY [SYSTEM]] FUNCTION [IF NOT EXISTS] name AS 'module.attr'
+        LANGUAGE PYTHON``: the Python function at that path, callable by ``name``."""
+        name = create.this.name
+        path = create.expression
+        if not isinstance(path, exp.Literal) or not path.is_string:
+            raise self.error(create.this, f"CREATE FUNCTION {name} needs AS 'module.function'")
+        at = self.keyword(statement, TokenType.STRING)
+        language = create.find(exp.LanguageProperty)
+        spoken = language.name.upper() if language is not None else "JAVA"
+        if spoken != "PYTHON":
+            raise self.error(
+                at,
+                f"CREATE FUNCTION {name}: only LANGUAGE PYTHON functions run here"
+                + (
+                    ""
+                    if language is not None
+                    else " (Flink's default is JAVA): add LANGUAGE PYTHON"
+                ),
+            )
+        if name.lower() in self.created_functions:
+            if create.args.get("exists"):
+                return
+            raise self.error(create.this, f"function {name} already exists")
+        try:
+            function = functions.load(name, path.this)
+        except functions.FunctionDefinitionError as e:
+            raise self.error(at, f"CREATE FUNCTION {name}: {e}") from None
+        self.created_functions.add(name.lower())
+        self.functions.add(name, function)
 
     def keyword(self, statement: Statement, token_type: TokenType) -> int:
         """Offset of the statement's first token of ``token_type`` (else its start)."""
@@ -328,7 +369,7 @@ class Compiler:
         rows = RowScope(source, self.source, from_.this.alias or None)
         where = self.predicate(select.args.get("where"), rows)
         group = select.args.get("group")
-        has_aggregate = any(e.find(exp.AggFunc) for e in select.expressions)
+        has_aggregate = any(functions.has_aggregate(e) for e in select.expressions)
         if group is None and not has_aggregate:
             if select.args.get("having"):
                 raise self.error(select.args["having"], "HAVING needs GROUP BY or an aggregate")

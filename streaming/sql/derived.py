@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from streaming.sql import functions
 from streaming.sql.catalog import TableDef
 from streaming.sql.errors import error_at, node_offset
 from streaming.sql.rewrite import SESSION_ALIAS, Watermark
@@ -88,7 +89,7 @@ def outputs(select: exp.Select, source: str) -> list[Output]:
 def is_aggregation(select: exp.Select) -> bool:
     """Whether the query aggregates (GROUP BY, or an aggregate in its SELECT list)."""
     return select.args.get("group") is not None or any(
-        e.find(exp.AggFunc) for e in select.expressions
+        functions.has_aggregate(e) for e in select.expressions
     )
 
 

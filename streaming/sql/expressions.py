@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from sqlglot import exp
 
+from streaming.sql import functions
 from streaming.sql.catalog import type_kind
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.timestamps import parse_timestamp
@@ -404,7 +405,35 @@ def _aggregate(node: exp.AggFunc, scope: Scope) -> Compiled:
 
 
 def _anonymous(node: exp.Anonymous, scope: Scope) -> Compiled:
+    function = functions.lookup(node.name)
+    if isinstance(function, functions.AggregateFunction):
+        return scope.aggregate(node)  # type: ignore[arg-type]  # GroupScope takes it
+    if isinstance(function, functions.TableFunction):
+        raise fail(
+            scope, node, f"{function.name} is a table function: call it in LATERAL TABLE(...)"
+        )
+    if isinstance(function, functions.ScalarFunction):
+        return _python_call(node, function, scope)
     return scope.window_function(node)
+
+
+def _python_call(node: exp.Anonymous, function: functions.ScalarFunction, scope: Scope) -> Compiled:
+    """A call of a Python scalar function: its arguments evaluated, then the function; a
+    raise fails the record with a ``FunctionError`` naming the function."""
+    fns = [compile_expression(arg, scope).fn for arg in node.expressions]
+    wrong = functions.check_arity(function.fn, len(fns))
+    if wrong is not None:
+        raise fail(scope, node, f"function {function.name} {wrong}")
+    call, name = function.fn, function.name
+
+    def evaluate(row: Row) -> Any:
+        args = [fn(row) for fn in fns]
+        try:
+            return call(*args)
+        except Exception as e:
+            raise functions.call_failed(name, args, e) from e
+
+    return Compiled(evaluate, function.result_kind)
 
 
 _HANDLERS: list[tuple[Any, Callable[[Any, Scope], Compiled]]] = [

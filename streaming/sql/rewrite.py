@@ -224,6 +224,14 @@ def _prepare(text: str, tokens: list[Token], *, explain: bool) -> Statement:
         tvfs.append(tvf)
     statement.window_tvfs = tuple(tvfs)
     statement.window_tvf = tvfs[0] if tvfs else None
+    for previous, token, following in zip(tokens, tokens[1:], tokens[2:], strict=False):
+        # CREATE TEMPORARY SYSTEM FUNCTION: a temporary function (one namespace here)
+        if (previous.text.upper(), token.text.upper(), following.text.upper()) == (
+            "TEMPORARY",
+            "SYSTEM",
+            "FUNCTION",
+        ):
+            _blank(chars, token.start, token.end)
     for token, following in pairwise(tokens):
         if (
             token.text.upper() == "SESSION"

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from streaming import serdes as serdes_mod
+from streaming.runtime import errors
+from streaming.runtime.config_keys import DEAD_LETTER_QUEUE_TOPIC, PROCESSING_HANDLER
 from streaming.runtime.task import ConsumerRecord, StreamTask
 from streaming.state.api import changelog_topic
 from streaming.testing.global_state import GlobalStateTask
@@ -163,6 +165,12 @@ class TopologyTestDriver:
         self._task.context.changelog_writer = self._log_change
         self._task.initialize()
         self._closed = False
+        # Kafka's driver runs the processing exception handler too (KIP-1033, KIP-1034);
+        # without one configured a processing error reaches the caller
+        handler = self.config.get(PROCESSING_HANDLER)
+        self._processing_handler = errors.handler_from_config(handler or "log_and_fail")
+        self._dead_letter_topic = self.config.get(DEAD_LETTER_QUEUE_TOPIC) or None
+        self._on_error = self._on_processing_error if handler else None
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -237,9 +245,24 @@ class TopologyTestDriver:
     def _complete_all_processable_work(self) -> None:
         task = self._task
         self._capture_outputs()
-        while task.process():
+        while task.process(on_error=self._on_error):
             task.commit()
             self._capture_outputs()
+
+    def _on_processing_error(self, rec: Any, exc: Exception) -> None:
+        """A record whose processing raised, as a running application treats it: the
+        ``processing.exception.handler`` decides, and with
+        ``errors.dead.letter.queue.topic.name`` the record's bytes go to that topic with
+        the failure in KIP-1034's headers."""
+        context = errors.ErrorHandlerContext(
+            rec.topic, rec.partition, rec.offset, rec.timestamp, rec.headers, None, "0_0"
+        )
+        decision = errors.decide(self._processing_handler, context, rec, exc)
+        if self._dead_letter_topic:
+            headers = tuple(errors.dead_letter_headers(context, exc))
+            self._send(self._dead_letter_topic, rec.raw_key, rec.raw_value, rec.timestamp, headers)
+        if decision is errors.Response.FAIL:
+            raise exc
 
     # -- input ------------------------------------------------------------------------
 

@@ -252,14 +252,14 @@ UNSUPPORTED = [
         "unsupported expression CURRENT_TIMESTAMP()",
     ),
     (
-        "CREATE FUNCTION f AS 'm.f' LANGUAGE PYTHON;",
-        "CREATE FUNCTION",
-        "CREATE FUNCTION (a user-defined function) is not supported yet",
+        "CREATE FUNCTION f AS 'no_such_module.f' LANGUAGE PYTHON;",
+        "'no_such_module.f'",
+        "CREATE FUNCTION f: cannot import module no_such_module",
     ),
     (
-        "CREATE TEMPORARY SYSTEM FUNCTION f AS 'm.f' LANGUAGE PYTHON;",
-        "CREATE TEMPORARY",
-        "CREATE TEMPORARY SYSTEM ... is not supported",
+        "CREATE TEMPORARY SYSTEM FUNCTION f AS 'com.acme.F' LANGUAGE JAVA;",
+        "'com.acme.F'",
+        "CREATE FUNCTION f: only LANGUAGE PYTHON functions run here",
     ),
     (
         "CREATE TABLE m (id STRING, ts TIMESTAMP(3) METADATA FROM 'timestamp') "
