@@ -14,15 +14,22 @@ take rows back (``subtractor``, for ``KGroupedTable.aggregate``): it starts with
 group's row count (the group is gone, a delete, when it reaches 0), SUM and AVG keep
 ``[sum, count]``, and MIN, MAX and COUNT(DISTINCT) keep their values with how often each
 was seen (``[[value, n], ...]``), so a retracted extreme falls back to the next one.
+
+A Python aggregate function (``functions.AggregateFunction``, function ``PYTHON``) keeps
+its own accumulator as the state: ``accumulate`` adds a row, ``retract`` takes one back,
+``merge`` joins two sessions, each on a copy (the store's state is never changed in
+place); a raise fails the record with a ``FunctionError``.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from streaming.sql.expressions import sql_equal
+from streaming.sql.functions import AggregateFunction, call_failed
 
 Row = dict[str, Any]
 
@@ -36,10 +43,31 @@ class AggregateSpec:
     sql: str
     #: MIN/MAX: what values are compared by (epoch ms of a TIMESTAMP); None: the values
     order: Callable[[Any], Any] | None = None
+    #: PYTHON: the Python aggregate function (``argument`` gives its argument list)
+    python: AggregateFunction | None = None
+
+
+def _python(spec: AggregateSpec, method: str, *args: Any) -> Any:
+    """Call the Python aggregate's ``method``; a raise names the function."""
+    assert spec.python is not None
+    try:
+        return getattr(spec.python.impl, method)(*args)
+    except Exception as e:
+        raise call_failed(f"{spec.python.name}.{method}", args[1:], e) from e
+
+
+def _python_change(spec: AggregateSpec, state: Any, row: Row, method: str) -> Any:
+    """A copy of ``state`` with the row accumulated (or retracted)."""
+    assert spec.argument is not None
+    state = copy.deepcopy(state)
+    _python(spec, method, state, *spec.argument(row))
+    return state
 
 
 def initial(spec: AggregateSpec) -> Any:
     """The state before any row."""
+    if spec.python is not None:
+        return _python(spec, "create_accumulator")
     if spec.function == "COUNT":
         return 0
     if spec.function == "COUNT_DISTINCT":
@@ -49,6 +77,8 @@ def initial(spec: AggregateSpec) -> Any:
 
 def add(spec: AggregateSpec, state: Any, row: Row) -> Any:
     """The state after one more row."""
+    if spec.python is not None:
+        return _python_change(spec, state, row, "accumulate")
     value = 1 if spec.argument is None else spec.argument(row)
     if value is None:
         return state
@@ -83,6 +113,8 @@ def _extreme(spec: AggregateSpec, a: Any, b: Any) -> Any:
 
 def result(spec: AggregateSpec, state: Any) -> Any:
     """The aggregate's value from its state."""
+    if spec.python is not None:
+        return _python(spec, "get_value", state)
     if spec.function == "AVG":
         return state[0] / state[1] if state[1] else None
     if spec.function == "COUNT_DISTINCT":
@@ -92,6 +124,10 @@ def result(spec: AggregateSpec, state: Any) -> Any:
 
 def merge(spec: AggregateSpec, a: Any, b: Any) -> Any:
     """The state of two merged groups of rows (two sessions joined by a record)."""
+    if spec.python is not None:
+        merged = copy.deepcopy(a)
+        _python(spec, "merge", merged, [b])
+        return merged
     if spec.function == "COUNT":
         return a + b
     if spec.function == "COUNT_DISTINCT":
@@ -133,6 +169,8 @@ _MULTISET = ("MIN", "MAX", "COUNT_DISTINCT")
 
 
 def _initial_updating(spec: AggregateSpec) -> Any:
+    if spec.python is not None:
+        return initial(spec)
     if spec.function == "COUNT":
         return 0
     return [] if spec.function in _MULTISET else [0, 0]
@@ -140,6 +178,8 @@ def _initial_updating(spec: AggregateSpec) -> Any:
 
 def _change(spec: AggregateSpec, state: Any, row: Row, sign: int) -> Any:
     """The state with ``row`` added (``sign`` 1) or taken back (``sign`` -1)."""
+    if spec.python is not None:
+        return _python_change(spec, state, row, "accumulate" if sign > 0 else "retract")
     value = 1 if spec.argument is None else spec.argument(row)
     if value is None or (spec.order is not None and spec.order(value) is None):
         return state
@@ -156,6 +196,8 @@ def _change(spec: AggregateSpec, state: Any, row: Row, sign: int) -> Any:
 
 
 def _result_updating(spec: AggregateSpec, state: Any) -> Any:
+    if spec.python is not None:
+        return result(spec, state)
     if spec.function == "COUNT":
         return state
     if spec.function == "COUNT_DISTINCT":

@@ -782,6 +782,15 @@ class Compiler:
                 ),
             )
         specs = scope.specs
+        sessions = window if window is not None and window.kind == "SESSION" else None
+        for spec in specs if sessions is not None else []:
+            if spec.python is not None and not spec.python.merges:
+                assert sessions is not None
+                raise self.error(
+                    sessions.offset,
+                    f"aggregate function {spec.python.name} has no merge(): a SESSION window "
+                    "merges the accumulators of the sessions a row joins",
+                )
         key_fns = [rows.column(exp.column(c)).fn for c in group_columns]
         rows_in = self.source_of(source).filter(lambda k, v: isinstance(v, dict) and where(v))
         on_proctime = window is not None and window.column == source.proctime

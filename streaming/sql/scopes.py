@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from streaming.sql import functions
 from streaming.sql.aggregates import AggregateSpec
 from streaming.sql.catalog import TableDef
 from streaming.sql.expressions import NUMERIC, Compiled, compile_expression, fail
@@ -77,6 +78,8 @@ class GroupScope:
         return Compiled(lambda row: row["key"][index], kind)
 
     def aggregate(self, node: exp.AggFunc) -> Compiled:
+        if isinstance(node, exp.Anonymous):  # a Python aggregate function
+            return self.python_aggregate(node)
         function = type(node).__name__.upper()
         argument = node.this
         if isinstance(argument, exp.Distinct):
@@ -112,6 +115,32 @@ class GroupScope:
             function, compiled.kind if compiled else "NULL"
         )
         return Compiled(lambda row: row["aggs"][index], kind)
+
+    def python_aggregate(self, node: exp.Anonymous) -> Compiled:
+        """A call of a Python aggregate function: its spec, its value from the row."""
+        function = functions.lookup(node.name)
+        assert isinstance(function, functions.AggregateFunction)
+        fns = [compile_expression(arg, self.rows).fn for arg in node.expressions]
+        wrong = functions.check_arity(function.impl.accumulate, len(fns), leading=1)
+        if wrong is not None:
+            raise fail(self, node, f"aggregate function {function.name}.accumulate {wrong}")
+        table = self.rows.table
+        if table.is_upsert and not function.retracts:
+            raise fail(
+                self,
+                node,
+                f"aggregate function {function.name} has no retract(): aggregating the "
+                f"updating table {table.name} takes rows back",
+            )
+        sql = node.sql()
+        keys = [spec.sql for spec in self.specs]
+        if sql not in keys:
+            self.specs.append(
+                AggregateSpec("PYTHON", lambda row: [fn(row) for fn in fns], sql, python=function)
+            )
+            keys.append(sql)
+        index = keys.index(sql)
+        return Compiled(lambda row: row["aggs"][index], function.result_kind)
 
     def window_function(self, node: exp.Anonymous) -> Compiled:
         end = WINDOW_FUNCTIONS.get(node.name.upper())
