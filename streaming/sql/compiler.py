@@ -782,12 +782,12 @@ class Compiler:
                 ),
             )
         specs = scope.specs
-        sessions = window if window is not None and window.kind == "SESSION" else None
-        for spec in specs if sessions is not None else []:
+        session_window = window if window is not None and window.kind == "SESSION" else None
+        for spec in specs if session_window is not None else []:
             if spec.python is not None and not spec.python.merges:
-                assert sessions is not None
+                assert session_window is not None
                 raise self.error(
-                    sessions.offset,
+                    session_window.offset,
                     f"aggregate function {spec.python.name} has no merge(): a SESSION window "
                     "merges the accumulators of the sessions a row joins",
                 )
