@@ -83,6 +83,7 @@ from streaming.sql.functions import Functions
 from streaming.sql.join_groups import aggregation_over_join
 from streaming.sql.joins import JoinCompiler
 from streaming.sql.late import late_row
+from streaming.sql.lateral import lateral_view, take_lateral
 from streaming.sql.results import MaterializedResult
 from streaming.sql.rewrite import (
     SESSION_ALIAS,
@@ -100,6 +101,7 @@ from streaming.sql.timestamps import (
     format_timestamp,
 )
 from streaming.sql.unsupported import (
+    NOT_YET,
     check_tokens,
     check_tree,
     explain_parse_error,
@@ -224,6 +226,11 @@ class Compiler:
                 self.explained |= statement.explain
                 self.statement_start = statement.start
                 self.compile_statement(statement, parse(statement, self.source))
+                if statement.laterals:
+                    raise self.error(
+                        statement.laterals[0].offset,
+                        f"LATERAL TABLE after a join or a window TVF {NOT_YET}",
+                    )
             self._write_late_rows()
 
     def _write_late_rows(self) -> None:
@@ -366,7 +373,12 @@ class Compiler:
                 f"{source.name} is a global table: it is read only as the table of a "
                 f"stream-table join (FROM stream JOIN {source.name} ON ...)",
             )
-        rows = RowScope(source, self.source, from_.this.alias or None)
+        alias = from_.this.alias or None
+        lateral = take_lateral(statement, alias or source.name)
+        if lateral is not None:
+            source = lateral_view(self, select, source, alias, lateral)
+            alias = alias or from_.this.name
+        rows = RowScope(source, self.source, alias)
         where = self.predicate(select.args.get("where"), rows)
         group = select.args.get("group")
         has_aggregate = any(functions.has_aggregate(e) for e in select.expressions)

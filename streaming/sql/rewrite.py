@@ -23,7 +23,7 @@ sqlglot reports, and every error this front end raises, refers to the text as wr
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from itertools import pairwise
 
@@ -86,6 +86,20 @@ class WindowTvf:
     end: int = 0
 
 
+@dataclass(frozen=True)
+class LateralTable:
+    """``[, | CROSS JOIN | LEFT JOIN] LATERAL TABLE(fn(args)) [AS] alias[(columns)]
+    [ON TRUE]`` after the table ``after`` (its alias or name) in a FROM clause."""
+
+    call: exp.Anonymous
+    alias: str | None
+    columns: tuple[str, ...]
+    left: bool
+    after: str
+    #: where the function's name is
+    offset: int
+
+
 @dataclass
 class Statement:
     """One statement: the text sqlglot parses (whole text, other statements blanked) and
@@ -102,6 +116,8 @@ class Statement:
     window_tvf: WindowTvf | None = None
     #: every window TVF of the statement, in text order (subqueries may have one each)
     window_tvfs: tuple[WindowTvf, ...] = ()
+    #: its ``LATERAL TABLE(...)`` joins not compiled yet, in text order
+    laterals: list[LateralTable] = field(default_factory=list)
 
     def final(self, windowed: bool) -> bool:
         """Whether a query of this statement emits final results: a windowed aggregation
@@ -224,6 +240,8 @@ def _prepare(text: str, tokens: list[Token], *, explain: bool) -> Statement:
         tvfs.append(tvf)
     statement.window_tvfs = tuple(tvfs)
     statement.window_tvf = tvfs[0] if tvfs else None
+    while (lateral := _take_lateral_table(text, tokens, chars)) is not None:
+        statement.laterals.append(lateral)
     for previous, token, following in zip(tokens, tokens[1:], tokens[2:], strict=False):
         # CREATE TEMPORARY SYSTEM FUNCTION: a temporary function (one namespace here)
         if (previous.text.upper(), token.text.upper(), following.text.upper()) == (
@@ -387,4 +405,79 @@ def _take_window_tvf(
         offset=tokens[i].start,
         partition=partition,
         end=tokens[outer_close].end,
+    )
+
+
+_JOIN_WORDS = ("CROSS", "LEFT", "OUTER", "INNER")
+
+
+def _take_lateral_table(text: str, tokens: list[Token], chars: list[str]) -> LateralTable | None:
+    """Blank the first ``LATERAL TABLE(fn(...))`` join not blanked yet, with what joins it
+    to the FROM table (``,``, ``CROSS JOIN``, ``LEFT JOIN``, ``JOIN ... ON TRUE``)."""
+    n = len(tokens)
+    for i in range(1, n - 3):
+        if (
+            tokens[i].text.upper() == "LATERAL"
+            and tokens[i + 1].text.upper() == "TABLE"
+            and chars[tokens[i].start] != " "
+        ):
+            break
+    else:
+        return None
+    first = i - 1
+    if tokens[first].token_type == TokenType.JOIN:
+        while first > 0 and tokens[first - 1].text.upper() in _JOIN_WORDS:
+            first -= 1
+    elif tokens[first].token_type != TokenType.COMMA:
+        raise error_at(
+            text, tokens[i].start, "LATERAL TABLE joins a table: FROM t, LATERAL TABLE(f(...))"
+        )
+    joined_by = {t.text.upper() for t in tokens[first:i]}
+    if first == 0:
+        raise error_at(text, tokens[i].start, "LATERAL TABLE needs a table before it")
+    if (
+        tokens[i + 2].token_type != TokenType.L_PAREN
+        or i + 4 >= n
+        or tokens[i + 4].token_type != TokenType.L_PAREN
+    ):
+        raise error_at(
+            text, tokens[i].start, "LATERAL TABLE takes a function call: LATERAL TABLE(f(...))"
+        )
+    name_token = tokens[i + 3]
+    close_call = _matching_paren(tokens, i + 4)
+    close = _matching_paren(tokens, i + 2)
+    if close != close_call + 1:
+        raise error_at(text, name_token.start, "LATERAL TABLE takes one function call")
+    inner = tokens[i + 5 : close_call]
+    args = [_parse_fragment(text, arg) for arg in _split_args(inner)] if inner else []
+    call = exp.Anonymous(this=name_token.text, expressions=args)
+    end = close
+    alias: str | None = None
+    columns: tuple[str, ...] = ()
+    if end + 1 < n and tokens[end + 1].token_type == TokenType.ALIAS:
+        end += 1
+    if end + 1 < n and tokens[end + 1].token_type in (TokenType.VAR, TokenType.IDENTIFIER):
+        end += 1
+        alias = tokens[end].text
+        if end + 1 < n and tokens[end + 1].token_type == TokenType.L_PAREN:
+            close_columns = _matching_paren(tokens, end + 1)
+            columns = tuple(
+                t.text for t in tokens[end + 2 : close_columns] if t.token_type != TokenType.COMMA
+            )
+            end = close_columns
+    left = "LEFT" in joined_by
+    if end + 1 < n and tokens[end + 1].token_type == TokenType.ON:
+        if end + 2 >= n or tokens[end + 2].text.upper() != "TRUE":
+            raise error_at(text, tokens[end + 1].start, "a join of LATERAL TABLE is ON TRUE (only)")
+        end += 2
+    elif left:
+        raise error_at(text, tokens[first].start, "LEFT JOIN LATERAL TABLE(...) needs ON TRUE")
+    _blank(chars, tokens[first].start, tokens[end].end)
+    return LateralTable(
+        call=call,
+        alias=alias,
+        columns=columns,
+        left=left,
+        after=tokens[first - 1].text,
+        offset=name_token.start,
     )

@@ -6,8 +6,8 @@ it, before the compiler tries the statement (which would otherwise fail on a det
 MATCH_RECOGNIZE):
 
 - ``check_tokens`` reads the statement's tokens, for what sqlglot cannot parse
-  (MATCH_RECOGNIZE, ``LATERAL TABLE(...)``), parses into something else or drops (a
-  table hint, a comment to its tokenizer);
+  (MATCH_RECOGNIZE), parses into something else or drops (a table hint, a comment to its
+  tokenizer);
   ``explain_parse_error`` names the construct behind a parse error where it knows it
   (``METADATA`` columns);
 - ``check_tree`` walks the parsed statement: OVER aggregations, ``ROW_NUMBER()`` / ``RANK()``
@@ -48,12 +48,9 @@ def check_tokens(statement: Statement, source: str) -> None:
         if hint >= 0:
             raise error_at(source, hint, f"a hint (/*+ ... */) {NOT_YET}")
         previous_end = token.end + 1
-    for token, following in zip(tokens, [*tokens[1:], None], strict=True):
-        word = token.text.upper()
-        if word == "MATCH_RECOGNIZE":
+    for token in tokens:
+        if token.text.upper() == "MATCH_RECOGNIZE":
             raise error_at(source, token.start, f"MATCH_RECOGNIZE (pattern recognition) {NOT_YET}")
-        if word == "LATERAL" and following is not None and following.text.upper() == "TABLE":
-            raise error_at(source, token.start, f"LATERAL TABLE (a table function) {NOT_YET}")
 
 
 def explain_parse_error(statement: Statement, source: str) -> SqlError | None:
