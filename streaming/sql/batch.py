@@ -40,7 +40,12 @@ What is rewritten, and why (sqlglot transpiles the rest):
 A view or subquery in FROM (the only relation) that projects and filters one table is merged
 into the query (its columns replaced by their expressions, its WHERE ANDed in).
 
-Not translated (``SqlError``): SESSION windows, other views and subqueries, and anything the compiler rejects (the
+A Python scalar function (``streaming.sql.functions``) is registered on the DuckDB
+connection while the query runs (``BatchQuery.run``), its parameter and result types
+from its type hints.
+
+Not translated (``SqlError``): SESSION windows, other views and subqueries, Python table
+and aggregate functions, and anything the compiler rejects (the
 statements are compiled first). Known differences: MIN/MAX of TIMESTAMP text compare the
 text (chronological for one format, as the platform writes); AVG and SUM of DOUBLEs may
 differ in the last bits (summation order). EMIT FINAL / CHANGES are ignored: a batch
@@ -49,7 +54,10 @@ result is final.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +67,13 @@ from sqlglot import exp
 from streaming.sql.catalog import TableDef
 from streaming.sql.compiler import Compiler, fill_columns, parse
 from streaming.sql.errors import SqlError, error_at, node_offset
+from streaming.sql.functions import (
+    AggregateFunction,
+    Functions,
+    ScalarFunction,
+    active,
+    hint_kind,
+)
 from streaming.sql.rewrite import SESSION_ALIAS, Statement, interval_ms, split_statements
 from streaming.sql.timestamps import parse_timestamp
 
@@ -78,6 +93,20 @@ _TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%g"
 
 
 @dataclass(frozen=True)
+class BatchFunction:
+    """A Python scalar function as DuckDB registers it: name, DuckDB parameter and return
+    types (from the function's type hints)."""
+
+    name: str
+    fn: Callable[..., Any]
+    parameters: tuple[str, ...]
+    returns: str
+
+
+_DUCKDB_TYPES = {"STRING": "VARCHAR", "BIGINT": "BIGINT", "DOUBLE": "DOUBLE", "BOOLEAN": "BOOLEAN"}
+
+
+@dataclass(frozen=True)
 class BatchQuery:
     """A translated INSERT: the DuckDB ``sql``, the source ``tables`` it reads (the
     relations to provide, by table name) and the ``sink`` whose columns it returns."""
@@ -85,6 +114,8 @@ class BatchQuery:
     sql: str
     tables: tuple[TableDef, ...]
     sink: TableDef
+    #: the Python scalar functions it calls, registered on the connection while it runs
+    functions: tuple[BatchFunction, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -99,6 +130,15 @@ class BatchQuery:
             raise ValueError(f"no relation for table(s) {missing}")
         for table in self.tables:
             con.register(table.name, relations[table.name])
+        for function in self.functions:
+            # NULLs reach the function, as in the stream
+            con.create_function(
+                function.name,
+                function.fn,
+                list(function.parameters),
+                function.returns,
+                null_handling="special",
+            )
         try:
             cursor = con.execute(self.sql)
             names = [d[0] for d in cursor.description]
@@ -106,13 +146,22 @@ class BatchQuery:
         finally:
             for table in self.tables:
                 con.unregister(table.name)
+            for function in self.functions:
+                con.remove_function(function.name)
 
 
-def to_duckdb(text: str, sink: str | None = None) -> BatchQuery:
+def to_duckdb(
+    text: str, sink: str | None = None, *, functions: dict[str, Any] | None = None
+) -> BatchQuery:
     """The DuckDB translation of the INSERT in ``text`` writing ``sink`` (default: the
     only INSERT). ``text`` holds the CREATE TABLE statements too; it is compiled first, so
-    whatever the streaming compiler rejects fails here with the same ``SqlError``."""
-    compiler = Compiler(text)
+    whatever the streaming compiler rejects fails here with the same ``SqlError``.
+    ``functions``: the Python functions it calls, as for ``streaming.sql.compile``."""
+    try:
+        given = Functions(functions)
+    except ValueError as e:
+        raise SqlError(str(e), line=1, column=1) from None
+    compiler = Compiler(text, functions=given)
     compiler.compile_all()
     inserts = []
     for statement in split_statements(text):
@@ -124,7 +173,60 @@ def to_duckdb(text: str, sink: str | None = None) -> BatchQuery:
         what = f"an INSERT INTO {sink}" if sink else "exactly one INSERT"
         raise SqlError(f"expected {what} in the statements, found {len(chosen)}", line=1, column=1)
     statement, insert = chosen[0]
-    return _Translation(text, compiler.tables, statement, insert).translate()
+    if statement.laterals:
+        lateral = statement.laterals[0]
+        raise error_at(
+            text,
+            lateral.offset,
+            f"LATERAL TABLE({lateral.call.name}(...)) (a Python table function) is not "
+            "translated to batch SQL",
+        )
+    with active(compiler.functions):
+        translated = _Translation(text, compiler.tables, statement, insert).translate()
+    calls = list(sqlglot.parse_one(translated.sql, read="duckdb").find_all(exp.Anonymous))
+    registered = _batch_functions(text, statement.start, insert, calls, compiler.functions)
+    return dataclasses.replace(translated, functions=registered)
+
+
+def _batch_functions(
+    text: str, at: int, insert: exp.Insert, calls: list[exp.Anonymous], functions: Functions
+) -> tuple[BatchFunction, ...]:
+    """The Python functions among ``calls`` (of the translated query, views inlined), as
+    DuckDB registers them; a Python aggregate, or a scalar function without type hints on
+    its parameters, is a ``SqlError`` (at its call in ``insert`` if there, else ``at``)."""
+    found: dict[str, BatchFunction] = {}
+    for call in calls:
+        function = functions.get(call.name)
+        written = [c for c in insert.find_all(exp.Anonymous) if c.name.lower() == call.name.lower()]
+        offset = node_offset(written[0]) if written else at
+        if isinstance(function, AggregateFunction):
+            raise error_at(
+                text,
+                offset,
+                f"{function.name} (a Python aggregate function) is not translated to batch SQL",
+            )
+        if not isinstance(function, ScalarFunction) or call.name.lower() in found:
+            continue
+        try:
+            hints = typing.get_type_hints(function.fn)
+        except (NameError, TypeError):
+            hints = {}
+        names = list(inspect.signature(function.fn).parameters)
+        kinds = [hint_kind(hints.get(n)) for n in names]
+        if any(k is None for k in kinds):
+            raise error_at(
+                text,
+                offset,
+                f"function {function.name} needs type hints (int, float, str, bool) on its "
+                "parameters to run in DuckDB",
+            )
+        found[call.name.lower()] = BatchFunction(
+            call.name.lower(),
+            function.fn,
+            tuple(_DUCKDB_TYPES[k] for k in kinds if k is not None),
+            _DUCKDB_TYPES.get(function.result_kind, "VARCHAR"),
+        )
+    return tuple(found.values())
 
 
 def _target(insert: exp.Insert) -> str:

@@ -160,3 +160,43 @@ def test_raising_function_fails_without_a_handler():
     )
     with pytest.raises(Exception, match=r"function boom\(5,\) raised ValueError: no"):
         run(sql, functions={"boom": boom})
+
+
+def test_batch_translation_runs_the_function_in_duckdb():
+    import duckdb
+    import pandas as pd
+
+    from streaming.sql.batch import to_duckdb
+
+    sql = EVENTS + (
+        "CREATE FUNCTION shout AS 'sql_udfs.shout' LANGUAGE PYTHON;\n"
+        "INSERT INTO out SELECT id, shout(name) || tier(amount) FROM events "
+        "WHERE tier(amount) = 'small' OR shout(name) IS NULL;"
+    )
+    stream = run(sql)
+    assert stream == [{"id": "a", "label": "ANN!small"}, {"id": "b", "label": None}]
+    query = to_duckdb(sql)
+    con = duckdb.connect()
+    try:
+        batch = query.run(con, {"events": pd.DataFrame(ROWS)})
+    finally:
+        con.close()
+    assert sorted(batch, key=lambda r: r["id"]) == stream
+
+
+def test_batch_translation_refuses_what_duckdb_cannot_run():
+    from streaming.sql.batch import to_duckdb
+
+    def untyped_args(x) -> str:
+        return str(x)
+
+    sql = EVENTS + "INSERT INTO out SELECT id, untyped_args(amount) FROM events;"
+    with pytest.raises(SqlError, match="function untyped_args needs type hints") as error:
+        to_duckdb(sql, functions={"untyped_args": untyped_args})
+    assert (error.value.line, error.value.column) == (6, 28)
+    table = EVENTS + (
+        "CREATE FUNCTION words AS 'sql_udfs.words' LANGUAGE PYTHON;\n"
+        "INSERT INTO out SELECT id, w FROM events, LATERAL TABLE(words(name)) AS T(w, n);"
+    )
+    with pytest.raises(SqlError, match=r"LATERAL TABLE\(words\(...\)\) .* not translated"):
+        to_duckdb(table)
