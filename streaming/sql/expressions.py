@@ -64,6 +64,11 @@ def fail(scope: Scope, node: exp.Expr, message: str) -> SqlError:
 
 def compile_expression(node: exp.Expr, scope: Scope) -> Compiled:
     """Compile ``node`` in ``scope`` (raises ``SqlError`` for what is unknown or wrong)."""
+    if isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous | exp.AggFunc):
+        # a Python scalar function named as a function sqlglot knows (SPLIT, REVERSE)
+        function = functions.lookup(node.sql_name())
+        if isinstance(function, functions.ScalarFunction):
+            return _python_call(_as_call(node), function, scope)
     for types, handler in _HANDLERS:
         if isinstance(node, types):
             return handler(node, scope)
@@ -415,6 +420,16 @@ def _anonymous(node: exp.Anonymous, scope: Scope) -> Compiled:
     if isinstance(function, functions.ScalarFunction):
         return _python_call(node, function, scope)
     return scope.window_function(node)
+
+
+def _as_call(node: exp.Func) -> exp.Anonymous:
+    """``node`` as a plain call of its name with its arguments in order (positions kept)."""
+    args: list[exp.Expr] = []
+    for value in node.args.values():
+        args.extend(v for v in (value if isinstance(value, list) else [value]) if v is not None)
+    call = exp.Anonymous(this=node.sql_name(), expressions=args)
+    call.parent = node.parent
+    return call
 
 
 def _python_call(node: exp.Anonymous, function: functions.ScalarFunction, scope: Scope) -> Compiled:

@@ -200,3 +200,24 @@ def test_batch_translation_refuses_what_duckdb_cannot_run():
     )
     with pytest.raises(SqlError, match=r"LATERAL TABLE\(words\(...\)\) .* not translated"):
         to_duckdb(table)
+
+
+def test_a_function_may_take_the_name_of_a_function_sqlglot_knows():
+    def reverse(text: str | None) -> str | None:
+        return None if text is None else text[::-1]
+
+    sql = EVENTS + "INSERT INTO out SELECT id, REVERSE(name) FROM events WHERE name IS NOT NULL;"
+    assert run(sql, functions={"reverse": reverse}) == [
+        {"id": "a", "label": "nna"},
+        {"id": "c", "label": "yc"},
+    ]
+
+
+def test_readme_python_function_example_runs_as_written(capsys):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme.split("### Python functions in SQL\n", 1)[1]
+    block = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(block, {})
+    assert capsys.readouterr().out.splitlines() == ["[{'id': 'p1', 'risk': 'high'}]"]
