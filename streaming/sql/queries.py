@@ -87,6 +87,12 @@ def plan(catalog: SqlCatalog, text: str) -> PullQuery | PushQuery | TransientQue
     check_tree(tree, statement, text)
     if not isinstance(tree, exp.Select):
         raise error_at(text, statement.start, "a pull or push query is one SELECT statement")
+    if statement.laterals:
+        raise error_at(
+            text,
+            statement.laterals[0].offset,
+            "LATERAL TABLE (a Python table function) in a pull or push query is not supported yet",
+        )
     if statement.emit == "FINAL":
         raise error_at(text, statement.emit_offset, "EMIT FINAL is not a query: use EMIT CHANGES")
     if statement.watermark is not None:

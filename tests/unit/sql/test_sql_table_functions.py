@@ -170,3 +170,14 @@ def test_raising_table_function_sends_the_record_to_the_dead_letter_topic():
         b"function explode('to be',) raised RuntimeError"
         in dict(letters_[0].headers)["__streams.errors.exception"]
     )
+
+
+def test_lateral_table_in_a_pull_or_push_query_is_refused():
+    from streaming.sql.queries import plan
+    from streaming.sql.results import catalog_of
+
+    catalog = catalog_of(compile(TABLES + "INSERT INTO out SELECT id, line, 1 FROM lines;"))
+    for emit in ("", " EMIT CHANGES"):
+        with pytest.raises(SqlError, match=r"LATERAL TABLE .* pull or push query") as error:
+            plan(catalog, f"SELECT id, w FROM lines, LATERAL TABLE(words(line)) AS T(w, n){emit}")
+        assert (error.value.line, error.value.column) == (1, 40)
