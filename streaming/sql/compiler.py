@@ -84,6 +84,7 @@ from streaming.sql.join_groups import aggregation_over_join
 from streaming.sql.joins import JoinCompiler
 from streaming.sql.late import late_row
 from streaming.sql.lateral import lateral_view, take_lateral
+from streaming.sql.over import over_calls, over_view
 from streaming.sql.results import MaterializedResult
 from streaming.sql.rewrite import (
     SESSION_ALIAS,
@@ -252,7 +253,7 @@ class Compiler:
         return table
 
     def compile_statement(self, statement: Statement, tree: exp.Expr) -> None:
-        check_tree(tree, statement, self.source)
+        check_tree(tree, statement, self.source, over_aggregations=True)
         if isinstance(tree, exp.Create) and str(tree.args.get("kind")).upper() == "FUNCTION":
             self.create_function(statement, tree)
         elif isinstance(tree, exp.Create) and tree.expression is not None:
@@ -377,6 +378,14 @@ class Compiler:
         lateral = take_lateral(statement, alias or source.name)
         if lateral is not None:
             source = lateral_view(self, select, source, alias, lateral)
+            alias = alias or from_.this.name
+        if over_calls(select):
+            if select.args.get("group") is not None:
+                raise self.error(
+                    select.args["group"], "an OVER aggregation with GROUP BY is not supported yet"
+                )
+            keep = self.predicate(select.args.get("where"), RowScope(source, self.source, alias))
+            source = over_view(self, select, source, alias, keep)
             alias = alias or from_.this.name
         rows = RowScope(source, self.source, alias)
         where = self.predicate(select.args.get("where"), rows)

@@ -10,7 +10,8 @@ MATCH_RECOGNIZE):
   tokenizer);
   ``explain_parse_error`` names the construct behind a parse error where it knows it
   (``METADATA`` columns);
-- ``check_tree`` walks the parsed statement: OVER aggregations, ``ROW_NUMBER()`` / ``RANK()``
+- ``check_tree`` walks the parsed statement: OVER aggregations but in the SELECT list of a
+  query over one table (``over``; in pull and push queries all), ``ROW_NUMBER()`` / ``RANK()``
   Top-N and deduplication (window Top-N when partitioned by the window), set operations,
   WITH, UNNEST, subqueries in expressions, QUALIFY, hints, ``INSERT ... VALUES`` and
   ``INSERT OVERWRITE``.
@@ -21,7 +22,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.tokens import Token
 
-from streaming.sql import dedup
+from streaming.sql import dedup, over
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.rewrite import Statement, tokenize
 
@@ -71,9 +72,11 @@ def _word(token: Token | None) -> str:
     return token.text.upper() if token is not None else ""
 
 
-def check_tree(tree: exp.Expr, statement: Statement, source: str) -> None:
+def check_tree(
+    tree: exp.Expr, statement: Statement, source: str, over_aggregations: bool = False
+) -> None:
     """Refuse, by name and position, the first construct of ``tree`` the compiler does
-    not handle."""
+    not handle (OVER aggregations, unless ``over_aggregations``)."""
     # the ROW_NUMBER() of a deduplication the compiler runs (``dedup``) is no problem
     handled = {
         id(recognised.window)
@@ -84,17 +87,21 @@ def check_tree(tree: exp.Expr, statement: Statement, source: str) -> None:
     found = [
         problem
         for node in tree.walk()
-        if id(node) not in handled and (problem := _problem(node, statement))
+        if id(node) not in handled and (problem := _problem(node, statement, over_aggregations))
     ]
     if found:
         offset, message = min(found, key=lambda problem: problem[0])
         raise error_at(source, offset, message)
 
 
-def _problem(node: exp.Expr, statement: Statement) -> tuple[int, str] | None:
+def _problem(node: exp.Expr, statement: Statement, overs: bool) -> tuple[int, str] | None:
     """(offset, message) if ``node`` is a construct the compiler does not handle."""
-    if isinstance(node, exp.Window) and node.arg_key != "windows":
-        return node_offset(node, statement.start), _over(node)
+    if (
+        isinstance(node, exp.Window)
+        and node.arg_key != "windows"
+        and not (overs and _compiled_over(node))
+    ):
+        return node_offset(node, statement.start), _over(node, overs)
     if isinstance(node, exp.Union | exp.Intersect | exp.Except):
         word = type(node).__name__.upper()
         word += "" if node.args.get("distinct") else " ALL"
@@ -115,9 +122,9 @@ def _problem(node: exp.Expr, statement: Statement) -> tuple[int, str] | None:
         for arg, word, what in (
             ("qualify", "QUALIFY", "QUALIFY"),
             ("hint", "/*+", "a hint (/*+ ... */)"),
-            ("windows", "WINDOW", "a named window (WINDOW w AS ...)"),
+            ("windows", "WINDOW", "a named window (WINDOW w AS ...) without OVER w"),
         ):
-            if node.args.get(arg):
+            if node.args.get(arg) and not (overs and arg == "windows" and over.over_calls(node)):
                 return keyword_offset(node.args[arg], statement, word), f"{what} {NOT_YET}"
     if isinstance(node, exp.Anonymous) and node.name.upper() in TIME_ATTRIBUTE_CALLS:
         return node_offset(node, statement.start), (
@@ -138,11 +145,24 @@ def _problem(node: exp.Expr, statement: Statement) -> tuple[int, str] | None:
     return None
 
 
-def _over(window: exp.Window) -> str:
-    """What an ``f(...) OVER (...)`` is called in Flink's documentation."""
+def _compiled_over(window: exp.Window) -> bool:
+    """Whether ``window`` is an OVER aggregation the compiler runs (``over``): in the
+    SELECT list of a query over one table."""
+    if isinstance(window.this, RANKINGS):
+        return False
+    select = window.parent_select
+    if select is None or select.args.get("joins"):
+        return False
+    return any(w is window for item in select.expressions for w in item.find_all(exp.Window))
+
+
+def _over(window: exp.Window, overs: bool) -> str:
+    """What an ``f(...) OVER (...)`` is called in Flink's documentation (``overs``: where
+    OVER aggregations are compiled)."""
     function = window.this
     if not isinstance(function, RANKINGS):
-        return f"OVER aggregation ({function.sql()} OVER (...)) {NOT_YET}"
+        where = " here: only in the SELECT list of a query over one table" if overs else ""
+        return f"OVER aggregation ({function.sql()} OVER (...)) {NOT_YET}{where}"
     partition = window.args.get("partition_by") or []
     by_window = any(
         isinstance(p, exp.Column) and p.name in ("window_start", "window_end") for p in partition

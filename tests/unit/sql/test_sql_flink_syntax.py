@@ -141,16 +141,18 @@ def test_an_insert_column_list_maps_by_name():
 #: (statement, the text the error points at, what the message says)
 UNSUPPORTED = [
     (
-        "INSERT INTO out SELECT region, SUM(amount) OVER (PARTITION BY region ORDER BY ts "
-        "ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM orders;",
-        "SUM(amount) OVER",
-        "OVER aggregation (SUM(amount) OVER (...)) is not supported yet",
+        "INSERT INTO out SELECT o.region, SUM(o.amount) OVER (PARTITION BY o.region ORDER BY "
+        "o.ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM orders o JOIN shipments s "
+        "ON o.order_id = s.order_id AND s.ts BETWEEN o.ts AND o.ts + INTERVAL '1' HOUR;",
+        "SUM(o.amount) OVER",
+        "OVER aggregation (SUM(o.amount) OVER (...)) is not supported yet here: only in the "
+        "SELECT list of a query over one table",
     ),
     (
-        "INSERT INTO out SELECT region, MAX(amount) OVER (PARTITION BY region ORDER BY ts "
-        "RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW) FROM orders;",
-        "MAX(amount) OVER",
-        "OVER aggregation (MAX(amount) OVER (...)) is not supported yet",
+        "INSERT INTO out SELECT region, amount FROM orders WINDOW w AS (PARTITION BY region "
+        "ORDER BY ts);",
+        "WINDOW w",
+        "a named window (WINDOW w AS ...) without OVER w is not supported yet",
     ),
     (
         "INSERT INTO out SELECT region, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
