@@ -17,7 +17,8 @@ The subquery becomes a view of the deduplicated rows (``DerivedTables.subqueries
 re-keyed by ``k`` (a repartition topic), then ``FirstRow``, whose state keeps the key of
 every row it emitted, for good (Flink's too, without ``'table.exec.state.ttl'``), and the
 candidates still waiting for the watermark. ``ORDER BY t DESC`` (the last row, an updating
-result) and an ORDER BY that is no time attribute (Top-N) are errors.
+result) is an error; ``= 1`` ordered by a column that is no time attribute is a Top-1
+(``topn``).
 """
 
 from __future__ import annotations
@@ -94,6 +95,13 @@ def find(select: exp.Select, subquery: exp.Expr) -> Dedup | None:
         descending=bool(ordered[0].args.get("desc")),
         condition=condition,
     )
+
+
+def by_time(dedup: Dedup, table: TableDef) -> bool:
+    """Whether the deduplication orders by a time attribute of ``table`` (else, with
+    ``= 1``, it is a Top-1: ``topn``)."""
+    watermark = table.watermark.column if table.watermark is not None else None
+    return dedup.order in (table.proctime, watermark)
 
 
 def _first_row_condition(where: exp.Expr | None, name: str) -> exp.Expr | None:

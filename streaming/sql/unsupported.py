@@ -11,8 +11,9 @@ MATCH_RECOGNIZE):
   ``explain_parse_error`` names the construct behind a parse error where it knows it
   (``METADATA`` columns);
 - ``check_tree`` walks the parsed statement: OVER aggregations but in the SELECT list of a
-  query over one table (``over``; in pull and push queries all), ``ROW_NUMBER()`` / ``RANK()``
-  Top-N and deduplication (window Top-N when partitioned by the window), set operations,
+  query over one table (``over``; in pull and push queries all), ``RANK()`` /
+  ``DENSE_RANK()`` and ``ROW_NUMBER()`` Top-N and deduplication but those the compiler runs
+  (``dedup``, ``topn``; window Top-N when partitioned by the window), set operations,
   WITH, UNNEST, subqueries in expressions, QUALIFY, hints, ``INSERT ... VALUES`` and
   ``INSERT OVERWRITE``.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.tokens import Token
 
-from streaming.sql import dedup, over
+from streaming.sql import dedup, over, topn
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.rewrite import Statement, tokenize
 
@@ -77,12 +78,13 @@ def check_tree(
 ) -> None:
     """Refuse, by name and position, the first construct of ``tree`` the compiler does
     not handle (OVER aggregations, unless ``over_aggregations``)."""
-    # the ROW_NUMBER() of a deduplication the compiler runs (``dedup``) is no problem
+    # the ROW_NUMBER() of a deduplication or Top-N the compiler runs is no problem
     handled = {
         id(recognised.window)
         for select in tree.find_all(exp.Select)
         if (from_ := select.args.get("from_")) is not None
-        and (recognised := dedup.find(select, from_.this)) is not None
+        for find in (dedup.find, topn.find)
+        if (recognised := find(select, from_.this)) is not None
     }
     found = [
         problem

@@ -13,7 +13,9 @@
   its own; a windowed aggregation in a view or a subquery emits final results (one row
   per window once it closes, append-only), as everywhere without EMIT CHANGES.
 - A subquery that deduplicates (``ROW_NUMBER()`` filtered on 1 in the outer WHERE,
-  ``dedup``) is a view of the deduplicated rows; the outer WHERE loses that condition.
+  ``dedup``) is a view of the deduplicated rows; one that ranks (``ROW_NUMBER()``
+  filtered on ``<= N``, ``topn``) an upsert view of the top rows keyed by the partition
+  and the row number; the outer WHERE loses that condition.
 - A window over a ``PROCTIME()`` column gives no time attribute (its bounds are plain
   columns, as in Flink); a view that passes a ``PROCTIME()`` column through keeps it as
   its processing time.
@@ -37,6 +39,7 @@ from typing import Any
 from sqlglot import exp
 
 from streaming.sql import dedup as dedups
+from streaming.sql import topn as topns
 from streaming.sql.catalog import INFERRED, TableDef, schema_elements, table_def
 from streaming.sql.derived import (
     WINDOW_COLUMNS,
@@ -280,9 +283,18 @@ class DerivedTables:
                     continue
                 alias = node.args.get("alias")
                 inner_select = node.this
-                dedup = dedups.find(select, node) if node is nodes[0] and from_ else None
+                first = node is nodes[0] and from_ is not None
+                dedup = dedups.find(select, node) if first else None
+                read = (
+                    self.from_table(inner_select) if isinstance(inner_select, exp.Select) else None
+                )
+                if dedup is not None and read is not None and not dedups.by_time(dedup, read):
+                    dedup = None  # ROW_NUMBER() = 1 ordered by another column: Top-1
+                topn = topns.find(select, node) if first and dedup is None else None
                 if dedup is not None:
-                    dedup = dedups.prepare(inner_select, dedup, self.from_table(inner_select))
+                    dedup = dedups.prepare(inner_select, dedup, read)
+                if topn is not None:
+                    topn = topns.prepare(inner_select, topn, read)
                 if not isinstance(inner_select, exp.Select):
                     raise self.error(node, "a subquery in FROM needs a SELECT")
                 start, end = span(node)
@@ -309,6 +321,10 @@ class DerivedTables:
                     view = self.compiler.tables[name_node.name]
                     self.compiler.views[view.name] = dedups.deduplicate(self.compiler, view, dedup)
                     dedups.drop_condition(select, dedup)
+                if topn is not None:
+                    view = topns.rank(self.compiler, self.compiler.tables[name_node.name], topn)
+                    topns.drop_condition(select, topn)
+                    topns.expand_star(select, view)
                 node.replace(exp.Table(this=name_node.copy()))
             yield replace(
                 statement,

@@ -214,9 +214,10 @@ GROUP BY window_start, window_end;
             "deduplication keeping the last row (ORDER BY rowtime DESC) is not supported yet",
         ),
         (
-            "SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY b) AS rn FROM T",
-            "ROW_NUMBER",
-            "Top-N (ROW_NUMBER() OVER (... ORDER BY b)) is not supported yet",
+            "SELECT *, RANK() OVER (PARTITION BY a ORDER BY b) AS rn FROM T",
+            "RANK",
+            "Top-N or deduplication (RANK() OVER (PARTITION BY ... ORDER BY ...)) is not "
+            "supported yet",
         ),
     ],
 )
@@ -231,6 +232,7 @@ def test_deduplication_errors(subquery, at, message):
 
 
 def test_a_row_number_the_outer_query_reads_is_top_n():
+    # Top-1 (``topn``), an updating result: the append-only sink is an error
     sql = (
         rowtime_table("")
         + """
@@ -242,4 +244,5 @@ INSERT INTO out SELECT a, rn FROM (
     )
     with pytest.raises(SqlError) as info:
         compile(sql)
-    assert "Top-N or deduplication (ROW_NUMBER() OVER" in info.value.message
+    assert "the sink out is append-only" in info.value.message
+    assert "the result is updating" in info.value.message

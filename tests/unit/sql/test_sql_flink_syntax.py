@@ -155,11 +155,10 @@ UNSUPPORTED = [
         "a named window (WINDOW w AS ...) without OVER w is not supported yet",
     ),
     (
-        "INSERT INTO out SELECT region, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
+        "INSERT INTO out SELECT region, amount FROM (SELECT *, RANK() OVER (PARTITION BY "
         "region ORDER BY amount DESC) AS rownum FROM orders) WHERE rownum <= 3;",
-        "ROW_NUMBER()",
-        "Top-N or deduplication (ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)) is not "
-        "supported yet",
+        "RANK()",
+        "Top-N or deduplication (RANK() OVER (PARTITION BY ... ORDER BY ...)) is not supported yet",
     ),
     (
         "INSERT INTO out SELECT region, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
