@@ -14,9 +14,11 @@ What is rewritten, and why (sqlglot transpiles the rest):
   parsed, UTC unless the text names an offset, read then through ``TIMESTAMPTZ``; a number
   in a TIMESTAMP column taken as ms, as ``timestamps.parse_timestamp`` does). Rows without a readable event time are left out (the stream would use the Kafka
   record's timestamp, which a batch relation does not have);
-- the window TVFs ``TABLE(TUMBLE|HOP(TABLE t, DESCRIPTOR(ts), ...))`` add ``window_start``
-  and ``window_end`` (epoch ms) to those rows, one row per window (HOP: every window of
-  ``slide``-aligned starts >= 0 that holds the row, as Kafka's ``TimeWindows``); the
+- the window TVFs ``TABLE(TUMBLE|HOP|CUMULATE(TABLE t, DESCRIPTOR(ts), ...))`` add
+  ``window_start`` and ``window_end`` (epoch ms) to those rows, one row per window (HOP:
+  every window of ``slide``-aligned starts >= 0 that holds the row, as Kafka's
+  ``TimeWindows``; CUMULATE: every window of the row's ``size``-aligned start that ends
+  after it); the
   group-window functions ``TUMBLE(ts, size)`` / ``HOP(ts, slide, size)`` in GROUP BY do the
   same under internal names, and ``TUMBLE_START/END`` / ``HOP_START/END`` read them;
 - a window bound (or a BIGINT column) written to a TIMESTAMP sink column is formatted as
@@ -484,6 +486,16 @@ class _Translation:
             if kind == "TUMBLE":
                 ws = f"({EVENT_MS} - (({EVENT_MS} % {size}) + {size}) % {size})"
                 sql = f"SELECT *, {ws} AS {start}, {ws} + {size} AS {end} FROM ({timed}) AS __timed"
+            elif kind == "CUMULATE":
+                # the window of each step's end from the row's step on to the size's end
+                ws = f"({EVENT_MS} - (({EVENT_MS} % {size}) + {size}) % {size})"
+                sql = (
+                    f"SELECT * EXCLUDE (__step, __ws), __ws AS {start}, "
+                    f"__ws + __step * {slide} AS {end} "
+                    f"FROM (SELECT *, {ws} AS __ws FROM ({timed}) AS __timed, "
+                    f"range(1, {size // slide + 1}) AS __steps(__step)) AS __cumulated "
+                    f"WHERE __ws + __step * {slide} > {EVENT_MS}"
+                )
             else:
                 last = f"({EVENT_MS} - (({EVENT_MS} % {slide}) + {slide}) % {slide})"
                 hops = -(-size // slide)

@@ -10,12 +10,13 @@ by position, as in Flink.
   source key passes through, deletes stay deletes).
 - ``GROUP BY`` on a stream: ``group_by`` (JSON list of the group values as the key) +
   ``aggregate``; with TUMBLE/HOP (group-window functions or window TVFs) over
-  ``TimeWindows`` whose grace is the source's WATERMARK delay; with SESSION over
+  ``TimeWindows`` whose grace is the source's WATERMARK delay; with CUMULATE over
+  ``CumulateWindows`` (the same grace); with SESSION over
   ``SessionWindows`` (the same grace; accumulators merge when a row bridges two
   sessions). A windowed aggregation emits each window once when it closes (the default,
   as Flink's window aggregations; ``EMIT FINAL`` says so): over TUMBLE/HOP with
   ``EmitStrategy.on_window_close`` (its progress is committed with the offsets, so a
-  restart never emits a closed window again), over SESSION with
+  restart never emits a closed window again), over CUMULATE and SESSION with
   ``suppress(until_window_closes)``; under ``EMIT CHANGES`` it emits every update (one
   per key per commit, as the engine's store cache does). A window over a ``PROCTIME()``
   column takes each row's record time from it, has no grace and closes on the wall
@@ -73,6 +74,7 @@ from streaming.dsl import (
     StreamsBuilder,
     Suppressed,
     TimeWindows,
+    Windows,
 )
 from streaming.sql import aggregates, functions
 from streaming.sql.catalog import INFERRED, TableDef, table_from_ddl
@@ -109,18 +111,60 @@ from streaming.sql.unsupported import (
     keyword_offset,
 )
 from streaming.sql.views import DerivedTables
+from streaming.windowed import TimeWindow
 
 
 @dataclass(frozen=True)
 class Window:
-    """A TUMBLE, HOP or SESSION window over ``column`` (for SESSION, size and slide are
-    the gap)."""
+    """A TUMBLE, HOP, CUMULATE or SESSION window over ``column`` (for CUMULATE the slide
+    is the step; for SESSION, size and slide are the gap)."""
 
     kind: str
     column: str
     size_ms: int
     slide_ms: int
     offset: int
+
+
+@dataclass(frozen=True)
+class CumulateWindows(Windows):
+    """Flink's CUMULATE windows: from each ``size``-aligned start ``s`` the windows
+    ``[s, s + step)``, ``[s, s + 2 * step)`` ... ``[s, s + size)``.
+
+    A window store keys a window by its start, which these windows share; so the window
+    ending at ``e`` is kept as ``[e - step, e)`` (the step's slice it ends with, a distinct
+    start per window) and its real start is that start rounded down to ``size``
+    (``real_start``). ``size()`` is the step, so a windowed key's end (its start plus the
+    size) is the window's real end, when it closes; the store's retention must be longer
+    (``retention_ms``), as a record's windows' kept starts reach up to the largest
+    window's size ahead of it."""
+
+    step_ms: int
+    size_ms: int
+    grace_ms: int
+
+    def windows_for(self, timestamp: int) -> dict[int, TimeWindow]:
+        step, size = self.step_ms, self.size_ms
+        start = timestamp // size * size
+        first_end = start + ((timestamp - start) // step + 1) * step
+        return {
+            end - step: TimeWindow(end - step, end)
+            for end in range(first_end, start + size + 1, step)
+        }
+
+    def size(self) -> int:
+        return self.step_ms
+
+    def grace_period_ms(self) -> int:
+        return self.grace_ms
+
+    def retention_ms(self) -> int:
+        """How long the window store keeps a window from its kept start."""
+        return self.size_ms + self.grace_ms
+
+    def real_start(self, kept_start: int) -> int:
+        """The start of the window kept as ``[kept_start, kept_start + step)``."""
+        return kept_start // self.size_ms * self.size_ms
 
 
 def close_when_quiet(windowed: Any, table: TableDef, window: Window) -> Any:
@@ -830,7 +874,10 @@ class Compiler:
         # a processing-time window has no late rows to wait for
         grace = source.watermark.delay_ms if source.watermark and not on_proctime else 0
         time_windows: TimeWindows | None = None
-        if window is not None and window.kind != "SESSION":
+        cumulate: CumulateWindows | None = None
+        if window is not None and window.kind == "CUMULATE":
+            cumulate = CumulateWindows(window.slide_ms, window.size_ms, grace)
+        elif window is not None and window.kind != "SESSION":
             time_windows = TimeWindows.of_size_and_grace(window.size_ms, grace)
             if window.slide_ms != window.size_ms:
                 time_windows = time_windows.advance_by(window.slide_ms)
@@ -871,6 +918,19 @@ class Compiler:
                     init, add, aggregates.merger(specs), materialized=store
                 )
                 split = lambda k: (k.key, (k.window.start, k.window.end + gap))  # noqa: E731
+            elif cumulate is not None:
+                # emitted once, when the watermark passes the window's end (suppress below)
+                windows = cumulate
+                kept = store.with_retention(windows.retention_ms())
+                table = close_when_quiet(grouped.windowed_by(windows), source, window).aggregate(
+                    init, add, materialized=kept
+                )
+                split = lambda k: (  # noqa: E731
+                    k.key,
+                    (windows.real_start(k.window.start), k.window.end),
+                )
+                if self.late_topic is not None:
+                    self._late_tables.append((table, sink.name))
             else:
                 assert time_windows is not None  # a tumbling or hopping window
                 windowed = close_when_quiet(grouped.windowed_by(time_windows), source, window)
@@ -897,7 +957,8 @@ class Compiler:
                 return sink.key_of(row), None
             return sink.key_of(row), row
 
-        if sink.name not in self.results and not sink.is_view:  # views: no pull queries
+        # views have no pull queries, nor have CUMULATE windows (kept under another start)
+        if sink.name not in self.results and not sink.is_view and cumulate is None:
             kind = (
                 "keyvalue"
                 if window is None

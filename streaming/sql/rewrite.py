@@ -8,7 +8,8 @@ returns what they said:
 - a trailing ``EMIT CHANGES`` / ``EMIT FINAL``,
 - a leading ``EXPLAIN``,
 - the window table-valued functions ``TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size))``,
-  ``TABLE(HOP(TABLE t, DESCRIPTOR(ts), slide, size))`` and
+  ``TABLE(HOP(TABLE t, DESCRIPTOR(ts), slide, size))``,
+  ``TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), step, size))`` and
   ``TABLE(SESSION(TABLE t [PARTITION BY k, ...], DESCRIPTOR(ts), gap))``, replaced by the
   table name ``t``.
 
@@ -69,10 +70,11 @@ SESSION_ALIAS = "SESSWIN"
 
 @dataclass(frozen=True)
 class WindowTvf:
-    """``TABLE(TUMBLE|HOP|SESSION(TABLE table, DESCRIPTOR(column), ...))`` in a FROM clause.
+    """``TABLE(TUMBLE|HOP|CUMULATE|SESSION(TABLE table, DESCRIPTOR(column), ...))`` in a
+    FROM clause.
 
-    For SESSION, ``size_ms`` and ``slide_ms`` are the gap and ``partition`` the columns of
-    its ``PARTITION BY``.
+    For CUMULATE, ``slide_ms`` is the step; for SESSION, ``size_ms`` and ``slide_ms`` are
+    the gap and ``partition`` the columns of its ``PARTITION BY``.
     """
 
     kind: str
@@ -340,7 +342,7 @@ def _take_watermark(text: str, tokens: list[Token], chars: list[str]) -> Waterma
 def _take_window_tvf(
     text: str, tokens: list[Token], chars: list[str], after: int
 ) -> WindowTvf | None:
-    """Replace the first ``TABLE(TUMBLE|HOP|SESSION(TABLE t, DESCRIPTOR(ts), ...))`` that
+    """Replace the first ``TABLE(TUMBLE|HOP|CUMULATE|SESSION(TABLE t, DESCRIPTOR(ts), ...))`` that
     starts after offset ``after`` by ``t`` (``TABLE(f(...))`` without a ``TABLE t`` first
     argument, as ``LATERAL TABLE(f(x))``, is no window TVF)."""
     for i in range(len(tokens) - 4):
@@ -357,13 +359,14 @@ def _take_window_tvf(
     kind = tokens[i + 2].text.upper()
     outer_close = _matching_paren(tokens, i + 1)
     inner_close = _matching_paren(tokens, i + 3)
-    if kind not in ("TUMBLE", "HOP", "SESSION"):
+    if kind not in ("TUMBLE", "HOP", "CUMULATE", "SESSION"):
         raise error_at(text, tokens[i + 2].start, f"{kind} windows are not supported yet")
     args = _split_args(tokens[i + 4 : inner_close])
-    expected = 4 if kind == "HOP" else 3
+    expected = 4 if kind in ("HOP", "CUMULATE") else 3
     shape = {
         "TUMBLE": "TABLE t, DESCRIPTOR(ts), size",
         "HOP": "TABLE t, DESCRIPTOR(ts), slide, size",
+        "CUMULATE": "TABLE t, DESCRIPTOR(ts), step, size",
         "SESSION": "TABLE t [PARTITION BY k, ...], DESCRIPTOR(ts), gap",
     }[kind]
     partition: tuple[str, ...] = ()
@@ -393,7 +396,13 @@ def _take_window_tvf(
         interval_ms(_parse_fragment(text, arg), text, offset=arg[0].start) for arg in args[2:]
     ]
     size = intervals[-1]
-    slide = intervals[0] if kind == "HOP" else size
+    slide = intervals[0] if kind in ("HOP", "CUMULATE") else size
+    if kind == "CUMULATE" and (slide <= 0 or slide > size or size % slide):
+        raise error_at(
+            text,
+            tokens[i + 2].start,
+            "a CUMULATE window's size must be a positive whole multiple of its step",
+        )
     _blank(chars, tokens[i].start, tokens[outer_close].end)
     chars[table_token.start : table_token.end + 1] = text[table_token.start : table_token.end + 1]
     return WindowTvf(

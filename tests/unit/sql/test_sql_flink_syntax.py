@@ -177,10 +177,10 @@ UNSUPPORTED = [
     ),
     (
         "INSERT INTO out SELECT region, SUM(amount) FROM TABLE(CUMULATE(TABLE orders, "
-        "DESCRIPTOR(ts), INTERVAL '2' MINUTES, INTERVAL '10' MINUTES)) "
+        "DESCRIPTOR(ts), INTERVAL '2' MINUTES, INTERVAL '10' MINUTES, INTERVAL '1' MINUTES)) "
         "GROUP BY window_start, window_end, region;",
-        "CUMULATE",
-        "CUMULATE windows are not supported yet",
+        "INTERVAL '1' MINUTES",
+        "a CUMULATE window offset (its last argument) is not supported yet",
     ),
     (
         "INSERT INTO out SELECT region, SUM(amount) FROM TABLE(TUMBLE(TABLE orders, "

@@ -106,7 +106,7 @@ def test_session_group_window_is_renamed_in_place():
         (
             "SELECT a FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))",
             21,
-            "CUMULATE windows are not supported yet",
+            "CUMULATE takes (TABLE t, DESCRIPTOR(ts), step, size)",
         ),
         (
             "SELECT a FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' WEEK))",
