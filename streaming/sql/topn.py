@@ -14,6 +14,10 @@ too). Over an append-only input a partition's top N only fills and changes, no p
 empties, so there are no deletes. Its sink needs a PRIMARY KEY of the partition columns
 and the row number, as any updating result here.
 
+Partitioned by ``window_start`` and ``window_end`` over a window aggregation's results
+it is a window Top-N: an append-only view of each window's top N rows, forwarded once
+when a later window's results come (``WindowRankRows``).
+
 An ORDER BY of the table's time attribute with ``= 1`` is deduplication (``dedup``);
 RANK() and DENSE_RANK(), Top-N over an updating input and without the row number in the
 result are not supported.
@@ -22,6 +26,7 @@ result are not supported.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +36,16 @@ from streaming import serdes
 from streaming.dsl import Named, Repartitioned
 from streaming.sql.catalog import TableDef
 from streaming.sql.errors import error_at, node_offset
+from streaming.sql.timestamps import parse_timestamp
 from streaming.state.stores import Stores
 from streaming.topology.processor import Processor, Record
+
+#: the columns of a window TVF's (or a window aggregation's) window bounds
+WINDOW_BOUNDS = {"window_start", "window_end"}
+#: added to a window end in a pending window's index key, so negative times sort too
+_INDEX_OFFSET = 1 << 62
+#: the key of the largest window end read in a window Top-N's store
+_LAST_END = "last-end"
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,8 @@ class TopN:
     order: tuple[tuple[str, bool], ...]
     limit: int
     condition: exp.Expr
+    #: a window Top-N: partitioned by ``window_start`` and ``window_end`` (and maybe more)
+    by_window: bool = False
 
 
 def find(select: exp.Select, subquery: exp.Expr) -> TopN | None:
@@ -66,9 +81,10 @@ def find(select: exp.Select, subquery: exp.Expr) -> TopN | None:
     partition = window.args.get("partition_by") or []
     order = window.args.get("order")
     ordered = order.expressions if order is not None else []
+    bounds = {p.name for p in partition if isinstance(p, exp.Column)} & WINDOW_BOUNDS
     if (
         not all(isinstance(p, exp.Column) for p in partition)
-        or any(p.name in ("window_start", "window_end") for p in partition)  # window Top-N
+        or bounds not in (set(), WINDOW_BOUNDS)  # one bound alone is no window Top-N
         or not ordered
         or not all(isinstance(o.this, exp.Column) for o in ordered)
         or window.args.get("spec") is not None
@@ -85,6 +101,7 @@ def find(select: exp.Select, subquery: exp.Expr) -> TopN | None:
         order=tuple((o.this.name, bool(o.args.get("desc"))) for o in ordered),
         limit=n,
         condition=condition,
+        by_window=bool(bounds),
     )
 
 
@@ -177,6 +194,8 @@ def rank(compiler: Any, table: TableDef, topn: TopN) -> TableDef:
             )
     if topn.row_number in table.columns:
         raise error_at(source, at, f"{topn.row_number}: a column of the subquery already")
+    if topn.by_window:
+        return _rank_windows(compiler, table, topn)
     key = (*topn.partition, topn.row_number)
     view = dataclasses.replace(
         table,
@@ -208,6 +227,40 @@ def rank(compiler: Any, table: TableDef, topn: TopN) -> TableDef:
         lambda: RankRows(topn.order, topn.limit, partition, topn.row_number, store),
         store,
         named=Named.as_(compiler.unique(f"{table.name}-rank")),
+    )
+    return view
+
+
+def _rank_windows(compiler: Any, table: TableDef, topn: TopN) -> TableDef:
+    """The append-only view of each window's top N rows of the window aggregation's
+    results ``table``, out once the window's results are all in."""
+    view = dataclasses.replace(
+        table, columns={**table.columns, topn.row_number: "BIGINT"}, watermark=None
+    )
+    compiler.tables[table.name] = view
+    store = compiler.unique(f"{table.name}-window-top-n")
+    compiler.builder.add_state_store(
+        Stores.key_value_store_builder(
+            Stores.persistent_key_value_store(store), serdes.String(), serdes.Json()
+        )
+    )
+    # every window of a partition (without the bounds) to the same task, in order
+    rest = tuple(c for c in topn.partition if c.lstrip("$") not in WINDOW_BOUNDS)
+    end = next(c for c in topn.partition if c.lstrip("$") == "window_end")
+    keyed = (
+        compiler.views[table.name]
+        .filter(lambda k, v: isinstance(v, dict))
+        .select_key(lambda k, row: [row.get(c) for c in rest])
+        .repartition(
+            Repartitioned.with_(serdes.Json(), serdes.Json()).with_name(
+                compiler.unique(f"{table.name}-window-top-n")
+            )
+        )
+    )
+    compiler.views[table.name] = keyed.process(
+        lambda: WindowRankRows(topn.order, topn.limit, topn.partition, end, topn.row_number, store),
+        store,
+        named=Named.as_(compiler.unique(f"{table.name}-window-rank")),
     )
     return view
 
@@ -270,3 +323,70 @@ class RankRows(Processor):
             ranked = {**top[i], self.row_number: i + 1}
             out_key = {**{c: ranked.get(c) for c in self.partition}, self.row_number: i + 1}
             self.context.forward(Record(out_key, ranked, record.timestamp))
+
+
+class WindowRankRows(Processor):
+    """Keeps each partition's first ``limit`` rows by ``order`` per window (the partition
+    holds the window bounds) and forwards them, with their row numbers, once: when a row of
+    a window that ends later comes (a window aggregation emits its windows in the order of
+    their ends, each window's rows together). A row of a window already forwarded is
+    dropped."""
+
+    def __init__(
+        self,
+        order: tuple[tuple[str, bool], ...],
+        limit: int,
+        partition: tuple[str, ...],
+        end: str,
+        row_number: str,
+        store: str,
+    ) -> None:
+        self.order = order
+        self.limit = limit
+        self.partition = partition
+        self.end = end
+        self.row_number = row_number
+        self.store_name = store
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        #: index (window end, partition values) -> its top rows; _LAST_END -> the last end
+        self.store = context.get_state_store(self.store_name)
+
+    def process(self, record: Record) -> None:
+        row = record.value
+        if not isinstance(row, dict):
+            return
+        end = parse_timestamp(row.get(self.end))
+        if end is None:
+            return
+        last = self.store.get(_LAST_END)
+        if isinstance(last, int) and end < last:
+            return  # its window was forwarded
+        index = _window_index(end, [row.get(c) for c in self.partition])
+        top: list[dict[str, Any]] = self.store.get(index) or []
+        place = len(top)
+        for i, other in enumerate(top):
+            if _compare(row, other, self.order) < 0:  # ties stay in the order read
+                place = i
+                break
+        if place < self.limit:
+            self.store.put(index, [*top[:place], row, *top[place:]][: self.limit])
+        if not isinstance(last, int) or end > last:
+            self.store.put(_LAST_END, end)
+            self._forward_before(end, record.timestamp)
+
+    def _forward_before(self, end: int, timestamp: int) -> None:
+        """Forward the top rows of every window that ends before ``end``, in end order."""
+        for index, top in list(self.store.range(None, _window_index(end, None))):
+            if index == _LAST_END:
+                continue
+            self.store.delete(index)
+            for i, row in enumerate(top):
+                self.context.forward(Record(None, {**row, self.row_number: i + 1}, timestamp))
+
+
+def _window_index(end: int, partition: list[Any] | None) -> str:
+    """A window's key in the store: its end (fixed width, so the keys sort by it) then
+    its partition values."""
+    return f"{end + _INDEX_OFFSET:020d}" + ("" if partition is None else json.dumps(partition))

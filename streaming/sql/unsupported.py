@@ -13,7 +13,8 @@ MATCH_RECOGNIZE):
 - ``check_tree`` walks the parsed statement: OVER aggregations but in the SELECT list of a
   query over one table (``over``; in pull and push queries all), ``RANK()`` /
   ``DENSE_RANK()`` and ``ROW_NUMBER()`` Top-N and deduplication but those the compiler runs
-  (``dedup``, ``topn``; window Top-N when partitioned by the window), set operations,
+  (``dedup``, ``topn``; window Top-N over a window aggregation's results, while one
+  directly over a window TVF and window deduplication are refused by ``views``), set operations,
   WITH, UNNEST, subqueries in expressions, QUALIFY, hints, ``INSERT ... VALUES`` and
   ``INSERT OVERWRITE``.
 """

@@ -15,7 +15,8 @@
 - A subquery that deduplicates (``ROW_NUMBER()`` filtered on 1 in the outer WHERE,
   ``dedup``) is a view of the deduplicated rows; one that ranks (``ROW_NUMBER()``
   filtered on ``<= N``, ``topn``) an upsert view of the top rows keyed by the partition
-  and the row number; the outer WHERE loses that condition.
+  and the row number, or over a window aggregation's results partitioned by the window
+  an append view of each window's top rows; the outer WHERE loses that condition.
 - A window over a ``PROCTIME()`` column gives no time attribute (its bounds are plain
   columns, as in Flink); a view that passes a ``PROCTIME()`` column through keeps it as
   its processing time.
@@ -127,6 +128,7 @@ class DerivedTables:
         if name in compiler.tables:
             raise self.error(name_node, f"table {name} already exists")
         with self.subqueries(statement, select) as outer:
+            self._expand_star(select)
             columns = outputs(select, self.source)
             if names and len(names) != len(columns):
                 raise self.error(
@@ -293,6 +295,12 @@ class DerivedTables:
                 topn = topns.find(select, node) if first and dedup is None else None
                 if dedup is not None:
                     dedup = dedups.prepare(inner_select, dedup, read)
+                if topn is not None and topn.by_window and self._over_tvf(statement, node):
+                    raise self.error(
+                        topn.window,
+                        "window Top-N or window deduplication directly over a window TVF "
+                        "is not supported yet: rank a window aggregation's results",
+                    )
                 if topn is not None:
                     topn = topns.prepare(inner_select, topn, read)
                 if not isinstance(inner_select, exp.Select):
@@ -334,6 +342,36 @@ class DerivedTables:
         finally:
             for name in defined:
                 self.compiler.tables.pop(name, None)
+
+    def _expand_star(self, select: exp.Select) -> None:
+        """``*`` in the SELECT list of a query over one view (a subquery's, once compiled)
+        as the view's columns (without hidden ``$column`` outputs)."""
+        from_ = select.args.get("from_")
+        if from_ is None or not isinstance(from_.this, exp.Table) or select.args.get("joins"):
+            return
+        table = self.compiler.tables.get(from_.this.name)
+        if table is None or not table.is_view:
+            return
+        items: list[exp.Expr] = []
+        for item in select.expressions:
+            if isinstance(item, exp.Star):
+                items.extend(exp.column(c, quoted=True) for c in table.columns if c[:1] != "$")
+            else:
+                items.append(item)
+        select.set("expressions", items)
+
+    @staticmethod
+    def _over_tvf(statement: Statement, subquery: exp.Subquery) -> bool:
+        """Whether the query of ``subquery`` reads a window TVF directly (its FROM is the
+        table of a TVF inside it)."""
+        inner = subquery.this
+        from_ = inner.args.get("from_") if isinstance(inner, exp.Select) else None
+        if from_ is None or not isinstance(from_.this, exp.Table):
+            return False
+        start, end = span(subquery)
+        return any(
+            t.table == from_.this.name and start <= t.offset <= end for t in statement.window_tvfs
+        )
 
     def from_table(self, select: exp.Select) -> TableDef | None:
         """The declared table (or view) ``select`` reads FROM, if it reads one by name."""

@@ -165,7 +165,7 @@ UNSUPPORTED = [
         "window_start, window_end ORDER BY amount DESC) AS rownum FROM TABLE(TUMBLE(TABLE "
         "orders, DESCRIPTOR(ts), INTERVAL '10' MINUTES))) WHERE rownum <= 3;",
         "ROW_NUMBER()",
-        "window Top-N or window deduplication (ROW_NUMBER() OVER",
+        "window Top-N or window deduplication directly over a window TVF is not supported yet",
     ),
     (
         "INSERT INTO out SELECT region, amount FROM orders MATCH_RECOGNIZE (PARTITION BY "
