@@ -40,7 +40,9 @@ What is rewritten, and why (sqlglot transpiles the rest):
 - query columns are named after the sink's columns, by position.
 
 A view or subquery in FROM (the only relation) that projects and filters one table is merged
-into the query (its columns replaced by their expressions, its WHERE ANDed in).
+into the query (its columns replaced by their expressions, its WHERE ANDed in). A Top-N or
+deduplication subquery (``ROW_NUMBER()`` / ``RANK()`` / ``DENSE_RANK()`` over one table or
+its window TVF) runs as written, its time attribute ordered as epoch ms (``batch_rank``).
 
 A Python scalar function (``streaming.sql.functions``) is registered on the DuckDB
 connection while the query runs (``BatchQuery.run``), its parameter and result types
@@ -66,6 +68,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from streaming.sql import batch_rank
 from streaming.sql.catalog import TableDef
 from streaming.sql.compiler import Compiler, fill_columns, parse
 from streaming.sql.errors import SqlError, error_at, node_offset
@@ -297,6 +300,10 @@ class _Translation:
         if not joins:
             while self._inline(select, from_):
                 pass
+            ranking = batch_rank.find(from_.this, self.tables)
+            if ranking is not None:
+                sql = batch_rank.translate(self, select, ranking, EVENT_MS)
+                return BatchQuery(sql, (self.tables[ranking.table.name],), self.sink)
         read = [from_.this, *(j.this for j in joins)]
         for node in read:
             self.scope[node.alias_or_name] = self._source_table(node)

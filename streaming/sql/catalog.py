@@ -96,6 +96,9 @@ class TableDef:
     window_close_quiet_ms: int | None = None
     #: the ``name AS PROCTIME()`` column: the processing-time attribute (None: none)
     proctime: str | None = None
+    #: a view whose rows update: what updates them, for the error of an append-only sink
+    #: (as Flink names the node that produces the update changes)
+    updated_by: str | None = None
 
     @property
     def is_view(self) -> bool:

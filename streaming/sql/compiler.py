@@ -698,7 +698,8 @@ class Compiler:
             self.require_upsert_sink(
                 statement,
                 sink,
-                f"the rows of {source.name} (an upsert table) are updated and deleted",
+                source.updated_by
+                or f"the rows of {source.name} (an upsert table) are updated and deleted",
             )
             self.require_kept_key(statement, select, sink, (source,))
             table = stream.filter(lambda k, v: isinstance(v, dict) and where(v))

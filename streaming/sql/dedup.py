@@ -16,14 +16,22 @@ keeps the first row of each key ``k``, ordered by the time attribute ``t``:
 The subquery becomes a view of the deduplicated rows (``DerivedTables.subqueries``):
 re-keyed by ``k`` (a repartition topic), then ``FirstRow``, whose state keeps the key of
 every row it emitted, for good (Flink's too, without ``'table.exec.state.ttl'``), and the
-candidates still waiting for the watermark. ``ORDER BY t DESC`` (the last row, an updating
-result) is an error; ``= 1`` ordered by a column that is no time attribute is a Top-1
-(``topn``).
+candidates still waiting for the watermark.
+
+``ORDER BY t DESC`` keeps the last row of each key, as Flink's, an updating result: an
+upsert view keyed by ``k`` (``LastRow``), each new row of a key replacing the previous
+one at once. On ``PROCTIME()`` every row replaces; on the ``WATERMARK`` column a row
+replaces when its ``t`` is at or after the kept row's (Flink's rule: a later row of the
+same time wins, an earlier one is dropped), the kept time per key its state. Its sink
+needs a PRIMARY KEY of ``k`` (a row whose ``k`` is NULL has no raw Kafka key: under
+``'key.format' = 'raw'`` it updates nothing). ``= 1`` ordered by a column that is no time attribute is a
+Top-1 (``topn``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -177,13 +185,6 @@ def deduplicate(compiler: Any, table: TableDef, dedup: Dedup) -> Any:
     the view."""
     at = node_offset(dedup.window)
     source = compiler.source
-    if dedup.descending:
-        raise error_at(
-            source,
-            at,
-            f"deduplication keeping the last row (ORDER BY {dedup.order} DESC) is not "
-            "supported yet: it updates its rows",
-        )
     proctime = table.proctime == dedup.order
     event_time = table.watermark is not None and table.watermark.column == dedup.order
     if not (proctime or event_time):
@@ -198,6 +199,8 @@ def deduplicate(compiler: Any, table: TableDef, dedup: Dedup) -> Any:
     unknown = [c for c in dedup.partition if c not in table.columns]
     if unknown:
         raise _unknown(source, at, unknown[0], table)
+    if dedup.descending:
+        return _last_rows(compiler, table, dedup, event_time)
     partition = dedup.partition
     seen = compiler.unique(f"{table.name}-dedup")
     builder = compiler.builder
@@ -230,6 +233,47 @@ def deduplicate(compiler: Any, table: TableDef, dedup: Dedup) -> Any:
         lambda: FirstRow(dedup.order, delay, seen, pending),
         *stores,
         named=Named.as_(compiler.unique(f"{table.name}-first-row")),
+    )
+
+
+def _last_rows(compiler: Any, table: TableDef, dedup: Dedup, event_time: bool) -> Any:
+    """The upsert view of each key's last row of the view ``table``, registered in its
+    place; returns its stream of (key, row)."""
+    key = dedup.partition
+    view = replace(
+        table,
+        primary_key=key,
+        key_fields=key,
+        key_format="raw" if len(key) == 1 else "json",
+        watermark=None,
+        updated_by=(
+            f"deduplication keeping the last row (ORDER BY {dedup.order.lstrip('$')} DESC) "
+            "updates its rows"
+        ),
+    )
+    compiler.tables[table.name] = view
+    store = None
+    if event_time:
+        store = compiler.unique(f"{table.name}-last-row")
+        compiler.builder.add_state_store(
+            Stores.key_value_store_builder(
+                Stores.persistent_key_value_store(store), serdes.Json(), serdes.Json()
+            )
+        )
+    keyed = (
+        compiler.views[table.name]
+        .filter(lambda k, v: isinstance(v, dict))
+        .select_key(lambda k, row: [row.get(c) for c in key])
+        .repartition(
+            Repartitioned.with_(serdes.Json(), serdes.Json()).with_name(
+                compiler.unique(f"{table.name}-dedup")
+            )
+        )
+    )
+    return keyed.process(
+        lambda: LastRow(dedup.order if event_time else None, store, view.key_of),
+        *([store] if store is not None else []),
+        named=Named.as_(compiler.unique(f"{table.name}-last-row")),
     )
 
 
@@ -300,6 +344,39 @@ class FirstRow(Processor):
             self.pending.delete(index)
             millis = int(index[:20]) - _INDEX_OFFSET
             self.context.forward(Record(key, row, millis))
+
+
+class LastRow(Processor):
+    """Forwards each row that replaces its key's last row: every row (``order`` None, the
+    processing time), or one whose ``order`` time is at or after the kept row's."""
+
+    def __init__(self, order: str | None, store: str | None, key_of: Callable[[Any], Any]) -> None:
+        self.order = order
+        self.store_name = store
+        #: the view's key of a row (None for a NULL key in 'key.format' raw: no upsert)
+        self.key_of = key_of
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        #: key -> the time of its last row (event time only)
+        self.store = None if self.store_name is None else context.get_state_store(self.store_name)
+
+    def process(self, record: Record) -> None:
+        row = record.value
+        if not isinstance(row, dict):
+            return
+        out = Record(self.key_of(row), row, record.timestamp)
+        if self.store is None or self.order is None:
+            self.context.forward(out)
+            return
+        ts = parse_timestamp(row.get(self.order))
+        if ts is None:
+            return
+        kept = self.store.get(record.key)
+        if isinstance(kept, int) and ts < kept:
+            return  # an earlier row than the kept one: not the last
+        self.store.put(record.key, ts)
+        self.context.forward(out)
 
 
 def _index(ts: int, key: Any) -> str:

@@ -3,6 +3,8 @@ key's first row, append-only. Expected rows from Flink's ``DeduplicateITCase``."
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from flink_itcases import run
 
@@ -210,8 +212,10 @@ GROUP BY window_start, window_end;
     [
         (
             "SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY rowtime DESC) AS rn FROM T",
-            "ROW_NUMBER",
-            "deduplication keeping the last row (ORDER BY rowtime DESC) is not supported yet",
+            "INSERT",
+            "the sink rowtime_sink is append-only (no PRIMARY KEY, 'connector' = 'kafka') but "
+            "the result is updating: deduplication keeping the last row (ORDER BY rowtime DESC) "
+            "updates its rows",
         ),
         (
             "SELECT *, RANK() OVER (PARTITION BY a ORDER BY b) AS rn FROM T",
@@ -246,3 +250,110 @@ INSERT INTO out SELECT a, rn FROM (
         compile(sql)
     assert "the sink out is append-only" in info.value.message
     assert "the result is updating" in info.value.message
+
+
+UPSERT_SINK = """
+CREATE TABLE rowtime_sink (a INT, b BIGINT, c STRING, rowtime TIMESTAMP(3),
+  PRIMARY KEY (b) NOT ENFORCED)
+  WITH ('connector' = 'upsert-kafka', 'topic' = 'out', 'format' = 'json');
+"""
+
+LAST_ROW_ON_ROWTIME = """
+INSERT INTO rowtime_sink
+ SELECT a, b, c, rowtime
+ FROM (
+   SELECT *,
+     ROW_NUMBER() OVER (PARTITION BY b ORDER BY rowtime DESC) as rowNum
+   FROM T
+ )
+ WHERE rowNum = 1
+"""
+
+
+def changelog(sql: str, rows: list[tuple[str, dict]]) -> list[tuple[Any, Any]]:
+    """The (key, value) records ``sql`` writes to ``out`` for ``rows``."""
+    with TopologyTestDriver(compile(sql)) as driver:
+        t = driver.create_input_topic("t", key_serde=serdes.String())
+        for _, value in rows:
+            t.pipe_input(None, value)
+        out = driver.create_output_topic("out", key_serde=serdes.String())
+        return [(r.key, r.value) for r in out.read_records_to_list()]
+
+
+def test_last_row_on_rowtime():
+    # DeduplicateITCase.testLastRowOnRowtime: every +I / +U of Flink's changelog, in order
+    # (an upsert per row: Flink's -U before each +U is the replaced row of the same key)
+    sql = rowtime_table("") + UPSERT_SINK + LAST_ROW_ON_ROWTIME
+    records = changelog(sql, rowtime_rows(closing=False))
+    assert records == [
+        ("1", {"a": 1, "b": 1, "c": "Hi", "rowtime": ms(1)}),
+        ("3", {"a": 1, "b": 3, "c": "Hello", "rowtime": ms(3)}),
+        ("2", {"a": 1, "b": 2, "c": "Hello world", "rowtime": ms(2)}),
+        ("3", {"a": 2, "b": 3, "c": "I am fine.", "rowtime": ms(3)}),
+        ("6", {"a": 2, "b": 6, "c": "Comment#1", "rowtime": ms(6)}),
+        ("5", {"a": 3, "b": 5, "c": "Comment#2", "rowtime": ms(5)}),
+        ("4", {"a": 3, "b": 4, "c": "Comment#2", "rowtime": ms(4)}),
+        ("4", {"a": 4, "b": 4, "c": "Comment#3", "rowtime": ms(4)}),
+    ]
+
+
+def test_an_earlier_row_does_not_replace_the_last_one():
+    sql = rowtime_table("") + UPSERT_SINK + LAST_ROW_ON_ROWTIME
+    rows = [
+        ("t", {"a": 1, "b": 7, "c": "x", "rowtime": 5}),
+        ("t", {"a": 2, "b": 7, "c": "y", "rowtime": 4}),
+    ]
+    assert [value["a"] for _, value in changelog(sql, rows)] == [1]
+
+
+def test_last_row_on_proctime():
+    # DeduplicateITCase.testLastRowOnProctime: the final row per key
+    sql = """
+CREATE TABLE T (a INT, b BIGINT, c STRING, proctime AS PROCTIME())
+  WITH ('connector' = 'kafka', 'topic' = 't', 'format' = 'json');
+CREATE TABLE out (a INT, b BIGINT, c STRING, PRIMARY KEY (b) NOT ENFORCED)
+  WITH ('connector' = 'upsert-kafka', 'topic' = 'out', 'format' = 'json');
+INSERT INTO out
+SELECT a, b, c
+FROM (
+  SELECT *,
+    ROW_NUMBER() OVER (PARTITION BY b ORDER BY proctime DESC) as rowNum
+  FROM T
+)
+WHERE rowNum = 1
+"""
+    records = changelog(sql, [("t", {"a": a, "b": b, "c": c}) for a, b, c in TUPLE_DATA3])
+    assert len(records) == len(TUPLE_DATA3)  # every row replaces its key's last one
+    last = {key: value for key, value in records}
+    assert sorted(f"{r['a']},{r['b']},{r['c']}" for r in last.values()) == sorted(
+        [
+            "1,1,Hi",
+            "3,2,Hello world",
+            "6,3,Luke Skywalker",
+            "10,4,Comment#4",
+            "15,5,Comment#9",
+            "21,6,Comment#15",
+        ]
+    )
+
+
+def test_last_row_on_rowtime_followed_by_an_unbounded_aggregation():
+    # DeduplicateITCase.testLastRowOnRowTimeFollowedByUnboundedAgg
+    sql = (
+        rowtime_table("")
+        + """
+CREATE TABLE rowtime_sink (cnt BIGINT)
+  WITH ('connector' = 'upsert-kafka', 'topic' = 'out', 'format' = 'json');
+INSERT INTO rowtime_sink
+SELECT COUNT(b) FROM (
+ SELECT a, b, c, rowtime
+ FROM (
+   SELECT *,
+     ROW_NUMBER() OVER (PARTITION BY b ORDER BY rowtime DESC) as rowNum
+   FROM T
+ )
+ WHERE rowNum = 1
+ )
+"""
+    )
+    assert run(sql, rowtime_rows(closing=False))[-1] == {"cnt": 6}

@@ -1,0 +1,114 @@
+"""The DuckDB translation of Top-N and deduplication (``batch``): a ranking subquery in FROM.
+
+    SELECT cols FROM (
+      SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY t DESC) AS rn
+      FROM T                      -- or TABLE(TUMBLE(TABLE T, DESCRIPTOR(t), ...))
+    ) WHERE rn = 1
+
+runs in DuckDB as written (``ROW_NUMBER``, ``RANK`` and ``DENSE_RANK`` are DuckDB's
+too), over the table's timed relation (with the window bounds of a window TVF, as
+``batch`` builds it), the time attribute in ORDER BY read as epoch ms (an instant, as the
+stream orders it). Its result is what the stream's result ends with: each key's first or
+last row, each partition's top rows once its updates are applied (the last value per
+sink key), each window's. Rows that tie on the ORDER BY columns come in the stream in the
+order read, which a batch relation does not keep: DuckDB picks among them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from streaming.sql.catalog import TableDef
+
+#: the ranking functions of Top-N and deduplication
+RANKINGS = (exp.RowNumber, exp.Rank, exp.DenseRank)
+
+
+@dataclass(frozen=True)
+class RankingSubquery:
+    """A ``(SELECT ..., RANK-FUNCTION() OVER (...) AS rn FROM table)`` in FROM: the inner
+    query, the table it reads and the ranking column's name."""
+
+    subquery: exp.Subquery
+    inner: exp.Select
+    table: exp.Table
+    rank_column: str
+
+
+def find(node: exp.Expr, tables: dict[str, TableDef]) -> RankingSubquery | None:
+    """The ranking subquery ``node`` (a FROM item), or None when it is none: one ranking
+    function in the SELECT list of a query over one declared table (not a view)."""
+    if not isinstance(node, exp.Subquery) or not isinstance(node.this, exp.Select):
+        return None
+    inner = node.this
+    ranks = [
+        item
+        for item in inner.expressions
+        if isinstance(item, exp.Alias)
+        and isinstance(item.this, exp.Window)
+        and isinstance(item.this.this, RANKINGS)
+    ]
+    from_ = inner.args.get("from_") or inner.args.get("from")
+    base = from_.this if from_ is not None else None
+    if (
+        len(ranks) != 1
+        or not isinstance(base, exp.Table)
+        or base.name not in tables
+        or tables[base.name].is_view
+        or any(inner.args.get(k) for k in ("joins", "group", "having", "distinct"))
+    ):
+        return None
+    return RankingSubquery(node, inner, base, ranks[0].alias)
+
+
+def translate(translation: Any, select: exp.Select, ranking: RankingSubquery, event_ms: str) -> str:
+    """The DuckDB SQL of ``select`` (an INSERT's query) over the ranking subquery in its
+    FROM; ``translation`` is the query's ``batch._Translation``, ``event_ms`` the column of
+    its relations' event time in ms."""
+    table: TableDef = translation.tables[ranking.table.name]
+    alias = ranking.table.alias_or_name
+    # (an unaliased subquery's columns are read unqualified: any name but "" will do)
+    outer = ranking.subquery.alias_or_name or "$subquery"
+    translation.scope[alias] = table
+    columns = {**table.columns, ranking.rank_column: "BIGINT"}
+    tvf = translation.statement.window_tvf
+    bounds = ("window_start", "window_end") if tvf is not None else None
+    if bounds is not None:
+        columns.update({bound: "BIGINT" for bound in bounds})
+    translation.scope[outer] = TableDef(outer, columns, "", "view", (), (), "raw", None, {})
+    translation._no_processing_time(select)
+    spec = (tvf.kind, tvf.size_ms, tvf.slide_ms) if tvf is not None else None
+    ranking.table.replace(translation._relation(ranking.table, spec, bounds))
+    watermark = table.watermark.column if table.watermark is not None else None
+    for window in ranking.inner.find_all(exp.Window):
+        order = window.args.get("order")
+        for ordered in order.expressions if order is not None else []:
+            column = ordered.this
+            if isinstance(column, exp.Column) and column.name == watermark:
+                ordered.set("this", exp.column(event_ms, table=column.table or None))
+    _expand_star(select, ranking, list(columns))
+    translation._rewrite_expressions(ranking.inner)
+    translation._rewrite_expressions(select)
+    translation._name_columns(select, bounds)
+    return str(select.sql("duckdb"))
+
+
+def _expand_star(select: exp.Select, ranking: RankingSubquery, columns: list[str]) -> None:
+    """The outer ``SELECT *`` as the subquery's columns (as the stream expands it), not
+    the internal columns of the timed relation."""
+    names: list[str] = []
+    for item in ranking.inner.expressions:
+        if isinstance(item, exp.Star):
+            names.extend(c for c in columns if c != ranking.rank_column)
+        else:
+            names.append(item.alias_or_name)
+    items: list[exp.Expr] = []
+    for item in select.expressions:
+        if isinstance(item, exp.Star):
+            items.extend(exp.column(name, quoted=True) for name in names)
+        else:
+            items.append(item)
+    select.set("expressions", items)
