@@ -36,11 +36,14 @@ class RankingSubquery:
     inner: exp.Select
     table: exp.Table
     rank_column: str
+    #: the query between the ranking and the table (a GROUP BY), if any
+    aggregate: exp.Select | None = None
 
 
 def find(node: exp.Expr, tables: dict[str, TableDef]) -> RankingSubquery | None:
     """The ranking subquery ``node`` (a FROM item), or None when it is none: one ranking
-    function in the SELECT list of a query over one declared table (not a view)."""
+    function in the SELECT list of a query over one declared table (not a view), or over
+    a subquery (a GROUP BY) of one."""
     if not isinstance(node, exp.Subquery) or not isinstance(node.this, exp.Select):
         return None
     inner = node.this
@@ -51,8 +54,15 @@ def find(node: exp.Expr, tables: dict[str, TableDef]) -> RankingSubquery | None:
         and isinstance(item.this, exp.Window)
         and isinstance(item.this.this, RANKINGS)
     ]
-    from_ = inner.args.get("from_") or inner.args.get("from")
-    base = from_.this if from_ is not None else None
+    base = _from(inner)
+    aggregate = None
+    if isinstance(base, exp.Subquery) and isinstance(base.this, exp.Select):
+        aggregate = base.this
+        base = _from(aggregate)
+        if aggregate.args.get("joins") or any(
+            isinstance(w.this, RANKINGS) for w in aggregate.find_all(exp.Window)
+        ):
+            return None
     if (
         len(ranks) != 1
         or not isinstance(base, exp.Table)
@@ -61,7 +71,12 @@ def find(node: exp.Expr, tables: dict[str, TableDef]) -> RankingSubquery | None:
         or any(inner.args.get(k) for k in ("joins", "group", "having", "distinct"))
     ):
         return None
-    return RankingSubquery(node, inner, base, ranks[0].alias)
+    return RankingSubquery(node, inner, base, ranks[0].alias, aggregate)
+
+
+def _from(select: exp.Select) -> exp.Expr | None:
+    from_ = select.args.get("from_") or select.args.get("from")
+    return from_.this if from_ is not None else None
 
 
 def translate(translation: Any, select: exp.Select, ranking: RankingSubquery, event_ms: str) -> str:
@@ -73,16 +88,27 @@ def translate(translation: Any, select: exp.Select, ranking: RankingSubquery, ev
     # (an unaliased subquery's columns are read unqualified: any name but "" will do)
     outer = ranking.subquery.alias_or_name or "$subquery"
     translation.scope[alias] = table
-    columns = {**table.columns, ranking.rank_column: "BIGINT"}
+    read = dict(table.columns)
     tvf = translation.statement.window_tvf
     bounds = ("window_start", "window_end") if tvf is not None else None
     if bounds is not None:
-        columns.update({bound: "BIGINT" for bound in bounds})
+        read.update({bound: "BIGINT" for bound in bounds})
+    if ranking.aggregate is not None:  # the aggregate's columns, of kinds not known
+        read = {
+            item.alias_or_name: read.get(item.alias_or_name, "OTHER")
+            if isinstance(item, exp.Column)
+            else "OTHER"
+            for item in ranking.aggregate.expressions
+        }
+    columns = {**read, ranking.rank_column: "BIGINT"}
     translation.scope[outer] = TableDef(outer, columns, "", "view", (), (), "raw", None, {})
     translation._no_processing_time(select)
     spec = (tvf.kind, tvf.size_ms, tvf.slide_ms) if tvf is not None else None
     ranking.table.replace(translation._relation(ranking.table, spec, bounds))
     watermark = table.watermark.column if table.watermark is not None else None
+    if ranking.aggregate is not None:
+        watermark = None  # the ranking orders aggregated columns
+        translation._rewrite_expressions(ranking.aggregate)
     for window in ranking.inner.find_all(exp.Window):
         order = window.args.get("order")
         for ordered in order.expressions if order is not None else []:

@@ -1,39 +1,51 @@
-"""Top-N as Flink writes it: ``ROW_NUMBER()`` in a subquery in FROM, filtered on N.
+"""Top-N as Flink writes it: a ranking function in a subquery in FROM, filtered on N.
 
     SELECT cols FROM (
       SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY sales DESC) AS row_num
       FROM shop_sales
-    ) WHERE row_num <= 5                      -- or row_num < 6, row_num = 1
+    ) WHERE row_num <= 5             -- or row_num < 6, row_num = 1, row_num = 5 (the 5th)
 
 keeps the first N rows of each partition ``k`` by the ORDER BY columns (rows that tie
-in the order they were read). The result is updating, as Flink's rank: a row entering
-the top N moves the rows after it down one place. Here the subquery becomes an upsert
-view keyed by (``k``, ``row_num``): every place whose row changed is written again, the
-row with its new ``row_num`` (Flink's rank with the ranking number updates those rows
-too). Over an append-only input a partition's top N only fills and changes, no place
-empties, so there are no deletes. Its sink needs a PRIMARY KEY of the partition columns
-and the row number, as any updating result here.
+in the order they were read). ``RANK()`` and ``DENSE_RANK()`` number rows that tie
+alike (``RANK()`` then skips, ``DENSE_RANK()`` does not), so ``<= N`` may keep more
+than N rows (Flink's batch ranks; Flink's streaming rank runs ROW_NUMBER() only). The
+result is updating, as Flink's rank: here an upsert view whose every change is written
+as the difference between a partition's ranked rows before and after a row came: an
+upsert per row whose place or number changed, a delete per key that left.
+
+- Its key: with ``ROW_NUMBER()`` in the outer SELECT list (or ``SELECT *``), the
+  partition columns and the row number (Flink's rank with its number rewrites those
+  places); otherwise (the number left out, or ``RANK()`` / ``DENSE_RANK()``, whose
+  numbers are not unique) the row's own key: the input's key for an updating input,
+  every column of the row over an append-only one. The sink needs that PRIMARY KEY.
+- Over an append-only input a partition keeps its top rows only (no row leaves but by
+  being pushed out). Over an updating input (a GROUP BY result, an upsert table: Flink's
+  "retract rank") every row of the partition is kept (a row that goes lets a lower one
+  back in): ``KGroupedTable.aggregate`` of the partition's ranked rows, the old version
+  of a row taken out by the subtractor, then ``RankChanges`` writes the differences.
+- ``row_num = N`` for N > 1 keeps the N first rows and filters the N-th in the outer
+  query.
 
 Partitioned by ``window_start`` and ``window_end`` over a window aggregation's results
 it is a window Top-N: an append-only view of each window's top N rows, forwarded once
 when a later window's results come (``WindowRankRows``).
 
-An ORDER BY of the table's time attribute with ``= 1`` is deduplication (``dedup``);
-RANK() and DENSE_RANK(), Top-N over an updating input and without the row number in the
-result are not supported.
+An ORDER BY of the table's time attribute with ``ROW_NUMBER() = 1`` is deduplication
+(``dedup``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
 
 from streaming import serdes
-from streaming.dsl import Named, Repartitioned
+from streaming.dsl import Grouped, Materialized, Named, Repartitioned
 from streaming.sql.catalog import TableDef
 from streaming.sql.errors import error_at, node_offset
 from streaming.sql.timestamps import parse_timestamp
@@ -48,10 +60,14 @@ _INDEX_OFFSET = 1 << 62
 _LAST_END = "last-end"
 
 
+#: the ranking functions of Top-N, by sqlglot node
+RANKINGS = {exp.RowNumber: "ROW_NUMBER", exp.Rank: "RANK", exp.DenseRank: "DENSE_RANK"}
+
+
 @dataclass(frozen=True)
 class TopN:
-    """A recognised Top-N: its ``ROW_NUMBER() OVER (...)``, the row number's name, the
-    partition and order columns (name, descending), N and the outer WHERE condition."""
+    """A recognised Top-N: its ranking ``function() OVER (...)``, the rank column's name,
+    the partition and order columns (name, descending), N and the outer WHERE condition."""
 
     window: exp.Window
     row_number: str
@@ -61,6 +77,15 @@ class TopN:
     condition: exp.Expr
     #: a window Top-N: partitioned by ``window_start`` and ``window_end`` (and maybe more)
     by_window: bool = False
+    #: ROW_NUMBER, RANK or DENSE_RANK
+    function: str = "ROW_NUMBER"
+    #: the outer SELECT list has the rank column (by name or ``*``)
+    numbered: bool = True
+    #: the condition keeps one number (``rn = N``, N > 1): it stays in the outer WHERE
+    exact: bool = False
+    #: the outer query reads the rank column anywhere but in the limit's condition (a
+    #: row whose number alone changes is then written again)
+    reads_number: bool = True
 
 
 def find(select: exp.Select, subquery: exp.Expr) -> TopN | None:
@@ -73,7 +98,7 @@ def find(select: exp.Select, subquery: exp.Expr) -> TopN | None:
         for item in inner.expressions
         if isinstance(item, exp.Alias)
         and isinstance(item.this, exp.Window)
-        and isinstance(item.this.this, exp.RowNumber)
+        and type(item.this.this) in RANKINGS
     ]
     if len(found) != 1:
         return None
@@ -94,6 +119,15 @@ def find(select: exp.Select, subquery: exp.Expr) -> TopN | None:
     if limit is None:
         return None
     condition, n = limit
+    numbered = any(
+        isinstance(item, exp.Star) or any(c.name == name for c in item.find_all(exp.Column))
+        for item in select.expressions
+    )
+    exact = isinstance(condition, exp.EQ) and n > 1
+    elsewhere = any(
+        column.name == name and not _within(column, condition)
+        for column in select.find_all(exp.Column)
+    )
     return TopN(
         window=window,
         row_number=name,
@@ -102,12 +136,24 @@ def find(select: exp.Select, subquery: exp.Expr) -> TopN | None:
         limit=n,
         condition=condition,
         by_window=bool(bounds),
+        function=RANKINGS[type(window.this)],
+        numbered=numbered,
+        exact=exact,
+        reads_number=numbered or exact or elsewhere,
     )
+
+
+def _within(node: exp.Expr, ancestor: exp.Expr) -> bool:
+    """Whether ``node`` is ``ancestor`` or inside it."""
+    parent: exp.Expr | None = node
+    while parent is not None and parent is not ancestor:
+        parent = parent.parent
+    return parent is not None
 
 
 def _limit(where: exp.Expr | None, name: str) -> tuple[exp.Expr, int] | None:
     """The conjunct of WHERE that bounds the row number (``rn <= N``, ``rn < N + 1``,
-    ``rn = 1``) and N."""
+    ``rn = N``) and N."""
     if where is None:
         return None
     for term in where.this.flatten() if isinstance(where.this, exp.And) else [where.this]:
@@ -121,8 +167,6 @@ def _limit(where: exp.Expr | None, name: str) -> tuple[exp.Expr, int] | None:
         if not literal.this.isdigit():
             continue
         n = int(literal.this) - (1 if isinstance(term, exp.LT) else 0)
-        if isinstance(term, exp.EQ) and n != 1:
-            continue
         if n >= 1:
             return term, n
     return None
@@ -159,7 +203,10 @@ def prepare(inner: exp.Select, topn: TopN, source: TableDef | None) -> TopN:
 
 
 def drop_condition(select: exp.Select, topn: TopN) -> None:
-    """The outer WHERE without its bound on the row number (the view has N rows)."""
+    """The outer WHERE without its bound on the row number (the view has N rows); the
+    N-th row alone (``rn = N``) stays a filter."""
+    if topn.exact:
+        return
     where = select.args["where"]
     terms = where.this.flatten() if isinstance(where.this, exp.And) else [where.this]
     rest = [term for term in terms if term is not topn.condition]
@@ -180,11 +227,9 @@ def expand_star(select: exp.Select, view: TableDef) -> None:
 
 def rank(compiler: Any, table: TableDef, topn: TopN) -> TableDef:
     """The upsert view of the top N rows of the view ``table`` (already compiled), keyed
-    by the partition columns and the row number; registered in its place."""
+    as the module says; registered in its place."""
     at = node_offset(topn.window)
     source = compiler.source
-    if table.is_upsert:
-        raise error_at(source, at, "Top-N of an updating input is not supported yet")
     for column in (*topn.partition, *(c for c, _ in topn.order)):
         if column not in table.columns:
             raise error_at(
@@ -195,40 +240,75 @@ def rank(compiler: Any, table: TableDef, topn: TopN) -> TableDef:
     if topn.row_number in table.columns:
         raise error_at(source, at, f"{topn.row_number}: a column of the subquery already")
     if topn.by_window:
+        if table.is_upsert:
+            raise error_at(source, at, "window Top-N of an updating input is not supported")
         return _rank_windows(compiler, table, topn)
-    key = (*topn.partition, topn.row_number)
+    if topn.function == "ROW_NUMBER" and topn.numbered:
+        key: tuple[str, ...] = (*topn.partition, topn.row_number)
+        key_format = "json"
+    else:
+        key = table.key_fields if table.is_upsert else _visible(table)
+        key_format = "raw" if len(key) == 1 else "json"
     view = dataclasses.replace(
         table,
         columns={**table.columns, topn.row_number: "BIGINT"},
         primary_key=key,
         key_fields=key,
-        key_format="json",
+        key_format=key_format,
         watermark=None,
+        updated_by=f"Top-N ({topn.function}() OVER (PARTITION BY ... ORDER BY ...)) updates "
+        "its rows",
     )
     compiler.tables[table.name] = view
+    ranking = Ranking(
+        topn.order, topn.function, topn.limit, topn.row_number, view.key_of, topn.reads_number
+    )
+    partition = topn.partition
+    name = compiler.unique(f"{table.name}-top-n")
     store = compiler.unique(f"{table.name}-top-n")
     compiler.builder.add_state_store(
         Stores.key_value_store_builder(
             Stores.persistent_key_value_store(store), serdes.Json(), serdes.Json()
         )
     )
-    partition = topn.partition
+    if table.is_upsert:
+        # every row of a partition, the old version of an updated row taken out
+        rows = compiler.source_of(table).filter(lambda k, v: isinstance(v, dict))
+        grouped = rows.group_by(
+            lambda k, row: ([row.get(c) for c in partition], row),
+            Grouped.with_(key_serde=serdes.Json(), value_serde=serdes.Json(), name=name),
+        )
+        partitions = grouped.aggregate(
+            list,
+            lambda k, row, rows: ranking.insert(rows, row),
+            lambda k, row, rows: ranking.remove(rows, row),
+            materialized=Materialized.as_(compiler.unique(f"{table.name}-rank-rows"))
+            .with_key_serde(serdes.Json())
+            .with_value_serde(serdes.Json()),
+        )
+        compiler.views[table.name] = partitions.to_stream().process(
+            lambda: RankChanges(ranking, store),
+            store,
+            named=Named.as_(compiler.unique(f"{table.name}-rank")),
+        )
+        return view
     keyed = (
         compiler.views[table.name]
         .filter(lambda k, v: isinstance(v, dict))
         .select_key(lambda k, row: [row.get(c) for c in partition])
-        .repartition(
-            Repartitioned.with_(serdes.Json(), serdes.Json()).with_name(
-                compiler.unique(f"{table.name}-top-n")
-            )
-        )
+        .repartition(Repartitioned.with_(serdes.Json(), serdes.Json()).with_name(name))
     )
     compiler.views[table.name] = keyed.process(
-        lambda: RankRows(topn.order, topn.limit, partition, topn.row_number, store),
+        lambda: RankRows(ranking, store),
         store,
         named=Named.as_(compiler.unique(f"{table.name}-rank")),
     )
     return view
+
+
+def _visible(table: TableDef) -> tuple[str, ...]:
+    """The columns of ``table`` but the hidden ``$column`` outputs: a row's own key."""
+    return tuple(c for c in table.columns if c[:1] != "$")
 
 
 def _rank_windows(compiler: Any, table: TableDef, topn: TopN) -> TableDef:
@@ -244,6 +324,7 @@ def _rank_windows(compiler: Any, table: TableDef, topn: TopN) -> TableDef:
             Stores.persistent_key_value_store(store), serdes.String(), serdes.Json()
         )
     )
+    ranking = Ranking(topn.order, topn.function, topn.limit, topn.row_number, lambda row: None)
     # every window of a partition (without the bounds) to the same task, in order
     rest = tuple(c for c in topn.partition if c.lstrip("$") not in WINDOW_BOUNDS)
     end = next(c for c in topn.partition if c.lstrip("$") == "window_end")
@@ -258,7 +339,7 @@ def _rank_windows(compiler: Any, table: TableDef, topn: TopN) -> TableDef:
         )
     )
     compiler.views[table.name] = keyed.process(
-        lambda: WindowRankRows(topn.order, topn.limit, topn.partition, end, topn.row_number, store),
+        lambda: WindowRankRows(ranking, topn.partition, end, store),
         store,
         named=Named.as_(compiler.unique(f"{table.name}-window-rank")),
     )
@@ -282,22 +363,90 @@ def _compare(a: dict[str, Any], b: dict[str, Any], order: tuple[tuple[str, bool]
     return 0
 
 
-class RankRows(Processor):
-    """Keeps each partition's first ``limit`` rows by ``order``; forwards every place
-    whose row changed as (key of partition and row number, the row with its number)."""
+@dataclass(frozen=True)
+class Ranking:
+    """How a partition's rows are ranked and written: ``order`` (column, descending),
+    the ranking ``function``, the ``limit`` on its numbers, the rank column's name and
+    the view's key of a ranked row."""
 
-    def __init__(
-        self,
-        order: tuple[tuple[str, bool], ...],
-        limit: int,
-        partition: tuple[str, ...],
-        row_number: str,
-        store: str,
-    ) -> None:
-        self.order = order
-        self.limit = limit
-        self.partition = partition
-        self.row_number = row_number
+    order: tuple[tuple[str, bool], ...]
+    function: str
+    limit: int
+    rank_column: str
+    key_of: Callable[[dict[str, Any]], Any]
+    #: a row whose number alone changed is written again (its reader reads the number)
+    writes_number: bool = True
+
+    def insert(self, rows: list[dict[str, Any]], row: dict[str, Any]) -> list[dict[str, Any]]:
+        """``rows`` (ranked) with ``row`` in its place, after the rows it ties with."""
+        place = len(rows)
+        for i, other in enumerate(rows):
+            if _compare(row, other, self.order) < 0:
+                place = i
+                break
+        return [*rows[:place], row, *rows[place:]]
+
+    def remove(self, rows: list[dict[str, Any]], row: dict[str, Any]) -> list[dict[str, Any]]:
+        """``rows`` without (the first copy of) ``row``."""
+        for i, other in enumerate(rows):
+            if other == row:
+                return [*rows[:i], *rows[i + 1 :]]
+        return rows
+
+    def numbers(self, rows: list[dict[str, Any]]) -> list[int]:
+        """The rank number of each of ``rows`` (ranked), up to the first past the limit."""
+        numbers: list[int] = []
+        for i, row in enumerate(rows):
+            if i == 0:
+                number = 1
+            elif self.function == "ROW_NUMBER":
+                number = i + 1
+            elif _compare(rows[i - 1], row, self.order) == 0:
+                number = numbers[-1]
+            else:
+                number = i + 1 if self.function == "RANK" else numbers[-1] + 1
+            if number > self.limit:
+                break
+            numbers.append(number)
+        return numbers
+
+    def top(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The rows within the limit, each with its number."""
+        return [
+            {**row, self.rank_column: number}
+            for row, number in zip(rows, self.numbers(rows), strict=False)
+        ]
+
+    def changes(
+        self, before: list[dict[str, Any]], after: list[dict[str, Any]]
+    ) -> list[tuple[Any, dict[str, Any] | None]]:
+        """The (key, row) upserts and (key, None) deletes that turn the written rows
+        ``before`` (as ``top`` gave them) into ``after``: deletes first, then the rows
+        that changed, in rank order."""
+        old = {json.dumps(self.key_of(row)): row for row in before}
+        new = {json.dumps(self.key_of(row)): row for row in after}
+        out: list[tuple[Any, dict[str, Any] | None]] = [
+            (self.key_of(row), None) for key, row in old.items() if key not in new
+        ]
+        out.extend(
+            (self.key_of(row), row)
+            for key, row in new.items()
+            if key not in old or self._differ(old[key], row)
+        )
+        return out
+
+    def _differ(self, before: dict[str, Any], after: dict[str, Any]) -> bool:
+        if self.writes_number:
+            return before != after
+        return {**before, self.rank_column: None} != {**after, self.rank_column: None}
+
+
+class RankRows(Processor):
+    """Keeps each partition's top rows of an append-only input (those within the limit)
+    and forwards the changes each row makes (``Ranking.changes``)."""
+
+    def __init__(self, ranking: Ranking, store: str) -> None:
+        self.ranking = ranking
         self.store_name = store
 
     def init(self, context: Any) -> None:
@@ -309,43 +458,52 @@ class RankRows(Processor):
         row, key = record.value, record.key
         if not isinstance(row, dict):
             return
-        top: list[dict[str, Any]] = self.store.get(key) or []
-        place = len(top)
-        for i, other in enumerate(top):
-            if _compare(row, other, self.order) < 0:  # ties stay in the order read
-                place = i
-                break
-        if place >= self.limit:
+        ranking = self.ranking
+        rows: list[dict[str, Any]] = self.store.get(key) or []
+        kept = ranking.insert(rows, row)
+        kept = kept[: len(ranking.numbers(kept))]
+        if kept == rows:
+            return  # below the top rows
+        self.store.put(key, kept)
+        for out_key, out_row in ranking.changes(ranking.top(rows), ranking.top(kept)):
+            self.context.forward(Record(out_key, out_row, record.timestamp))
+
+
+class RankChanges(Processor):
+    """Forwards the changes of each partition's ranked rows (an updating input's, every
+    row kept by ``KGroupedTable.aggregate``) since the rows it last wrote."""
+
+    def __init__(self, ranking: Ranking, store: str) -> None:
+        self.ranking = ranking
+        self.store_name = store
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        #: partition key -> the rows written last (``Ranking.top``)
+        self.store = context.get_state_store(self.store_name)
+
+    def process(self, record: Record) -> None:
+        rows = record.value if isinstance(record.value, list) else []
+        top = self.ranking.top(rows)
+        before: list[dict[str, Any]] = self.store.get(record.key) or []
+        if top == before:
             return
-        top = [*top[:place], row, *top[place:]][: self.limit]
-        self.store.put(key, top)
-        for i in range(place, len(top)):
-            ranked = {**top[i], self.row_number: i + 1}
-            out_key = {**{c: ranked.get(c) for c in self.partition}, self.row_number: i + 1}
-            self.context.forward(Record(out_key, ranked, record.timestamp))
+        self.store.put(record.key, top)
+        for out_key, out_row in self.ranking.changes(before, top):
+            self.context.forward(Record(out_key, out_row, record.timestamp))
 
 
 class WindowRankRows(Processor):
-    """Keeps each partition's first ``limit`` rows by ``order`` per window (the partition
-    holds the window bounds) and forwards them, with their row numbers, once: when a row of
+    """Keeps each partition's top rows (``ranking``) per window (the partition holds the
+    window bounds) and forwards them, with their numbers, once: when a row of
     a window that ends later comes (a window aggregation emits its windows in the order of
     their ends, each window's rows together). A row of a window already forwarded is
     dropped."""
 
-    def __init__(
-        self,
-        order: tuple[tuple[str, bool], ...],
-        limit: int,
-        partition: tuple[str, ...],
-        end: str,
-        row_number: str,
-        store: str,
-    ) -> None:
-        self.order = order
-        self.limit = limit
+    def __init__(self, ranking: Ranking, partition: tuple[str, ...], end: str, store: str) -> None:
+        self.ranking = ranking
         self.partition = partition
         self.end = end
-        self.row_number = row_number
         self.store_name = store
 
     def init(self, context: Any) -> None:
@@ -365,13 +523,10 @@ class WindowRankRows(Processor):
             return  # its window was forwarded
         index = _window_index(end, [row.get(c) for c in self.partition])
         top: list[dict[str, Any]] = self.store.get(index) or []
-        place = len(top)
-        for i, other in enumerate(top):
-            if _compare(row, other, self.order) < 0:  # ties stay in the order read
-                place = i
-                break
-        if place < self.limit:
-            self.store.put(index, [*top[:place], row, *top[place:]][: self.limit])
+        kept = self.ranking.insert(top, row)  # ties stay in the order read
+        kept = kept[: len(self.ranking.numbers(kept))]
+        if kept != top:
+            self.store.put(index, kept)
         if not isinstance(last, int) or end > last:
             self.store.put(_LAST_END, end)
             self._forward_before(end, record.timestamp)
@@ -382,8 +537,8 @@ class WindowRankRows(Processor):
             if index == _LAST_END:
                 continue
             self.store.delete(index)
-            for i, row in enumerate(top):
-                self.context.forward(Record(None, {**row, self.row_number: i + 1}, timestamp))
+            for row in self.ranking.top(top):
+                self.context.forward(Record(None, row, timestamp))
 
 
 def _window_index(end: int, partition: list[Any] | None) -> str:

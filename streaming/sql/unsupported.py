@@ -11,8 +11,8 @@ MATCH_RECOGNIZE):
   ``explain_parse_error`` names the construct behind a parse error where it knows it
   (``METADATA`` columns);
 - ``check_tree`` walks the parsed statement: OVER aggregations but in the SELECT list of a
-  query over one table (``over``; in pull and push queries all), ``RANK()`` /
-  ``DENSE_RANK()`` and ``ROW_NUMBER()`` Top-N and deduplication but those the compiler runs
+  query over one table (``over``; in pull and push queries all), ``ROW_NUMBER()`` /
+  ``RANK()`` / ``DENSE_RANK()`` Top-N and deduplication but those the compiler runs
   (``dedup``, ``topn``; window Top-N over a window aggregation's results, while one
   directly over a window TVF and window deduplication are refused by ``views``), set operations,
   WITH, UNNEST, subqueries in expressions, QUALIFY, hints, ``INSERT ... VALUES`` and

@@ -219,9 +219,9 @@ GROUP BY window_start, window_end;
         ),
         (
             "SELECT *, RANK() OVER (PARTITION BY a ORDER BY b) AS rn FROM T",
-            "RANK",
-            "Top-N or deduplication (RANK() OVER (PARTITION BY ... ORDER BY ...)) is not "
-            "supported yet",
+            "INSERT",
+            "the result is updating: Top-N (RANK() OVER (PARTITION BY ... ORDER BY ...)) "
+            "updates its rows",
         ),
     ],
 )

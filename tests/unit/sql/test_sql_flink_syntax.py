@@ -156,7 +156,7 @@ UNSUPPORTED = [
     ),
     (
         "INSERT INTO out SELECT region, amount FROM (SELECT *, RANK() OVER (PARTITION BY "
-        "region ORDER BY amount DESC) AS rownum FROM orders) WHERE rownum <= 3;",
+        "region ORDER BY amount DESC) AS rownum FROM orders) WHERE rownum > 3;",
         "RANK()",
         "Top-N or deduplication (RANK() OVER (PARTITION BY ... ORDER BY ...)) is not supported yet",
     ),
