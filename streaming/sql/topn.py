@@ -28,7 +28,8 @@ upsert per row whose place or number changed, a delete per key that left.
 
 Partitioned by ``window_start`` and ``window_end`` over a window aggregation's results
 it is a window Top-N: an append-only view of each window's top N rows, forwarded once
-when a later window's results come (``WindowRankRows``).
+when a later window's results come (``WindowRankRows``). Directly over a window TVF it
+is a window Top-N or window deduplication of the TVF's rows (``window_rank``).
 
 An ORDER BY of the table's time attribute with ``ROW_NUMBER() = 1`` is deduplication
 (``dedup``).
@@ -46,6 +47,7 @@ from sqlglot import exp
 
 from streaming import serdes
 from streaming.dsl import Grouped, Materialized, Named, Repartitioned
+from streaming.sql import window_rank
 from streaming.sql.catalog import TableDef
 from streaming.sql.errors import error_at, node_offset
 from streaming.sql.timestamps import parse_timestamp
@@ -86,6 +88,8 @@ class TopN:
     #: the outer query reads the rank column anywhere but in the limit's condition (a
     #: row whose number alone changes is then written again)
     reads_number: bool = True
+    #: a window Top-N directly over a window TVF: the WATERMARK delay of its table
+    tvf_delay_ms: int | None = None
 
 
 def find(select: exp.Select, subquery: exp.Expr) -> TopN | None:
@@ -242,6 +246,9 @@ def rank(compiler: Any, table: TableDef, topn: TopN) -> TableDef:
     if topn.by_window:
         if table.is_upsert:
             raise error_at(source, at, "window Top-N of an updating input is not supported")
+        if topn.tvf_delay_ms is not None:
+            ranking = Ranking(topn.order, topn.function, topn.limit, topn.row_number, _no_key)
+            return window_rank.rank_tvf_windows(compiler, table, topn, ranking, topn.tvf_delay_ms)
         return _rank_windows(compiler, table, topn)
     if topn.function == "ROW_NUMBER" and topn.numbered:
         key: tuple[str, ...] = (*topn.partition, topn.row_number)
@@ -306,6 +313,11 @@ def rank(compiler: Any, table: TableDef, topn: TopN) -> TableDef:
     return view
 
 
+def _no_key(row: dict[str, Any]) -> None:
+    """The key of an append-only view's row: none."""
+    return None
+
+
 def _visible(table: TableDef) -> tuple[str, ...]:
     """The columns of ``table`` but the hidden ``$column`` outputs: a row's own key."""
     return tuple(c for c in table.columns if c[:1] != "$")
@@ -324,7 +336,7 @@ def _rank_windows(compiler: Any, table: TableDef, topn: TopN) -> TableDef:
             Stores.persistent_key_value_store(store), serdes.String(), serdes.Json()
         )
     )
-    ranking = Ranking(topn.order, topn.function, topn.limit, topn.row_number, lambda row: None)
+    ranking = Ranking(topn.order, topn.function, topn.limit, topn.row_number, _no_key)
     # every window of a partition (without the bounds) to the same task, in order
     rest = tuple(c for c in topn.partition if c.lstrip("$") not in WINDOW_BOUNDS)
     end = next(c for c in topn.partition if c.lstrip("$") == "window_end")

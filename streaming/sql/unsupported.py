@@ -13,8 +13,8 @@ MATCH_RECOGNIZE):
 - ``check_tree`` walks the parsed statement: OVER aggregations but in the SELECT list of a
   query over one table (``over``; in pull and push queries all), ``ROW_NUMBER()`` /
   ``RANK()`` / ``DENSE_RANK()`` Top-N and deduplication but those the compiler runs
-  (``dedup``, ``topn``; window Top-N over a window aggregation's results, while one
-  directly over a window TVF and window deduplication are refused by ``views``), set operations,
+  (``dedup``, ``topn``, ``window_rank``: a window Top-N over a SESSION or processing-time
+  TVF is refused there), set operations,
   WITH, UNNEST, subqueries in expressions, QUALIFY, hints, ``INSERT ... VALUES`` and
   ``INSERT OVERWRITE``.
 """

@@ -17,6 +17,8 @@
   filtered on ``<= N``, ``topn``) an upsert view of the top rows keyed by the partition
   and the row number, or over a window aggregation's results partitioned by the window
   an append view of each window's top rows; the outer WHERE loses that condition.
+  Partitioned by the window directly over a window TVF, the subquery reads the TVF's
+  rows (``window_rank``) and ranks each window once it closes.
 - A window over a ``PROCTIME()`` column gives no time attribute (its bounds are plain
   columns, as in Flink); a view that passes a ``PROCTIME()`` column through keeps it as
   its processing time.
@@ -41,6 +43,7 @@ from sqlglot import exp
 
 from streaming.sql import dedup as dedups
 from streaming.sql import topn as topns
+from streaming.sql import window_rank
 from streaming.sql.catalog import INFERRED, TableDef, schema_elements, table_def
 from streaming.sql.derived import (
     WINDOW_COLUMNS,
@@ -56,7 +59,7 @@ from streaming.sql.derived import (
     window_column,
 )
 from streaming.sql.errors import SqlError, error_at, node_offset
-from streaming.sql.rewrite import Statement
+from streaming.sql.rewrite import Statement, WindowTvf
 from streaming.sql.timestamps import ColumnTimestamper
 
 
@@ -295,12 +298,12 @@ class DerivedTables:
                 topn = topns.find(select, node) if first and dedup is None else None
                 if dedup is not None:
                     dedup = dedups.prepare(inner_select, dedup, read)
-                if topn is not None and topn.by_window and self._over_tvf(statement, node):
-                    raise self.error(
-                        topn.window,
-                        "window Top-N or window deduplication directly over a window TVF "
-                        "is not supported yet: rank a window aggregation's results",
-                    )
+                over_tvf = self._over_tvf(statement, node)
+                if topn is not None and topn.by_window and over_tvf is not None:
+                    # the subquery reads the TVF's rows, the TVF is consumed
+                    read = window_rank.windowed_rows(self.compiler, inner_select, over_tvf)
+                    delay = read.watermark.delay_ms if read.watermark is not None else 0
+                    topn = replace(topn, tvf_delay_ms=delay)
                 if topn is not None:
                     topn = topns.prepare(inner_select, topn, read)
                 if not isinstance(inner_select, exp.Select):
@@ -308,6 +311,8 @@ class DerivedTables:
                 start, end = span(node)
                 own = tuple(t for t in statement.window_tvfs if start <= t.offset <= end)
                 outer_tvfs = [t for t in outer_tvfs if t not in own]
+                if topn is not None and topn.tvf_delay_ms is not None:
+                    own = ()
                 inner = replace(
                     statement, window_tvf=own[0] if own else None, window_tvfs=own, emit=None
                 )
@@ -361,16 +366,21 @@ class DerivedTables:
         select.set("expressions", items)
 
     @staticmethod
-    def _over_tvf(statement: Statement, subquery: exp.Subquery) -> bool:
-        """Whether the query of ``subquery`` reads a window TVF directly (its FROM is the
-        table of a TVF inside it)."""
+    def _over_tvf(statement: Statement, subquery: exp.Subquery) -> WindowTvf | None:
+        """The window TVF the query of ``subquery`` reads directly (its FROM is the table
+        of a TVF inside it), if it does."""
         inner = subquery.this
         from_ = inner.args.get("from_") if isinstance(inner, exp.Select) else None
         if from_ is None or not isinstance(from_.this, exp.Table):
-            return False
+            return None
         start, end = span(subquery)
-        return any(
-            t.table == from_.this.name and start <= t.offset <= end for t in statement.window_tvfs
+        return next(
+            (
+                t
+                for t in statement.window_tvfs
+                if t.table == from_.this.name and start <= t.offset <= end
+            ),
+            None,
         )
 
     def from_table(self, select: exp.Select) -> TableDef | None:

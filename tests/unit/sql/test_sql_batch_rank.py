@@ -204,3 +204,54 @@ SELECT * FROM (
     expected = batch(sql, rows)
     assert ordered(stream_final(sql, rows)) == ordered(expected)
     assert [r["rn"] for r in sorted(expected, key=lambda r: r["rn"])] == [1, 2, 3]
+
+
+WINDOW_SINK = """
+CREATE TABLE out (window_start TIMESTAMP(3), window_end TIMESTAMP(3), customer STRING,
+  id STRING, amount DOUBLE, ts TIMESTAMP(3))
+  WITH ('connector' = 'kafka', 'topic' = 'out', 'format' = 'json');
+"""
+
+
+@pytest.mark.parametrize(
+    ("tvf", "order", "limit"),
+    [
+        ("TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES)", "ts DESC", 1),
+        ("TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES)", "ts", 1),
+        (
+            "HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' MINUTES, INTERVAL '6' MINUTES)",
+            "amount DESC",
+            2,
+        ),
+        (
+            "CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' MINUTES, INTERVAL '15' MINUTES)",
+            "ts DESC",
+            1,
+        ),
+    ],
+)
+def test_window_deduplication_and_top_n_over_a_tvf_agree(tvf: str, order: str, limit: int) -> None:
+    sql = (
+        ORDERS
+        + WINDOW_SINK
+        + f"""
+INSERT INTO out
+SELECT window_start, window_end, customer, id, amount, ts FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, customer
+                               ORDER BY {order}) AS rn
+  FROM TABLE({tvf})
+) WHERE rn <= {limit}
+"""
+    )
+    rows = trace(7)
+    with TopologyTestDriver(compile_sql(sql)) as driver:
+        source = driver.create_input_topic("orders", key_serde=serdes.String())
+        for row in rows:
+            source.pipe_input(None, row)
+        stream = [r.value for r in driver.create_output_topic("out").read_records_to_list()]
+    last = max(row["ts"] for row in rows)
+    # the windows that closed: those that end a minute (the delay) before the last row
+    closed_until = format_timestamp(int(pd.Timestamp(last).value // 1_000_000) - 60_000 + 1)
+    expected = [r for r in batch(sql, rows) if r["window_end"] < closed_until]
+    assert ordered(stream) == ordered(expected)
+    assert len(expected) > 20

@@ -162,10 +162,10 @@ UNSUPPORTED = [
     ),
     (
         "INSERT INTO out SELECT region, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY "
-        "window_start, window_end ORDER BY amount DESC) AS rownum FROM TABLE(TUMBLE(TABLE "
-        "orders, DESCRIPTOR(ts), INTERVAL '10' MINUTES))) WHERE rownum <= 3;",
-        "ROW_NUMBER()",
-        "window Top-N or window deduplication directly over a window TVF is not supported yet",
+        "window_start, window_end ORDER BY amount DESC) AS rownum FROM TABLE(SESSION(TABLE "
+        "orders PARTITION BY region, DESCRIPTOR(ts), INTERVAL '10' MINUTES))) WHERE rownum <= 3;",
+        "TABLE(SESSION",
+        "window Top-N or window deduplication over a SESSION window is not supported",
     ),
     (
         "INSERT INTO out SELECT region, amount FROM orders MATCH_RECOGNIZE (PARTITION BY "

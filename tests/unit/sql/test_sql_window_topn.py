@@ -177,18 +177,26 @@ def test_window_rank_itcase(condition, expected):
     assert engine_rows(rows, kinds) == flink_rows(expected, kinds)
 
 
-def test_window_top_n_directly_over_a_window_tvf_is_refused_at_the_row_number():
+def test_window_top_n_over_a_processing_time_tvf_is_refused_at_the_tvf():
+    # directly over a window TVF the rows are ranked per window (``window_rank``) on the
+    # event time only
+    tables = """
+CREATE TABLE Bid (bidtime TIMESTAMP(3), price DOUBLE, supplier_id STRING, pt AS PROCTIME())
+  WITH ('connector' = 'kafka', 'topic' = 'bid', 'format' = 'json');
+CREATE TABLE out (supplier_id STRING, price DOUBLE, rownum BIGINT)
+  WITH ('connector' = 'kafka', 'topic' = 'out', 'format' = 'json');
+"""
     query = """
 INSERT INTO out
-SELECT window_start, window_end, supplier_id, price, 1, rownum FROM (
+SELECT supplier_id, price, rownum FROM (
   SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) AS rownum
-  FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))
+  FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(pt), INTERVAL '10' MINUTES))
 ) WHERE rownum <= 3;
 """
-    with pytest.raises(SqlError, match="directly over a window TVF is not supported yet") as e:
-        compile(BID + query)
-    line = query.splitlines()[3]
+    with pytest.raises(SqlError, match="needs it to be the WATERMARK column of Bid") as e:
+        compile(tables + query)
+    line = query.splitlines()[4]
     assert (e.value.line, e.value.column) == (
-        BID.count("\n") + 4,
-        line.index("ROW_NUMBER") + 1,
+        tables.count("\n") + 5,
+        line.index("TABLE(TUMBLE") + 1,
     )
