@@ -103,6 +103,11 @@ def translate(translation: Any, select: exp.Select, ranking: RankingSubquery, ev
     columns = {**read, ranking.rank_column: "BIGINT"}
     translation.scope[outer] = TableDef(outer, columns, "", "view", (), (), "raw", None, {})
     translation._no_processing_time(select)
+    for call in ranking.inner.find_all(exp.Anonymous):
+        if call.name.upper() == "PROCTIME":
+            raise translation.error(
+                call, "PROCTIME() is the processing time: it is not translated to batch SQL"
+            )
     spec = (tvf.kind, tvf.size_ms, tvf.slide_ms) if tvf is not None else None
     ranking.table.replace(translation._relation(ranking.table, spec, bounds))
     watermark = table.watermark.column if table.watermark is not None else None

@@ -6,7 +6,8 @@
 
 keeps the first row of each key ``k``, ordered by the time attribute ``t``:
 
-- ``t`` a ``PROCTIME()`` column: the first row read, out at once (as Flink's, append-only).
+- ``t`` a ``PROCTIME()`` column (or the call ``PROCTIME()`` itself): the first row read,
+  out at once (as Flink's, append-only).
 - ``t`` the ``WATERMARK`` column: the row with the earliest ``t``, out once stream time
   passes ``t`` plus the WATERMARK delay (the watermark passed it, so no earlier row can
   come): append-only, one row per key, the rows Flink's deduplication ends with once its
@@ -49,6 +50,8 @@ from streaming.topology.processor import Processor, Record
 _INDEX_OFFSET = 1 << 62
 #: the key of the stream time in the emitted-keys store (row keys are JSON lists)
 _STREAM_TIME = "stream-time"
+#: the order of a deduplication by the ``PROCTIME()`` call (no column of that name)
+PROCTIME_CALL = "PROCTIME()"
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,7 @@ def find(select: exp.Select, subquery: exp.Expr) -> Dedup | None:
         or not all(isinstance(p, exp.Column) for p in partition)
         or any(p.name in ("window_start", "window_end") for p in partition)  # window dedup
         or len(ordered) != 1
-        or not isinstance(ordered[0].this, exp.Column)
+        or not (isinstance(ordered[0].this, exp.Column) or is_proctime_call(ordered[0].this))
         or window.args.get("spec") is not None
     ):
         return None
@@ -99,7 +102,7 @@ def find(select: exp.Select, subquery: exp.Expr) -> Dedup | None:
         window=window,
         row_number=name,
         partition=tuple(p.name for p in partition),
-        order=ordered[0].this.name,
+        order=PROCTIME_CALL if is_proctime_call(ordered[0].this) else ordered[0].this.name,
         descending=bool(ordered[0].args.get("desc")),
         condition=condition,
     )
@@ -109,7 +112,15 @@ def by_time(dedup: Dedup, table: TableDef) -> bool:
     """Whether the deduplication orders by a time attribute of ``table`` (else, with
     ``= 1``, it is a Top-1: ``topn``)."""
     watermark = table.watermark.column if table.watermark is not None else None
-    return dedup.order in (table.proctime, watermark)
+    return dedup.order in (table.proctime, watermark, PROCTIME_CALL)
+
+
+def is_proctime_call(node: exp.Expr) -> bool:
+    """Whether ``node`` is ``PROCTIME()``: the processing time of the row, as Flink lets
+    a deduplication order by it without a PROCTIME() column."""
+    return (
+        isinstance(node, exp.Anonymous) and node.name.upper() == "PROCTIME" and not node.expressions
+    )
 
 
 def _first_row_condition(where: exp.Expr | None, name: str) -> exp.Expr | None:
@@ -165,7 +176,7 @@ def prepare(inner: exp.Select, dedup: Dedup, source: TableDef | None) -> Dedup:
 
     prepared = replace(
         dedup,
-        order=output(dedup.order),
+        order=dedup.order if dedup.order == PROCTIME_CALL else output(dedup.order),
         partition=tuple(output(column) for column in dedup.partition),
     )
     inner.set("expressions", items)
@@ -185,7 +196,7 @@ def deduplicate(compiler: Any, table: TableDef, dedup: Dedup) -> Any:
     the view."""
     at = node_offset(dedup.window)
     source = compiler.source
-    proctime = table.proctime == dedup.order
+    proctime = dedup.order in (table.proctime, PROCTIME_CALL)
     event_time = table.watermark is not None and table.watermark.column == dedup.order
     if not (proctime or event_time):
         raise error_at(

@@ -150,6 +150,9 @@ INSERT INTO q SELECT k, id FROM (
 """
     with pytest.raises(SqlError, match="pt is the processing time of p"):
         to_duckdb(sql)
+    with pytest.raises(SqlError, match="PROCTIME\\(\\) is the processing time") as info:
+        to_duckdb(sql.replace("ORDER BY pt DESC", "ORDER BY PROCTIME() DESC"))
+    assert info.value.line == 7
 
 
 RANK_SINK = """

@@ -357,3 +357,53 @@ SELECT COUNT(b) FROM (
 """
     )
     assert run(sql, rowtime_rows(closing=False))[-1] == {"cnt": 6}
+
+
+@pytest.mark.parametrize(
+    ("direction", "expected"),
+    [
+        # DeduplicateITCase.testFirstRowOnBuiltinProctime
+        (
+            "",
+            [
+                "1,1,Hi",
+                "2,2,Hello",
+                "4,3,Hello world, how are you?",
+                "7,4,Comment#1",
+                "11,5,Comment#5",
+                "16,6,Comment#10",
+            ],
+        ),
+        # DeduplicateITCase.testLastRowOnBuiltinProctime
+        (
+            " DESC",
+            [
+                "1,1,Hi",
+                "3,2,Hello world",
+                "6,3,Luke Skywalker",
+                "10,4,Comment#4",
+                "15,5,Comment#9",
+                "21,6,Comment#15",
+            ],
+        ),
+    ],
+)
+def test_deduplication_on_the_builtin_proctime(direction, expected):
+    sql = f"""
+CREATE TABLE T (a INT, b BIGINT, c STRING)
+  WITH ('connector' = 'kafka', 'topic' = 't', 'format' = 'json');
+CREATE TABLE out (a INT, b BIGINT, c STRING, PRIMARY KEY (b) NOT ENFORCED)
+  WITH ('connector' = 'upsert-kafka', 'topic' = 'out', 'format' = 'json');
+INSERT INTO out
+SELECT a, b, c
+FROM (
+  SELECT *,
+    ROW_NUMBER() OVER (PARTITION BY b ORDER BY proctime(){direction}) as rowNum
+  FROM T
+)
+WHERE rowNum = 1
+"""
+    records = changelog(sql, [("t", {"a": a, "b": b, "c": c}) for a, b, c in TUPLE_DATA3])
+    last = {key: value for key, value in records}
+    assert sorted(f"{r['a']},{r['b']},{r['c']}" for r in last.values()) == sorted(expected)
+    assert len(records) == (len(expected) if not direction else len(TUPLE_DATA3))
