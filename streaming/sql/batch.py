@@ -41,8 +41,9 @@ What is rewritten, and why (sqlglot transpiles the rest):
 
 A view or subquery in FROM (the only relation) that projects and filters one table is merged
 into the query (its columns replaced by their expressions, its WHERE ANDed in). A Top-N or
-deduplication subquery (``ROW_NUMBER()`` / ``RANK()`` / ``DENSE_RANK()`` over one table or
-its window TVF) runs as written, its time attribute ordered as epoch ms (``batch_rank``).
+deduplication subquery (``ROW_NUMBER()`` / ``RANK()`` / ``DENSE_RANK()`` over one table, its
+window TVF or a GROUP BY of one) runs as written, its time attribute ordered as epoch ms
+(``batch_rank``).
 
 A Python scalar function (``streaming.sql.functions``) is registered on the DuckDB
 connection while the query runs (``BatchQuery.run``), its parameter and result types

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import duckdb
+import pandas as pd
 import pytest
 from flink_itcases import (
     WINDOW_DATA,
@@ -27,6 +29,7 @@ from flink_itcases import (
 
 from streaming import TopologyTestDriver, serdes
 from streaming.sql import SqlError, compile
+from streaming.sql.batch import to_duckdb
 
 BID = """
 CREATE TABLE Bid (
@@ -200,3 +203,17 @@ SELECT supplier_id, price, rownum FROM (
         tables.count("\n") + 5,
         line.index("TABLE(TUMBLE") + 1,
     )
+
+
+def test_the_docs_window_top_n_agrees_with_its_duckdb_translation():
+    inputs = [bid(row) for row in BIDS]
+    ends = [bid((at, 0.0, "Z", "end-of-input")) for at in ("2020-04-15 09:00", "2020-04-15 09:20")]
+    stream = run(BID + DOCS_QUERY, [("bid", row) for row in [*inputs, *ends]])
+    con = duckdb.connect()
+    try:
+        # the end-of-input rows' own windows never close in the stream: not in the batch
+        batch = to_duckdb(BID + DOCS_QUERY).run(con, {"Bid": pd.DataFrame(inputs)})
+    finally:
+        con.close()
+    assert sorted(stream, key=repr) == sorted(batch, key=repr)
+    assert len(batch) == 6
