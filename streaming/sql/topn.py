@@ -88,8 +88,10 @@ class TopN:
     #: the outer query reads the rank column anywhere but in the limit's condition (a
     #: row whose number alone changes is then written again)
     reads_number: bool = True
-    #: a window Top-N directly over a window TVF: the WATERMARK delay of its table
+    #: a window Top-N directly over a window TVF: the WATERMARK delay of its table and
+    #: its time attribute
     tvf_delay_ms: int | None = None
+    tvf_time: str | None = None
 
 
 def find(select: exp.Select, subquery: exp.Expr) -> TopN | None:
@@ -247,7 +249,21 @@ def rank(compiler: Any, table: TableDef, topn: TopN) -> TableDef:
         if table.is_upsert:
             raise error_at(source, at, "window Top-N of an updating input is not supported")
         if topn.tvf_delay_ms is not None:
-            ranking = Ranking(topn.order, topn.function, topn.limit, topn.row_number, _no_key)
+            # window deduplication keeping the last row: of rows at one time, the last
+            # read (Flink's rule); ranked rows that tie otherwise stay in the order read
+            keep_last = (
+                topn.function == "ROW_NUMBER"
+                and topn.limit == 1
+                and [(c.lstrip("$"), d) for c, d in topn.order] == [(topn.tvf_time, True)]
+            )
+            ranking = Ranking(
+                topn.order,
+                topn.function,
+                topn.limit,
+                topn.row_number,
+                _no_key,
+                latest_first=keep_last,
+            )
             return window_rank.rank_tvf_windows(compiler, table, topn, ranking, topn.tvf_delay_ms)
         return _rank_windows(compiler, table, topn)
     if topn.function == "ROW_NUMBER" and topn.numbered:
@@ -388,12 +404,16 @@ class Ranking:
     key_of: Callable[[dict[str, Any]], Any]
     #: a row whose number alone changed is written again (its reader reads the number)
     writes_number: bool = True
+    #: a row goes before the rows it ties with (else after them)
+    latest_first: bool = False
 
     def insert(self, rows: list[dict[str, Any]], row: dict[str, Any]) -> list[dict[str, Any]]:
-        """``rows`` (ranked) with ``row`` in its place, after the rows it ties with."""
+        """``rows`` (ranked) with ``row`` in its place, after the rows it ties with (before
+        them when ``latest_first``)."""
         place = len(rows)
         for i, other in enumerate(rows):
-            if _compare(row, other, self.order) < 0:
+            compared = _compare(row, other, self.order)
+            if compared < 0 or (compared == 0 and self.latest_first):
                 place = i
                 break
         return [*rows[:place], row, *rows[place:]]

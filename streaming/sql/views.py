@@ -303,7 +303,7 @@ class DerivedTables:
                     # the subquery reads the TVF's rows, the TVF is consumed
                     read = window_rank.windowed_rows(self.compiler, inner_select, over_tvf)
                     delay = read.watermark.delay_ms if read.watermark is not None else 0
-                    topn = replace(topn, tvf_delay_ms=delay)
+                    topn = replace(topn, tvf_delay_ms=delay, tvf_time=over_tvf.column)
                 if topn is not None:
                     topn = topns.prepare(inner_select, topn, read)
                 if not isinstance(inner_select, exp.Select):

@@ -284,3 +284,24 @@ def test_a_window_comes_out_once_the_watermark_passes_its_end():
         t1.pipe_input(None, row("02", 8))  # late for the closed window: dropped
         t1.pipe_input(None, row("20", 0))
         assert [r.value["int"] for r in out.read_records_to_list()] == [4, 3]
+
+
+@pytest.mark.parametrize(("direction", "kept"), [(" DESC", "second"), ("", "first")])
+def test_window_deduplication_of_rows_at_one_time(direction, kept):
+    # Flink's window deduplication: keeping the last row, a later row of the same time
+    # replaces it; keeping the first, it does not
+    sql = (
+        T1
+        + CALC_SINK.replace("`int` INT", "`int` INT")
+        + dedup_query(TUMBLE, direction).replace(
+            "SELECT rowtime, `int`, `double`, `float`, `bigdec`, `string`, `name`, window_start, "
+            "window_end",
+            "SELECT `int`, `string`, `name`, window_start, window_end",
+        )
+    )
+    rows = [
+        ("t1", {"rowtime": "2020-10-10 00:00:01", "int": 1, "string": "first", "name": "a"}),
+        ("t1", {"rowtime": "2020-10-10 00:00:01", "int": 2, "string": "second", "name": "a"}),
+        ("t1", end_of_input("2020-10-10 00:01:00")),
+    ]
+    assert [row["string"] for row in run(sql, rows)] == [kept]
