@@ -171,7 +171,11 @@ def _over(window: exp.Window, overs: bool) -> str:
         isinstance(p, exp.Column) and p.name in ("window_start", "window_end") for p in partition
     )
     kind = "window Top-N or window deduplication" if by_window else "Top-N or deduplication"
-    return f"{kind} ({function.sql()} OVER (PARTITION BY ... ORDER BY ...)) {NOT_YET}"
+    return (
+        f"{kind} ({function.sql()} OVER (PARTITION BY ... ORDER BY ...)) {NOT_YET} here: "
+        "it runs in a subquery in FROM, PARTITION BY and ORDER BY columns, its number "
+        "bounded in the outer WHERE (rn <= N, rn < N or rn = N)"
+    )
 
 
 def _in_expression(node: exp.Expr) -> bool:
