@@ -92,6 +92,8 @@ def parse_pattern(text: str) -> tuple[Element, ...]:
         ):
             raise PatternError(_unsupported(token), token.start)
         name = token.text
+        if name.upper() == "PERMUTE" and i + 1 < len(tokens) and tokens[i + 1].text == "(":
+            raise PatternError("PERMUTE in a pattern is not supported (as in Flink)", token.start)
         if any(e.variable == name for e in elements):
             raise PatternError(
                 f"pattern variable {name} appears twice in the pattern: a variable is one "

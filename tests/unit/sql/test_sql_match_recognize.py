@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from flink_itcases import flink_rows
 
 from streaming import TopologyTestDriver, serdes
-from streaming.sql import compile
+from streaming.sql import SqlError, compile
+from streaming.sql.batch import to_duckdb
 
 
 def run(
@@ -663,3 +665,243 @@ def test_within_bounds_the_time_of_a_match():
     ]
     out = run(within_query("WITHIN INTERVAL '1' HOUR"), doc_rows(WITHIN_DATA, "ACME"))
     assert [(r["dropTime"][11:19], r["dropDiff"]) for r in out] == [("13:00:00", 13)]
+
+
+def test_windowed_grouping_applied_to_match_recognize():
+    # MatchRecognizeITCase.testWindowedGroupingAppliedToMatchRecognize: MATCH_ROWTIME() is
+    # the time attribute of the matches, so a window aggregation follows. TUMBLE_ROWTIME
+    # (not compiled here) becomes TUMBLE_END, Flink's rowtime plus 1 ms
+    sql = (
+        table(
+            "symbol STRING, rowtime TIMESTAMP(3), price INT, tax INT, "
+            "WATERMARK FOR rowtime AS rowtime - INTERVAL '0' SECOND",
+            "Ticker",
+        )
+        + sink("symbol STRING, price INT, endTime TIMESTAMP(3), startTime TIMESTAMP(3)")
+        + """INSERT INTO out
+SELECT
+  symbol,
+  SUM(price) as price,
+  TUMBLE_END(matchRowtime, interval '3' second) as endTime,
+  TUMBLE_START(matchRowtime, interval '3' second) as startTime
+FROM Ticker
+MATCH_RECOGNIZE (
+  PARTITION BY symbol
+  ORDER BY rowtime
+  MEASURES
+    A.price as price,
+    A.tax as tax,
+    MATCH_ROWTIME() as matchRowtime
+  ONE ROW PER MATCH
+  PATTERN (A)
+  DEFINE
+    A AS A.price > 0
+) AS T
+GROUP BY symbol, TUMBLE(matchRowtime, interval '3' second)"""
+    )
+    data = [("ACME", 1000, 1, 1), ("ACME", 2000, 2, 2), ("ACME", 4000, 1, 4), ("ACME", 5000, 1, 3)]
+    # the end of the input: the first row far later comes out of the match (and closes
+    # the windows) once the second moves the watermark past it
+    data += [("ACME", 100_000, 1, 0), ("ACME", 100_001, 1, 0)]
+    rows = [{"symbol": s, "rowtime": t, "price": p, "tax": x} for s, t, p, x in data]
+    expected = [
+        "ACME,3,1970-01-01T00:00:03,1970-01-01T00:00",
+        "ACME,2,1970-01-01T00:00:06,1970-01-01T00:00:03",
+    ]
+    assert values(run(sql, rows)) == flink_rows(expected, "sitt")
+
+
+PAYMENTS = table(
+    "card STRING, amount DOUBLE, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND",
+    "payments",
+)
+
+
+def small_then_large(clauses: str = "") -> str:
+    return (
+        PAYMENTS
+        + sink("card STRING, small DOUBLE, large DOUBLE")
+        + f"""INSERT INTO out SELECT * FROM payments MATCH_RECOGNIZE (
+  PARTITION BY card ORDER BY ts
+  MEASURES A.amount AS small, B.amount AS large
+  AFTER MATCH SKIP PAST LAST ROW
+  PATTERN (A B) {clauses}
+  DEFINE A AS A.amount < 5, B AS B.amount > A.amount * 100
+)"""
+    )
+
+
+def payment(card: str, amount: float, second: int) -> dict[str, Any]:
+    return {"card": card, "amount": amount, "ts": f"2024-01-01 00:00:{second:02d}.000"}
+
+
+def test_event_time_order_and_late_rows():
+    # rows of a card are matched in time order whatever order they come in; a row behind
+    # the watermark (stream time - 5 s - 1 ms) when it comes is dropped, as Flink drops it
+    rows = [
+        payment("c1", 900.0, 12),  # before its small charge in time: matched after it
+        payment("c1", 1.0, 10),
+        payment("c2", 2.0, 20),
+        payment("c2", 500.0, 30),  # stream time 30: the watermark passes 24.999
+        payment("c1", 1.0, 21),  # late: dropped
+        payment("c1", 800.0, 26),
+        payment("c1", 0.0, 59),  # the end of the input
+    ]
+    out = run(small_then_large(), rows)
+    assert out == [
+        {"card": "c1", "small": 1.0, "large": 900.0},
+        {"card": "c2", "small": 2.0, "large": 500.0},
+    ]
+
+
+def test_matches_survive_a_restart_of_the_application():
+    # the partial matches and the waiting rows are in state stores: a new driver over the
+    # same state directory goes on where the first stopped
+    import tempfile
+
+    sql = small_then_large()
+    with tempfile.TemporaryDirectory() as state_dir:
+        config = {"state.dir": state_dir}
+        with TopologyTestDriver(compile(sql), config) as driver:
+            source = driver.create_input_topic("t1", key_serde=serdes.String())
+            source.pipe_input(None, payment("c1", 1.0, 10))
+            source.pipe_input(None, payment("c1", 2.0, 20))  # releases the first row
+        with TopologyTestDriver(compile(sql), config) as driver:
+            source = driver.create_input_topic("t1", key_serde=serdes.String())
+            source.pipe_input(None, payment("c1", 300.0, 21))
+            source.pipe_input(None, payment("c1", 0.0, 59))
+            out = driver.create_output_topic("out", key_serde=serdes.String())
+            assert [r.value for r in out.read_records_to_list()] == [
+                {"card": "c1", "small": 2.0, "large": 300.0}
+            ]
+
+
+def clause(body: str, source: str = "payments") -> str:
+    return (
+        PAYMENTS
+        + "CREATE TABLE accounts (card STRING, amount DOUBLE, PRIMARY KEY (card) NOT ENFORCED) "
+        "WITH ('connector' = 'upsert-kafka', 'topic' = 'accounts', 'format' = 'json');\n"
+        + sink("card STRING, small DOUBLE")
+        + f"INSERT INTO out SELECT * FROM {source} MATCH_RECOGNIZE ({body}) AS T"
+    )
+
+
+def body(
+    pattern: str = "A B",
+    define: str = "DEFINE A AS A.amount < 5",
+    rows: str = "",
+    within: str = "",
+    order: str = "ORDER BY ts",
+    measures: str = "A.amount AS small",
+) -> str:
+    return (
+        f"PARTITION BY card {order} MEASURES {measures} {rows} PATTERN ({pattern}) {within} "
+        f"{define}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("sql", "where", "message"),
+    [
+        (
+            clause(body(rows="ALL ROWS PER MATCH")),
+            "ALL ROWS",
+            "ALL ROWS PER MATCH is not supported (as in Flink): ONE ROW PER MATCH",
+        ),
+        (
+            clause(body(pattern="A B+")),
+            "+)",
+            "a greedy quantifier on the last variable (B) is not supported (as in Flink)",
+        ),
+        (
+            clause(body(pattern="A (B C)+")),
+            "(B C)",
+            "a pattern group (parentheses inside PATTERN) in a pattern is not supported",
+        ),
+        (
+            clause(body(order="ORDER BY amount")),
+            "amount MEASURES",
+            "MATCH_RECOGNIZE orders by a time attribute first, ascending: ORDER BY ts",
+        ),
+        (
+            clause(body(order="")),
+            "MATCH_RECOGNIZE",
+            "MATCH_RECOGNIZE needs ORDER BY a time attribute first: ORDER BY ts",
+        ),
+        (
+            clause(body(measures="A.amount, A.amount AS small")),
+            "A.amount, A",
+            "the measure A.amount needs a name: ... AS name",
+        ),
+        (
+            clause(body(define="DEFINE C AS C.amount > 1")),
+            "C AS",
+            "DEFINE C: C is no variable of PATTERN",
+        ),
+        (
+            clause(body(define="DEFINE A AS Z.amount > 1")),
+            "Z.amount",
+            "unknown pattern variable Z in Z.amount",
+        ),
+        (
+            clause(body(define="DEFINE B AS LAST(A.amount * B.amount) > 1")),
+            "A.amount * B",
+            "A.amount * B.amount reads the rows of A, B: it may read one pattern variable's",
+        ),
+        (
+            clause(body(define="DEFINE B AS B.amount")),
+            "B.amount",
+            "type mismatch: DEFINE B needs a BOOLEAN, B.amount is DOUBLE",
+        ),
+        (
+            clause(body(define="DEFINE A AS CLASSIFIER() = 'A'")),
+            "CLASSIFIER",
+            "CLASSIFIER() in MATCH_RECOGNIZE is not supported (as in Flink)",
+        ),
+        (
+            clause(body(define="SUBSET S = (A, B) DEFINE A AS A.amount < 5")),
+            "SUBSET",
+            "SUBSET is not supported (as in Flink)",
+        ),
+        (
+            clause(body(rows="AFTER MATCH SKIP TO FIRST A")),
+            "AFTER",
+            "AFTER MATCH SKIP TO FIRST A skips to the first row of every match",
+        ),
+        (
+            clause(body(), source="accounts"),
+            "MATCH_RECOGNIZE",
+            "MATCH_RECOGNIZE over the updating table accounts is not supported",
+        ),
+        (
+            clause(body(), source="(SELECT * FROM payments)"),
+            "MATCH_RECOGNIZE",
+            "MATCH_RECOGNIZE after a subquery is not supported yet: it reads a table or a view",
+        ),
+        (
+            clause(body(within="WITHIN INTERVAL '0' SECOND")),
+            "WITHIN",
+            "WITHIN needs a positive interval",
+        ),
+    ],
+)
+def test_errors_name_the_construct_and_point_at_it(sql, where, message):
+    with pytest.raises(SqlError) as info:
+        compile(sql)
+    assert message in info.value.message
+    insert = sql.index("INSERT INTO out")
+    assert (info.value.line, info.value.column) == _position(sql, sql.index(where, insert))
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def test_batch_translation_refuses_match_recognize():
+    # DuckDB has no row pattern matching: to_duckdb says so, at the clause
+    sql = small_then_large()
+    with pytest.raises(SqlError) as info:
+        to_duckdb(sql)
+    assert "MATCH_RECOGNIZE is not translated to batch SQL" in info.value.message
+    assert (info.value.line, info.value.column) == _position(sql, sql.index("MATCH_RECOGNIZE"))
