@@ -271,7 +271,7 @@ def match_view(
         .select_key(lambda k, row: [row.get(c) for c in partition])
         .repartition(
             Repartitioned.with_(serdes.Json(), serdes.Json()).with_name(
-                compiler.unique(f"{source.name}-match")
+                compiler.unique(f"{source.name}-match-partitioned")
             )
         )
     )
