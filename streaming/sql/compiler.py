@@ -86,7 +86,7 @@ from streaming.sql.join_groups import aggregation_over_join
 from streaming.sql.joins import JoinCompiler
 from streaming.sql.late import late_row
 from streaming.sql.lateral import lateral_view, take_lateral
-from streaming.sql.match_recognize import match_view, take_match, unconsumed
+from streaming.sql.match_recognize import expand_stars, match_view, take_match, unconsumed
 from streaming.sql.over import over_calls, over_view
 from streaming.sql.results import MaterializedResult
 from streaming.sql.rewrite import (
@@ -301,6 +301,7 @@ class Compiler:
 
     def compile_statement(self, statement: Statement, tree: exp.Expr) -> None:
         check_tree(tree, statement, self.source, over_aggregations=True)
+        expand_stars(tree, statement)
         if isinstance(tree, exp.Create) and str(tree.args.get("kind")).upper() == "FUNCTION":
             self.create_function(statement, tree)
         elif isinstance(tree, exp.Create) and tree.expression is not None:

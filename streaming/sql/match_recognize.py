@@ -88,6 +88,34 @@ def take_match(statement: Statement, table: str) -> MatchClause | None:
     return None
 
 
+def expand_stars(tree: exp.Expr, statement: Statement) -> None:
+    """``SELECT *`` over a MATCH_RECOGNIZE as its columns (the PARTITION BY columns, then
+    the MEASURES names), before views and subqueries read the SELECT list for their
+    columns."""
+    pending = list(statement.match_recognize)
+    for select in tree.find_all(exp.Select):
+        from_ = select.args.get("from_")
+        items = select.expressions
+        if from_ is None or not isinstance(from_.this, exp.Table):
+            continue
+        clause = next((c for c in pending if c.after == from_.this.name), None)
+        if clause is None:
+            continue
+        pending.remove(clause)
+        if len(items) == 1 and isinstance(items[0], exp.Star):
+            select.set("expressions", [exp.column(c, quoted=True) for c in columns_of(clause)])
+
+
+def columns_of(clause: MatchClause) -> list[str]:
+    """The names of a MATCH_RECOGNIZE's columns, as written (checked when compiled)."""
+    node = clause.node
+    names = [c.name for c in node.args.get("partition_by") or [] if isinstance(c, exp.Column)]
+    for measure in node.args.get("measures") or []:
+        if isinstance(measure.this, exp.Alias):
+            names.append(measure.this.alias)
+    return names
+
+
 @dataclass
 class VariableRowScope(RowScope):
     """The columns of one row, qualified by a pattern variable or not (inside FIRST,
@@ -517,15 +545,16 @@ class MatchRecognize(Processor):
     def _release(self, watermark: int) -> None:
         """Feed the waiting rows at or before ``watermark``, in ORDER BY order."""
         due = list(self.waiting.range(None, f"{watermark + _INDEX_OFFSET:020d}\uffff"))
-        for index, _ in due:
-            self.waiting.delete(index)
-        entries = [(int(index[:20]) - _INDEX_OFFSET, pair) for index, pair in due]
+        entries = [(int(index[:20]) - _INDEX_OFFSET, pair, index) for index, pair in due]
         if self.secondary:
             entries.sort(key=functools.cmp_to_key(self._compare))
-        for ts, (key, row) in entries:
+        for ts, (key, row), index in entries:
+            # taken out as it is fed: a row whose DEFINE raises is not fed again, the
+            # rows after it stay for the next watermark
+            self.waiting.delete(index)
             self._feed(key, ts, row)
 
-    def _compare(self, a: tuple[int, list[Any]], b: tuple[int, list[Any]]) -> int:
+    def _compare(self, a: tuple[int, list[Any], str], b: tuple[int, list[Any], str]) -> int:
         """ORDER BY time, then the further columns (NULL first ascending); arrival last."""
         if a[0] != b[0]:
             return -1 if a[0] < b[0] else 1

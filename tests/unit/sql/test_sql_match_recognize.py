@@ -754,6 +754,28 @@ def test_event_time_order_and_late_rows():
     ]
 
 
+def test_a_view_of_matches_with_prev_and_select_star():
+    # a rise of two or more payments then a drop: PREV is the row before among the
+    # match's rows; the view's SELECT * is card (PARTITION BY) then the MEASURES
+    sql = (
+        PAYMENTS
+        + sink("card STRING, first_amount DOUBLE, last_amount DOUBLE, n BIGINT")
+        + """CREATE VIEW rising AS SELECT * FROM payments MATCH_RECOGNIZE (
+  PARTITION BY card ORDER BY ts
+  MEASURES FIRST(UP.amount) AS first_amount, LAST(UP.amount) AS last_amount,
+    COUNT(UP.amount) AS n
+  AFTER MATCH SKIP PAST LAST ROW
+  PATTERN (START UP{2,}? DOWN)
+  DEFINE UP AS UP.amount > PREV(UP.amount), DOWN AS DOWN.amount < PREV(amount, 1)
+) AS R;
+INSERT INTO out SELECT card, first_amount, last_amount, n FROM rising WHERE n >= 3;"""
+    )
+    amounts = [5.0, 6.0, 7.0, 8.0, 3.0, 1.0, 2.0, 4.0, 0.5]
+    rows = [payment("c", a, i) for i, a in enumerate(amounts)] + [payment("c", 0.0, 59)]
+    # 5 then 6, 7, 8 up then 3: a match; 1 then 2, 4 up then 0.5: only two rises (n = 2)
+    assert run(sql, rows) == [{"card": "c", "first_amount": 6.0, "last_amount": 8.0, "n": 3}]
+
+
 def test_matches_survive_a_restart_of_the_application():
     # the partial matches and the waiting rows are in state stores: a new driver over the
     # same state directory goes on where the first stopped
@@ -905,3 +927,18 @@ def test_batch_translation_refuses_match_recognize():
         to_duckdb(sql)
     assert "MATCH_RECOGNIZE is not translated to batch SQL" in info.value.message
     assert (info.value.line, info.value.column) == _position(sql, sql.index("MATCH_RECOGNIZE"))
+
+
+def test_match_recognize_in_a_pull_or_push_query_is_refused():
+    from streaming.sql.queries import plan
+    from streaming.sql.results import catalog_of
+
+    catalog = catalog_of(compile(small_then_large()))
+    for emit in ("", " EMIT CHANGES"):
+        query = (
+            "SELECT * FROM payments MATCH_RECOGNIZE (PARTITION BY card ORDER BY ts "
+            f"MEASURES A.amount AS small PATTERN (A B) DEFINE A AS A.amount < 5){emit}"
+        )
+        with pytest.raises(SqlError, match="MATCH_RECOGNIZE in a pull or push query") as error:
+            plan(catalog, query)
+        assert (error.value.line, error.value.column) == (1, 24)
