@@ -35,16 +35,18 @@ columns then the MEASURES, append-only, stamped with the time of the match's las
 
 The rows are re-keyed by the PARTITION BY columns (a repartition topic), then
 ``MatchRecognize`` keeps, per partition, the partial matches (and the count of rows fed)
-in a state store, and the rows waiting for the watermark in a second one. Not supported,
-as in Flink: ALL ROWS PER MATCH, SUBSET, pattern groups, alternation, PERMUTE, anchors,
-``A??``, CLASSIFIER(), NEXT(); partial matches of a partition that gets no more rows
-stay in the store until it does (WITHIN drops them then).
+in a state store, and the rows waiting for the watermark in a second one, with an index
+of when each partition's first partial match times out (WITHIN): the watermark ends
+them in every partition, as Flink's operator does (on processing time, the partition's
+next row does). Not supported, as in Flink: ALL ROWS PER MATCH, SUBSET, pattern groups,
+alternation, PERMUTE, anchors, ``A??``, CLASSIFIER(), NEXT().
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -513,7 +515,8 @@ class MatchRecognize(Processor):
         #: partition key -> {"threads": partial matches, "completed": matches waiting for
         #: an earlier partial match to end, "seq": rows fed}
         self.store = context.get_state_store(self.store_name)
-        #: index (time, arrival) -> [partition key, row] waiting for the watermark
+        #: index (time, arrival) -> [partition key, row] waiting for the watermark; and
+        #: "~" (time a partition's first partial match times out, its key) -> the key
         self.waiting = context.get_state_store(self.waiting_name)
         stored = self.store.get(_STREAM_TIME)
         self.stream_time = stored if isinstance(stored, int) else None
@@ -553,6 +556,21 @@ class MatchRecognize(Processor):
             # rows after it stay for the next watermark
             self.waiting.delete(index)
             self._feed(key, ts, row)
+        self._time_out(watermark)
+
+    def _time_out(self, watermark: int) -> None:
+        """End the partial matches WITHIN times out at ``watermark`` in every partition,
+        as Flink's CEP operator does on the watermark (so a quiet partition's state goes
+        and its waiting matches come out)."""
+        due = list(self.waiting.range("~", f"~{watermark + _INDEX_OFFSET:020d}\uffff"))
+        for index, key in due:
+            self.waiting.delete(index)
+            stored = self.store.get(key)
+            if stored is None:
+                continue
+            state, matches = self.matcher.advance_time(stored, watermark)
+            self._keep(key, stored, {**state, "seq": stored["seq"]})
+            self._forward(key, matches, watermark)
 
     def _compare(self, a: tuple[int, list[Any], str], b: tuple[int, list[Any], str]) -> int:
         """ORDER BY time, then the further columns (NULL first ascending); arrival last."""
@@ -570,10 +588,29 @@ class MatchRecognize(Processor):
         stored = self.store.get(key) or {"threads": [], "completed": [], "seq": 0}
         seq = stored["seq"]
         state, matches = self.matcher.step(stored, seq, ts, row)
-        self.store.put(key, {**state, "seq": seq + 1})
+        self._keep(key, stored, {**state, "seq": seq + 1})
+        self._forward(key, matches, ts)
+
+    def _keep(self, key: Any, before: dict[str, Any], state: dict[str, Any]) -> None:
+        """Store a partition's state, with the index entry of when it times out."""
+        old, new = before.get("expires"), self.matcher.expires(state)
+        if self.event_time and old != new:
+            if old is not None:
+                self.waiting.delete(_expiry(old, key))
+            if new is not None:
+                self.waiting.put(_expiry(new, key), key)
+        self.store.put(key, {**state, "expires": new})
+
+    def _forward(self, key: Any, matches: list[MatchContext], ts: int) -> None:
+        """A row per match, stamped with its last row's time (event time) or ``ts``."""
         for match in matches:
             last = parse_timestamp(match.rows[-1][1].get(self.order)) if self.event_time else None
             self.context.forward(Record(key, self.output(match), ts if last is None else last))
+
+
+def _expiry(expires: int, key: Any) -> str:
+    """The waiting store's key of a partition's time-out index entry."""
+    return f"~{expires + _INDEX_OFFSET:020d}\x00{json.dumps(key)}"
 
 
 def unconsumed(statement: Statement, source: str) -> SqlError | None:

@@ -216,13 +216,36 @@ class Matcher:
         """Feed the partition's row number ``seq`` at time ``ts`` to its ``state``
         (``{"threads": partial matches, "completed": matches not out yet}``): the state
         after it and the matches that come out."""
-        within = self.within_ms
-        threads = [t for t in state.get("threads", []) if within is None or t[2] + within > ts]
         successors: list[tuple[Thread, bool]] = []
-        for element, count, start, rows in [*threads, [0, 0, ts, []]]:
+        for element, count, start, rows in [*self._alive(state, ts), [0, 0, ts, []]]:
             successors.extend(self._advance(element, count, start, rows, seq, row))
         partial = [t for t, done in successors if not done]
         completed = [*state.get("completed", []), *(t for t, done in successors if done)]
+        return self._emit(partial, completed)
+
+    def advance_time(
+        self, state: dict[str, Any], ts: int
+    ) -> tuple[dict[str, Any], list[MatchContext]]:
+        """Time passes to ``ts`` (the watermark) without a row: the partial matches it
+        times out (WITHIN) end, and the matches that waited for them come out."""
+        return self._emit(self._alive(state, ts), list(state.get("completed", [])))
+
+    def expires(self, state: dict[str, Any]) -> int | None:
+        """When the first of the state's partial matches times out (None: never)."""
+        threads = state.get("threads", [])
+        if self.within_ms is None or not threads:
+            return None
+        return int(min(t[2] for t in threads)) + self.within_ms
+
+    def _alive(self, state: dict[str, Any], ts: int) -> list[Thread]:
+        """The partial matches that have not timed out at ``ts``."""
+        within = self.within_ms
+        return [t for t in state.get("threads", []) if within is None or t[2] + within > ts]
+
+    def _emit(
+        self, partial: list[Thread], completed: list[Thread]
+    ) -> tuple[dict[str, Any], list[MatchContext]]:
+        """The matches that come out, and the state left."""
         completed.sort(key=_first_seq)  # stable: the preferred of one start first
         matches: list[MatchContext] = []
         # as Flink's NFA: a match comes out once no partial match started before it

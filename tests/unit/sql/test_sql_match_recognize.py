@@ -942,3 +942,34 @@ def test_match_recognize_in_a_pull_or_push_query_is_refused():
         with pytest.raises(SqlError, match="MATCH_RECOGNIZE in a pull or push query") as error:
             plan(catalog, query)
         assert (error.value.line, error.value.column) == (1, 24)
+
+
+def test_the_watermark_times_out_a_quiet_partitions_partial_matches():
+    # card c's match (2.0 then 150.0) waits for the partial match that started earlier at
+    # 0.5 (its C needs A >= 1, so it only takes rows); no more rows of c come, but the
+    # other card's rows move the watermark past WITHIN: the partial match ends (and
+    # leaves the store) and the match comes out, as in Flink
+    sql = (
+        PAYMENTS
+        + sink("card STRING, small DOUBLE, large DOUBLE")
+        + """INSERT INTO out SELECT * FROM payments MATCH_RECOGNIZE (
+  PARTITION BY card ORDER BY ts
+  MEASURES A.amount AS small, C.amount AS large
+  AFTER MATCH SKIP PAST LAST ROW
+  PATTERN (A B*? C) WITHIN INTERVAL '10' SECOND
+  DEFINE C AS C.amount >= 100 AND A.amount >= 1
+)"""
+    )
+    with TopologyTestDriver(compile(sql)) as driver:
+        source = driver.create_input_topic("t1", key_serde=serdes.String())
+        out = driver.create_output_topic("out", key_serde=serdes.String())
+        for row in (payment("c", 0.5, 0), payment("c", 2.0, 1), payment("c", 150.0, 2)):
+            source.pipe_input(None, row)
+        source.pipe_input(None, payment("other", 1.0, 9))  # releases c's rows: no match yet
+        assert out.read_records_to_list() == []
+        source.pipe_input(None, payment("other", 1.0, 16))  # the watermark passes 0 + 10 s
+        assert [r.value for r in out.read_records_to_list()] == [
+            {"card": "c", "small": 2.0, "large": 150.0}
+        ]
+        store = driver.get_key_value_store("payments-match")
+        assert store.get(["c"])["threads"] == []
