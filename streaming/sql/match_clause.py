@@ -37,7 +37,8 @@ class MatchClause:
     text and where things are."""
 
     node: exp.MatchRecognize
-    #: the name of the table before MATCH_RECOGNIZE
+    #: the name of the table before MATCH_RECOGNIZE (after a subquery: its alias, set
+    #: once the statement is parsed, see ``match_recognize.bind_clauses``)
     after: str
     #: where MATCH_RECOGNIZE is
     offset: int
@@ -49,6 +50,8 @@ class MatchClause:
     within_offset: int
     #: where each top-level keyword of the clause is (upper case)
     keywords: dict[str, int]
+    #: after a subquery: where its closing parenthesis is
+    subquery_end: int | None = None
 
 
 def take_match_recognize(text: str, tokens: list[Token], chars: list[str]) -> MatchClause | None:
@@ -66,13 +69,12 @@ def take_match_recognize(text: str, tokens: list[Token], chars: list[str]) -> Ma
     if i + 1 >= n or tokens[i + 1].token_type != TokenType.L_PAREN:
         raise error_at(text, token.start, "MATCH_RECOGNIZE needs its clauses in (...)")
     before = tokens[i - 1] if i > 0 else None
-    if before is None or before.token_type not in (TokenType.VAR, TokenType.IDENTIFIER):
-        what = "a subquery" if before and before.token_type == TokenType.R_PAREN else "this"
+    subquery = before is not None and before.token_type == TokenType.R_PAREN
+    if before is None or (
+        before.token_type not in (TokenType.VAR, TokenType.IDENTIFIER) and not subquery
+    ):
         raise error_at(
-            text,
-            token.start,
-            f"MATCH_RECOGNIZE after {what} is not supported yet: it reads a table or a view "
-            "(CREATE VIEW v AS the subquery, then FROM v MATCH_RECOGNIZE (...))",
+            text, token.start, "MATCH_RECOGNIZE reads a table, a view or a subquery before it"
         )
     close = _matching_paren(tokens, i + 1)
     body = tokens[i + 2 : close]
@@ -120,13 +122,14 @@ def take_match_recognize(text: str, tokens: list[Token], chars: list[str]) -> Ma
         _blank(chars, tokens[j].start, tokens[j].end)
     return MatchClause(
         node=node,
-        after=before.text,
+        after="" if subquery else before.text,
         offset=token.start,
         pattern=pattern,
         pattern_offset=pattern_start,
         within=within,
         within_offset=within_offset,
         keywords=keywords,
+        subquery_end=before.start if subquery else None,
     )
 
 

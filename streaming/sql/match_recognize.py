@@ -57,6 +57,7 @@ from streaming import serdes
 from streaming.dsl import Named, Repartitioned
 from streaming.sql import aggregates
 from streaming.sql.catalog import TableDef
+from streaming.sql.derived import span
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import Compiled, compile_expression, fail
 from streaming.sql.match_clause import MatchClause
@@ -90,22 +91,62 @@ def take_match(statement: Statement, table: str) -> MatchClause | None:
     return None
 
 
-def expand_stars(tree: exp.Expr, statement: Statement) -> None:
-    """``SELECT *`` over a MATCH_RECOGNIZE as its columns (the PARTITION BY columns, then
-    the MEASURES names), before views and subqueries read the SELECT list for their
-    columns."""
-    pending = list(statement.match_recognize)
+def bind_clauses(tree: exp.Expr, statement: Statement, source: str) -> None:
+    """Bind each MATCH_RECOGNIZE of the statement to the FROM it follows, once parsed: a
+    subquery before it is named (its alias, else ``match$n``) so the clause reads the
+    subquery's view; ``SELECT *`` over it becomes its columns (the PARTITION BY columns,
+    then the MEASURES names), before views and subqueries read SELECT lists."""
+    clauses = statement.match_recognize
+    for i, clause in enumerate(clauses):
+        if clause.subquery_end is not None and not clause.after:
+            clauses[i] = dataclasses.replace(clause, after=_name_subquery(tree, clause, i))
+    pending = list(clauses)
     for select in tree.find_all(exp.Select):
         from_ = select.args.get("from_")
+        if from_ is None:
+            continue
+        name = from_.this.alias_or_name if isinstance(from_.this, exp.Subquery) else None
+        if isinstance(from_.this, exp.Table):
+            name = from_.this.name
+        bound = next((c for c in pending if c.after == name), None)
+        if bound is None:
+            continue
+        pending.remove(bound)
+        if select.args.get("joins"):
+            raise error_at(
+                source,
+                bound.offset,
+                "MATCH_RECOGNIZE in a join is not supported yet: join its view",
+            )
         items = select.expressions
-        if from_ is None or not isinstance(from_.this, exp.Table):
-            continue
-        clause = next((c for c in pending if c.after == from_.this.name), None)
-        if clause is None:
-            continue
-        pending.remove(clause)
         if len(items) == 1 and isinstance(items[0], exp.Star):
-            select.set("expressions", [exp.column(c, quoted=True) for c in columns_of(clause)])
+            select.set("expressions", [exp.column(c, quoted=True) for c in columns_of(bound)])
+
+
+def _name_subquery(tree: exp.Expr, clause: MatchClause, n: int) -> str:
+    """The name of the subquery in FROM that ends right before ``clause`` (given one if it
+    has none)."""
+    before = [
+        q
+        for q in tree.find_all(exp.Subquery)
+        if isinstance(q.parent, exp.From) and span(q)[1] < clause.offset
+    ]
+    outer = [q for q in before if not any(q is not o and _inside(q, o) for o in before)]
+    if not outer:
+        return ""  # not after a FROM subquery: refused as unread (``unconsumed``)
+    subquery = max(outer, key=lambda q: span(q)[0])
+    if not subquery.alias:
+        subquery.set("alias", exp.TableAlias(this=exp.to_identifier(f"match${n + 1}", quoted=True)))
+    return subquery.alias
+
+
+def _inside(node: exp.Expr, other: exp.Expr) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent is other:
+            return True
+        parent = parent.parent
+    return False
 
 
 def columns_of(clause: MatchClause) -> list[str]:
@@ -621,5 +662,5 @@ def unconsumed(statement: Statement, source: str) -> SqlError | None:
     return error_at(
         source,
         statement.match_recognize[0].offset,
-        "MATCH_RECOGNIZE is supported after the one table of a FROM (no join) here",
+        "MATCH_RECOGNIZE reads the table, view or subquery of a FROM here",
     )
