@@ -151,3 +151,24 @@ def test_a_match_waits_for_an_earlier_partial_match():
         state, matches = matcher.step(state, seq, seq, {"v": value})
         out.append([[r["v"] for _, r in m.rows] for m in matches])
     assert out == [[], [], [], [["fast", "c"]]]
+
+
+def test_time_passing_without_rows_times_partial_matches_out():
+    # the watermark moves past WITHIN with no row of the partition: its partial match
+    # ends, and the match that waited for it comes out
+    conditions = {
+        "B": lambda ctx: True,
+        "C": lambda ctx: ctx.rows[-1][1]["v"] == "c" and ctx.of("A")[0]["v"] != "slow",
+    }
+    matcher = Matcher(parse_pattern("A B*? C"), conditions, Skip("PAST LAST ROW"), within_ms=10)
+    state: dict[str, Any] = {}
+    for seq, value in enumerate(["slow", "fast", "c"]):
+        state, matches = matcher.step(state, seq, seq, {"v": value})
+        assert matches == []
+    assert matcher.expires(state) == 10  # "slow" started at 0
+    state, matches = matcher.advance_time(state, 9)
+    assert matches == []
+    state, matches = matcher.advance_time(state, 10)
+    assert [[r["v"] for _, r in m.rows] for m in matches] == [["fast", "c"]]
+    assert state == {"threads": [], "completed": []}
+    assert matcher.expires(state) is None
