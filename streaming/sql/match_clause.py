@@ -1,11 +1,12 @@
 """``FROM t MATCH_RECOGNIZE (...) [AS] alias``: the clause taken out of a statement's text.
 
 sqlglot's default dialect does not read MATCH_RECOGNIZE, and no dialect reads Flink's
-``WITHIN INTERVAL ...`` after PATTERN. ``take_match_recognize`` (called while a statement
-is prepared, see ``rewrite``) blanks the clause (the table and its alias stay, so the
-query reads ``FROM t AS alias``), parses it with a dialect that knows the keyword, and
-returns what it said as a ``MatchClause``; ``match_recognize`` compiles it. Positions
-stay those of the text as written.
+``WITHIN INTERVAL ...`` after PATTERN nor ``AFTER MATCH SKIP TO v``. ``take_match_recognize``
+(called while a statement is prepared, see ``rewrite``) blanks the clause (the table and
+its alias stay, so the query reads ``FROM t AS alias``), parses it with a dialect that
+knows the keyword (WITHIN and AFTER MATCH SKIP read from its tokens), and returns what
+it said as a ``MatchClause``; ``match_recognize`` compiles it. Positions stay those of
+the text as written.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class MatchClause:
     keywords: dict[str, int]
     #: after a subquery: where its closing parenthesis is
     subquery_end: int | None = None
+    #: the words after AFTER MATCH SKIP (none: no AFTER MATCH SKIP)
+    skip: tuple[str, ...] = ()
 
 
 def take_match_recognize(text: str, tokens: list[Token], chars: list[str]) -> MatchClause | None:
@@ -90,32 +93,36 @@ def take_match_recognize(text: str, tokens: list[Token], chars: list[str]) -> Ma
     open_paren = body[at + 1]
     pattern_start = open_paren.end + 1
     pattern = text[pattern_start : body[pattern_close].start]
-    fragment = [c if c == "\n" else " " for c in text]
     within: exp.Expr | None = None
     within_offset = 0
+    # parts sqlglot does not read, read here: WITHIN (Flink's) and AFTER MATCH SKIP (as
+    # ``SKIP TO v``, Calcite's short SKIP TO LAST v, is no sqlglot syntax)
+    dropped: list[tuple[int, int]] = []
     if "WITHIN" in keywords:
         within_offset = keywords["WITHIN"]
-        w = next(j for j, t in enumerate(body) if t.start == within_offset)
-        end = w + 1
-        while end < len(body) and body[end].text.upper() not in ("DEFINE", "SUBSET"):
-            end += 1
+        w = _index(body, within_offset)
+        end = _until(body, w, ("DEFINE", "SUBSET"))
         if end == w + 1:
             raise error_at(text, within_offset, "WITHIN needs an INTERVAL")
         within = _parse_interval(text, body[w + 1 : end])
-        keep = [(body[0].start, body[w].start - 1)]
-        if end < len(body):
-            keep.append((body[end].start, body[-1].end))
-    else:
-        keep = [(body[0].start, body[-1].end)] if body else []
+        dropped.append((w, end))
+    skip: tuple[str, ...] = ()
+    if "AFTER" in keywords:
+        a = _index(body, keywords["AFTER"])
+        end = _until(body, a, ("PATTERN",))
+        words = [t.text for t in body[a:end]]
+        if [w.upper() for w in words[:3]] != ["AFTER", "MATCH", "SKIP"]:
+            raise error_at(text, keywords["AFTER"], "expected AFTER MATCH SKIP ... before PATTERN")
+        skip = tuple(words[3:])
+        dropped.append((a, end))
     if token.start < len(_PREFIX):
         raise error_at(text, token.start, "MATCH_RECOGNIZE needs SELECT ... FROM t before it")
+    fragment = [c if c == "\n" else " " for c in text]
     fragment[token.start - len(_PREFIX) : token.start] = _PREFIX
-    for first, last in [
-        (token.start, tokens[i + 1].end),
-        *keep,
-        (tokens[close].start, tokens[close].end),
-    ]:
-        fragment[first : last + 1] = text[first : last + 1]
+    last = tokens[close].end
+    fragment[token.start : last + 1] = text[token.start : last + 1]
+    for first, end in dropped:
+        _blank(fragment, body[first].start, body[end - 1].end)
     # PATTERN's text is read by row_pattern: sqlglot reads it as one opaque string
     node = _parse(text, "".join(fragment))
     for j in range(i, close + 1):
@@ -130,7 +137,21 @@ def take_match_recognize(text: str, tokens: list[Token], chars: list[str]) -> Ma
         within_offset=within_offset,
         keywords=keywords,
         subquery_end=before.start if subquery else None,
+        skip=skip,
     )
+
+
+def _index(body: list[Token], offset: int) -> int:
+    """The index of the token of ``body`` at ``offset``."""
+    return next(j for j, t in enumerate(body) if t.start == offset)
+
+
+def _until(body: list[Token], start: int, words: tuple[str, ...]) -> int:
+    """The index of the first token after ``start`` that is one of ``words`` (or the end)."""
+    end = start + 1
+    while end < len(body) and body[end].text.upper() not in words:
+        end += 1
+    return end
 
 
 def _keywords(body: list[Token]) -> dict[str, int]:

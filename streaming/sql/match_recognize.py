@@ -305,7 +305,7 @@ def match_view(
     except PatternError as e:
         raise error_at(text, clause.pattern_offset + e.offset, str(e)) from None
     variables = frozenset(e.variable for e in elements)
-    skip = _skip(text, clause, node, elements)
+    skip = _skip(text, clause, elements)
     partition = _partition(text, node, source)
     order, rowtime, secondary = _order(text, clause, node, source)
     scope = PatternScope(VariableRowScope(source, text, None, variables), rowtime)
@@ -374,15 +374,12 @@ def match_view(
     return view
 
 
-def _skip(
-    text: str, clause: MatchClause, node: exp.MatchRecognize, elements: tuple[Element, ...]
-) -> Skip:
+def _skip(text: str, clause: MatchClause, elements: tuple[Element, ...]) -> Skip:
     """AFTER MATCH SKIP ..., checked against the pattern."""
-    after = node.args.get("after")
-    if after is None:
+    if not clause.skip:
         return Skip()
     at = clause.keywords.get("AFTER", clause.offset)
-    words = str(after.name).split()[3:]  # after AFTER MATCH SKIP
+    words = list(clause.skip)
     said = " ".join(words).upper()
     if said in ("PAST LAST ROW", "TO NEXT ROW"):
         return Skip(said)

@@ -571,6 +571,8 @@ def test_after_match_skip_to_last_variable():
         (25, "10:00:03", "10:00:06"),
         (17, "10:00:05", "10:00:07"),
     ]
+    # SKIP TO A is SKIP TO LAST A (Calcite's)
+    assert run(skip_query("AFTER MATCH SKIP TO A"), doc_rows(SKIP_DATA)) == out
 
 
 QUANTIFIER_DATA = [
