@@ -1,9 +1,10 @@
 """The row pattern matcher of MATCH_RECOGNIZE: an NFA over the rows of one partition.
 
 Pure Python, no Kafka: ``parse_pattern`` reads a PATTERN's text into ``Element``s,
-``Matcher.step`` feeds one row to the partial matches of a partition and returns the
-partial matches left and the matches found. ``match_recognize`` keeps the partial
-matches in a state store and feeds the rows in their ORDER BY order.
+``Matcher.step`` feeds one row to a partition's state and returns the state after it and
+the matches that come out; ``Matcher.advance_time`` moves the partition's time (the
+watermark) without a row. ``match_recognize`` keeps each partition's state in a state
+store and feeds the rows in their ORDER BY order.
 
 The semantics are Flink's (its CEP library, to which Flink compiles MATCH_RECOGNIZE):
 
@@ -14,8 +15,9 @@ The semantics are Flink's (its CEP library, to which Flink compiles MATCH_RECOGN
   does not try the next variable with it (Flink ANDs the next variable's condition with
   NOT the loop's); a reluctant one (``A+?``) tries the next variable first and also keeps
   the branch that takes the row; ``A?`` keeps both branches, taking first;
-- a partial match whose first row is ``WITHIN`` or more before the row being fed is
-  dropped (so a match spans less than ``WITHIN``, as Flink's NFA times out);
+- a partial match whose first row is ``WITHIN`` or more before the row being fed (or
+  the time it is advanced to) is dropped, so a match spans less than ``WITHIN``, as
+  Flink's NFA times out;
 - a match comes out once no partial match that started before it is left (matches come
   out in the order of their first rows, the preferred one first among those of one
   row), and it ends the partial matches and the matches not out yet that AFTER MATCH
