@@ -16,7 +16,9 @@ architecture compute the same thing:
   Alert value ``{"rule", "customer_id", "order_id", "event_time", "evidence", ...}``;
   burst alerts carry ``window_start``. The SQL fraud application (``fraud.sql``) adds
   ``small_then_large``: a charge under ``CARD_TESTING_SMALL`` followed by one of at least
-  ``CARD_TESTING_LARGE`` from the same customer within ``CARD_TESTING_WITHIN``.
+  ``CARD_TESTING_LARGE`` from the same customer within ``CARD_TESTING_WITHIN``; and
+  ``impossible_travel``: two consecutive orders of a customer from locations in different
+  regions within ``IMPOSSIBLE_TRAVEL_WITHIN``.
 - click sessions: per ``user_id``, ``SESSION_GAP`` inactivity gap; value ``{"user_id",
   "session_start", "session_end", "click_count", "pages"}`` (bounds: first and last click).
 - money: sums are taken in integer cents (``round(amount * 100)``) in stream and batch.
@@ -42,6 +44,7 @@ HIGH_VALUE_THRESHOLD = 10_000.0
 CARD_TESTING_SMALL = 5.0
 CARD_TESTING_LARGE = 500.0
 CARD_TESTING_WITHIN_MS = 5 * MINUTE_MS
+IMPOSSIBLE_TRAVEL_WITHIN_MS = 10 * MINUTE_MS
 SESSION_GAP_MS = 30 * MINUTE_MS
 DEDUP_WINDOW_MS = 10 * MINUTE_MS
 # Stream apps dead-letter records whose event time is further ahead of the wall clock

@@ -135,9 +135,9 @@ STREAM_APPS: dict[str, StreamApp] = {
         ),
         StreamApp.from_sql(
             FRAUD_SQL,
-            "Card testing in SQL: a small charge followed by a large one within minutes "
-            "(MATCH_RECOGNIZE) with a Python risk score, compiled from "
-            "pipelines/streams/sql/fraud.sql",
+            "Fraud patterns in SQL (MATCH_RECOGNIZE with Python functions): card testing, a "
+            "small charge then a large one within minutes, and impossible travel, compiled "
+            "from pipelines/streams/sql/fraud.sql",
         ),
     )
 }

@@ -59,10 +59,10 @@ IDENTITY: dict[str, tuple[Callable[[str | None, dict], Any], Callable[[dict], An
 # the SQL versions write the DSL applications' columns
 IDENTITY["windowed-revenue-sql"] = IDENTITY["windowed-revenue"]
 IDENTITY["enriched-orders-sql"] = IDENTITY["enriched-orders"]
-# a card-testing alert: the large order that completed the pattern
+# an alert of fraud.sql: its rule and the order that completed the pattern
 IDENTITY["fraud-alerts-sql"] = (
-    lambda k, v: (v.get("customer_id"), v.get("order_id")),
-    lambda v: (v.get("small_order_id"), v.get("risk")),
+    lambda k, v: (v.get("rule"), v.get("customer_id"), v.get("order_id")),
+    lambda v: (v.get("first_order_id"), v.get("risk")),
 )
 
 

@@ -4,9 +4,10 @@
   (final on window close) -> ``revenue-per-region-5m-sql``;
 - ``enriched.sql``: ``enriched-orders-sql``, orders left-joined with the customers
   -> ``enriched-orders-sql``;
-- ``fraud.sql``: ``fraud-alerts-sql``, a small charge followed by a large one within
-  minutes (MATCH_RECOGNIZE) with a Python risk score (``udfs.risk_score``) ->
-  ``fraud-alerts-sql``.
+- ``fraud.sql``: ``fraud-alerts-sql``, card testing (a small charge followed by a large
+  one within minutes, scored by ``udfs.risk_score``) and impossible travel (consecutive
+  orders from two regions within minutes, ``udfs.region_of`` in DEFINE), by
+  MATCH_RECOGNIZE -> ``fraud-alerts-sql``.
 
 Each file runs as written with ``python -m streaming sql FILE --config app.properties``.
 The platform compiles it with ``app.SqlApp``: its tables' topics renamed after the

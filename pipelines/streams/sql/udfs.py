@@ -11,6 +11,15 @@ from pipelines import domain
 CARD_TESTING_WITHIN_MS = domain.CARD_TESTING_WITHIN_MS
 
 
+def region_of(location: str | None) -> str | None:
+    """The region of one of the platform's locations (``domain.LOCATIONS``), NULL for
+    another."""
+    return _REGION_OF.get(location) if location is not None else None
+
+
+_REGION_OF = {city: region for region, cities in domain.LOCATIONS.items() for city in cities}
+
+
 def risk_score(
     small_amount: float | None, large_amount: float | None, gap_ms: int | None
 ) -> float | None:

@@ -1,5 +1,6 @@
 """The platform's SQL fraud application (``pipelines/streams/sql/fraud.sql``) through the
-test driver: card testing found by MATCH_RECOGNIZE, scored by a Python function."""
+test driver: card testing and impossible travel found by MATCH_RECOGNIZE, with Python
+functions (a risk score of a match, a location's region in DEFINE)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,22 @@ import pytest
 from pipelines import domain
 from pipelines.streams.config import StreamAppConfig
 from pipelines.streams.sql import FRAUD_SQL
-from pipelines.streams.sql.udfs import risk_score
+from pipelines.streams.sql.udfs import region_of, risk_score
 from streaming import TopologyTestDriver, serdes
 
 MINUTE = domain.MINUTE_MS
 T0 = 1_700_000_000_000
 
 
-def order(order_id: str, customer: str, amount: float, minute: float) -> dict[str, Any]:
+def order(
+    order_id: str, customer: str, amount: float, minute: float, location: str = "Berlin"
+) -> dict[str, Any]:
     return {
         "order_id": order_id,
         "customer_id": customer,
         "amount": amount,
         "region": "EU",
+        "location": location,
         "event_time": T0 + int(minute * MINUTE),
     }
 
@@ -61,9 +65,11 @@ def test_a_small_charge_then_a_large_one_within_minutes_is_an_alert():
                 "order_id": "o3",
                 "amount": 900.0,
                 "event_time": T0 + 2 * MINUTE,
-                "small_order_id": "o1",
-                "small_amount": 2.5,
-                "small_event_time": T0,
+                "location": "Berlin",
+                "first_order_id": "o1",
+                "first_amount": 2.5,
+                "first_event_time": T0,
+                "first_location": "Berlin",
                 "risk": risk_score(2.5, 900.0, 2 * MINUTE),
             },
         )
@@ -79,7 +85,31 @@ def test_orders_out_of_order_are_matched_in_event_time_order():
         order("o3", "c2", 20.0, 10),
     ]
     out = alerts(orders)
-    assert [(v["small_order_id"], v["order_id"]) for _, v in out] == [("o1", "o2")]
+    assert [(v["first_order_id"], v["order_id"]) for _, v in out] == [("o1", "o2")]
+
+
+def test_two_orders_from_different_regions_within_minutes_are_impossible_travel():
+    orders = [
+        order("o1", "c1", 40.0, 0, "Berlin"),
+        order("o2", "c1", 50.0, 3, "Tokyo"),  # APAC 3 minutes after EU: an alert
+        order("o3", "c1", 60.0, 5, "Paris"),  # and back to EU: another (SKIP TO LAST)
+        order("o4", "c2", 40.0, 0, "Toronto"),
+        order("o5", "c2", 40.0, 1, "Chicago"),  # same region: no alert
+        order("o6", "c3", 40.0, 0, "Rome"),
+        order("o7", "c3", 40.0, 11, "Lima"),  # 11 minutes later: outside WITHIN
+        order("o8", "c4", 40.0, 0, "Madrid"),
+        order("o9", "c4", 40.0, 1, "Atlantis"),  # not one of the platform's locations
+        order("o10", "c9", 50.0, 30),  # later orders move the watermark past the rest
+    ]
+    out = alerts(orders)
+    assert [
+        (key, v["rule"], v["first_order_id"], v["first_location"], v["order_id"], v["location"])
+        for key, v in out
+    ] == [
+        ("c1", "impossible_travel", "o1", "Berlin", "o2", "Tokyo"),
+        ("c1", "impossible_travel", "o2", "Tokyo", "o3", "Paris"),
+    ]
+    assert all(v["risk"] is None for _, v in out)
 
 
 @pytest.mark.parametrize(
@@ -93,3 +123,13 @@ def test_orders_out_of_order_are_matched_in_event_time_order():
 )
 def test_risk_score(small, large, gap, expected):
     assert risk_score(small, large, gap) == expected
+
+
+def test_region_of():
+    assert [region_of(c) for c in ("Berlin", "Tokyo", "Lima", "Atlantis", None)] == [
+        "EU",
+        "APAC",
+        "LATAM",
+        None,
+        None,
+    ]
