@@ -14,7 +14,11 @@ architecture compute the same thing:
   than ``BURST_MAX_ORDERS`` orders of one customer in one tumbling ``BURST_WINDOW``),
   ``new_location`` (order ``location`` not in the customer's ``known_locations``).
   Alert value ``{"rule", "customer_id", "order_id", "event_time", "evidence", ...}``;
-  burst alerts carry ``window_start``.
+  burst alerts carry ``window_start``. The SQL fraud application (``fraud.sql``) adds
+  ``small_then_large``: a charge under ``CARD_TESTING_SMALL`` followed by one of at least
+  ``CARD_TESTING_LARGE`` from the same customer within ``CARD_TESTING_WITHIN``; and
+  ``impossible_travel``: two consecutive orders of a customer from locations in different
+  regions within ``IMPOSSIBLE_TRAVEL_WITHIN``.
 - click sessions: per ``user_id``, ``SESSION_GAP`` inactivity gap; value ``{"user_id",
   "session_start", "session_end", "click_count", "pages"}`` (bounds: first and last click).
 - money: sums are taken in integer cents (``round(amount * 100)``) in stream and batch.
@@ -37,6 +41,10 @@ HOPPING_ADVANCE_MS = 5 * MINUTE_MS
 BURST_WINDOW_MS = 5 * MINUTE_MS
 BURST_MAX_ORDERS = 3
 HIGH_VALUE_THRESHOLD = 10_000.0
+CARD_TESTING_SMALL = 5.0
+CARD_TESTING_LARGE = 500.0
+CARD_TESTING_WITHIN_MS = 5 * MINUTE_MS
+IMPOSSIBLE_TRAVEL_WITHIN_MS = 10 * MINUTE_MS
 SESSION_GAP_MS = 30 * MINUTE_MS
 DEDUP_WINDOW_MS = 10 * MINUTE_MS
 # Stream apps dead-letter records whose event time is further ahead of the wall clock
@@ -71,6 +79,7 @@ ORDERS_DEDUPED = "orders-deduped"
 # Topics the SQL versions of two applications write (pipelines/streams/sql/*.sql).
 REVENUE_5M_SQL = "revenue-per-region-5m-sql"
 ENRICHED_ORDERS_SQL = "enriched-orders-sql"
+FRAUD_ALERTS_SQL = "fraud-alerts-sql"
 # The records a windowed application dropped as late, one per (record, window):
 # "<app>-late" (pipelines/streams/late.py); reconciliation explains differences with them.
 LATE_SUFFIX = "-late"
@@ -87,6 +96,7 @@ DERIVED_TOPICS = (
     ORDERS_DEDUPED,
     REVENUE_5M_SQL,
     ENRICHED_ORDERS_SQL,
+    FRAUD_ALERTS_SQL,
     *LATE_TOPICS,
 )
 DEAD_LETTER_SUFFIX = "-dlq"
@@ -99,6 +109,7 @@ STREAM_APPS = (
     "orders-dedup",
     "windowed-revenue-sql",
     "enriched-orders-sql",
+    "fraud-alerts-sql",
 )
 DEAD_LETTER_TOPICS = tuple(app + DEAD_LETTER_SUFFIX for app in STREAM_APPS)
 

@@ -16,10 +16,11 @@ windowed-revenue-  ``sql/revenue.sql`` (``sql.REVENUE_SQL``)      revenue-per-re
 sql
 enriched-orders-   ``sql/enriched.sql`` (``sql.ENRICHED_SQL``)    enriched-orders-sql
 sql
+fraud-alerts-sql   ``sql/fraud.sql`` (``sql.FRAUD_SQL``)          fraud-alerts-sql
 =================  =============================================  ==============================
 
-The last two are written in Streaming SQL (``pipelines.streams.sql``); their topics are read
-from their statements.
+The last three are written in Streaming SQL (``pipelines.streams.sql``); their topics are
+read from their statements.
 
 Every application also writes records it cannot use to ``<application>-dlq``.
 ``apps.STREAM_APPS`` lists them; ``supervisor`` runs them with ``KafkaStreams``; the Dagster

@@ -12,7 +12,7 @@ from typing import Any
 
 from pipelines.streams import dedup, enriched, fraud, revenue, sessions
 from pipelines.streams.config import StreamAppConfig
-from pipelines.streams.sql import ENRICHED_SQL, REVENUE_SQL, SqlApp
+from pipelines.streams.sql import ENRICHED_SQL, FRAUD_SQL, REVENUE_SQL, SqlApp
 from streaming import Topology
 
 
@@ -132,6 +132,12 @@ STREAM_APPS: dict[str, StreamApp] = {
             ENRICHED_SQL,
             "SQL version of enriched-orders: orders left-joined with the customers, "
             "compiled from pipelines/streams/sql/enriched.sql",
+        ),
+        StreamApp.from_sql(
+            FRAUD_SQL,
+            "Fraud patterns in SQL (MATCH_RECOGNIZE with Python functions): card testing, a "
+            "small charge then a large one within minutes, and impossible travel, compiled "
+            "from pipelines/streams/sql/fraud.sql",
         ),
     )
 }

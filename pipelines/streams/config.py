@@ -29,6 +29,7 @@ class StreamAppConfig:
     # sinks of the SQL applications (pipelines/streams/sql/*.sql)
     revenue_sql_topic: str = domain.REVENUE_5M_SQL
     enriched_sql_topic: str = domain.ENRICHED_ORDERS_SQL
+    fraud_sql_topic: str = domain.FRAUD_ALERTS_SQL
     # dead-letter topic of an application: f"{app name}{dead_letter_suffix}"
     dead_letter_suffix: str = domain.DEAD_LETTER_SUFFIX
     # late-record topic of an application with windows: f"{app name}{late_suffix}"

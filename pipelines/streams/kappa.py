@@ -59,6 +59,11 @@ IDENTITY: dict[str, tuple[Callable[[str | None, dict], Any], Callable[[dict], An
 # the SQL versions write the DSL applications' columns
 IDENTITY["windowed-revenue-sql"] = IDENTITY["windowed-revenue"]
 IDENTITY["enriched-orders-sql"] = IDENTITY["enriched-orders"]
+# an alert of fraud.sql: its rule and the order that completed the pattern
+IDENTITY["fraud-alerts-sql"] = (
+    lambda k, v: (v.get("rule"), v.get("customer_id"), v.get("order_id")),
+    lambda v: (v.get("first_order_id"), v.get("risk")),
+)
 
 
 @dataclass(frozen=True)

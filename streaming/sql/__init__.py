@@ -11,7 +11,7 @@ functions or window TVFs) or none, and HAVING; joins (stream-table, also
 foreign key; RIGHT joins as the mirrored LEFT joins; left-deep chains of more than two
 tables, ``joins``);
 window aggregations final (one row per window, as Flink) unless ``EMIT CHANGES``;
-``PROCTIME()`` columns; statement sets; EXPLAIN; Python scalar, table (``LATERAL
+MATCH_RECOGNIZE (``match_recognize``, its NFA ``row_pattern``); ``PROCTIME()`` columns; statement sets; EXPLAIN; Python scalar, table (``LATERAL
 TABLE``) and aggregate functions (``functions``: ``@udf`` / ``@udtf`` / ``@udaf``,
 ``compile(..., functions=...)`` or ``CREATE FUNCTION ... LANGUAGE PYTHON``). Errors are
 ``SqlError`` with line and column, naming the constructs not supported (``unsupported``).

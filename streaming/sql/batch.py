@@ -50,10 +50,10 @@ connection while the query runs (``BatchQuery.run``), its parameter and result t
 from its type hints.
 
 Not translated (``SqlError``): SESSION windows, other views and subqueries, Python table
-and aggregate functions, and anything the compiler rejects (the
-statements are compiled first). Known differences: MIN/MAX of TIMESTAMP text compare the
-text (chronological for one format, as the platform writes); AVG and SUM of DOUBLEs may
-differ in the last bits (summation order). EMIT FINAL / CHANGES are ignored: a batch
+and aggregate functions, MATCH_RECOGNIZE (DuckDB has no row pattern matching), and
+anything the compiler rejects (the statements are compiled first). Known differences:
+MIN/MAX of TIMESTAMP text compare the text (chronological for one format, as the platform
+writes); AVG and SUM of DOUBLEs may differ in the last bits (summation order). EMIT FINAL / CHANGES are ignored: a batch
 result is final.
 """
 
@@ -179,6 +179,12 @@ def to_duckdb(
         what = f"an INSERT INTO {sink}" if sink else "exactly one INSERT"
         raise SqlError(f"expected {what} in the statements, found {len(chosen)}", line=1, column=1)
     statement, insert = chosen[0]
+    if statement.match_recognize:
+        raise error_at(
+            text,
+            statement.match_recognize[0].offset,
+            "MATCH_RECOGNIZE is not translated to batch SQL: DuckDB has no row pattern matching",
+        )
     if statement.laterals:
         lateral = statement.laterals[0]
         raise error_at(

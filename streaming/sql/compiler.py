@@ -86,6 +86,7 @@ from streaming.sql.join_groups import aggregation_over_join
 from streaming.sql.joins import JoinCompiler
 from streaming.sql.late import late_row
 from streaming.sql.lateral import lateral_view, take_lateral
+from streaming.sql.match_recognize import bind_clauses, match_view, take_match, unconsumed
 from streaming.sql.over import over_calls, over_view
 from streaming.sql.results import MaterializedResult
 from streaming.sql.rewrite import (
@@ -276,6 +277,8 @@ class Compiler:
                         statement.laterals[0].offset,
                         f"LATERAL TABLE after a join or a window TVF {NOT_YET}",
                     )
+                if (error := unconsumed(statement, self.source)) is not None:
+                    raise error
             self._write_late_rows()
 
     def _write_late_rows(self) -> None:
@@ -298,6 +301,7 @@ class Compiler:
 
     def compile_statement(self, statement: Statement, tree: exp.Expr) -> None:
         check_tree(tree, statement, self.source, over_aggregations=True)
+        bind_clauses(tree, statement, self.source)
         if isinstance(tree, exp.Create) and str(tree.args.get("kind")).upper() == "FUNCTION":
             self.create_function(statement, tree)
         elif isinstance(tree, exp.Create) and tree.expression is not None:
@@ -419,6 +423,10 @@ class Compiler:
                 f"stream-table join (FROM stream JOIN {source.name} ON ...)",
             )
         alias = from_.this.alias or None
+        recognized = take_match(statement, source.name)
+        if recognized is not None:
+            source = match_view(self, select, source, alias, recognized)
+            alias = alias or from_.this.name
         lateral = take_lateral(statement, alias or source.name)
         if lateral is not None:
             source = lateral_view(self, select, source, alias, lateral)

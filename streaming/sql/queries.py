@@ -93,6 +93,13 @@ def plan(catalog: SqlCatalog, text: str) -> PullQuery | PushQuery | TransientQue
             statement.laterals[0].offset,
             "LATERAL TABLE (a Python table function) in a pull or push query is not supported yet",
         )
+    if statement.match_recognize:
+        raise error_at(
+            text,
+            statement.match_recognize[0].offset,
+            "MATCH_RECOGNIZE in a pull or push query is not supported yet: INSERT its "
+            "matches INTO a table (or CREATE VIEW) in an application",
+        )
     if statement.emit == "FINAL":
         raise error_at(text, statement.emit_offset, "EMIT FINAL is not a query: use EMIT CHANGES")
     if statement.watermark is not None:

@@ -1,6 +1,6 @@
 """Token-level pre-processing of Flink SQL constructs that sqlglot does not parse.
 
-sqlglot parses Flink's DDL, queries and most group-window functions, but not four Flink
+sqlglot parses Flink's DDL, queries and most group-window functions, but not five Flink
 constructs. This module takes them out of the text before sqlglot parses it, and
 returns what they said:
 
@@ -11,7 +11,8 @@ returns what they said:
   ``TABLE(HOP(TABLE t, DESCRIPTOR(ts), slide, size))``,
   ``TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), step, size))`` and
   ``TABLE(SESSION(TABLE t [PARTITION BY k, ...], DESCRIPTOR(ts), gap))``, replaced by the
-  table name ``t``.
+  table name ``t``;
+- ``MATCH_RECOGNIZE (...)`` after a table (``match_clause``), the table and its alias kept.
 
 It also renames the group-window function ``SESSION(`` (a keyword to sqlglot) to
 ``SESSWIN(``, a name of the same length that sqlglot parses as a function call, and
@@ -34,6 +35,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, Tokenizer, TokenType
 
 from streaming.sql.errors import SqlError, error_at, node_offset
+from streaming.sql.match_clause import MatchClause, take_match_recognize
 from streaming.sql.surface import StatementSets, quote_backticks, take_execute_openers
 
 _UNIT_MS = {
@@ -120,6 +122,8 @@ class Statement:
     window_tvfs: tuple[WindowTvf, ...] = ()
     #: its ``LATERAL TABLE(...)`` joins not compiled yet, in text order
     laterals: list[LateralTable] = field(default_factory=list)
+    #: its ``MATCH_RECOGNIZE (...)`` clauses not compiled yet, in text order
+    match_recognize: list[MatchClause] = field(default_factory=list)
 
     def final(self, windowed: bool) -> bool:
         """Whether a query of this statement emits final results: a windowed aggregation
@@ -244,6 +248,8 @@ def _prepare(text: str, tokens: list[Token], *, explain: bool) -> Statement:
     statement.window_tvf = tvfs[0] if tvfs else None
     while (lateral := _take_lateral_table(text, tokens, chars)) is not None:
         statement.laterals.append(lateral)
+    while (clause := take_match_recognize(text, tokens, chars)) is not None:
+        statement.match_recognize.append(clause)
     for previous, token, following in zip(tokens, tokens[1:], tokens[2:], strict=False):
         # CREATE TEMPORARY SYSTEM FUNCTION: a temporary function (one namespace here)
         if (previous.text.upper(), token.text.upper(), following.text.upper()) == (

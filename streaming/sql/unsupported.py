@@ -2,12 +2,10 @@
 
 A statement that uses one raises a ``SqlError`` that names the construct and points at
 it, before the compiler tries the statement (which would otherwise fail on a detail:
-"column ... must be in GROUP BY" for an OVER aggregation, a bare syntax error for
-MATCH_RECOGNIZE):
+"column ... must be in GROUP BY" for an OVER aggregation):
 
-- ``check_tokens`` reads the statement's tokens, for what sqlglot cannot parse
-  (MATCH_RECOGNIZE), parses into something else or drops (a table hint, a comment to its
-  tokenizer);
+- ``check_tokens`` reads the statement's tokens, for what sqlglot drops (a table hint, a
+  comment to its tokenizer);
   ``explain_parse_error`` names the construct behind a parse error where it knows it
   (``METADATA`` columns);
 - ``check_tree`` walks the parsed statement: OVER aggregations but in the SELECT list of a
@@ -51,9 +49,6 @@ def check_tokens(statement: Statement, source: str) -> None:
         if hint >= 0:
             raise error_at(source, hint, f"a hint (/*+ ... */) {NOT_YET}")
         previous_end = token.end + 1
-    for token in tokens:
-        if token.text.upper() == "MATCH_RECOGNIZE":
-            raise error_at(source, token.start, f"MATCH_RECOGNIZE (pattern recognition) {NOT_YET}")
 
 
 def explain_parse_error(statement: Statement, source: str) -> SqlError | None:

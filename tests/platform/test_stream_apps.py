@@ -79,6 +79,7 @@ def test_catalogue_builds_every_app() -> None:
         "orders-dedup",
         "windowed-revenue-sql",
         "enriched-orders-sql",
+        "fraud-alerts-sql",
     }
     # a kappa replay of any of them can be compared with the live results
     assert set(kappa.IDENTITY) == set(STREAM_APPS)

@@ -162,3 +162,4 @@ class SqlApp:
 
 REVENUE_SQL = SqlApp("windowed-revenue-sql", SQL_DIR / "revenue.sql", reports_late=True)
 ENRICHED_SQL = SqlApp("enriched-orders-sql", SQL_DIR / "enriched.sql")
+FRAUD_SQL = SqlApp("fraud-alerts-sql", SQL_DIR / "fraud.sql")

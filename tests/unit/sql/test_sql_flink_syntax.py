@@ -170,10 +170,10 @@ UNSUPPORTED = [
     (
         "INSERT INTO out SELECT region, amount FROM orders MATCH_RECOGNIZE (PARTITION BY "
         "region ORDER BY ts MEASURES A.region AS region, B.amount AS amount ONE ROW PER MATCH "
-        "AFTER MATCH SKIP PAST LAST ROW PATTERN (A B) DEFINE A AS A.amount < 10, "
+        "AFTER MATCH SKIP PAST LAST ROW PATTERN (A B | C) DEFINE A AS A.amount < 10, "
         "B AS B.amount > 100) AS T;",
-        "MATCH_RECOGNIZE",
-        "MATCH_RECOGNIZE (pattern recognition) is not supported yet",
+        "| C)",
+        "an alternation (|) in a pattern is not supported (as in Flink)",
     ),
     (
         "INSERT INTO out SELECT region, SUM(amount) FROM TABLE(CUMULATE(TABLE orders, "
