@@ -40,3 +40,27 @@ def test_docs_stream_stream_join_runs_as_written(capsys):
         "o1 {'order': 30.0, 'paid': 30.0} 120000",
         "o2 {'order': 5.0, 'paid': None} 180000",
     ]
+
+
+def test_readme_first_sql_query_runs_as_written(capsys):
+    lines = _run_block(README, "## A first SQL query", capsys)
+    assert lines == [
+        "{'region': 'EU', 'window_start': '2024-01-01 10:00:00.000', "
+        "'window_end': '2024-01-01 10:05:00.000', 'revenue': 14.5}"
+    ]
+
+
+def test_readme_first_sql_query_is_the_one_the_docs_run():
+    """The README's first SQL query is the docs' (docs/examples/first_sql_query.py)."""
+    readme = README.read_text()
+    block = re.search(r"## A first SQL query\n\n```python\n(.*?)```", readme, re.S).group(1)
+    example = (REPO / "docs" / "examples" / "first_sql_query.py").read_text()
+    code = example.split("# --8<-- [start:code]\n", 1)[1].split("# --8<-- [end:code]", 1)[0]
+    assert block == code
+
+
+def test_readme_links_point_at_pages_that_exist():
+    links = re.findall(r"\]\(((?:docs/)[^)#]+)", README.read_text())
+    assert len(links) >= 20
+    for link in links:
+        assert (REPO / link).is_file(), link
