@@ -27,7 +27,7 @@ def _example(name: str) -> ModuleType:
     return module
 
 
-@pytest.mark.parametrize("name", ["filter_enrich", "count_per_region", "dedup"])
+@pytest.mark.parametrize("name", ["filter_enrich", "count_per_region", "dedup", "table_changelog"])
 def test_the_dsl_and_the_sql_topology_write_what_the_page_says(name: str) -> None:
     example = _example(name)
     assert example.run(example.dsl_topology()) == example.EXPECTED
@@ -60,6 +60,38 @@ def test_windowed_revenue(build: str, topic: str, expected: str) -> None:
 def test_enrichment_join(build: str, expected: str) -> None:
     example = _example("enrichment_join")
     assert example.run(getattr(example, build)()) == getattr(example, expected)
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"), [("dsl_topology", "EXPECTED_DSL"), ("sql_topology", "EXPECTED_SQL")]
+)
+def test_sessions(build: str, expected: str) -> None:
+    example = _example("sessions")
+    assert example.run(getattr(example, build)()) == getattr(example, expected)
+
+
+def test_the_sessions_differ_only_by_where_a_session_ends() -> None:
+    """Kafka's session ends at its last click, Flink's SESSION_END the gap later."""
+    example = _example("sessions")
+    gap = 30 * example.MINUTE
+    assert [(k, {**v, "session_end": v["session_end"] + gap}) for k, v in example.EXPECTED_DSL] == (
+        example.EXPECTED_SQL
+    )
+
+
+@pytest.mark.parametrize(
+    ("build", "topic", "inputs", "expected"),
+    [
+        ("dsl_velocity", "velocity-alerts", ("orders",), "EXPECTED_VELOCITY"),
+        ("sql_velocity", "velocity-alerts", ("orders",), "EXPECTED_VELOCITY"),
+        ("dsl_over_limit", "over-limit-alerts", ("customers", "orders"), "EXPECTED_OVER_LIMIT"),
+        ("sql_over_limit", "over-limit-alerts", ("customers", "orders"), "EXPECTED_OVER_LIMIT"),
+    ],
+)
+def test_fraud_rules(build: str, topic: str, inputs: tuple[str, ...], expected: str) -> None:
+    example = _example("fraud")
+    records = {name: getattr(example, name.upper()) for name in inputs}
+    assert example.run(getattr(example, build)(), topic, records) == getattr(example, expected)
 
 
 def test_the_temporal_join_differs_from_the_lookup_where_an_order_is_late() -> None:
