@@ -24,13 +24,14 @@ from streaming.time import FieldTimestampExtractor
 
 # --8<-- [start:orders]
 MINUTE = 60_000
-ORDERS = [  # (order id, order); "ts" is the event time in epoch milliseconds
-    ("o1", {"region": "EU", "amount": 10.0, "ts": 1 * MINUTE}),
-    ("o2", {"region": "EU", "amount": 4.5, "ts": 3 * MINUTE}),
-    ("o3", {"region": "US", "amount": 8.0, "ts": 4 * MINUTE}),
-    ("o4", {"region": "EU", "amount": 2.0, "ts": 2 * MINUTE}),  # out of order, within grace
-    ("o5", {"region": "EU", "amount": 1.0, "ts": 7 * MINUTE}),
-    ("o6", {"region": "US", "amount": 5.0, "ts": 17 * MINUTE}),  # moves stream time on
+T0 = 1_704_067_200_000  # 2024-01-01 00:00 UTC in epoch milliseconds
+ORDERS = [  # (order id, order); "ts" is the event time
+    ("o1", {"region": "EU", "amount": 10.0, "ts": T0 + 1 * MINUTE}),
+    ("o2", {"region": "EU", "amount": 4.5, "ts": T0 + 3 * MINUTE}),
+    ("o3", {"region": "US", "amount": 8.0, "ts": T0 + 4 * MINUTE}),
+    ("o4", {"region": "EU", "amount": 2.0, "ts": T0 + 2 * MINUTE}),  # out of order, in grace
+    ("o5", {"region": "EU", "amount": 1.0, "ts": T0 + 7 * MINUTE}),
+    ("o6", {"region": "US", "amount": 5.0, "ts": T0 + 17 * MINUTE}),  # moves stream time on
 ]
 # --8<-- [end:orders]
 
@@ -173,21 +174,25 @@ def run(topology: Topology, topic: str) -> list[tuple[Any, Any]]:
 # --8<-- [end:run]
 
 
+# fmt: off
 # --8<-- [start:expected-tumbling]
-EXPECTED_TUMBLING = [  # windows [0, 5 min) and [5, 10 min): closed once stream time passed
-    ("EU", {"region": "EU", "window_start": 0, "window_end": 300000, "revenue": 16.5}),
-    ("US", {"region": "US", "window_start": 0, "window_end": 300000, "revenue": 8.0}),
-    ("EU", {"region": "EU", "window_start": 300000, "window_end": 600000, "revenue": 1.0}),
+EXPECTED_TUMBLING = [  # windows [00:00, 00:05) and [00:05, 00:10), once each had closed
+    ("EU", {"region": "EU", "window_start": T0, "window_end": T0 + 5 * MINUTE, "revenue": 16.5}),
+    ("US", {"region": "US", "window_start": T0, "window_end": T0 + 5 * MINUTE, "revenue": 8.0}),
+    ("EU", {"region": "EU", "window_start": T0 + 5 * MINUTE, "window_end": T0 + 10 * MINUTE, "revenue": 1.0}),
 ]
 # --8<-- [end:expected-tumbling]
 
 # --8<-- [start:expected-hopping]
 EXPECTED_HOPPING = [  # 10-minute windows every 5 minutes: each order is in two of them
-    ("EU", {"region": "EU", "window_start": 0, "window_end": 600000, "revenue": 17.5}),
-    ("US", {"region": "US", "window_start": 0, "window_end": 600000, "revenue": 8.0}),
-    ("EU", {"region": "EU", "window_start": 300000, "window_end": 900000, "revenue": 1.0}),
+    ("EU", {"region": "EU", "window_start": T0 - 5 * MINUTE, "window_end": T0 + 5 * MINUTE, "revenue": 16.5}),
+    ("US", {"region": "US", "window_start": T0 - 5 * MINUTE, "window_end": T0 + 5 * MINUTE, "revenue": 8.0}),
+    ("EU", {"region": "EU", "window_start": T0, "window_end": T0 + 10 * MINUTE, "revenue": 17.5}),
+    ("US", {"region": "US", "window_start": T0, "window_end": T0 + 10 * MINUTE, "revenue": 8.0}),
+    ("EU", {"region": "EU", "window_start": T0 + 5 * MINUTE, "window_end": T0 + 15 * MINUTE, "revenue": 1.0}),
 ]
 # --8<-- [end:expected-hopping]
+# fmt: on
 
 if __name__ == "__main__":
     print("DSL tumbling:", run(dsl_tumbling(), "revenue-5m"))
