@@ -134,3 +134,26 @@ def test_every_example_file_is_included_by_a_page() -> None:
     pages = "".join(page.read_text() for page in DOCS.rglob("*.md"))
     for example in EXAMPLES.glob("*.py"):
         assert f'"{example.name}:' in pages, f"{example.name} is on no page"
+
+
+#: the pages' Python blocks that are code of their own (not an included file), each run by
+#: a test that names the page: the README's and these pages' tests in tests/unit/core,
+#: tests/unit/sql and tests/integration (against-kafka.md on a broker)
+RUN_ELSEWHERE = {
+    "getting-started/first-topology.md": 1,
+    "getting-started/against-kafka.md": 1,
+    "concepts/joins.md": 2,
+    "sql/index.md": 3,
+    "sql/functions.md": 1,
+}
+
+
+def test_every_python_block_of_the_docs_is_run() -> None:
+    """A new example on a page is either included from docs/examples/ or added to a test."""
+    own: dict[str, int] = {}
+    for page in DOCS.rglob("*.md"):
+        blocks = re.findall(r"^[ \t]*```python\n(.*?)^[ \t]*```", page.read_text(), re.S | re.M)
+        code = [b for b in blocks if not b.strip().startswith("--8<--")]
+        if code:
+            own[page.relative_to(DOCS).as_posix()] = len(code)
+    assert own == RUN_ELSEWHERE
