@@ -5,6 +5,7 @@ reference cannot render, or a configuration key missing from the reference fails
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,5 +36,16 @@ def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
         assert (site / page).is_file(), page
     api = (site / "reference" / "streaming" / "index.html").read_text()
     assert 'id="streaming.KGroupedStream.windowed_by"' in api
+    # every public symbol of streaming and streaming.sql has its entry in the API reference
+    import streaming
+    import streaming.sql
+
+    for module, page in ((streaming, "streaming"), (streaming.sql, "sql")):
+        ids = set(
+            re.findall(r'id="([\w.]+)"', (site / "reference" / page / "index.html").read_text())
+        )
+        names = {i.rsplit(".", 1)[-1] for i in ids if i.startswith("streaming.")}
+        missing = [n for n in module.__all__ if n not in names and n != "serdes"]
+        assert missing == [], f"reference/{page} lacks {missing}"
     tutorial = (site / "tutorials" / "windowed-revenue" / "index.html").read_text()
     assert "TimeWindows" in tutorial and "TUMBLE" in tutorial  # the included code is there
