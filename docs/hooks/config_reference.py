@@ -9,10 +9,14 @@ check without building the site."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 PAGE = "operating/configuration.md"
+#: the checkout being built: its config module is the one the page must match, whichever
+#: copy of ``streaming`` the environment has installed
+ROOT = Path(__file__).resolve().parents[2]
 _SECTION = "## Every key"
 _ROW = re.compile(r"^\| `([^`]+)` \|", re.M)
 
@@ -27,6 +31,8 @@ def documented_keys(markdown: str) -> list[str]:
 
 def drift(markdown: str) -> tuple[set[str], set[str]]:
     """(keys the runtime knows that the page lacks, keys the page lists that it does not)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from streaming.runtime.config_keys import KNOWN_KEYS
 
     listed = set(documented_keys(markdown))
