@@ -49,3 +49,17 @@ def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
         assert missing == [], f"reference/{page} lacks {missing}"
     tutorial = (site / "tutorials" / "windowed-revenue" / "index.html").read_text()
     assert "TimeWindows" in tutorial and "TUMBLE" in tutorial  # the included code is there
+
+
+def test_nested_lists_are_indented_as_python_markdown_nests_them() -> None:
+    """Python-Markdown (MkDocs) nests a list in a list item at 4 spaces; a list indented 2
+    spaces, as GitHub nests it, renders flattened into its parent list."""
+    flat = []
+    for page in (REPO / "docs").rglob("*.md"):
+        fenced = False
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+            elif not fenced and re.match(r"^ {1,3}([-*+]|\d+\.) ", line):
+                flat.append(f"{page.relative_to(REPO)}:{number}")
+    assert flat == []
