@@ -22,7 +22,7 @@ KUBECONFORM_VERSION := v0.8.0
 K8S_TOOLS := $(TOOLS_BIN)/.kustomize-$(KUSTOMIZE_VERSION) $(TOOLS_BIN)/.kubeconform-$(KUBECONFORM_VERSION)
 GO ?= $(or $(shell command -v go 2>/dev/null),/usr/local/go/bin/go)
 
-.PHONY: setup test test-fast test-chaos lint format run bench clean
+.PHONY: setup test test-fast test-chaos lint format run bench docs clean
 
 # what `make run` needs (the virtualenv, the broker's and Spark's jars); `make test` also
 # needs Kafka Streams' reference jars and the Kubernetes tools (built with Go)
@@ -112,6 +112,11 @@ format: setup
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# The docs site (mkdocs.yml, docs/) into site/; --strict fails on a broken link, a missing
+# page or a docstring the API reference cannot read.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
 # The platform: local Kafka broker (unless KAFKA_BOOTSTRAP_SERVERS is set), topics, the
 # generator, the stream applications and the Dagster UI on http://127.0.0.1:3000.
 # Ctrl-C stops everything.
@@ -139,4 +144,4 @@ bench: setup $(QUIX_VENV)/.installed
 	$(PY) -m bench.nexmark
 
 clean:
-	rm -rf $(VENV) $(QUIX_VENV) $(LINT_VENV) .jars .pytest_cache .mypy_cache .tools
+	rm -rf $(VENV) $(QUIX_VENV) $(LINT_VENV) .jars .pytest_cache .mypy_cache .tools site

@@ -1,6 +1,8 @@
 """Kafka Streams for Python: a DSL and Processor API with Kafka Streams semantics.
 
+```python
 from streaming import StreamsBuilder, TopologyTestDriver, TimeWindows, serdes
+```
 """
 
 from streaming import serdes

@@ -3,7 +3,7 @@
 Each file holds one query as Nexmark's Flink SQL writes it (``nexmark/nexmark``,
 ``queries/*.sql``): a sink table and an ``INSERT INTO`` it, over the tables of
 ``bench.nexmark.model.SQL_DDL`` (the one declaration of the topics). Where this dialect or
-the DSL version's definition needs a change, the file says so in a comment (and the README
+the DSL version's definition needs a change, the file says so in a comment (and docs/sql/nexmark.md
 lists them). Like Nexmark's own files, a query file has ``${NAME}`` parameters, filled in
 here: ``OUTPUT_TOPIC`` (the sink's topic) and ``MAX_AUCTION_LENGTH_MS`` (q4's join bound).
 

@@ -476,7 +476,7 @@ def sweep_orphans(serving: Any) -> list[str]:
 
     Safe while other instances of the application run: an instance has a ``state.dir``
     of its own (its lock), so these directories are this instance's. A process whose
-    state directory is gone leaves topics and a group this does not find (see README)."""
+    state directory is gone leaves topics and a group this does not find (see docs/sql/queries.md)."""
     from streaming.runtime.config import StreamsConfig
 
     parent = Path(serving.state_dir)

@@ -417,8 +417,9 @@ class LocalKafkaCluster:
             time.sleep(0.05)
 
     def delete_topic(self, name: str, *, timeout: float = 30.0) -> None:
-        """Delete topic ``name``."""
-        futures = self.admin().delete_topics([name], operation_timeout=timeout)
+        """Delete topic ``name`` (the deletion completes on the brokers afterwards)."""
+        admin = self.admin()  # held until the answer: a client destroyed first fails the future
+        futures = admin.delete_topics([name], operation_timeout=timeout)
         futures[name].result(timeout=timeout)
 
     def list_topics(self, *, timeout: float = 10.0) -> set[str]:

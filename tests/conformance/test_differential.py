@@ -217,8 +217,8 @@ def _final_values(fam: Any, req: dict[str, Any], inputs: list[dict[str, Any]] | 
 def _kafka_lost_final_windows(
     java: dict[str, Any], python: dict[str, Any], final: Callable[[], FinalValues] | None = None
 ) -> bool:
-    """Whether the runs differ only by final windows Kafka never emitted (README: emit-on-
-    window-close never loses a window): on every topic, Java's records are ours in the same
+    """Whether the runs differ only by final windows Kafka never emitted (docs/concepts/time-and-windows.md:
+    emit-on-window-close never loses a window): on every topic, Java's records are ours in the same
     order once the extra ones are left out, each extra record is a window Java has no record
     of, no window comes out twice, and (given ``final``: each window's last value) each extra
     record holds its window's final value. The two written byte forms must agree the same

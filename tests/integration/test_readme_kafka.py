@@ -1,4 +1,5 @@
-"""The README's "Running against Kafka" example runs as written against a real broker."""
+"""The "Running against Kafka" example of the docs (getting-started/against-kafka.md) runs as
+written against a real broker."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ from confluent_kafka import Producer
 
 from streaming.testing import LocalKafkaCluster
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "getting-started" / "against-kafka.md"
 
 
-def test_readme_kafka_example_runs_as_written(tmp_path, monkeypatch, capsys):
+def test_docs_kafka_example_runs_as_written(tmp_path, monkeypatch, capsys):
     """On a broker of its own: the example's topic names are fixed, and the session's shared
     broker has platform tests that count every record of "clicks"."""
-    text = README.read_text()
-    block = re.search(r"## Running against Kafka\n\n```python\n(.*?)```", text, re.S).group(1)
+    text = PAGE.read_text()
+    block = re.search(r"# Running against Kafka\n\n```python\n(.*?)```", text, re.S).group(1)
     with LocalKafkaCluster(nodes=1) as kafka_cluster:
         _run(block, kafka_cluster, tmp_path, monkeypatch)
     assert capsys.readouterr().out.splitlines()[-1] == "u1 clicked 3 times"
@@ -33,4 +34,4 @@ def _run(block: str, kafka_cluster: LocalKafkaCluster, tmp_path, monkeypatch) ->
     producer.flush(10)
     monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", kafka_cluster.bootstrap_servers)
     monkeypatch.setenv("STATE_DIR", str(tmp_path))
-    exec(compile(block, "README.md", "exec"), {})
+    exec(compile(block, "against-kafka.md", "exec"), {})

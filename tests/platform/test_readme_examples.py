@@ -1,8 +1,8 @@
-"""The README's examples against Kafka run as written against what ``make run`` provides:
+"""The docs' examples against Kafka (getting-started/against-kafka.md, sql/queries.md) run as
+written against what ``make run`` provides:
 its platform topics filled by its generator (with the malformed records it injects) on a
 broker that creates no topic on first write. ``make run``'s broker is the session broker
-here, and the example's ports and directories are moved with the settings the README
-names."""
+here, and the example's ports and directories are moved with the settings the page names."""
 
 from __future__ import annotations
 
@@ -21,12 +21,12 @@ from committed_reads import read_committed
 from streaming.testing import free_port
 
 REPO = Path(__file__).resolve().parents[2]
-README = (REPO / "README.md").read_text()
+PAGE = (REPO / "docs" / "getting-started" / "against-kafka.md").read_text()
 
 
 def _python_block_after(heading: str) -> str:
-    """The first ```python block after ``heading`` in the README."""
-    rest = README[README.index(heading) :]
+    """The first ```python block after ``heading`` in the page."""
+    rest = PAGE[PAGE.index(heading) :]
     match = re.search(r"```python\n(.*?)```", rest, re.S)
     assert match, f"no python block after {heading!r}"
     return match.group(1)
@@ -52,7 +52,7 @@ def platform_topics(kafka_cluster) -> str:
 def test_the_kafka_streams_example_counts_the_generators_clicks(
     platform_topics: str, tmp_path: Path
 ) -> None:
-    code = _python_block_after("## Running against Kafka")
+    code = _python_block_after("# Running against Kafka")
     port = free_port()
     assert "127.0.0.1:7080" in code  # a port make run's own applications leave free
     code = code.replace("127.0.0.1:7080", f"127.0.0.1:{port}")

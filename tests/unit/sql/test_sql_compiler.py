@@ -424,11 +424,11 @@ def test_ddl_errors_name_the_problem():
     assert "computed column n AS LENGTH(k) is not supported" in error.message
 
 
-def test_readme_sql_example_runs_as_written(capsys):
+def test_docs_sql_example_runs_as_written(capsys):
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    section = readme.split("## Streaming SQL\n", 1)[1]
+    page = (Path(__file__).resolve().parents[3] / "docs" / "sql" / "index.md").read_text()
+    section = page.split("# Streaming SQL\n", 1)[1]
     block = section.split("```python\n", 1)[1].split("```", 1)[0]
     exec(block, {})
     lines = capsys.readouterr().out.splitlines()

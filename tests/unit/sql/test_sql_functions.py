@@ -213,11 +213,11 @@ def test_a_function_may_take_the_name_of_a_function_sqlglot_knows():
     ]
 
 
-def test_readme_python_function_example_runs_as_written(capsys):
+def test_docs_python_function_example_runs_as_written(capsys):
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    section = readme.split("### Python functions in SQL\n", 1)[1]
+    page = (Path(__file__).resolve().parents[3] / "docs" / "sql" / "functions.md").read_text()
+    section = page.split("# Python functions in SQL\n", 1)[1]
     block = section.split("```python\n", 1)[1].split("```", 1)[0]
     exec(block, {})
     assert capsys.readouterr().out.splitlines() == ["[{'id': 'p1', 'risk': 'high'}]"]

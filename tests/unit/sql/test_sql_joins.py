@@ -496,11 +496,11 @@ INSERT INTO out SELECT a.id, y FROM a JOIN b ON a.id = b.id;"""
     assert "join without co-partitioning: a and b write their keys differently" in error.message
 
 
-def test_readme_sql_join_example_runs_as_written(capsys):
+def test_docs_sql_join_example_runs_as_written(capsys):
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    section = readme.split("## Streaming SQL\n", 1)[1].split("An enrichment join", 1)[1]
+    page = (Path(__file__).resolve().parents[3] / "docs" / "sql" / "index.md").read_text()
+    section = page.split("# Streaming SQL\n", 1)[1].split("An enrichment join", 1)[1]
     block = section.split("```python\n", 1)[1].split("```", 1)[0]
     exec(block, {})
     assert capsys.readouterr().out.splitlines() == [

@@ -418,11 +418,11 @@ def test_a_query_over_a_json_keyed_table_keeps_its_key_names():
     assert (info.value.line, info.value.column) == (4, 17), str(info.value)
 
 
-def test_readme_sql_composition_example_runs_as_written(capsys):
+def test_docs_sql_composition_example_runs_as_written(capsys):
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    section = readme.split("## Streaming SQL\n", 1)[1]
+    page = (Path(__file__).resolve().parents[3] / "docs" / "sql" / "index.md").read_text()
+    section = page.split("# Streaming SQL\n", 1)[1]
     section = section.split("Queries compose without intermediate topics", 1)[1]
     block = section.split("```python\n", 1)[1].split("```", 1)[0]
     exec(block, {})
