@@ -83,10 +83,12 @@ from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import NUMERIC, Compiled, compile_expression
 from streaming.sql.functions import Functions
 from streaming.sql.join_groups import aggregation_over_join
+from streaming.sql.join_star import expand_join_star
 from streaming.sql.joins import JoinCompiler
 from streaming.sql.late import late_row
 from streaming.sql.lateral import lateral_view, take_lateral
 from streaming.sql.over import over_calls, over_view
+from streaming.sql.regular_join import RegularJoin, is_regular
 from streaming.sql.results import MaterializedResult
 from streaming.sql.rewrite import (
     SESSION_ALIAS,
@@ -97,6 +99,7 @@ from streaming.sql.rewrite import (
     tokenize,
 )
 from streaming.sql.scopes import GroupScope, RowScope, row_of
+from streaming.sql.settings import Settings
 from streaming.sql.timestamps import (
     ColumnTimestamper,
     ColumnTimestampExtractor,
@@ -258,6 +261,8 @@ class Compiler:
         #: tables whose column kinds come from the query being compiled
         self.inferring: set[str] = set()
         self.derived = DerivedTables(self)
+        #: the options of the SET statements so far
+        self.settings = Settings()
 
     @property
     def topics_read(self) -> dict[str, str]:
@@ -309,6 +314,8 @@ class Compiler:
             self.tables[table.name] = self.declare_table(table)
         elif isinstance(tree, exp.Insert):
             self.compile_insert(statement, tree)
+        elif isinstance(tree, exp.Set):
+            self.settings.apply(tree, self.source, statement.start)
         elif isinstance(tree, exp.Create) and tree.find(exp.LikeProperty):
             raise self.error(tree, "CREATE TABLE ... LIKE is not supported yet: list the columns")
         elif isinstance(tree, exp.Create):
@@ -565,7 +572,9 @@ class Compiler:
 
     def join_query(self, statement: Statement, select: exp.Select, sink: TableDef) -> None:
         """``SELECT ... FROM l JOIN r ON ...``: the joined rows filtered and projected; an
-        aggregation over the join aggregates a subquery of it (``join_groups``)."""
+        aggregation over the join aggregates a subquery of it (``join_groups``); a regular
+        join that the DSL's joins do not run compiles on its own (``regular_join``)."""
+        expand_join_star(self, select)
         for clause, word in (("order", "ORDER BY"), ("limit", "LIMIT"), ("distinct", "DISTINCT")):
             if select.args.get(clause):
                 at = keyword_offset(select.args[clause], statement, word.split()[0])
@@ -584,6 +593,9 @@ class Compiler:
             raise self.error(
                 statement.window_tvf.offset, "a window TVF in a join is not supported yet"
             )
+        if is_regular(self, select):
+            RegularJoin(self, statement, select, sink).build()
+            return
         plan = JoinCompiler(self, select, sink)
         joined, is_table = plan.build()
         where = self.predicate(select.args.get("where"), plan.scope)
