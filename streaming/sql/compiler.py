@@ -574,7 +574,7 @@ class Compiler:
         """``SELECT ... FROM l JOIN r ON ...``: the joined rows filtered and projected; an
         aggregation over the join aggregates a subquery of it (``join_groups``); a regular
         join that the DSL's joins do not run compiles on its own (``regular_join``)."""
-        expand_join_star(self, select)
+        expand_join_star(select, self.table, self.source)
         for clause, word in (("order", "ORDER BY"), ("limit", "LIMIT"), ("distinct", "DISTINCT")):
             if select.args.get(clause):
                 at = keyword_offset(select.args[clause], statement, word.split()[0])
