@@ -21,6 +21,7 @@ key's final rows. ``SET 'table.exec.state.ttl'`` bounds the state of all three.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlglot import exp
@@ -31,7 +32,13 @@ from streaming.dsl import Named, Repartitioned
 from streaming.sql.catalog import TableDef
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import NUMERIC, compile_expression
-from streaming.sql.join_conditions import JoinScope, OnClause, ScopeTable, _conjuncts
+from streaming.sql.join_conditions import (
+    JoinScope,
+    OnClause,
+    ScopeTable,
+    _conjuncts,
+    read_path,
+)
 from streaming.sql.join_inputs import plain_key
 from streaming.sql.join_state import (
     ChangelogNormalize,
@@ -52,10 +59,10 @@ OUTER = {
 
 
 def _tables(compiler: Any, select: exp.Select) -> tuple[exp.Table, exp.Join] | None:
-    """The FROM table and the one join of ``select``, or None for other shapes."""
+    """The FROM table and the first join of ``select``, or None for other shapes."""
     from_ = select.args.get("from_") or select.args.get("from")
     joins = select.args.get("joins") or []
-    if from_ is None or not isinstance(from_.this, exp.Table) or len(joins) != 1:
+    if from_ is None or not isinstance(from_.this, exp.Table) or not joins:
         return None
     if not isinstance(joins[0].this, exp.Table):
         return None
@@ -111,11 +118,66 @@ def _key_equality(scope: JoinScope, on: exp.Expr | None) -> bool:
 
 
 def is_regular(compiler: Any, select: exp.Select) -> bool:
-    """Whether ``select``'s join is a regular join that the DSL joins of ``join_steps``
+    """Whether ``select``'s joins are regular joins that the DSL joins of ``join_steps``
     do not run: two streams without a time bound, or a stream or table with a table that
     is neither a lookup (stream first, INNER or LEFT, on the table's key), nor a join on
-    both tables' keys, nor an INNER or LEFT foreign-key join. Chains of joins, global
-    tables and ``FOR SYSTEM_TIME AS OF`` keep their own path."""
+    both tables' keys, nor an INNER or LEFT foreign-key join. A chain of joins is when
+    its first join is, or a later one (``_later_regular``). Global tables and ``FOR
+    SYSTEM_TIME AS OF`` keep their own path."""
+    if _first_regular(compiler, select):
+        return True
+    found = _tables(compiler, select)
+    if found is None:
+        return False
+    tables = [compiler.table(found[0]), compiler.table(found[1].this)]
+    for join in select.args["joins"][1:]:
+        if not isinstance(join.this, exp.Table):
+            return False
+        if _later_regular(compiler, tables, join):
+            return True
+        tables.append(compiler.table(join.this))
+    return False
+
+
+def _later_regular(compiler: Any, before: list[TableDef], join: exp.Join) -> bool:
+    """Whether a join after the first of a chain is one the DSL joins of ``join_steps``
+    never run there: a stream on its right without a time bound (they join streams
+    only first, with one), a table on its right whose key no equality names, a RIGHT or FULL join of
+    joined rows with a stream in them, or an outer join with conditions besides one
+    equality."""
+    right = compiler.table(join.this)
+    if right.is_global or join.this.args.get("version") is not None:
+        return False
+    on = join.args.get("on")
+    if on is None or join.args.get("using"):
+        return False
+    terms = _conjuncts(on)
+    equalities = [
+        t
+        for t in terms
+        if isinstance(t, exp.EQ) and all(isinstance(c, exp.Column) for c in (t.this, t.expression))
+    ]
+    if not equalities:
+        return False
+    side = (join.side or "INNER").upper()
+    if not right.is_upsert:
+        # with a time bound it is an interval join, which the join path names
+        return not any(isinstance(t, exp.Between) for t in terms)
+    names_key = any(
+        plain_key(right, c.name)
+        for t in equalities
+        for c in (t.this, t.expression)
+        if c.table in ("", join.this.alias or right.name)
+    )
+    if not names_key:
+        return True
+    if side in ("RIGHT", "FULL") and any(not t.is_upsert for t in before):
+        return True
+    return side != "INNER" and len(terms) > 1
+
+
+def _first_regular(compiler: Any, select: exp.Select) -> bool:
+    """Whether the first join of ``select`` is a regular join (see ``is_regular``)."""
     found = _tables(compiler, select)
     if found is None:
         return False
@@ -124,6 +186,10 @@ def is_regular(compiler: Any, select: exp.Select) -> bool:
     if left.is_global or right.is_global or join.this.args.get("version") is not None:
         return False
     copy = select.copy()
+    if len(copy.args["joins"]) > 1:
+        # a chain is regular when its first join is (the joins after it follow)
+        copy.set("joins", copy.args["joins"][:1])
+        copy.set("where", None)
     _, copied = _tables(compiler, copy) or (None, join)
     scope = _scope(compiler, first, copied)
     try:
@@ -163,8 +229,20 @@ def _key_value(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class JoinedChanges:
+    """The changes of one table, or of the joins so far, and where each table's row sits
+    in their rows (``ScopeTable.path``)."""
+
+    changes: Any
+    tables: tuple[ScopeTable, ...]
+    updating: bool
+
+
 class RegularJoin:
-    """Compiles one INSERT (or view) whose query is a regular join (``is_regular``)."""
+    """Compiles one INSERT (or view) whose query is a regular join (``is_regular``): a
+    chain ``FROM a JOIN b ON ... JOIN c ON ...`` is left-deep, each join's changes the
+    left input of the next (rows nested as ``JoinScope`` reads them)."""
 
     def __init__(
         self, compiler: Any, statement: Statement, select: exp.Select, sink: TableDef
@@ -175,64 +253,52 @@ class RegularJoin:
         self.sink = sink
         self.source = compiler.source
         found = _tables(compiler, select)
-        assert found is not None
-        self.first, self.join = found
-        self.left = compiler.table(self.first)
-        self.right = compiler.table(self.join.this)
-        self.scope = _scope(compiler, self.first, self.join)
-        # reads the kind of join and takes a comma join's equalities from WHERE
-        self.side = OnClause(self.scope, select, self.join, self.source).side
-        self.outer = OUTER[self.side]
-        self.updating = self.side != "INNER" or self.left.is_upsert or self.right.is_upsert
+        assert found is not None  # is_regular said so
+        self.first: exp.Table = found[0]
+        self.joins: list[exp.Join] = select.args["joins"]
+        self.ttl = compiler.settings.state_ttl_ms
+        aliases = [self.first.alias or self.first.name]
+        for join in self.joins:
+            if not isinstance(join.this, exp.Table):
+                raise self.error(join, "a join needs a table on each side")
+            table = compiler.table(join.this)
+            if table.is_global or join.this.args.get("version") is not None:
+                raise self.error(
+                    join.this,
+                    f"{table.name}: a global table or FOR SYSTEM_TIME AS OF after a regular "
+                    "join is not supported yet",
+                )
+            alias = join.this.alias or table.name
+            if alias in aliases:
+                raise self.error(join.this, f"both tables are called {alias}")
+            aliases.append(alias)
+        #: (kind of join, why its result is updating or None), one per join
+        self.kinds: list[tuple[str, str | None]] = []
 
     def error(self, node: exp.Expr | int, message: str) -> SqlError:
         offset = node if isinstance(node, int) else node_offset(node)
         return error_at(self.source, offset, message)
 
-    def why_updating(self) -> str:
-        if self.side != "INNER":
-            return (
-                f"a regular {self.side} join emits a row padded with NULLs and retracts it "
-                "when its match arrives"
-            )
-        table = self.left if self.left.is_upsert else self.right
-        return f"a regular join with the table {table.name} retracts rows when it changes"
-
     def build(self) -> None:
-        """The join's topology, writing into the sink."""
+        """The joins' topology, writing into the sink."""
         compiler, sink = self.compiler, self.sink
-        keys, condition = self.conditions()
-        if self.updating:
-            if sink.is_view:
-                raise self.error(
-                    self.join,
-                    f"a regular {self.side} join in a view or subquery is not supported yet "
-                    f"({self.why_updating()}): INSERT it into a table with a PRIMARY KEY",
-                )
-            compiler.require_upsert_sink(self.statement, sink, self.why_updating())
-        where = compiler.predicate(self.select.args.get("where"), self.scope)
+        table = compiler.table(self.first)
+        alias = self.first.alias or table.name
+        current = JoinedChanges(
+            self.table_changes(table), (ScopeTable(alias, table, ()),), table.is_upsert
+        )
+        scope: JoinScope | None = None
+        for join in self.joins:
+            current, scope = self.step(current, join)
+        assert scope is not None
+        where = compiler.predicate(self.select.args.get("where"), scope)
         project = compiler.projection(
-            self.select, sink, self.scope, compiler.keyword(self.statement, TokenType.SELECT)
+            self.select, sink, scope, compiler.keyword(self.statement, TokenType.SELECT)
         )
-        ttl = compiler.settings.state_ttl_ms
-        left = self.changes("left", self.left, [k[0] for k in keys], ttl)
-        right = self.changes("right", self.right, [k[1] for k in keys], ttl)
-        name = compiler.unique(f"{self.left.name}-{self.right.name}-join")
-        stores = (self.store(f"{name}-left"), self.store(f"{name}-right"))
-        outer = self.outer
-        joined = (
-            left.merge(right)
-            .repartition(Repartitioned.with_(serdes.Json(), serdes.Json()).with_name(name))
-            .process(
-                lambda: StreamingJoin(*stores, outer, condition, ttl),
-                *stores,
-                named=Named.as_(compiler.unique(f"{name}-process")),
-            )
-        )
-        changes = joined.filter(lambda k, v: where(v["row"])).map_values(
+        changes = current.changes.filter(lambda k, v: where(v["row"])).map_values(
             lambda v: change(v["op"], project(v["row"]))
         )
-        if not self.updating:
+        if not current.updating:
             compiler.write(changes.map(lambda k, v: (sink.key_of(v["row"]), v["row"])), sink)
             return
         materializer = self.store(compiler.unique(f"{sink.name}-upsert-materializer"))
@@ -244,12 +310,70 @@ class RegularJoin:
                 )
             )
             .process(
-                lambda: SinkUpsertMaterializer(materializer, ttl),
+                lambda: SinkUpsertMaterializer(materializer, self.ttl),
                 materializer,
                 named=Named.as_(compiler.unique(f"{sink.name}-materialize")),
             )
         )
         compiler.write(upserts, sink)
+
+    def step(self, left: JoinedChanges, join: exp.Join) -> tuple[JoinedChanges, JoinScope]:
+        """One join: ``left`` joined with the table of ``join``."""
+        compiler = self.compiler
+        right = compiler.table(join.this)
+        alias = join.this.alias or right.name
+        nested = tuple(replace(t, path=("left", *t.path)) for t in left.tables)
+        scope = JoinScope((*nested, ScopeTable(alias, right, ("right",))), self.source)
+        # reads the kind of join and takes a comma join's equalities from WHERE
+        side = OnClause(scope, self.select, join, self.source).side
+        keys, condition = self.conditions(scope, join)
+        updating = left.updating or right.is_upsert or side != "INNER"
+        if updating and not left.updating:
+            self.check_sink(join, side, right)
+        readers = [read_path(path[1:], column) for path, column, _ in keys]
+        left_changes = left.changes.map(
+            lambda k, v: (
+                [_key_value(read(v["row"])) for read in readers],
+                {"side": "left", "op": v["op"], "row": v["row"]},
+            )
+        )
+        right_changes = self.table_changes(right).map(
+            lambda k, v: (
+                [_key_value(v["row"].get(c)) for _, _, c in keys],
+                {"side": "right", "op": v["op"], "row": v["row"]},
+            )
+        )
+        first = left.tables[0].table.name
+        name = compiler.unique(f"{first}-{right.name}-join")
+        stores = (self.store(f"{name}-left"), self.store(f"{name}-right"))
+        outer, ttl = OUTER[side], self.ttl
+        joined = (
+            left_changes.merge(right_changes)
+            .repartition(Repartitioned.with_(serdes.Json(), serdes.Json()).with_name(name))
+            .process(
+                lambda: StreamingJoin(*stores, outer, condition, ttl),
+                *stores,
+                named=Named.as_(compiler.unique(f"{name}-process")),
+            )
+        )
+        return JoinedChanges(joined, scope.tables, updating), scope
+
+    def check_sink(self, join: exp.Join, side: str, right: TableDef) -> None:
+        """An updating join needs a sink with a key (and is not in a view yet)."""
+        if side != "INNER":
+            why = (
+                f"a regular {side} join emits a row padded with NULLs and retracts it when "
+                "its match arrives"
+            )
+        else:
+            why = f"a regular join with the table {right.name} retracts rows when it changes"
+        if self.sink.is_view:
+            raise self.error(
+                join,
+                f"a regular {side} join in a view or subquery is not supported yet ({why}): "
+                "INSERT it into a table with a PRIMARY KEY",
+            )
+        self.compiler.require_upsert_sink(self.statement, self.sink, why)
 
     def store(self, name: str) -> str:
         self.compiler.builder.add_state_store(
@@ -259,14 +383,16 @@ class RegularJoin:
         )
         return name
 
-    def conditions(self) -> tuple[list[tuple[str, str]], Callable[[Any, Any], bool]]:
-        """The (left column, right column) pairs of the ON clause's equalities, the join
-        key, and ``(left_row, right_row) -> bool`` of its other conditions (NULL: no
-        match)."""
-        on = self.join.args.get("on")
+    def conditions(
+        self, scope: JoinScope, join: exp.Join
+    ) -> tuple[list[tuple[tuple[str, ...], str, str]], Callable[[Any, Any], bool]]:
+        """The ON clause's equalities, the join key: (the path of the left input's table
+        in the joined row, its column, the right table's column) each; and ``(left_row,
+        right_row) -> bool`` of its other conditions (NULL: no match)."""
+        on = join.args.get("on")
         if on is None:
-            raise self.error(self.join, "a join needs an equality on a column of each table")
-        keys: list[tuple[str, str]] = []
+            raise self.error(join, "a join needs an equality on a column of each table")
+        keys: list[tuple[tuple[str, ...], str, str]] = []
         rest: list[exp.Expr] = []
         for term in _conjuncts(on):
             if (
@@ -274,54 +400,49 @@ class RegularJoin:
                 and isinstance(term.this, exp.Column)
                 and isinstance(term.expression, exp.Column)
             ):
-                a, b = self.scope.side_of(term.this), self.scope.side_of(term.expression)
+                a, b = scope.side_of(term.this), scope.side_of(term.expression)
                 if a[0] != b[0]:
                     columns = {a[0]: term.this, b[0]: term.expression}
-                    self.check_types(term, columns["left"], columns["right"])
-                    keys.append((columns["left"].name, columns["right"].name))
+                    self.check_types(scope, term, columns["left"], columns["right"])
+                    path = scope.entry_of(columns["left"]).path
+                    keys.append((path, columns["left"].name, columns["right"].name))
                     continue
             rest.append(term)
         if not keys:
             raise self.error(
                 on,
                 f"a regular join needs an equality on a column of each table (ON "
-                f"{self.scope.left_alias}.x = {self.scope.right_alias}.y): a join without "
-                "one is not supported yet",
+                f"{scope.left_alias}.x = {scope.right_alias}.y): a join without one is not "
+                "supported yet",
             )
         if not rest:
             return keys, lambda left, right: True
-        compiled = compile_expression(exp.and_(*rest), self.scope)
+        compiled = compile_expression(exp.and_(*rest), scope)
         if compiled.kind not in ("BOOLEAN", "NULL"):
             raise self.error(rest[0], f"a join condition needs a BOOLEAN, got {compiled.kind}")
         fn = compiled.fn
         return keys, lambda left, right: fn({"left": left, "right": right}) is True
 
-    def check_types(self, node: exp.Expr, left: exp.Column, right: exp.Column) -> None:
-        kinds = [self.scope.side_of(c)[1].columns[c.name] for c in (left, right)]
+    def check_types(
+        self, scope: JoinScope, node: exp.Expr, left: exp.Column, right: exp.Column
+    ) -> None:
+        kinds = [scope.side_of(c)[1].columns[c.name] for c in (left, right)]
         if kinds[0] != kinds[1] and not set(kinds) <= set(NUMERIC):
             raise self.error(
                 node,
                 f"type mismatch: join columns {node.sql()} are {kinds[0]} and {kinds[1]}",
             )
 
-    def changes(self, side: str, table: TableDef, columns: list[str], ttl: int | None) -> Any:
-        """One side's rows as changes tagged with the side, keyed by the join key."""
+    def table_changes(self, table: TableDef) -> Any:
+        """A table's rows as changes (values ``{"op", "row"}``)."""
         compiler = self.compiler
         source = compiler.source_of(table)
         if table.is_upsert:
             store = self.store(compiler.unique(f"{table.name}-changelog-normalize"))
-            rows = source.to_stream().process(
+            ttl = self.ttl
+            return source.to_stream().process(
                 lambda: ChangelogNormalize(store, ttl),
                 store,
                 named=Named.as_(compiler.unique(f"{table.name}-normalize")),
             )
-        else:
-            rows = source.filter(lambda k, v: isinstance(v, dict)).map_values(
-                lambda v: change("+", v)
-            )
-        return rows.map(
-            lambda k, v: (
-                [_key_value(v["row"].get(c)) for c in columns],
-                {"side": side, "op": v["op"], "row": v["row"]},
-            )
-        )
+        return source.filter(lambda k, v: isinstance(v, dict)).map_values(lambda v: change("+", v))

@@ -533,11 +533,6 @@ CHAIN_LINE = LINE + MORE_TABLES.count("\n")
             "FOR SYSTEM_TIME AS OF needs the time attribute of the joined rows",
         ),
         (
-            "INSERT INTO out SELECT o.id, c.id, c.tier, amount FROM orders o JOIN customers c ON o.customer_id = c.id RIGHT JOIN products p ON o.product_id = p.id;",
-            117,
-            "a RIGHT join would keep every row of the table products joined with a stream",
-        ),
-        (
             "INSERT INTO out SELECT c.id, c.id, tier, balance FROM customers c JOIN accounts a ON c.id = a.customer_id AND a.balance > 1 FULL JOIN ratings r ON c.id = r.customer_id;",
             111,
             "a condition besides the join key (a.balance > 1) before a FULL join is not supported yet",

@@ -623,3 +623,65 @@ def test_set_statement_errors() -> None:
         compile(base + "SET 'pipeline.name' = 'x';")
     # the SQL client's own options change nothing and are accepted
     compile(base + "SET 'sql-client.execution.result-mode' = 'tableau';")
+
+
+# -- chains of regular joins --------------------------------------------------------------
+
+
+def test_three_way_join_without_pk() -> None:
+    """``testThreeWayMultiJoinWithoutPk``: aggregated subqueries joined on their keys,
+    then on a non-key column of the third."""
+    data1 = [(1, 1), (1, 2), (1, 2), (1, 5), (2, 7), (1, 9), (1, 8), (3, 8)]
+    data2 = [(1, 1), (2, 2), (3, 2), (1, 4)]
+    data3 = [(1, 1), (2, 2), (3, 2), (2, 1)]
+    sql = (
+        stream("Atable", "a1 INT, a2 BIGINT")
+        + stream("Btable", "b1 INT, b2 BIGINT")
+        + stream("Ctable", "c1 INT, c2 BIGINT")
+        + sink("a1 INT, b1 INT, c1 INT", key="a1, c1")
+        + """INSERT INTO out SELECT a1, b1, c1
+FROM (SELECT SUM(a2) AS a2, a1 FROM Atable group by a1)
+JOIN (SELECT SUM(b2) AS b2, b1 FROM Btable group by b1) ON a1 = b1
+JOIN (SELECT SUM(c2) AS c2, c1 FROM Ctable group by c1) ON c2 = b2"""
+    )
+    inputs = (
+        rows_of("Atable", ("a1", "a2"), data1)
+        + rows_of("Btable", ("b1", "b2"), data2)
+        + rows_of("Ctable", ("c1", "c2"), data3)
+    )
+    result = run(sql, inputs)
+    expected = ["2,2,3", "3,3,3"]
+    assert engine_rows(result.retract_results(), "iii") == flink_rows(expected, "iii")
+    assert engine_rows(result.final_rows(), "iii") == flink_rows(expected, "iii")
+
+
+def test_chain_of_stream_joins_with_a_table() -> None:
+    """Two streams and a table: a LEFT join of the streams, then an INNER join with the
+    table on a column of the first stream; the table's change updates the rows."""
+    sql = (
+        ORDERS
+        + CUSTOMERS
+        + stream("payments", "order_id INT, paid INT")
+        + sink("order_id INT, name STRING, paid INT", key="order_id")
+        + "INSERT INTO out SELECT o.order_id, c.name, p.paid FROM orders o "
+        "LEFT JOIN payments p ON o.order_id = p.order_id "
+        "JOIN customers c ON o.customer_id = c.id"
+    )
+    result = run_with_table(
+        sql,
+        [
+            ("orders", None, {"order_id": 10, "customer_id": 1, "amount": 5}),
+            ("orders", None, {"order_id": 11, "customer_id": 2, "amount": 7}),
+            ("customers", "1", {"id": 1, "name": "Ann"}),
+            ("payments", None, {"order_id": 10, "paid": 5}),
+            ("customers", "2", {"id": 2, "name": "Bob"}),
+            ("customers", "1", {"id": 1, "name": "Anna"}),
+        ],
+    )
+    assert sorted(result.final_rows(), key=repr) == sorted(
+        [
+            {"order_id": 10, "name": "Anna", "paid": 5},
+            {"order_id": 11, "name": "Bob", "paid": None},
+        ],
+        key=repr,
+    )
