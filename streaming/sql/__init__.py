@@ -30,7 +30,7 @@ and subqueries in FROM (kept inside the topology), GROUP BY over joins
 foreign-key table-table joins.
 
 Not yet: windows over joins or updating tables; in a chain of joins, an interval join
-that is not the first; an updating regular join in a view; the Dagster integration.
+that is not the first; the Dagster integration.
 """
 
 from __future__ import annotations

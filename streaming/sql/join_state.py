@@ -229,3 +229,37 @@ class SinkUpsertMaterializer(_Expiring):
             store.put(record.key, {"rows": rows, "t": now})
         else:
             store.delete(record.key)
+
+
+class CountOccurrences(_Expiring):
+    """Changes keyed by their whole row -> upserts of a view keyed by the row and its
+    occurrence (``column``: 1 for the first copy of a row, 2 for the second ...): an
+    insert adds the next occurrence, a retraction deletes the last one, so the view's
+    rows are the changelog's multiset (each copy of a row kept apart, as a downstream
+    aggregation counts them)."""
+
+    def __init__(self, store: str, column: str, ttl_ms: int | None) -> None:
+        self.store_names = (store,)
+        self.column = column
+        self.ttl_ms = ttl_ms
+
+    def kept(self, value: Any, now: int) -> Any:
+        return value if self.alive(value, now) else None
+
+    def process(self, record: Record) -> None:
+        store = self.stores[0]
+        now = self.now()
+        entry = store.get(record.key)
+        count = entry["n"] if entry is not None and self.alive(entry, now) else 0
+        op, row = record.value["op"], record.value["row"]
+        if op == "+":
+            count += 1
+            numbered = {**row, self.column: count}
+            self.context.forward(Record(numbered, numbered, record.timestamp))
+        elif count > 0:
+            self.context.forward(Record({**row, self.column: count}, None, record.timestamp))
+            count -= 1
+        if count:
+            store.put(record.key, {"n": count, "t": now})
+        else:
+            store.delete(record.key)

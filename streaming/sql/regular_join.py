@@ -42,12 +42,16 @@ from streaming.sql.join_conditions import (
 from streaming.sql.join_inputs import plain_key
 from streaming.sql.join_state import (
     ChangelogNormalize,
+    CountOccurrences,
     SinkUpsertMaterializer,
     StreamingJoin,
     change,
 )
 from streaming.sql.rewrite import Statement
 from streaming.state.stores import Stores
+
+#: the hidden column of an updating join's view: which copy of its row a row is
+OCCURRENCE = "$occurrence"
 
 #: the preserved sides of each kind of join
 OUTER = {
@@ -301,6 +305,9 @@ class RegularJoin:
         if not current.updating:
             compiler.write(changes.map(lambda k, v: (sink.key_of(v["row"]), v["row"])), sink)
             return
+        if sink.is_view:
+            self.updating_view(changes)
+            return
         materializer = self.store(compiler.unique(f"{sink.name}-upsert-materializer"))
         upserts = (
             changes.select_key(lambda k, v: sink.key_of(v["row"]))
@@ -316,6 +323,39 @@ class RegularJoin:
             )
         )
         compiler.write(upserts, sink)
+
+    def updating_view(self, changes: Any) -> None:
+        """An updating join's changes as the rows of the view (or subquery) ``sink``: an
+        upsert view keyed by every column and the row's occurrence (a hidden
+        ``OCCURRENCE`` column), so each copy of a row is a row of its own that a
+        retraction deletes (``CountOccurrences``)."""
+        compiler, sink = self.compiler, self.sink
+        columns = tuple(sink.columns)
+        view = replace(
+            sink,
+            columns={**sink.columns, OCCURRENCE: "BIGINT"},
+            primary_key=(*columns, OCCURRENCE),
+            key_fields=(*columns, OCCURRENCE),
+            key_format="json",
+            watermark=None,
+        )
+        compiler.tables[sink.name] = view
+        store = self.store(compiler.unique(f"{sink.name}-occurrences"))
+        ttl = self.ttl
+        rows = (
+            changes.select_key(lambda k, v: [v["row"].get(c) for c in columns])
+            .repartition(
+                Repartitioned.with_(serdes.Json(), serdes.Json()).with_name(
+                    compiler.unique(f"{sink.name}-occurrences")
+                )
+            )
+            .process(
+                lambda: CountOccurrences(store, OCCURRENCE, ttl),
+                store,
+                named=Named.as_(compiler.unique(f"{sink.name}-count")),
+            )
+        )
+        compiler.write(rows, view)
 
     def step(self, left: JoinedChanges, join: exp.Join) -> tuple[JoinedChanges, JoinScope]:
         """One join: ``left`` joined with the table of ``join``."""
@@ -359,7 +399,7 @@ class RegularJoin:
         return JoinedChanges(joined, scope.tables, updating), scope
 
     def check_sink(self, join: exp.Join, side: str, right: TableDef) -> None:
-        """An updating join needs a sink with a key (and is not in a view yet)."""
+        """An updating join needs a sink with a key (a view keeps its changes)."""
         if side != "INNER":
             why = (
                 f"a regular {side} join emits a row padded with NULLs and retracts it when "
@@ -367,12 +407,6 @@ class RegularJoin:
             )
         else:
             why = f"a regular join with the table {right.name} retracts rows when it changes"
-        if self.sink.is_view:
-            raise self.error(
-                join,
-                f"a regular {side} join in a view or subquery is not supported yet ({why}): "
-                "INSERT it into a table with a PRIMARY KEY",
-            )
         self.compiler.require_upsert_sink(self.statement, self.sink, why)
 
     def store(self, name: str) -> str:
