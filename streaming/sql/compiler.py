@@ -88,7 +88,7 @@ from streaming.sql.joins import JoinCompiler
 from streaming.sql.late import late_row
 from streaming.sql.lateral import lateral_view, take_lateral
 from streaming.sql.over import over_calls, over_view
-from streaming.sql.regular_join import RegularJoin, is_regular
+from streaming.sql.regular_join import RegularJoin, is_regular, refuse_state_ttl_hint
 from streaming.sql.results import MaterializedResult
 from streaming.sql.rewrite import (
     SESSION_ALIAS,
@@ -596,6 +596,7 @@ class Compiler:
         if is_regular(self, select):
             RegularJoin(self, statement, select, sink).build()
             return
+        refuse_state_ttl_hint(select, self.source)
         plan = JoinCompiler(self, select, sink)
         joined, is_table = plan.build()
         where = self.predicate(select.args.get("where"), plan.scope)

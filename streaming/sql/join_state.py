@@ -14,7 +14,8 @@ A regular join's rows are a changelog: each record's value is a change ``{"op": 
   ``SinkUpsertMaterializer``): keeps the rows of each sink key, writes the latest, and
   when that one is retracted the one before it (a tombstone when none is left).
 
-Bounded state (``'table.exec.state.ttl'``, ``ttl_ms``): an entry not written for the TTL
+Bounded state (``'table.exec.state.ttl'``, or a ``STATE_TTL`` hint per input of a
+join; ``ttl_ms`` / ``ttls``): an entry not written for the TTL
 (processing time, as Flink's ``OnCreateAndWrite`` / ``NeverReturnExpired``) is treated as
 gone when read, and a wall-clock punctuator drops expired entries every TTL.
 """
@@ -35,38 +36,43 @@ def change(op: str, row: Any) -> dict[str, Any]:
 
 
 class _Expiring(Processor):
-    """A processor whose stores keep ``{"t": last write (wall clock ms), ...}`` entries
-    under a TTL (None: kept for good)."""
+    """A processor whose stores keep ``{"t": last write (wall clock ms), ...}`` entries,
+    each store under its TTL (``ttls``, one per store; None: kept for good)."""
 
-    ttl_ms: int | None
+    ttls: tuple[int | None, ...]
     store_names: tuple[str, ...]
 
     def init(self, context: Any) -> None:
         super().init(context)
         self.stores = [context.get_state_store(name) for name in self.store_names]
-        if self.ttl_ms is not None:
-            interval = max(1, min(self.ttl_ms, MAX_PURGE_INTERVAL_MS))
+        bounded = [ttl for ttl in self.ttls if ttl is not None]
+        if bounded:
+            interval = max(1, min(*bounded, MAX_PURGE_INTERVAL_MS))
             context.schedule(interval, PunctuationType.WALL_CLOCK_TIME, self.purge)
 
     def now(self) -> int:
         return self.context.current_system_time_ms()
 
-    def alive(self, entry: dict[str, Any], now: int) -> bool:
-        return self.ttl_ms is None or entry["t"] + self.ttl_ms > now
+    def alive(self, entry: dict[str, Any], now: int, store: int = 0) -> bool:
+        """Whether an entry of the ``store``-th store is still kept at ``now``."""
+        ttl = self.ttls[store]
+        return ttl is None or entry["t"] + ttl > now
 
     def purge(self, now: int) -> None:
         """Drop the expired entries of every store."""
-        for store in self.stores:
+        for i, store in enumerate(self.stores):
+            if self.ttls[i] is None:
+                continue
             for key, value in list(store.all()):
-                kept = self.kept(value, now)
+                kept = self.kept(value, now, i)
                 if kept is None:
                     store.delete(key)
                 elif kept != value:
                     store.put(key, kept)
 
-    def kept(self, value: Any, now: int) -> Any:
-        """What remains of a store value at ``now`` (None: nothing)."""
-        raise NotImplementedError
+    def kept(self, value: Any, now: int, store: int) -> Any:
+        """What remains of a value of the ``store``-th store at ``now`` (None: nothing)."""
+        return value if self.alive(value, now, store) else None
 
 
 class ChangelogNormalize(_Expiring):
@@ -74,10 +80,7 @@ class ChangelogNormalize(_Expiring):
 
     def __init__(self, store: str, ttl_ms: int | None) -> None:
         self.store_names = (store,)
-        self.ttl_ms = ttl_ms
-
-    def kept(self, value: Any, now: int) -> Any:
-        return value if self.alive(value, now) else None
+        self.ttls = (ttl_ms,)
 
     def process(self, record: Record) -> None:
         store = self.stores[0]
@@ -114,22 +117,23 @@ class StreamingJoin(_Expiring):
         right_store: str,
         outer: dict[str, bool],
         condition: Any,
-        ttl_ms: int | None,
+        ttls: tuple[int | None, int | None],
     ) -> None:
         self.store_names = (left_store, right_store)
         self.outer = outer
         self.condition = condition
-        self.ttl_ms = ttl_ms
+        self.ttls = ttls
 
-    def kept(self, value: Any, now: int) -> Any:
-        entries = [e for e in value if self.alive(e, now)]
+    def kept(self, value: Any, now: int, store: int) -> Any:
+        entries = [e for e in value if self.alive(e, now, store)]
         return entries or None
 
     def process(self, record: Record) -> None:
         value = record.value
         side, op, row = value["side"], value["op"], value["row"]
         other_side = "right" if side == "left" else "left"
-        mine, theirs = self.stores if side == "left" else self.stores[::-1]
+        theirs = self.stores[1] if side == "left" else self.stores[0]
+        at, other_at = (0, 1) if side == "left" else (1, 0)
 
         def joined(a: Any, b: Any) -> dict[str, Any]:
             return {side: a, other_side: b}
@@ -144,7 +148,7 @@ class StreamingJoin(_Expiring):
                 self.emit(record, op, joined(row, None))
             return
         now = self.now()
-        others = [e for e in theirs.get(key) or [] if self.alive(e, now)]
+        others = [e for e in theirs.get(key) or [] if self.alive(e, now, other_at)]
         matched = [e for e in others if matches(e)]
         if op == "+":
             if not matched and self.outer[side]:
@@ -170,11 +174,13 @@ class StreamingJoin(_Expiring):
                         self.emit(record, "+", joined(None, entry["row"]))
         if matched:
             theirs.put(key, others)
-        self.remember(mine, key, op, row, sum(e["n"] for e in matched), now)
+        self.remember(at, key, op, row, sum(e["n"] for e in matched), now)
 
-    def remember(self, store: Any, key: Any, op: str, row: Any, matches: int, now: int) -> None:
-        """Count ``row`` in (op "+") or out of (op "-") its side's rows of ``key``."""
-        entries = [e for e in store.get(key) or [] if self.alive(e, now)]
+    def remember(self, at: int, key: Any, op: str, row: Any, matches: int, now: int) -> None:
+        """Count ``row`` in (op "+") or out of (op "-") its side's rows of ``key`` (in the
+        ``at``-th store)."""
+        store = self.stores[at]
+        entries = [e for e in store.get(key) or [] if self.alive(e, now, at)]
         found = next((e for e in entries if e["row"] == row), None)
         if op == "+":
             if found is None:
@@ -204,10 +210,7 @@ class SinkUpsertMaterializer(_Expiring):
 
     def __init__(self, store: str, ttl_ms: int | None) -> None:
         self.store_names = (store,)
-        self.ttl_ms = ttl_ms
-
-    def kept(self, value: Any, now: int) -> Any:
-        return value if self.alive(value, now) else None
+        self.ttls = (ttl_ms,)
 
     def process(self, record: Record) -> None:
         store = self.stores[0]
@@ -241,10 +244,7 @@ class CountOccurrences(_Expiring):
     def __init__(self, store: str, column: str, ttl_ms: int | None) -> None:
         self.store_names = (store,)
         self.column = column
-        self.ttl_ms = ttl_ms
-
-    def kept(self, value: Any, now: int) -> Any:
-        return value if self.alive(value, now) else None
+        self.ttls = (ttl_ms,)
 
     def process(self, record: Record) -> None:
         store = self.stores[0]

@@ -48,6 +48,7 @@ from streaming.sql.join_state import (
     change,
 )
 from streaming.sql.rewrite import Statement
+from streaming.sql.settings import state_ttl_hint
 from streaming.state.stores import Stores
 
 #: the hidden column of an updating join's view: which copy of its row a row is
@@ -225,6 +226,19 @@ def _first_regular(compiler: Any, select: exp.Select) -> bool:
     return on.side in ("RIGHT", "FULL")  # a foreign-key join is INNER or LEFT
 
 
+def refuse_state_ttl_hint(select: exp.Select, source: str) -> None:
+    """A STATE_TTL hint on a join that is not a regular join is an error: the state of
+    the DSL's joins is bounded by their windows or tables."""
+    hint = select.args.get("hint")
+    if hint is not None:
+        raise error_at(
+            source,
+            node_offset(hint, node_offset(select)),
+            "STATE_TTL applies to regular joins here (this join is a lookup, interval, "
+            "temporal or key join, whose state its windows or tables bound)",
+        )
+
+
 def _key_value(value: Any) -> Any:
     """A join column's value as the join key holds it (a whole float as its integer, so
     that an INT column meets a DOUBLE one)."""
@@ -241,6 +255,8 @@ class JoinedChanges:
     changes: Any
     tables: tuple[ScopeTable, ...]
     updating: bool
+    #: the state TTL of this input's side of the next join
+    ttl_ms: int | None
 
 
 class RegularJoin:
@@ -262,6 +278,7 @@ class RegularJoin:
         self.joins: list[exp.Join] = select.args["joins"]
         self.ttl = compiler.settings.state_ttl_ms
         aliases = [self.first.alias or self.first.name]
+        names = {aliases[0], self.first.name}
         for join in self.joins:
             if not isinstance(join.this, exp.Table):
                 raise self.error(join, "a join needs a table on each side")
@@ -276,6 +293,16 @@ class RegularJoin:
             if alias in aliases:
                 raise self.error(join.this, f"both tables are called {alias}")
             aliases.append(alias)
+            names.update((alias, table.name))
+        #: the STATE_TTL hint's TTL of each input it names (by alias or table name)
+        self.hinted = state_ttl_hint(select, self.source)
+        for name, (_, at) in self.hinted.items():
+            if name not in names:
+                raise self.error(
+                    at,
+                    f"STATE_TTL names {name}, which is no input of the join "
+                    f"({', '.join(sorted(names))})",
+                )
         #: (kind of join, why its result is updating or None), one per join
         self.kinds: list[tuple[str, str | None]] = []
 
@@ -283,13 +310,25 @@ class RegularJoin:
         offset = node if isinstance(node, int) else node_offset(node)
         return error_at(self.source, offset, message)
 
+    def ttl_of(self, node: exp.Table, table: TableDef) -> int | None:
+        """The state TTL of a table's side of a join: its STATE_TTL hint (by alias, else
+        by name), else ``'table.exec.state.ttl'``."""
+        for name in (node.alias or table.name, table.name):
+            if name in self.hinted:
+                return self.hinted[name][0]
+        return self.ttl
+
     def build(self) -> None:
         """The joins' topology, writing into the sink."""
         compiler, sink = self.compiler, self.sink
         table = compiler.table(self.first)
         alias = self.first.alias or table.name
+        first_ttl = self.ttl_of(self.first, table)
         current = JoinedChanges(
-            self.table_changes(table), (ScopeTable(alias, table, ()),), table.is_upsert
+            self.table_changes(table, first_ttl),
+            (ScopeTable(alias, table, ()),),
+            table.is_upsert,
+            first_ttl,
         )
         scope: JoinScope | None = None
         for join in self.joins:
@@ -377,7 +416,8 @@ class RegularJoin:
                 {"side": "left", "op": v["op"], "row": v["row"]},
             )
         )
-        right_changes = self.table_changes(right).map(
+        right_ttl = self.ttl_of(join.this, right)
+        right_changes = self.table_changes(right, right_ttl).map(
             lambda k, v: (
                 [_key_value(v["row"].get(c)) for _, _, c in keys],
                 {"side": "right", "op": v["op"], "row": v["row"]},
@@ -386,17 +426,17 @@ class RegularJoin:
         first = left.tables[0].table.name
         name = compiler.unique(f"{first}-{right.name}-join")
         stores = (self.store(f"{name}-left"), self.store(f"{name}-right"))
-        outer, ttl = OUTER[side], self.ttl
+        outer, ttls = OUTER[side], (left.ttl_ms, right_ttl)
         joined = (
             left_changes.merge(right_changes)
             .repartition(Repartitioned.with_(serdes.Json(), serdes.Json()).with_name(name))
             .process(
-                lambda: StreamingJoin(*stores, outer, condition, ttl),
+                lambda: StreamingJoin(*stores, outer, condition, ttls),
                 *stores,
                 named=Named.as_(compiler.unique(f"{name}-process")),
             )
         )
-        return JoinedChanges(joined, scope.tables, updating), scope
+        return JoinedChanges(joined, scope.tables, updating, self.ttl), scope
 
     def check_sink(self, join: exp.Join, side: str, right: TableDef) -> None:
         """An updating join needs a sink with a key (a view keeps its changes)."""
@@ -467,13 +507,13 @@ class RegularJoin:
                 f"type mismatch: join columns {node.sql()} are {kinds[0]} and {kinds[1]}",
             )
 
-    def table_changes(self, table: TableDef) -> Any:
-        """A table's rows as changes (values ``{"op", "row"}``)."""
+    def table_changes(self, table: TableDef, ttl: int | None) -> Any:
+        """A table's rows as changes (values ``{"op", "row"}``); an upsert table's pass a
+        changelog normalizer whose state has the TTL ``ttl``."""
         compiler = self.compiler
         source = compiler.source_of(table)
         if table.is_upsert:
             store = self.store(compiler.unique(f"{table.name}-changelog-normalize"))
-            ttl = self.ttl
             return source.to_stream().process(
                 lambda: ChangelogNormalize(store, ttl),
                 store,

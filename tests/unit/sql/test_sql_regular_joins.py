@@ -741,3 +741,48 @@ def test_a_view_of_a_full_join_aggregated() -> None:
     assert sorted(rows, key=repr) == sorted(
         [{"w": "x", "n": 2}, {"w": "y", "n": 1}, {"w": None, "n": 1}], key=repr
     )
+
+
+def test_state_ttl_hint_bounds_one_input() -> None:
+    """Flink's ``STATE_TTL`` hint: A's rows expire after 10 s, B's (not named, no
+    ``'table.exec.state.ttl'``) are kept."""
+    sql = (
+        A
+        + B
+        + sink("a3 STRING, b4 STRING")
+        + "INSERT INTO out SELECT /*+ STATE_TTL('A' = '10 s') */ a3, b4 "
+        "FROM A JOIN B ON a1 = b1"
+    )
+    b_row = {"b1": 1, "b2": 1, "b3": 0, "b5": 1}
+    inputs = [
+        ("A", {"a1": 1, "a2": 1, "a3": "Hi"}),
+        ("B", {**b_row, "b4": "b0"}),
+        ("B", {**b_row, "b4": "b1"}),  # 20 s later: Hi has expired
+        ("A", {"a1": 1, "a2": 1, "a3": "Hi again"}),  # meets both rows of B
+    ]
+    result = run(sql, inputs, wall=[(1, 1_000), (2, 20_000)])
+    assert result.appended() == [
+        {"a3": "Hi", "b4": "b0"},
+        {"a3": "Hi again", "b4": "b0"},
+        {"a3": "Hi again", "b4": "b1"},
+    ]
+
+
+def test_state_ttl_hint_errors() -> None:
+    base = A + B + sink("a3 STRING, b4 STRING")
+    with pytest.raises(SqlError, match=r"STATE_TTL names C, which is no input of the join"):
+        compile(
+            base + "INSERT INTO out SELECT /*+ STATE_TTL('C' = '1 h') */ a3, b4 "
+            "FROM A JOIN B ON a1 = b1"
+        )
+    # a lookup join keeps no state a TTL bounds
+    with pytest.raises(SqlError, match=r"STATE_TTL applies to regular joins here"):
+        compile(
+            ORDERS
+            + CUSTOMERS
+            + sink("order_id INT, name STRING")
+            + "INSERT INTO out SELECT /*+ STATE_TTL('o' = '1 h') */ o.order_id, c.name "
+            "FROM orders o JOIN customers c ON o.customer_id = c.id"
+        )
+    with pytest.raises(SqlError, match=r"a hint \(/\*\+ \.\.\. \*/\) is not supported yet"):
+        compile(base + "INSERT INTO out SELECT /*+ BROADCAST(B) */ a3, b4 FROM A JOIN B ON a1 = b1")
