@@ -88,7 +88,8 @@ from streaming.sql.joins import JoinCompiler
 from streaming.sql.late import late_row
 from streaming.sql.lateral import lateral_view, take_lateral
 from streaming.sql.over import over_calls, over_view
-from streaming.sql.regular_join import RegularJoin, is_regular, refuse_state_ttl_hint
+from streaming.sql.regular_join import RegularJoin, refuse_state_ttl_hint
+from streaming.sql.regular_join_shapes import is_regular
 from streaming.sql.results import MaterializedResult
 from streaming.sql.rewrite import (
     SESSION_ALIAS,
