@@ -78,6 +78,7 @@ from streaming.dsl import (
 )
 from streaming.sql import aggregates, functions
 from streaming.sql.catalog import INFERRED, TableDef, table_from_ddl
+from streaming.sql.changelog_sink import OCCURRENCE, project_changelog_view
 from streaming.sql.derived import is_aggregation, window_column
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import NUMERIC, Compiled, compile_expression
@@ -707,6 +708,9 @@ class Compiler:
         where: Callable,
     ) -> None:
         project = self.projection(select, sink, rows, self.keyword(statement, TokenType.SELECT))
+        if OCCURRENCE in source.columns:  # a regular join's changelog
+            project_changelog_view(self, statement, source, sink, project, where)
+            return
         stream = self.source_of(source)
         if source.is_upsert:
             self.require_upsert_sink(

@@ -34,6 +34,7 @@ from sqlglot.tokens import TokenType
 from streaming import serdes
 from streaming.dsl import Named, Repartitioned
 from streaming.sql.catalog import TableDef
+from streaming.sql.changelog_sink import add_store, write_updating
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import NUMERIC, compile_expression
 from streaming.sql.join_conditions import (
@@ -43,20 +44,10 @@ from streaming.sql.join_conditions import (
     _conjuncts,
     read_path,
 )
-from streaming.sql.join_state import (
-    ChangelogNormalize,
-    CountOccurrences,
-    SinkUpsertMaterializer,
-    StreamingJoin,
-    change,
-)
+from streaming.sql.join_state import ChangelogNormalize, StreamingJoin, change
 from streaming.sql.regular_join_shapes import first_join
 from streaming.sql.rewrite import Statement
 from streaming.sql.settings import state_ttl_hint
-from streaming.state.stores import Stores
-
-#: the hidden column of an updating join's view: which copy of its row a row is
-OCCURRENCE = "$occurrence"
 
 #: the preserved sides of each kind of join
 OUTER = {
@@ -185,57 +176,7 @@ class RegularJoin:
         if not current.updating:
             compiler.write(changes.map(lambda k, v: (sink.key_of(v["row"]), v["row"])), sink)
             return
-        if sink.is_view:
-            self.updating_view(changes)
-            return
-        materializer = self.store(compiler.unique(f"{sink.name}-upsert-materializer"))
-        upserts = (
-            changes.select_key(lambda k, v: sink.key_of(v["row"]))
-            .repartition(
-                Repartitioned.with_(serdes.Json(), serdes.Json()).with_name(
-                    compiler.unique(f"{sink.name}-upsert")
-                )
-            )
-            .process(
-                lambda: SinkUpsertMaterializer(materializer, self.ttl),
-                materializer,
-                named=Named.as_(compiler.unique(f"{sink.name}-materialize")),
-            )
-        )
-        compiler.write(upserts, sink)
-
-    def updating_view(self, changes: Any) -> None:
-        """An updating join's changes as the rows of the view (or subquery) ``sink``: an
-        upsert view keyed by every column and the row's occurrence (a hidden
-        ``OCCURRENCE`` column), so each copy of a row is a row of its own that a
-        retraction deletes (``CountOccurrences``)."""
-        compiler, sink = self.compiler, self.sink
-        columns = tuple(sink.columns)
-        view = replace(
-            sink,
-            columns={**sink.columns, OCCURRENCE: "BIGINT"},
-            primary_key=(*columns, OCCURRENCE),
-            key_fields=(*columns, OCCURRENCE),
-            key_format="json",
-            watermark=None,
-        )
-        compiler.tables[sink.name] = view
-        store = self.store(compiler.unique(f"{sink.name}-occurrences"))
-        ttl = self.ttl
-        rows = (
-            changes.select_key(lambda k, v: [v["row"].get(c) for c in columns])
-            .repartition(
-                Repartitioned.with_(serdes.Json(), serdes.Json()).with_name(
-                    compiler.unique(f"{sink.name}-occurrences")
-                )
-            )
-            .process(
-                lambda: CountOccurrences(store, OCCURRENCE, ttl),
-                store,
-                named=Named.as_(compiler.unique(f"{sink.name}-count")),
-            )
-        )
-        compiler.write(rows, view)
+        write_updating(compiler, changes, sink, self.ttl)
 
     def step(self, left: JoinedChanges, join: exp.Join) -> tuple[JoinedChanges, JoinScope]:
         """One join: ``left`` joined with the table of ``join``."""
@@ -291,12 +232,7 @@ class RegularJoin:
         self.compiler.require_upsert_sink(self.statement, self.sink, why)
 
     def store(self, name: str) -> str:
-        self.compiler.builder.add_state_store(
-            Stores.key_value_store_builder(
-                Stores.persistent_key_value_store(name), serdes.Json(), serdes.Json()
-            )
-        )
-        return name
+        return add_store(self.compiler, name)
 
     def conditions(
         self, scope: JoinScope, join: exp.Join

@@ -786,3 +786,21 @@ def test_state_ttl_hint_errors() -> None:
         )
     with pytest.raises(SqlError, match=r"a hint \(/\*\+ \.\.\. \*/\) is not supported yet"):
         compile(base + "INSERT INTO out SELECT /*+ BROADCAST(B) */ a3, b4 FROM A JOIN B ON a1 = b1")
+
+
+def test_a_filter_over_a_subquery_of_a_left_join() -> None:
+    """SELECT ... FROM (a LEFT join) WHERE ...: the subquery's changelog is filtered and
+    projected, its retractions too, into the sink."""
+    sql = (
+        A
+        + B
+        + sink("a1 INT, b4 STRING", key="a1, b4")
+        + "INSERT INTO out SELECT a1, b4 FROM (SELECT a1, b4 FROM A LEFT JOIN B "
+        "ON a1 = b1 AND b2 > 4) WHERE b4 IS NULL OR a1 > 2"
+    )
+    for inputs in (A_ROWS + B_ROWS, B_ROWS + A_ROWS):
+        result = run(sql, inputs)
+        expected = ["1,null", "2,null", "3,ABC", "3,BCD"]
+        assert engine_rows(result.final_rows(), "is") == flink_rows(expected, "is")
+    # rows of A first: a1 = 3's padded row came out, then was deleted
+    assert ({"a1": 3, "b4": None}, None) in run(sql, A_ROWS + B_ROWS).records
