@@ -173,6 +173,10 @@ class RegularJoin:
         changes = current.changes.filter(lambda k, v: where(v["row"])).map_values(
             lambda v: change(v["op"], project(v["row"]))
         )
+        if sink.is_view and sink.watermark is not None:
+            # as Flink's: a regular join's rows carry no time attribute (its record times
+            # are those of the rows that made each change, not a column's)
+            sink = compiler.tables[sink.name] = replace(sink, watermark=None)
         if not current.updating:
             compiler.write(changes.map(lambda k, v: (sink.key_of(v["row"]), v["row"])), sink)
             return

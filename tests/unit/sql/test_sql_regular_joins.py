@@ -804,3 +804,21 @@ def test_a_filter_over_a_subquery_of_a_left_join() -> None:
         assert engine_rows(result.final_rows(), "is") == flink_rows(expected, "is")
     # rows of A first: a1 = 3's padded row came out, then was deleted
     assert ({"a1": 3, "b4": None}, None) in run(sql, A_ROWS + B_ROWS).records
+
+
+def test_a_regular_join_keeps_no_time_attribute() -> None:
+    """As in Flink, a window over a regular join's rows is an error: its rows carry no
+    time attribute (the join has no watermark to close windows on)."""
+    sql = (
+        stream(
+            "ta",
+            "id INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND",
+        )
+        + stream("tb", "id INT, y STRING")
+        + sink("ws TIMESTAMP(3), n BIGINT")
+        + "CREATE VIEW j AS SELECT ta.id, ta.ts, tb.y FROM ta JOIN tb ON ta.id = tb.id;\n"
+        + "INSERT INTO out SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE j, "
+        "DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end"
+    )
+    with pytest.raises(SqlError, match="ts is not a time attribute of j"):
+        compile(sql)
