@@ -111,6 +111,12 @@ class RegularJoin:
         self.ttl = compiler.settings.state_ttl_ms
         aliases = [self.first.alias or self.first.name]
         names = {aliases[0], self.first.name}
+        if compiler.table(self.first).is_global:
+            raise self.error(
+                self.first,
+                f"{self.first.name} is a global table: it joins only as the table of a "
+                "stream-table join (FROM stream JOIN global_table ON ...)",
+            )
         for join in self.joins:
             if not isinstance(join.this, exp.Table):
                 raise self.error(join, "a join needs a table on each side")
@@ -135,8 +141,6 @@ class RegularJoin:
                     f"STATE_TTL names {name}, which is no input of the join "
                     f"({', '.join(sorted(names))})",
                 )
-        #: (kind of join, why its result is updating or None), one per join
-        self.kinds: list[tuple[str, str | None]] = []
 
     def error(self, node: exp.Expr | int, message: str) -> SqlError:
         offset = node if isinstance(node, int) else node_offset(node)
