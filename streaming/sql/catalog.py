@@ -68,6 +68,8 @@ _KNOWN_OPTIONS = {
     WINDOW_CLOSE_QUIET,
     *FORMAT_OPTIONS["csv"],
     *FORMAT_OPTIONS["json"],
+    *FORMAT_OPTIONS["avro-confluent"],
+    *(f"value.{option}" for option in FORMAT_OPTIONS["avro-confluent"]),
 }
 
 
