@@ -2,7 +2,8 @@
 built against v1 of a schema reads records a producer wrote with v2; records it cannot
 decode (an unknown schema id, a wrong magic byte, a payload that does not match its schema)
 go to the dead-letter topic with the reason in headers; a registry outage stalls it (nothing
-dead-lettered, nothing lost) until the registry answers again."""
+dead-lettered, nothing lost) until the registry answers again; a state store written with v1
+values is read after the application moves to v2."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import time
 
 from confluent_kafka import Consumer, TopicPartition
 from test_app_support import T0, produce, read_all, unique
-from test_schema_serdes import ORDER_V1, ORDER_V2
+from test_schema_serdes import ORDER_V1, ORDER_V2, order_schema
 
-from streaming import StreamsBuilder, serdes
+from streaming import Materialized, StreamsBuilder, serdes
 from streaming.app import KafkaStreams, State
 from streaming.serdes import AvroSerde
 
@@ -147,4 +148,75 @@ def test_a_registry_outage_stalls_the_application_and_loses_nothing(
     assert [(m[3], json.loads(m[4])["cents"]) for m in msgs] == [
         (o["id"].encode(), o["amount"] * 100) for o in orders
     ]
+    assert _end_offset(bootstrap, dlq) == 0
+
+
+def _totals(source: str, sink: str, registry: dict, schema: str) -> object:
+    """Each key's running total, kept in a store whose values are Avro of ``schema``."""
+    builder = StreamsBuilder()
+    (
+        builder.stream(
+            source, key_serde=serdes.String(), value_serde=AvroSerde(registry, reader_schema=schema)
+        )
+        .group_by_key()
+        .reduce(
+            lambda total, order: {**total, "amount": total["amount"] + order["amount"]},
+            Materialized(
+                store_name="totals",
+                key_serde=serdes.String(),
+                value_serde=AvroSerde(registry, schema, reader_schema=schema),
+            ),
+        )
+        .to_stream()
+        .to(sink, value_serde=serdes.Json())
+    )
+    return builder.build()
+
+
+def test_a_state_store_written_with_v1_is_read_after_the_application_moves_to_v2(
+    kafka_cluster, schema_registry, tmp_path
+):
+    bootstrap = kafka_cluster.bootstrap_servers
+    src, out, dlq = unique("orders"), unique("totals"), unique("dlq")
+    for topic in (src, out, dlq):
+        kafka_cluster.create_topic(topic)
+    namespace = src.replace("-", "_")
+    v1, v2 = order_schema(1, namespace), order_schema(2, namespace)
+    registry = schema_registry.client_config()
+    config = {**_config(kafka_cluster, tmp_path, dlq), "cache.max.bytes.buffering": 0}
+    writer_v1, writer_v2 = AvroSerde(registry, v1), AvroSerde(registry, v2)
+    produce(
+        bootstrap,
+        src,
+        [
+            (b"k1", writer_v1.serialize(src, {"id": "k1", "amount": 1, "note": "a"}), T0),
+            (b"k1", writer_v1.serialize(src, {"id": "k1", "amount": 2, "note": "b"}), T0 + 1),
+        ],
+    )
+    app = KafkaStreams(_totals(src, out, registry, v1), config)
+    app.start()
+    try:
+        first = read_all(bootstrap, [out], until=lambda m: len(m) >= 2)
+    finally:
+        app.close()
+    assert [json.loads(m[4]) for m in first] == [
+        {"id": "k1", "amount": 1, "note": "a"},
+        {"id": "k1", "amount": 3, "note": "a"},
+    ]
+    # the application moves to v2 on the same state directory: its store holds v1 records
+    produce(
+        bootstrap,
+        src,
+        [(b"k1", writer_v2.serialize(src, {"id": "k1", "amount": 10, "currency": "USD"}), T0 + 2)],
+    )
+    app = KafkaStreams(_totals(src, out, registry, v2), config)
+    app.start()
+    try:
+        after = read_all(bootstrap, [out], until=lambda m: len(m) >= 3)
+        assert app.state is State.RUNNING
+    finally:
+        app.close()
+    # the stored v1 total read as v2: "note" dropped, "currency" its default
+    assert json.loads(after[2][4]) == {"id": "k1", "amount": 13, "currency": "EUR"}
+    assert len(after) == 3
     assert _end_offset(bootstrap, dlq) == 0
