@@ -23,7 +23,12 @@ from typing import Any
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import SerializationContext
 
-from streaming.serdes.confluent import RegistryLike, RegistrySerde, SubjectNameStrategy
+from streaming.serdes.confluent import (
+    RegistryLike,
+    RegistrySerde,
+    SubjectNameStrategy,
+    constructor_arguments,
+)
 
 
 def _to_dict(obj: Any, ctx: SerializationContext) -> Any:
@@ -52,6 +57,7 @@ class AvroSerde(RegistrySerde):
         normalize: bool = False,
         max_stall_s: float | None = None,
     ) -> None:
+        self._arguments = constructor_arguments(locals())
         super().__init__(
             registry,
             is_key=is_key,

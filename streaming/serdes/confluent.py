@@ -56,13 +56,28 @@ def resolve_subject_name_strategy(strategy: str | SubjectNameStrategy) -> Subjec
         ) from None
 
 
+def constructor_arguments(frame_locals: Mapping[str, Any]) -> dict[str, Any]:
+    """A serde's ``__init__`` arguments, from its ``locals()`` taken first thing."""
+    return {k: v for k, v in frame_locals.items() if k not in ("self", "__class__")}
+
+
+def _rebuild(cls: type, arguments: dict[str, Any]) -> Any:
+    return cls(**arguments)
+
+
 class RegistrySerde:
     """A serde whose bytes are Confluent-framed and whose schemas live in a registry.
 
-    Subclasses build ``self._serializer`` (``obj, ctx -> bytes``) and
+    Subclasses record their ``__init__`` arguments in ``self._arguments`` (see
+    ``constructor_arguments``) and build ``self._serializer`` (``obj, ctx -> bytes``) and
     ``self._deserializer`` (``bytes, ctx -> obj``); this class adds the context, the
     stall-and-retry on an unavailable registry, and the ``SerializationError`` of bad input.
+    A serde pickles as its arguments (the registry client as its settings) and is built
+    again where it is loaded: the worker processes of ``num.stream.threads`` get a topology
+    by pickle, and a registry client (its HTTP connections, locks) does not travel.
     """
+
+    _arguments: dict[str, Any]
 
     _format = "schema"
 
@@ -91,6 +106,13 @@ class RegistrySerde:
         self._deserializer_conf: dict[str, Any] = {"subject.name.strategy": self._strategy}
         self._serializer: Callable[[Any, SerializationContext], bytes | None] | None = None
         self._deserializer: Callable[[bytes, SerializationContext], Any] | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        arguments = dict(self._arguments)
+        registry = arguments["registry"]
+        if isinstance(registry, SchemaRegistryClient):
+            arguments["registry"] = dict(registry.config())
+        return (_rebuild, (type(self), arguments))
 
     def _context(self, topic: str | None) -> SerializationContext:
         return SerializationContext(topic or "", self._field)

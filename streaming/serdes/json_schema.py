@@ -18,7 +18,12 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSe
 from confluent_kafka.serialization import SerializationContext
 
 from streaming.serdes.avro import _to_dict
-from streaming.serdes.confluent import RegistryLike, RegistrySerde, SubjectNameStrategy
+from streaming.serdes.confluent import (
+    RegistryLike,
+    RegistrySerde,
+    SubjectNameStrategy,
+    constructor_arguments,
+)
 
 
 class JsonSchemaSerde(RegistrySerde):
@@ -40,6 +45,7 @@ class JsonSchemaSerde(RegistrySerde):
         normalize: bool = False,
         max_stall_s: float | None = None,
     ) -> None:
+        self._arguments = constructor_arguments(locals())
         super().__init__(
             registry,
             is_key=is_key,

@@ -15,7 +15,12 @@ from typing import Any
 
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 
-from streaming.serdes.confluent import RegistryLike, RegistrySerde, SubjectNameStrategy
+from streaming.serdes.confluent import (
+    RegistryLike,
+    RegistrySerde,
+    SubjectNameStrategy,
+    constructor_arguments,
+)
 
 
 class ProtobufSerde(RegistrySerde):
@@ -35,6 +40,7 @@ class ProtobufSerde(RegistrySerde):
         normalize: bool = False,
         max_stall_s: float | None = None,
     ) -> None:
+        self._arguments = constructor_arguments(locals())
         super().__init__(
             registry,
             is_key=is_key,

@@ -10,6 +10,7 @@ import json
 import struct
 from dataclasses import dataclass
 
+import cloudpickle
 import pytest
 from test_app_support import T0, produce, read_all, unique
 
@@ -237,3 +238,23 @@ def test_evolution_both_ways_and_an_incompatible_version_refused(schema_registry
         writer_v3.serialize(topic, {"id": "o3", "amount": 30, "currency": "EUR", "region": "eu"})
     assert f"topic {topic}" in str(refused.value)
     assert schema_registry.versions(f"{topic}-value") == [1, 2]
+
+
+def test_a_serde_travels_by_pickle_as_its_settings(schema_registry):
+    """The worker processes of num.stream.threads get the topology, serdes and all, by
+    cloudpickle: a serde is rebuilt there from its arguments."""
+    topic = unique("pickled")
+    serde = AvroSerde(
+        _registry(schema_registry), ORDER_V2, record_type=Order, subject_name_strategy="record"
+    )
+    copy = cloudpickle.loads(cloudpickle.dumps(serde))
+    assert copy is not serde and copy.registry.config()["url"] == schema_registry.url
+    raw = copy.serialize(topic, Order("o1", 5, "CHF"))
+    assert serde.deserialize(topic, raw) == Order("o1", 5, "CHF")
+    docs = cloudpickle.loads(cloudpickle.dumps(JsonSchemaSerde(_registry(schema_registry))))
+    assert docs.deserialize(
+        topic,
+        JsonSchemaSerde(_registry(schema_registry), ORDER_JSON_SCHEMA).serialize(
+            topic, {"id": "o1", "amount": 1}
+        ),
+    ) == {"id": "o1", "amount": 1}
