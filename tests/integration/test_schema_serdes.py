@@ -1,7 +1,7 @@
 """The schema-registry serdes against a real registry (``LocalSchemaRegistry``) and broker:
 round trips of Avro and JSON Schema for keys and values in Confluent's wire format, the
 subject name strategies, auto-registration off, and schema evolution both ways with an
-incompatible version refused under BACKWARD. (Protobuf: tests/unit/test_serdes_protobuf.py;
+incompatible version refused under BACKWARD. (Protobuf: tests/unit/core/test_serdes_protobuf.py;
 the local registry does not take the serialized descriptors Python's serializer registers.)"""
 
 from __future__ import annotations

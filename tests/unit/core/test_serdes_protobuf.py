@@ -19,7 +19,7 @@ from confluent_kafka.schema_registry._sync.mock_schema_registry_client import (
 from streaming.errors import SerializationError
 from streaming.serdes import ProtobufSerde
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "protos"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "protos"))
 import orders_pb2  # generated from tests/protos/orders.proto
 
 
