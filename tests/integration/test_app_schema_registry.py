@@ -220,3 +220,28 @@ def test_a_state_store_written_with_v1_is_read_after_the_application_moves_to_v2
     assert json.loads(after[2][4]) == {"id": "k1", "amount": 13, "currency": "EUR"}
     assert len(after) == 3
     assert _end_offset(bootstrap, dlq) == 0
+
+
+def test_worker_processes_get_the_avro_serdes_rebuilt_from_their_settings(
+    kafka_cluster, schema_registry, tmp_path
+):
+    bootstrap = kafka_cluster.bootstrap_servers
+    src, out, dlq = unique("orders"), unique("priced"), unique("dlq")
+    kafka_cluster.create_topic(src, partitions=2)
+    kafka_cluster.create_topic(out, partitions=2)
+    kafka_cluster.create_topic(dlq)
+    registry = schema_registry.client_config()
+    writer = AvroSerde(registry, ORDER_V1)
+    orders = [{"id": f"o{i}", "amount": i, "note": ""} for i in range(12)]
+    produce(bootstrap, src, [(o["id"].encode(), writer.serialize(src, o), T0) for o in orders])
+    config = {**_config(kafka_cluster, tmp_path, dlq), "num.stream.threads": 2}
+    app = KafkaStreams(_topology(src, out, registry), config)
+    app.start()
+    try:
+        msgs = read_all(bootstrap, [out], until=lambda m: len(m) >= len(orders))
+        assert app.state is not State.ERROR  # the second worker's join may still rebalance
+    finally:
+        app.close()
+    assert sorted((m[3], json.loads(m[4])["cents"]) for m in msgs) == sorted(
+        (o["id"].encode(), o["amount"] * 100) for o in orders
+    )
