@@ -61,3 +61,29 @@ def test_avro_confluent_needs_the_registry_url():
             "CREATE TABLE u (id STRING) WITH ('topic' = 'u', 'format' = 'json');"
             "INSERT INTO u SELECT id FROM t;"
         )
+
+
+def test_a_sink_registers_under_the_subject_option(schema_registry):
+    orders, big = unique("orders"), unique("big-orders")
+    subject = unique("shop.BigOrder")
+    sql = SQL.format(orders=orders, big=big, url=schema_registry.url).replace(
+        "'value.avro-confluent.url' = ",
+        f"'value.avro-confluent.subject' = '{subject}', 'value.avro-confluent.url' = ",
+    )
+    writer = AvroSerde(schema_registry.client_config(), ORDER_V2)
+    with TopologyTestDriver(compile(sql)) as driver:
+        source = driver.create_input_topic(
+            orders, key_serde=serdes.String(), value_serde=serdes.Bytes()
+        )
+        source.pipe_input(
+            "c", writer.serialize(orders, {"id": "c", "amount": 70, "currency": "USD"}), T0
+        )
+        (record,) = driver.create_output_topic(
+            big, value_serde=serdes.Bytes()
+        ).read_records_to_list()
+    assert schema_registry.versions(subject) == [1]
+    assert f"{big}-value" not in schema_registry.subjects()
+    assert (
+        struct.unpack(">i", record.value[1:5])[0]
+        == schema_registry.request("GET", f"/subjects/{subject}/versions/1")["id"]
+    )
