@@ -87,6 +87,7 @@ from streaming.sql.joins import JoinCompiler
 from streaming.sql.late import late_row
 from streaming.sql.lateral import lateral_view, take_lateral
 from streaming.sql.over import over_calls, over_view
+from streaming.sql.registry_tables import registry_columns, table_from_registry
 from streaming.sql.results import MaterializedResult
 from streaming.sql.rewrite import (
     SESSION_ALIAS,
@@ -302,8 +303,13 @@ class Compiler:
             self.create_function(statement, tree)
         elif isinstance(tree, exp.Create) and tree.expression is not None:
             self.derived.create(statement, tree)
-        elif isinstance(tree, exp.Create) and isinstance(tree.this, exp.Schema):
-            table = table_from_ddl(tree, statement.watermark, self.source)
+        elif isinstance(tree, exp.Create) and (
+            isinstance(tree.this, exp.Schema) or registry_columns(tree, self.source)
+        ):
+            if isinstance(tree.this, exp.Schema):
+                table = table_from_ddl(tree, statement.watermark, self.source)
+            else:
+                table = table_from_registry(tree, statement.watermark, self.source)
             if table.name in self.tables:
                 raise self.error(tree.this, f"table {table.name} already exists")
             self.tables[table.name] = self.declare_table(table)

@@ -9,11 +9,12 @@ import struct
 
 import pytest
 from test_app_support import T0, unique
-from test_schema_serdes import ORDER_V1, ORDER_V2
+from test_schema_serdes import ORDER_V1, ORDER_V2, order_schema
 
 from streaming import serdes
 from streaming.serdes import AvroSerde
 from streaming.sql import SqlError, compile
+from streaming.sql.registry_tables import column_type
 from streaming.testing import TopologyTestDriver
 
 SQL = """
@@ -87,3 +88,58 @@ def test_a_sink_registers_under_the_subject_option(schema_registry):
         struct.unpack(">i", record.value[1:5])[0]
         == schema_registry.request("GET", f"/subjects/{subject}/versions/1")["id"]
     )
+
+
+def test_a_table_without_columns_takes_them_from_the_registered_schema(schema_registry):
+    orders, out = unique("orders"), unique("out")
+    registry = schema_registry.client_config()
+    namespace = orders.replace("-", "_")
+    writer = AvroSerde(registry, order_schema(2, namespace))
+    first = writer.serialize(orders, {"id": "a", "amount": 50, "currency": "USD"})
+    sql = f"""
+    CREATE TABLE orders WITH ('connector' = 'kafka', 'topic' = '{orders}',
+        'format' = 'avro-confluent', 'avro-confluent.url' = '{schema_registry.url}');
+    CREATE TABLE out (id STRING, cents BIGINT, currency STRING)
+    WITH ('connector' = 'kafka', 'topic' = '{out}', 'format' = 'json');
+    INSERT INTO out SELECT id, amount * 100, currency FROM orders WHERE amount > 10;
+    """
+    with TopologyTestDriver(compile(sql)) as driver:
+        source = driver.create_input_topic(
+            orders, key_serde=serdes.String(), value_serde=serdes.Bytes()
+        )
+        source.pipe_input("a", first, T0)
+        source.pipe_input(
+            "b", writer.serialize(orders, {"id": "b", "amount": 5, "currency": "EUR"}), T0
+        )
+        rows = driver.create_output_topic(out, value_serde=serdes.Json()).read_values_to_list()
+    assert rows == [{"id": "a", "cents": 5000, "currency": "USD"}]
+    # no schema under the subject: the error names it
+    with pytest.raises(SqlError, match="subject 'none-registered-value'"):
+        compile(sql.replace(f"'topic' = '{orders}'", "'topic' = 'none-registered'"))
+
+
+@pytest.mark.parametrize(
+    ("avro", "column"),
+    [
+        ("string", ("STRING", "VARCHAR", None, None, False)),
+        (["null", "int"], ("BIGINT", "INT", None, None, True)),
+        (
+            {"type": "long", "logicalType": "timestamp-millis"},
+            ("TIMESTAMP", "TIMESTAMP", 3, None, False),
+        ),
+        (
+            {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2},
+            ("DOUBLE", "DECIMAL", 10, 2, False),
+        ),
+        (["null", "double"], ("DOUBLE", "DOUBLE", None, None, True)),
+        ({"type": "array", "items": "string"}, None),
+        (["null", "string", "long"], None),
+    ],
+)
+def test_avro_field_types_as_columns(avro, column):
+    found = column_type(avro)
+    assert (
+        None
+        if found is None
+        else (found.kind, found.declared, found.precision, found.scale, found.nullable)
+    ) == column
