@@ -10,13 +10,17 @@ passed through. Clients are shared per configuration, as their schema caches sho
 ``call_with_retry`` runs a registry-backed (de)serialization: a registry that cannot be
 reached (connection refused, a timeout, a 5xx or 429 answer) is retried with a capped
 backoff instead of failing the record, because the record is fine and dead-lettering it
-would lose it; every other failure becomes ``SerializationError`` (so the application's
-deserialization handler and dead-letter topic see undecodable input).
+would lose it; a registry that refuses the credentials (401, 403) or whose TLS certificate
+is not trusted raises ``StreamsException``: a configuration to fix, not a record to skip;
+every other failure
+becomes ``SerializationError`` (so the application's deserialization handler and dead-letter
+topic see undecodable input).
 """
 
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -27,7 +31,7 @@ from confluent_kafka.schema_registry.common._httpx_compat import httpx
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import SerializationError as ConfluentSerializationError
 
-from streaming.errors import SerializationError
+from streaming.errors import SerializationError, StreamsException
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +39,8 @@ T = TypeVar("T")
 
 #: HTTP answers that mean "the registry is not available now", not "this record is bad"
 RETRIABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+#: HTTP answers that refuse the client's credentials
+AUTH_STATUS = frozenset({401, 403})
 #: the registry's error codes of a schema id, subject or version it does not know
 NOT_FOUND_CODES = frozenset({40401, 40402, 40403, 40404, 40405, 40406})
 #: where the registry settings of a streams config start (Confluent's serde config names)
@@ -95,6 +101,18 @@ def is_unavailable(exc: BaseException) -> bool:
     return False
 
 
+def _tls_refused(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a failed TLS certificate check."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return "CERTIFICATE_VERIFY_FAILED" in str(exc)
+
+
 def describe(exc: BaseException) -> str:
     """What went wrong, in words a user acts on (the registry's own message kept)."""
     if isinstance(exc, SchemaRegistryError):
@@ -131,6 +149,16 @@ def call_with_retry(
         except SerializationError:
             raise
         except Exception as exc:
+            if isinstance(exc, SchemaRegistryError) and exc.http_status_code in AUTH_STATUS:
+                raise StreamsException(
+                    f"{what}: the schema registry refused the credentials "
+                    f"({exc.http_status_code}): check basic.auth.user.info"
+                ) from exc
+            if _tls_refused(exc):
+                raise StreamsException(
+                    f"{what}: the schema registry's TLS certificate is not trusted: {exc}; "
+                    "check schema.registry.ssl.ca.location"
+                ) from exc
             if not is_unavailable(exc):
                 raise SerializationError(f"{what}: {describe(exc)}") from exc
             stalled = time.monotonic() - began

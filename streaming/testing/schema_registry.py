@@ -9,6 +9,9 @@ waits until it answers, and on exit stops it::
         serde = AvroSerde({"schema.registry.url": registry.url}, schema=ORDER)
 
 ``compatibility`` is the registry's default level (``BACKWARD``, Confluent's default).
+``users={"app": "secret"}`` asks for HTTP basic auth and ``tls=True`` serves HTTPS with a
+throwaway CA (``ca_path``), both by a front (``registry_gate``) before the server, which has
+neither: ``client_config()`` then carries the first user's credentials and the CA.
 ``suspend()`` / ``resume()`` freeze and thaw the server process (SIGSTOP / SIGCONT): an
 outage in which the registry keeps its schemas, as a hung registry does. A registry that
 fails to start raises ``SchemaRegistryError`` with the tail of its log.
@@ -17,20 +20,24 @@ fails to start raises ``SchemaRegistryError`` with the tail of its log.
 from __future__ import annotations
 
 import atexit
+import base64
 import contextlib
 import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from streaming.testing.ports import free_port
+from streaming.testing.registry_gate import RegistryGate
 
 _REPO = Path(__file__).resolve().parents[2]
 DEFAULT_BINARY = _REPO / ".tools" / "bin" / "rivven-schema"
@@ -51,6 +58,8 @@ class LocalSchemaRegistry:
         compatibility: str = "BACKWARD",
         binary: str | os.PathLike[str] | None = None,
         startup_timeout: float = 30.0,
+        users: Mapping[str, str] | None = None,
+        tls: bool = False,
     ) -> None:
         self.binary = Path(
             binary or os.environ.get("STREAMING_SCHEMA_REGISTRY_BIN") or DEFAULT_BINARY
@@ -61,17 +70,39 @@ class LocalSchemaRegistry:
         self.port: int | None = None
         self.process: subprocess.Popen[bytes] | None = None
         self._dir: Path | None = None
+        self.users = dict(users or {})
+        self.tls = tls
+        self._gate: RegistryGate | None = None
+        self._backend_port: int | None = None
+
+    @property
+    def secured(self) -> bool:
+        """Whether a front asks for credentials or speaks TLS."""
+        return bool(self.users) or self.tls
+
+    @property
+    def ca_path(self) -> Path | None:
+        """The CA a client trusts for the registry's TLS (None without TLS)."""
+        return None if self._gate is None else self._gate.ca_path
 
     @property
     def url(self) -> str:
         """The registry's base URL, for ``schema.registry.url``."""
         if self.port is None:
             raise SchemaRegistryError("the schema registry is not started")
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def client_config(self, **overrides: Any) -> dict[str, Any]:
-        """The serdes' registry settings pointing at this registry, plus ``overrides``."""
-        return {"schema.registry.url": self.url, **overrides}
+        """The serdes' registry settings pointing at this registry (with the first user's
+        credentials and the CA when secured), plus ``overrides``."""
+        config: dict[str, Any] = {"schema.registry.url": self.url}
+        if self.users:
+            user, password = next(iter(self.users.items()))
+            config["basic.auth.user.info"] = f"{user}:{password}"
+        if self.ca_path is not None:
+            config["schema.registry.ssl.ca.location"] = str(self.ca_path)
+        return {**config, **overrides}
 
     @property
     def log_path(self) -> Path:
@@ -96,7 +127,7 @@ class LocalSchemaRegistry:
                 "rivven-schema with cargo) or set STREAMING_SCHEMA_REGISTRY_BIN"
             )
         self._dir = Path(tempfile.mkdtemp(prefix="local-schema-registry-"))
-        self.port = self._fixed_port or free_port()
+        self._backend_port = free_port() if self.secured else (self._fixed_port or free_port())
         command = [
             str(self.binary),
             "--log-level",
@@ -105,7 +136,7 @@ class LocalSchemaRegistry:
             "--host",
             "127.0.0.1",
             "--port",
-            str(self.port),
+            str(self._backend_port),
             "--compatibility",
             self.compatibility,
         ]
@@ -115,6 +146,15 @@ class LocalSchemaRegistry:
             )
         _LIVE.add(self)
         try:
+            if self.secured:
+                self._gate = RegistryGate(
+                    self._backend_port,
+                    users=self.users,
+                    tls_dir=self._dir / "tls" if self.tls else None,
+                )
+                self.port = self._gate.port
+            else:
+                self.port = self._backend_port
             self._wait_until_ready()
             self.set_compatibility(self.compatibility)
         except BaseException:
@@ -143,6 +183,9 @@ class LocalSchemaRegistry:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the server (SIGTERM, then SIGKILL) and remove its directory."""
+        if self._gate is not None:
+            self._gate.close()
+            self._gate = None
         proc = self.process
         if proc is not None:
             with contextlib.suppress(ProcessLookupError):
@@ -155,6 +198,7 @@ class LocalSchemaRegistry:
                 proc.wait()
         self.process = None
         self.port = None
+        self._backend_port = None
         _LIVE.discard(self)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
@@ -179,14 +223,17 @@ class LocalSchemaRegistry:
         """One call of the registry's REST API, its JSON answer decoded; an error answer
         raises ``SchemaRegistryError`` with the registry's message."""
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(
-            self.url + path,
-            data=data,
-            method=method,
-            headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
-        )
+        headers = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
+        if self.users:
+            user, password = next(iter(self.users.items()))
+            token = base64.b64encode(f"{user}:{password}".encode()).decode()
+            headers["Authorization"] = f"Basic {token}"
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        context = None
+        if self.ca_path is not None:
+            context = ssl.create_default_context(cafile=str(self.ca_path))
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
+            with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
                 raw = resp.read()
         except urllib.error.HTTPError as exc:
             raise SchemaRegistryError(

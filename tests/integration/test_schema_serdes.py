@@ -14,8 +14,9 @@ import cloudpickle
 import pytest
 from test_app_support import T0, produce, read_all, unique
 
-from streaming.errors import SerializationError
+from streaming.errors import SerializationError, StreamsException
 from streaming.serdes import AvroSerde, JsonSchemaSerde, TimeWindowedSerde
+from streaming.testing import LocalSchemaRegistry
 from streaming.windowed import TimeWindow, Windowed
 
 KEY_V1 = json.dumps(
@@ -258,3 +259,27 @@ def test_a_serde_travels_by_pickle_as_its_settings(schema_registry):
             topic, {"id": "o1", "amount": 1}
         ),
     ) == {"id": "o1", "amount": 1}
+
+
+def test_a_registry_behind_basic_auth_and_tls(tmp_path):
+    """An external registry's settings: HTTPS trusting its CA, basic auth; credentials it
+    refuses, or a certificate not trusted, stop the serde with StreamsException (a setting
+    to fix, not a record to dead-letter)."""
+    with LocalSchemaRegistry(users={"app": "s3cret"}, tls=True) as secured:
+        assert secured.url.startswith("https://")
+        config = secured.client_config()
+        assert config["basic.auth.user.info"] == "app:s3cret"
+        topic = unique("secured")
+        raw = AvroSerde(config, ORDER_V1).serialize(topic, {"id": "o1", "amount": 1, "note": ""})
+        assert AvroSerde(secured.client_config()).deserialize(topic, raw) == {
+            "id": "o1",
+            "amount": 1,
+            "note": "",
+        }
+        assert secured.subjects() == [f"{topic}-value"]
+        wrong = secured.client_config(**{"basic.auth.user.info": "app:wrong"})
+        with pytest.raises(StreamsException, match="refused the credentials"):
+            AvroSerde(wrong).deserialize(topic, raw)
+        untrusted = {k: v for k, v in config.items() if "ssl" not in k}
+        with pytest.raises(StreamsException, match="TLS certificate is not trusted"):
+            AvroSerde(untrusted).deserialize(topic, raw)

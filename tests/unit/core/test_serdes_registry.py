@@ -15,7 +15,7 @@ from confluent_kafka.schema_registry import (
 from confluent_kafka.schema_registry.common._httpx_compat import httpx
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from streaming.errors import SerializationError
+from streaming.errors import SerializationError, StreamsException
 from streaming.serdes.confluent import resolve_subject_name_strategy
 from streaming.serdes.registry import call_with_retry, client_config, is_unavailable
 
@@ -100,3 +100,11 @@ def test_max_stall_bounds_the_wait():
     assert is_unavailable(httpx.ReadTimeout("slow"))
     with pytest.raises(SerializationError, match="unavailable for"):
         call_with_retry("reading", down, max_stall_s=0.01, backoff_s=0.001)
+
+
+def test_refused_credentials_are_a_setting_to_fix_not_a_bad_record():
+    def refused() -> None:
+        raise SchemaRegistryError(401, 40101, "Unauthorized")
+
+    with pytest.raises(StreamsException, match="refused the credentials"):
+        call_with_retry("reading", refused)
