@@ -77,7 +77,7 @@ from streaming.dsl import (
     Windows,
 )
 from streaming.sql import aggregates, functions
-from streaming.sql.catalog import INFERRED, TableDef, table_from_ddl
+from streaming.sql.catalog import INFERRED, OBJECT_KEY_FORMATS, TableDef, table_from_ddl
 from streaming.sql.derived import is_aggregation, window_column
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import NUMERIC, Compiled, compile_expression
@@ -686,7 +686,7 @@ class Compiler:
             f"'key.format' {source.key_format}): select it into the key of the sink "
             f"{sink.name} ({', '.join(sink.key_fields) or 'none'}, 'key.format' "
             f"{sink.key_format})"
-            + (", under the same names" if source.key_format == "json" else ""),
+            + (", under the same names" if source.key_format in OBJECT_KEY_FORMATS else ""),
         )
 
     def stateless(

@@ -28,27 +28,32 @@ from streaming.sql.timestamps import format_timestamp
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def format_option(options: Mapping[str, str], name: str) -> str | None:
-    """Option ``name`` (``avro-confluent.*``), given bare or with the ``value.`` prefix."""
-    return options.get(f"value.{name}", options.get(name))
+def format_option(options: Mapping[str, str], name: str, side: str = "value") -> str | None:
+    """Option ``name`` (``avro-confluent.*``) of the value (or ``side="key"``), given with
+    the side's prefix (``'value.avro-confluent.url'``) or, for the value, bare."""
+    prefixed = options.get(f"{side}.{name}")
+    return prefixed if prefixed is not None or side == "key" else options.get(name)
 
 
-def registry_problem(options: Mapping[str, str]) -> str:
+def registry_problem(options: Mapping[str, str], side: str = "value") -> str:
     """What is missing from the format's options ('' if nothing)."""
-    if not format_option(options, "avro-confluent.url"):
-        return "the 'avro-confluent' format needs 'avro-confluent.url' (the schema registry)"
+    if not format_option(options, "avro-confluent.url", side):
+        option = "key.avro-confluent.url" if side == "key" else "avro-confluent.url"
+        return f"the 'avro-confluent' format needs {option!r} (the schema registry)"
     return ""
 
 
-def registry_config(options: Mapping[str, str]) -> dict[str, Any]:
+def registry_config(options: Mapping[str, str], side: str = "value") -> dict[str, Any]:
     """The serdes' registry settings from the table's options."""
-    config: dict[str, Any] = {"schema.registry.url": format_option(options, "avro-confluent.url")}
-    user_info = format_option(options, "avro-confluent.basic-auth.user-info")
+    config: dict[str, Any] = {
+        "schema.registry.url": format_option(options, "avro-confluent.url", side)
+    }
+    user_info = format_option(options, "avro-confluent.basic-auth.user-info", side)
     if user_info:
         config["basic.auth.user.info"] = user_info
-        source = format_option(options, "avro-confluent.basic-auth.credentials-source")
+        source = format_option(options, "avro-confluent.basic-auth.credentials-source", side)
         config["basic.auth.credentials.source"] = source or "USER_INFO"
-    ca = format_option(options, "avro-confluent.ssl.truststore.location")
+    ca = format_option(options, "avro-confluent.ssl.truststore.location", side)
     if ca:
         config["ssl.ca.location"] = ca
     return config
@@ -57,16 +62,21 @@ def registry_config(options: Mapping[str, str]) -> dict[str, Any]:
 class ConfluentAvroRows(AvroRows):
     """Rows as Confluent-framed Avro with a registry (Flink's ``avro-confluent``)."""
 
-    def __init__(self, columns: Mapping[str, ColumnType], options: Mapping[str, str]) -> None:
+    def __init__(
+        self, columns: Mapping[str, ColumnType], options: Mapping[str, str], *, is_key: bool = False
+    ) -> None:
         from streaming.serdes.avro import AvroSerde
 
         super().__init__(columns)
-        registry = registry_config(options)
-        subject = format_option(options, "avro-confluent.subject")
+        side = "key" if is_key else "value"
+        registry = registry_config(options, side)
+        subject = format_option(options, "avro-confluent.subject", side)
         strategy: Any = "topic" if subject is None else (lambda ctx, record_name: subject)
         self.subject = subject
-        self._writer = AvroSerde(registry, json.dumps(self.schema), subject_name_strategy=strategy)
-        self._reader = AvroSerde(registry, subject_name_strategy=strategy)
+        self._writer = AvroSerde(
+            registry, json.dumps(self.schema), subject_name_strategy=strategy, is_key=is_key
+        )
+        self._reader = AvroSerde(registry, subject_name_strategy=strategy, is_key=is_key)
 
     def serialize(self, topic: str | None, data: Any) -> bytes | None:
         if data is None:

@@ -5,6 +5,7 @@ schema Flink derives from its columns and writes Confluent-framed Avro; a table 
 
 from __future__ import annotations
 
+import json
 import struct
 
 import pytest
@@ -143,3 +144,86 @@ def test_avro_field_types_as_columns(avro, column):
         if found is None
         else (found.kind, found.declared, found.precision, found.scale, found.nullable)
     ) == column
+
+
+def test_avro_confluent_keys(schema_registry):
+    """``'key.format' = 'avro-confluent'``: keys as records of the key columns, read by
+    name from the writer's key schema, written under ``<topic>-key`` (a projection and a
+    GROUP BY, whose re-keyed rows go through a repartition and a store)."""
+    orders, big, totals = unique("orders"), unique("big"), unique("totals")
+    url = schema_registry.url
+    avro = f"'avro-confluent.url' = '{url}', 'key.format' = 'avro-confluent', 'key.avro-confluent.url' = '{url}'"
+    sql = f"""
+    CREATE TABLE orders (id STRING, region STRING, amount BIGINT)
+    WITH ('topic' = '{orders}', 'format' = 'avro-confluent', 'key.fields' = 'id', {avro});
+    CREATE TABLE big (id STRING, region STRING, amount BIGINT)
+    WITH ('topic' = '{big}', 'format' = 'avro-confluent', 'key.fields' = 'id', {avro});
+    CREATE TABLE totals (region STRING, total BIGINT, PRIMARY KEY (region) NOT ENFORCED)
+    WITH ('topic' = '{totals}', 'format' = 'json', 'key.format' = 'avro-confluent',
+          'key.avro-confluent.url' = '{url}');
+    INSERT INTO big SELECT id, region, amount FROM orders WHERE amount > 10;
+    INSERT INTO totals SELECT region, SUM(amount) FROM orders GROUP BY region;
+    """
+    registry = schema_registry.client_config()
+    key_schema = json.dumps(
+        {
+            "type": "record",
+            "name": "OrderKey",
+            "namespace": "shop",
+            "fields": [{"name": "id", "type": "string"}],
+        }
+    )
+    value_schema = json.dumps(
+        {
+            "type": "record",
+            "name": "KeyedOrder",
+            "namespace": "shop",
+            "fields": [
+                {"name": "id", "type": "string"},
+                {"name": "region", "type": "string"},
+                {"name": "amount", "type": "long"},
+            ],
+        }
+    )
+    keys, values = AvroSerde(registry, key_schema, is_key=True), AvroSerde(registry, value_schema)
+    rows = [("a", "EU", 5), ("b", "EU", 50), ("c", "US", 70)]
+    with TopologyTestDriver(compile(sql)) as driver:
+        source = driver.create_input_topic(
+            orders, key_serde=serdes.Bytes(), value_serde=serdes.Bytes()
+        )
+        for id_, region, amount in rows:
+            source.pipe_input(
+                keys.serialize(orders, {"id": id_}),
+                values.serialize(orders, {"id": id_, "region": region, "amount": amount}),
+                T0,
+            )
+        out = driver.create_output_topic(big, key_serde=serdes.Bytes(), value_serde=serdes.Bytes())
+        big_records = [(r.key, r.value) for r in out.read_records_to_list()]
+        out = driver.create_output_topic(
+            totals, key_serde=serdes.Bytes(), value_serde=serdes.Json()
+        )
+        total_records = [(r.key, r.value) for r in out.read_records_to_list()]
+    key_reader, value_reader = AvroSerde(registry, is_key=True), AvroSerde(registry)
+    assert [
+        (key_reader.deserialize(big, k), value_reader.deserialize(big, v)) for k, v in big_records
+    ] == [
+        ({"id": "b"}, {"id": "b", "region": "EU", "amount": 50}),
+        ({"id": "c"}, {"id": "c", "region": "US", "amount": 70}),
+    ]
+    assert [(key_reader.deserialize(totals, k), v) for k, v in total_records] == [
+        ({"region": "EU"}, {"region": "EU", "total": 5}),
+        ({"region": "EU"}, {"region": "EU", "total": 55}),
+        ({"region": "US"}, {"region": "US", "total": 70}),
+    ]
+    assert schema_registry.versions(f"{big}-key") == [1]
+    assert schema_registry.versions(f"{totals}-key") == [1]
+
+
+def test_an_avro_confluent_key_needs_its_registry_url():
+    with pytest.raises(SqlError, match=r"'key\.avro-confluent\.url'"):
+        compile(
+            "CREATE TABLE t (id STRING) WITH ('topic' = 't', 'format' = 'json',"
+            " 'key.format' = 'avro-confluent', 'key.fields' = 'id');"
+            "CREATE TABLE u (id STRING) WITH ('topic' = 'u', 'format' = 'json');"
+            "INSERT INTO u SELECT id FROM t;"
+        )
