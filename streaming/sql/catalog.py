@@ -24,7 +24,14 @@ from sqlglot import exp
 
 from streaming import serdes
 from streaming.sql.errors import error_at, node_offset
-from streaming.sql.formats import FORMAT_OPTIONS, KINDS, ColumnType, format_problem, value_serde
+from streaming.sql.formats import (
+    FORMAT_OPTIONS,
+    KINDS,
+    REGISTRY_FORMATS,
+    ColumnType,
+    format_problem,
+    value_serde,
+)
 from streaming.sql.rewrite import Watermark, duration_ms
 
 #: SQL types this slice knows, each mapped onto one of five value kinds.
@@ -68,9 +75,12 @@ _KNOWN_OPTIONS = {
     WINDOW_CLOSE_QUIET,
     *FORMAT_OPTIONS["csv"],
     *FORMAT_OPTIONS["json"],
-    *FORMAT_OPTIONS["avro-confluent"],
-    *(f"value.{option}" for option in FORMAT_OPTIONS["avro-confluent"]),
-    *(f"key.{option}" for option in FORMAT_OPTIONS["avro-confluent"]),
+    *(
+        option
+        for fmt in REGISTRY_FORMATS
+        for bare in FORMAT_OPTIONS[fmt]
+        for option in (bare, f"value.{bare}", f"key.{bare}")
+    ),
 }
 
 #: the key formats whose keys are objects of the key columns inside a topology (``raw``:

@@ -1,7 +1,8 @@
-"""SQL tables in Flink's ``avro-confluent`` format against a real schema registry: a source
-reads records of two versions of a producer's schema by column name, a sink registers the
-schema Flink derives from its columns and writes Confluent-framed Avro; a table without
-``'avro-confluent.url'`` is refused."""
+"""SQL tables in the schema-registry formats against a real schema registry: Flink's
+``avro-confluent`` (values and keys; a source reads records of two versions of a producer's
+schema by column name, a sink registers the schema Flink derives from its columns; a table
+may take its columns from the registered schema) and ``json-registry``; a table without its
+registry URL is refused."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from test_app_support import T0, unique
 from test_schema_serdes import ORDER_V1, ORDER_V2, order_schema
 
 from streaming import serdes
-from streaming.serdes import AvroSerde
+from streaming.serdes import AvroSerde, JsonSchemaSerde
 from streaming.sql import SqlError, compile
 from streaming.sql.registry_tables import column_type
 from streaming.testing import TopologyTestDriver
@@ -227,3 +228,58 @@ def test_an_avro_confluent_key_needs_its_registry_url():
             "CREATE TABLE u (id STRING) WITH ('topic' = 'u', 'format' = 'json');"
             "INSERT INTO u SELECT id FROM t;"
         )
+
+
+def test_json_registry_tables(schema_registry):
+    """``'format' = 'json-registry'``: a sink registers the JSON Schema derived from its
+    columns and writes Confluent-framed JSON; a source validates each document against the
+    schema its id names and takes the columns by name."""
+    orders, big = unique("orders"), unique("big")
+    url = schema_registry.url
+    sql = f"""
+    CREATE TABLE orders (id STRING, amount BIGINT, price DOUBLE NOT NULL, paid BOOLEAN)
+    WITH ('topic' = '{orders}', 'format' = 'json-registry', 'json-registry.url' = '{url}');
+    CREATE TABLE big (id STRING, amount BIGINT, price DOUBLE NOT NULL, paid BOOLEAN)
+    WITH ('topic' = '{big}', 'value.format' = 'json-registry', 'value.json-registry.url' = '{url}');
+    INSERT INTO big SELECT id, amount, price, paid FROM orders WHERE amount > 10;
+    """
+    registry = schema_registry.client_config()
+    producer_schema = json.dumps(
+        {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "amount": {"type": "integer"},
+                "price": {"type": "number"},
+                "paid": {"type": "boolean"},
+                "channel": {"type": "string"},
+            },
+            "required": ["id", "amount", "price"],
+        }
+    )
+    writer = JsonSchemaSerde(registry, producer_schema)
+    with TopologyTestDriver(compile(sql)) as driver:
+        source = driver.create_input_topic(
+            orders, key_serde=serdes.String(), value_serde=serdes.Bytes()
+        )
+        for document in (
+            {"id": "a", "amount": 5, "price": 1.5, "paid": True, "channel": "web"},
+            {"id": "b", "amount": 50, "price": 2.25, "channel": "app"},
+        ):
+            source.pipe_input(document["id"], writer.serialize(orders, document), T0)
+        raw = [
+            r.value
+            for r in driver.create_output_topic(
+                big, value_serde=serdes.Bytes()
+            ).read_records_to_list()
+        ]
+    assert [json.loads(v[5:]) for v in raw] == [
+        {"id": "b", "amount": 50, "price": 2.25, "paid": None}
+    ]
+    registered = json.loads(
+        schema_registry.request("GET", f"/subjects/{big}-value/versions/1")["schema"]
+    )
+    assert registered["properties"]["price"] == {"type": ["number"]}
+    assert registered["properties"]["paid"] == {"type": ["boolean", "null"]}
+    assert registered["required"] == ["price"]
+    assert JsonSchemaSerde(registry).deserialize(big, raw[0])["amount"] == 50
