@@ -108,3 +108,13 @@ def test_refused_credentials_are_a_setting_to_fix_not_a_bad_record():
 
     with pytest.raises(StreamsException, match="refused the credentials"):
         call_with_retry("reading", refused)
+
+
+def test_a_missing_registry_binary_says_how_to_get_one(tmp_path):
+    from streaming.testing import LocalSchemaRegistry, SchemaRegistryError
+
+    registry = LocalSchemaRegistry(binary=tmp_path / "rivven-schema")
+    with pytest.raises(SchemaRegistryError, match="run `make setup`"):
+        registry.start()
+    with pytest.raises(SchemaRegistryError, match="not started"):
+        _ = registry.url
