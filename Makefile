@@ -20,13 +20,20 @@ TOOLS_BIN := .tools/bin
 KUSTOMIZE_VERSION := v5.8.1
 KUBECONFORM_VERSION := v0.8.0
 K8S_TOOLS := $(TOOLS_BIN)/.kustomize-$(KUSTOMIZE_VERSION) $(TOOLS_BIN)/.kubeconform-$(KUBECONFORM_VERSION)
+# The schema registry streaming.testing.LocalSchemaRegistry starts (rivven-schema, Confluent's
+# REST API), built with cargo from crates.io once into a cache outside the checkout (like
+# WHEELS below: a fresh clone copies it instead of compiling it again) and copied to .tools/bin.
+RIVVEN_SCHEMA_VERSION := 0.0.22
+SCHEMA_REGISTRY_CACHE ?= $(HOME)/.cache/streamplatform/rivven-schema-$(RIVVEN_SCHEMA_VERSION)
+SCHEMA_REGISTRY := $(TOOLS_BIN)/.rivven-schema-$(RIVVEN_SCHEMA_VERSION)
+CARGO ?= $(or $(shell command -v cargo 2>/dev/null),$(HOME)/.cargo/bin/cargo)
 GO ?= $(or $(shell command -v go 2>/dev/null),/usr/local/go/bin/go)
 
 .PHONY: setup test test-fast test-chaos lint format run bench docs clean
 
-# what `make run` needs (the virtualenv, the broker's and Spark's jars); `make test` also
-# needs Kafka Streams' reference jars and the Kubernetes tools (built with Go)
-RUN_SETUP := $(STAMP) $(KAFKA_JARS)/.copied $(SPARK_JARS)/.copied
+# what `make run` needs (the virtualenv, the broker's and Spark's jars, the schema registry);
+# `make test` also needs Kafka Streams' reference jars and the Kubernetes tools (built with Go)
+RUN_SETUP := $(STAMP) $(KAFKA_JARS)/.copied $(SPARK_JARS)/.copied $(SCHEMA_REGISTRY)
 setup: $(RUN_SETUP) $(JARS)/.copied $(K8S_TOOLS)
 
 # uv installs the same versions pip resolves, in about half the time (59 s against 94 s
@@ -68,6 +75,12 @@ $(SPARK_JARS)/.copied: platform/spark/pom.xml
 	mvn -q -B -s platform/spark/settings.xml -f platform/spark/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DexcludeArtifactIds=scala-library,slf4j-api,lz4-java,snappy-java,spark-tags_2.13,jsr305,scala-parallel-collections_2.13 -DoutputDirectory=$(CURDIR)/$(SPARK_JARS)
 	touch $@
 
+$(SCHEMA_REGISTRY):
+	@test -x $(CARGO) || { echo "Rust's cargo is required to build the schema registry (rivven-schema)"; exit 1; }
+	test -x $(SCHEMA_REGISTRY_CACHE)/bin/rivven-schema || $(CARGO) install --quiet --locked rivven-schema --version $(RIVVEN_SCHEMA_VERSION) --root $(SCHEMA_REGISTRY_CACHE)
+	mkdir -p $(TOOLS_BIN)
+	cp $(SCHEMA_REGISTRY_CACHE)/bin/rivven-schema $(TOOLS_BIN)/rivven-schema
+	touch $@
 
 $(TOOLS_BIN)/.kustomize-$(KUSTOMIZE_VERSION):
 	@test -x $(GO) || { echo "Go is required to build kustomize and kubeconform"; exit 1; }

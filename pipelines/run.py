@@ -11,6 +11,9 @@
    cluster is not the one of the previous run, the stream applications' local state (which
    refers to the old cluster's changelogs) is dropped, and the lake and the late-data sensor
    re-read from the earliest offsets by themselves;
+   A schema registry (``streaming.testing.LocalSchemaRegistry``, in memory) starts beside it
+   unless ``SCHEMA_REGISTRY_URL`` points at one; the children get its URL in
+   ``SCHEMA_REGISTRY_URL``;
 2. creates the topics of ``platform/topics.yaml``;
 3. starts the generator (``python -m pipelines.generator``, real time) and the stream
    applications (``python -m pipelines.streams.supervisor``);
@@ -159,6 +162,20 @@ def hold_run_lock(path: Path | None = None) -> Any:
     handle.write(f"{os.getpid()}\n")
     handle.flush()
     return handle
+
+
+def start_local_registry() -> Any:
+    """A local schema registry (in memory, on a free port), or None with a warning when it
+    cannot start: nothing of the platform needs it yet, its Avro topics are opt-in."""
+    from streaming.testing.schema_registry import LocalSchemaRegistry, SchemaRegistryError
+
+    try:
+        registry = LocalSchemaRegistry().start()
+    except SchemaRegistryError as exc:
+        _log(f"WARNING: no schema registry: {exc}")
+        return None
+    _log(f"schema registry on {registry.url} (in memory; set SCHEMA_REGISTRY_URL to use another)")
+    return registry
 
 
 def check_ports(ui_port: int, kafka_port: int | None, query_ports: range = range(0)) -> None:
@@ -1024,6 +1041,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, ask_stop)
 
     cluster = None
+    registry = None
+    registry_url = os.environ.get("SCHEMA_REGISTRY_URL")
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     children: list[tuple[str, subprocess.Popen, int, float]] = []
     url = f"http://127.0.0.1:{args.port}"
@@ -1041,6 +1060,9 @@ def main(argv: list[str] | None = None) -> int:
                 _log(str(exc))
                 return 1
             bootstrap = cluster.bootstrap_servers
+        if not registry_url:
+            registry = start_local_registry()
+            registry_url = registry.url if registry is not None else None
         # an external cluster's TLS/SASL settings come from the environment, as the stream
         # applications, the generator and Dagster's resources read them
         kafka = KafkaConnection.from_env({**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap})
@@ -1074,6 +1096,7 @@ def main(argv: list[str] | None = None) -> int:
             "PLATFORM_PARTITIONS_START": os.environ.get("PLATFORM_PARTITIONS_START")
             or partitions_start_hour(STATE_DIR, first_ms=catch_up_from),
             "GX_ANALYTICS_ENABLED": "false",
+            **({"SCHEMA_REGISTRY_URL": registry_url} if registry_url else {}),
             **({"PLATFORM_AUTOMATION": "off"} if args.no_schedules else {}),
             "PYTHONPATH": os.pathsep.join(
                 p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
@@ -1208,6 +1231,8 @@ def main(argv: list[str] | None = None) -> int:
                         "when the UI stopped or failed while cancelling: "
                         + ", ".join(r[:8] for r in settled)
                     )
+        if registry is not None:
+            registry.stop()
         if cluster is not None:
             _log("stopping the Kafka broker")
             cluster.stop()

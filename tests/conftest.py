@@ -1,9 +1,12 @@
-"""Fixtures shared by the whole suite: one real local Apache Kafka (``LocalKafkaCluster``).
+"""Fixtures shared by the whole suite: one real local Apache Kafka (``LocalKafkaCluster``)
+and one real local schema registry (``LocalSchemaRegistry``).
 
 ``kafka_cluster`` is one single-node broker shared by the whole session (integration and
 platform tests alike): tests create their own uniquely named topics and application ids.
 Tests that need another layout (3 nodes, a broken config) start their own
 ``LocalKafkaCluster``. Every test using the fixture gets the ``kafka`` marker.
+``schema_registry`` is shared the same way: tests register under subjects of their own
+uniquely named topics.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from streaming.testing import LocalKafkaCluster
+from streaming.testing import LocalKafkaCluster, LocalSchemaRegistry
 
 #: (seconds, "what  test") of every broker start and node restart in this process
 _BROKER_STARTS: list[tuple[float, str]] = []
@@ -49,6 +52,13 @@ def kafka_cluster() -> Iterator[LocalKafkaCluster]:
     """One single-node KRaft broker (broker+controller) on loopback for the session."""
     with LocalKafkaCluster(nodes=1) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[LocalSchemaRegistry]:
+    """One schema registry (Confluent's REST API, BACKWARD by default) for the session."""
+    with LocalSchemaRegistry() as registry:
+        yield registry
 
 
 #: the modules that take minutes, started first when ``make test`` runs the suite on two

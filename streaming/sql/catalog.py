@@ -24,7 +24,14 @@ from sqlglot import exp
 
 from streaming import serdes
 from streaming.sql.errors import error_at, node_offset
-from streaming.sql.formats import FORMAT_OPTIONS, ColumnType, format_problem, value_serde
+from streaming.sql.formats import (
+    FORMAT_OPTIONS,
+    KINDS,
+    REGISTRY_FORMATS,
+    ColumnType,
+    format_problem,
+    value_serde,
+)
 from streaming.sql.rewrite import Watermark, duration_ms
 
 #: SQL types this slice knows, each mapped onto one of five value kinds.
@@ -68,7 +75,17 @@ _KNOWN_OPTIONS = {
     WINDOW_CLOSE_QUIET,
     *FORMAT_OPTIONS["csv"],
     *FORMAT_OPTIONS["json"],
+    *(
+        option
+        for fmt in REGISTRY_FORMATS
+        for bare in FORMAT_OPTIONS[fmt]
+        for option in (bare, f"value.{bare}", f"key.{bare}")
+    ),
 }
+
+#: the key formats whose keys are objects of the key columns inside a topology (``raw``:
+#: the one key column's text)
+OBJECT_KEY_FORMATS = ("json", "avro-confluent")
 
 
 @dataclass(frozen=True)
@@ -117,7 +134,13 @@ class TableDef:
         return bool(self.primary_key) or self.connector == "upsert-kafka"
 
     def key_serde(self) -> Any:
-        """The key serde: raw strings or JSON."""
+        """The key serde: raw strings, JSON, or Avro with a schema registry."""
+        if self.key_format == "avro-confluent":
+            from streaming.sql.registry_formats import ConfluentAvroRows
+
+            columns = self.format_columns()
+            key_columns = {name: columns[name] for name in self.key_fields}
+            return ConfluentAvroRows(key_columns, self.options, is_key=True)
         return serdes.Json() if self.key_format == "json" else serdes.String()
 
     @property
@@ -141,7 +164,7 @@ class TableDef:
         """The Kafka key of an output row: None without key columns (as Flink writes)."""
         if row is None or not self.key_fields:
             return None
-        if self.key_format == "json":
+        if self.key_format in OBJECT_KEY_FORMATS:
             return {name: row.get(name) for name in self.key_fields}
         value = row.get(self.key_fields[0])
         return None if value is None else raw_key(value)
@@ -314,8 +337,19 @@ def table_def(
     for column in key_fields:
         _check_column(columns, column, source, schema, "'key.fields'")
     key_format = options.get("key.format", "raw" if len(key_fields) <= 1 else "json")
-    if key_format not in ("raw", "json"):
+    if key_format not in ("raw", *OBJECT_KEY_FORMATS):
         raise error_at(source, node_offset(create), f"unsupported 'key.format' {key_format!r}")
+    if key_format == "avro-confluent" and not view:
+        from streaming.sql.registry_formats import registry_problem
+
+        problem = registry_problem(options, "key") or (
+            "" if key_fields else "an 'avro-confluent' key needs 'key.fields' or a PRIMARY KEY"
+        )
+        for column in key_fields:
+            if columns[column] not in KINDS:
+                problem = problem or f"key column {column}: declare its type"
+        if problem:
+            raise error_at(source, node_offset(create), problem)
     if key_format == "raw" and len(key_fields) > 1:
         raise error_at(
             source, node_offset(create), "a 'raw' key holds one column: use 'key.format' = 'json'"

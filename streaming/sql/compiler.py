@@ -77,7 +77,7 @@ from streaming.dsl import (
     Windows,
 )
 from streaming.sql import aggregates, functions
-from streaming.sql.catalog import INFERRED, TableDef, table_from_ddl
+from streaming.sql.catalog import INFERRED, OBJECT_KEY_FORMATS, TableDef, table_from_ddl
 from streaming.sql.changelog_sink import OCCURRENCE, project_changelog_view
 from streaming.sql.derived import is_aggregation, window_column
 from streaming.sql.errors import SqlError, error_at, node_offset
@@ -92,6 +92,7 @@ from streaming.sql.match_recognize import bind_clauses, match_view, take_match, 
 from streaming.sql.over import over_calls, over_view
 from streaming.sql.regular_join import RegularJoin, refuse_state_ttl_hint
 from streaming.sql.regular_join_shapes import is_regular
+from streaming.sql.registry_tables import registry_columns, table_from_registry
 from streaming.sql.results import MaterializedResult
 from streaming.sql.rewrite import (
     SESSION_ALIAS,
@@ -313,8 +314,13 @@ class Compiler:
             self.create_function(statement, tree)
         elif isinstance(tree, exp.Create) and tree.expression is not None:
             self.derived.create(statement, tree)
-        elif isinstance(tree, exp.Create) and isinstance(tree.this, exp.Schema):
-            table = table_from_ddl(tree, statement.watermark, self.source)
+        elif isinstance(tree, exp.Create) and (
+            isinstance(tree.this, exp.Schema) or registry_columns(tree, self.source)
+        ):
+            if isinstance(tree.this, exp.Schema):
+                table = table_from_ddl(tree, statement.watermark, self.source)
+            else:
+                table = table_from_registry(tree, statement.watermark, self.source)
             if table.name in self.tables:
                 raise self.error(tree.this, f"table {table.name} already exists")
             self.tables[table.name] = self.declare_table(table)
@@ -703,7 +709,7 @@ class Compiler:
             f"'key.format' {source.key_format}): select it into the key of the sink "
             f"{sink.name} ({', '.join(sink.key_fields) or 'none'}, 'key.format' "
             f"{sink.key_format})"
-            + (", under the same names" if source.key_format == "json" else ""),
+            + (", under the same names" if source.key_format in OBJECT_KEY_FORMATS else ""),
         )
 
     def stateless(

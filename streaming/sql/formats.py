@@ -12,7 +12,11 @@ format turns such rows into bytes and back, at the sources and sinks only:
 - ``avro``: Avro binary without a schema registry, the schema derived from the columns as
   Flink's ``avro`` format derives it (a record of nullable fields; TIMESTAMP(3) as
   ``timestamp-millis``, DECIMAL(p, s) as ``bytes``/``decimal``);
-- ``raw``: a table of one STRING column, its UTF-8 text (NULL is a null value).
+- ``raw``: a table of one STRING column, its UTF-8 text (NULL is a null value);
+- ``avro-confluent``: the ``avro`` format's records in Confluent's wire format, their
+  schema in a schema registry (``'avro-confluent.url'``; see ``registry_formats``);
+- ``json-registry``: JSON documents with a JSON Schema in a registry, Confluent-framed
+  (``'json-registry.url'``).
 
 Bytes a format cannot read raise ``SerializationError``, so the application's
 deserialization handler (and its dead-letter topic) sees them.
@@ -40,11 +44,23 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: the value kinds a column may have
 KINDS = ("STRING", "BIGINT", "DOUBLE", "BOOLEAN", "TIMESTAMP")
 
-VALUE_FORMATS = ("json", "csv", "avro", "raw")
-#: the options each format reads (besides 'format' / 'value.format')
+VALUE_FORMATS = ("json", "csv", "avro", "raw", "avro-confluent", "json-registry")
+#: the formats whose schemas live in a schema registry
+REGISTRY_FORMATS = ("avro-confluent", "json-registry")
+#: the options each format reads (besides 'format' / 'value.format'), as Flink names them
 FORMAT_OPTIONS = {
     "csv": ("csv.field-delimiter", "csv.quote-character", "csv.null-literal"),
     "json": ("json.timestamp-format.standard",),
+    **{
+        fmt: (
+            f"{fmt}.url",
+            f"{fmt}.subject",
+            f"{fmt}.basic-auth.user-info",
+            f"{fmt}.basic-auth.credentials-source",
+            f"{fmt}.ssl.truststore.location",
+        )
+        for fmt in ("avro-confluent", "json-registry")
+    },
 }
 TIMESTAMP_STANDARDS = ("SQL", "ISO-8601")
 
@@ -87,6 +103,14 @@ def value_serde(fmt: str, columns: Mapping[str, ColumnType], options: Mapping[st
         return AvroRows(columns)
     if fmt == "raw":
         return RawRows(columns)
+    if fmt == "avro-confluent":
+        from streaming.sql.registry_formats import ConfluentAvroRows
+
+        return ConfluentAvroRows(columns, options)
+    if fmt == "json-registry":
+        from streaming.sql.registry_formats import RegistryJsonRows
+
+        return RegistryJsonRows(columns, options)
     raise ValueError(f"unknown value format {fmt!r}: one of {', '.join(VALUE_FORMATS)}")
 
 
@@ -106,11 +130,17 @@ def format_problem(fmt: str, columns: Mapping[str, ColumnType], options: Mapping
         for option in ("csv.field-delimiter", "csv.quote-character"):
             if option in options and len(options[option]) != 1:
                 return f"{option!r} must be one character"
-    if fmt in ("csv", "avro"):
+    if fmt in ("csv", "avro", *REGISTRY_FORMATS):
         for name, column in columns.items():
             if column.kind not in KINDS:
                 return f"column {name}: declare its type, the {fmt!r} format needs it"
-    if fmt == "avro":
+    if fmt in REGISTRY_FORMATS:
+        from streaming.sql.registry_formats import registry_problem
+
+        problem = registry_problem(options, "value", fmt)
+        if problem:
+            return problem
+    if fmt in ("avro", "avro-confluent"):
         for name, column in columns.items():
             if column.declared == "DECIMAL" and column.precision is None:
                 return f"column {name}: an Avro DECIMAL needs a precision, e.g. DECIMAL(10, 2)"

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from streaming.sql.catalog import TableDef, raw_key
+from streaming.sql.catalog import OBJECT_KEY_FORMATS, TableDef, raw_key
 from streaming.sql.join_conditions import Equality, ScopeTable, read_path
 
 
@@ -32,7 +32,7 @@ def key_maker(column: str, key_format: str) -> Callable[[Any], Any]:
     """``value -> Kafka key`` of a row keyed by ``column``, written as a table with that
     key column and ``key_format`` writes it (``raw``: the value's text; ``json``:
     ``{column: value}``); None for a NULL value, which joins nothing."""
-    if key_format == "json":
+    if key_format in OBJECT_KEY_FORMATS:
         return lambda value: None if value is None else {column: value}
     return lambda value: None if value is None else raw_key(value)
 

@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from streaming import serdes
 from streaming.dsl import Joined, JoinWindows, Materialized, StreamJoined
-from streaming.sql.catalog import TableDef
+from streaming.sql.catalog import OBJECT_KEY_FORMATS, TableDef
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.join_conditions import (
     Equality,
@@ -313,7 +313,7 @@ class JoinStep:
         ):
             stream = self.input.rows if side == "left" else self.stream_of(table)
             keyed = plain_key(table, column) and table.key_format == key_format
-            if not keyed or (key_format == "json" and column != key_name):
+            if not keyed or (key_format in OBJECT_KEY_FORMATS and column != key_name):
                 stream = stream.select_key(lambda k, v, c=column: make(v.get(c)))
             # SQL: a NULL join column equals nothing (not even NULL), so such a row never
             # joins; an outer join passes it on at once with no other side.
@@ -328,7 +328,7 @@ class JoinStep:
                 stream.filter(lambda k, v, c=column: k is not None and v.get(c) is not None)
             )
         grace = max(t.watermark.delay_ms if t.watermark else 0 for t in (left, right))
-        key_serde = serdes.Json() if key_format == "json" else serdes.String()
+        key_serde = serdes.Json() if key_format in OBJECT_KEY_FORMATS else serdes.String()
         stream_joined = StreamJoined.with_(
             key_serde=key_serde, value_serde=serdes.Json(), other_value_serde=serdes.Json()
         )

@@ -44,7 +44,7 @@ from sqlglot import exp
 from streaming.sql import dedup as dedups
 from streaming.sql import topn as topns
 from streaming.sql import window_rank
-from streaming.sql.catalog import INFERRED, TableDef, schema_elements, table_def
+from streaming.sql.catalog import INFERRED, OBJECT_KEY_FORMATS, TableDef, schema_elements, table_def
 from streaming.sql.derived import (
     WINDOW_COLUMNS,
     Output,
@@ -211,13 +211,17 @@ class DerivedTables:
                 f"{source.key_format!r}",
             )
         if len(table.key_fields) != len(source.key_fields) or (
-            source.key_format == "json" and table.key_fields != source.key_fields
+            source.key_format in OBJECT_KEY_FORMATS and table.key_fields != source.key_fields
         ):
             raise self.error(
                 at,
                 f"{table.name} keeps the keys of {source.name}: its key is "
                 f"({', '.join(source.key_fields)})"
-                + (", not renamed ('key.format' json)" if source.key_format == "json" else ""),
+                + (
+                    f", not renamed ('key.format' {source.key_format})"
+                    if source.key_format in OBJECT_KEY_FORMATS
+                    else ""
+                ),
             )
         return replace(table, key_format=source.key_format)
 

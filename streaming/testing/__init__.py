@@ -1,4 +1,5 @@
-"""Testing: ``TopologyTestDriver`` (no broker) and ``LocalKafkaCluster`` (a real local Kafka)."""
+"""Testing: ``TopologyTestDriver`` (no broker), ``LocalKafkaCluster`` (a real local Kafka) and
+``LocalSchemaRegistry`` (a real local schema registry)."""
 
 from streaming.testing.driver import (
     KeyValue,
@@ -9,11 +10,14 @@ from streaming.testing.driver import (
 )
 from streaming.testing.kafka_cluster import KafkaClusterError, LocalKafkaCluster
 from streaming.testing.ports import free_port, free_port_pair
+from streaming.testing.schema_registry import LocalSchemaRegistry, SchemaRegistryError
 
 __all__ = [
     "KafkaClusterError",
     "KeyValue",
     "LocalKafkaCluster",
+    "LocalSchemaRegistry",
+    "SchemaRegistryError",
     "TestInputTopic",
     "TestOutputTopic",
     "TestRecord",

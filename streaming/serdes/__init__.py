@@ -4,17 +4,28 @@ A serde is an object with ``serialize(topic, data) -> bytes | None`` and
 ``deserialize(topic, data) -> object``. ``None`` always maps to ``None`` (a tombstone),
 like Kafka's serdes. The byte layouts match ``org.apache.kafka.common.serialization``
 and Kafka Streams' windowed serdes, so topics written here are readable from Java.
+
+The schema-registry serdes in Confluent's wire format, ``AvroSerde``, ``ProtobufSerde`` and
+``JsonSchemaSerde`` (modules ``avro``, ``protobuf``, ``json_schema``, the registry
+connection in ``registry``), are imported on first use: the registry client's libraries
+take a second to import, which an application without them should not pay.
 """
 
 from __future__ import annotations
 
+import importlib
 import struct
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 from streaming.errors import SerializationError
 from streaming.windowed import SessionWindow, TimeWindow, Windowed
+
+if TYPE_CHECKING:
+    from streaming.serdes.avro import AvroSerde as AvroSerde
+    from streaming.serdes.json_schema import JsonSchemaSerde as JsonSchemaSerde
+    from streaming.serdes.protobuf import ProtobufSerde as ProtobufSerde
 
 _LONG = struct.Struct(">q")
 _INT = struct.Struct(">i")
@@ -261,3 +272,18 @@ def from_config(value: Any) -> Serde:
     if hasattr(value, "serialize") and hasattr(value, "deserialize"):
         return value
     raise ValueError(f"{value!r} is not a serde: it needs serialize() and deserialize()")
+
+
+#: the schema-registry serdes, imported on first use (see the module docstring)
+_REGISTRY_SERDES = {
+    "AvroSerde": "streaming.serdes.avro",
+    "JsonSchemaSerde": "streaming.serdes.json_schema",
+    "ProtobufSerde": "streaming.serdes.protobuf",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _REGISTRY_SERDES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
