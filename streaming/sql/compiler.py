@@ -90,9 +90,9 @@ from streaming.sql.late import late_row
 from streaming.sql.lateral import lateral_view, take_lateral
 from streaming.sql.match_recognize import bind_clauses, match_view, take_match, unconsumed
 from streaming.sql.over import over_calls, over_view
+from streaming.sql.registry_tables import registry_columns, table_from_registry
 from streaming.sql.regular_join import RegularJoin, refuse_state_ttl_hint
 from streaming.sql.regular_join_shapes import is_regular
-from streaming.sql.registry_tables import registry_columns, table_from_registry
 from streaming.sql.results import MaterializedResult
 from streaming.sql.rewrite import (
     SESSION_ALIAS,
