@@ -138,11 +138,13 @@ def test_every_example_file_is_included_by_a_page() -> None:
 
 #: the pages' Python blocks that are code of their own (not an included file), each run by
 #: a test that names the page: the README's and these pages' tests in tests/unit/core,
-#: tests/unit/sql and tests/integration (against-kafka.md on a broker)
+#: tests/unit/sql and tests/integration (against-kafka.md on a broker, schemas.md with the
+#: schema registry)
 RUN_ELSEWHERE = {
     "getting-started/first-topology.md": 1,
     "getting-started/against-kafka.md": 1,
     "concepts/joins.md": 2,
+    "concepts/schemas.md": 1,
     "sql/index.md": 3,
     "sql/functions.md": 1,
 }
