@@ -1,0 +1,271 @@
+"""The batch entry against the per-record path: the conformance suite's topology families
+(tests/conformance) on random traces, run both ways, must write the same records (keys,
+values, timestamps, headers, byte for byte) and the same changelog bytes.
+
+Each case runs twice per path: through the TopologyTestDriver (one record per ``process``,
+a commit after each, as Kafka's driver does) and through a ``StreamTask`` driven directly
+with the trace cut into random batches, committed at random points (a whole batch per
+``process`` call, as the runtime does), with random headers on the input records.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import struct
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streaming import TopologyTestDriver, serdes
+from streaming.runtime import ConsumerRecord, StreamTask
+from streaming.runtime.config_keys import PROCESSING_BATCH_ENABLED
+from streaming.state import ThreadCache
+
+_CONFORMANCE = str(Path(__file__).resolve().parents[2] / "conformance")
+if _CONFORMANCE not in sys.path:
+    sys.path.insert(0, _CONFORMANCE)
+
+import fam_foreign_key  # noqa: E402, F401
+import fam_more  # noqa: E402, F401
+import fam_parity  # noqa: E402, F401
+import fam_stream_joins  # noqa: E402, F401
+import fam_table_joins  # noqa: E402, F401
+import families  # noqa: E402
+import traces  # noqa: E402
+
+FAMILIES = sorted(families.BUILDERS)
+_LONG = struct.Struct(">q")
+EXAMPLES = 6
+
+
+@pytest.fixture(autouse=True)
+def _quiet_and_on_tmpfs() -> Iterator[None]:
+    """Stores in /dev/shm when it is writable (RocksDB flushes on every driver commit);
+    the engine's skipped-record warnings silenced."""
+    old_tempdir = tempfile.tempdir
+    shm = Path("/dev/shm")
+    scratch = None
+    if shm.is_dir():
+        try:
+            scratch = tempfile.mkdtemp(prefix="batch-diff-", dir=shm)
+            tempfile.tempdir = scratch
+        except OSError:
+            scratch = None
+    log = logging.getLogger("streaming")
+    old_level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(old_level)
+        tempfile.tempdir = old_tempdir
+        if scratch is not None:
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"
+
+
+def run_task(
+    family: str,
+    params: dict[str, Any],
+    trace: list[dict[str, Any]],
+    *,
+    caching: bool,
+    optimize: bool,
+    batched: bool,
+    cuts: random.Random,
+) -> dict[str, Any]:
+    """The trace through one ``StreamTask`` of the whole topology, in random batches with
+    random commits (``cuts`` decides them, the same way for both paths): every record sent
+    and every changelog write, in order, plus the error that stopped the run, if any."""
+    topology, _ = families.build(family, params, optimize)
+    sent: list[tuple[Any, ...]] = []
+    changelog: list[tuple[Any, ...]] = []
+    pending: list[ConsumerRecord] = []
+    offsets: dict[str, int] = {}
+    error = None
+
+    def consumed(topic: str, key: bytes | None, value: bytes | None, ts: int, headers: Any):
+        offset = offsets.get(topic, 0)
+        offsets[topic] = offset + 1
+        return ConsumerRecord(topic, 0, offset, ts, key, value, tuple(headers))
+
+    def send(topic: str, key: Any, value: Any, ts: int, headers: Any, *rest: Any) -> None:
+        sent.append((topic, key, value, ts, tuple(headers)))
+        if task.source_for(topic) is not None:
+            pending.append(consumed(topic, key, value, ts, headers))
+
+    def log_change(store: str, key: bytes, value: bytes | None, ts: int, headers: Any) -> None:
+        changelog.append((store, key, value, ts, tuple(headers or ())))
+
+    with tempfile.TemporaryDirectory() as state_dir:
+        task = StreamTask(
+            "0_0",
+            topology,
+            list(topology.nodes),
+            application_id="batch-diff",
+            config={
+                "application.id": "batch-diff",
+                "default.key.serde": "string",
+                "default.value.serde": "long",
+                PROCESSING_BATCH_ENABLED: batched,
+            },
+            send=send,
+            clock=lambda: 0,
+            state_dir=Path(state_dir),
+            cache=ThreadCache(families.CACHE_BYTES) if caching else None,
+            caching_enabled=caching,
+        )
+        task.context.changelog_writer = log_change
+
+        def drain() -> None:
+            while True:
+                if pending:
+                    task.add_records(list(pending))
+                    pending.clear()
+                if not task.process(cuts.randint(1, 40)) and not pending:
+                    return
+
+        try:
+            task.initialize()
+            assert (task.batch_plan is not None) is batched
+            i = 0
+            while i < len(trace):
+                batch = trace[i : i + cuts.randint(1, 12)]
+                i += len(batch)
+                records = []
+                for r in batch:
+                    if task.source_for(r["topic"]) is None:
+                        continue  # a global topic: not the task's
+                    key = None if r["key"] is None else r["key"].encode()
+                    value = None if r["value"] is None else _LONG.pack(r["value"])
+                    headers = (
+                        (("h", str(cuts.randint(0, 3)).encode()),) if cuts.random() < 0.3 else ()
+                    )
+                    records.append(consumed(r["topic"], key, value, r["ts"], headers))
+                task.add_records(records)
+                drain()
+                if cuts.random() < 0.4:
+                    task.commit()
+                    drain()
+            task.commit()
+            drain()
+        except Exception as exc:
+            error = _describe(exc)
+        try:
+            task.close(flush=error is None)
+        except Exception as exc:
+            error = error or _describe(exc)
+    return {"sent": sent, "changelog": changelog, "error": error}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_batch_path_writes_what_the_per_record_path_writes(family: str) -> None:
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(
+        case=traces.cases(family),
+        caching=st.booleans(),
+        optimize=st.booleans(),
+        defaults=st.sampled_from(sorted(families.DEFAULT_SERDES)),
+        cut_seed=st.integers(0, 2**32 - 1),
+    )
+    def check(
+        case: tuple[dict[str, Any], list[dict[str, Any]]],
+        caching: bool,
+        optimize: bool,
+        defaults: str,
+        cut_seed: int,
+    ) -> None:
+        params, trace = case
+        through_driver = [
+            families.run_python(
+                family,
+                params,
+                trace,
+                caching,
+                optimize,
+                defaults,
+                extra_config={PROCESSING_BATCH_ENABLED: batched},
+            )
+            for batched in (True, False)
+        ]
+        assert through_driver[0] == through_driver[1]
+        through_task = [
+            run_task(
+                family,
+                params,
+                trace,
+                caching=caching,
+                optimize=optimize,
+                batched=batched,
+                cuts=random.Random(cut_seed),
+            )
+            for batched in (True, False)
+        ]
+        assert through_task[0] == through_task[1]
+
+    check()
+
+
+def _fused(topology: Any) -> list[tuple[str, list[str], list[str]]]:
+    with TopologyTestDriver(topology) as driver:
+        plan = driver._task.batch_plan
+        assert plan is not None
+        return sorted(plan.chains)
+
+
+_STATELESS = ("FILTER", "MAPVALUES", "MAP", "KEY", "FLATMAP", "FLATMAPVALUES", "MERGE")
+
+
+def test_built_in_stateless_nodes_are_fused_up_to_the_first_other_node() -> None:
+    topology, _ = families.build("stateless", {})
+    chains = _fused(topology)
+    fused = [name for _, inline, _ in chains for name in inline]
+    tails = [name for _, _, receivers in chains for name in receivers]
+    assert {name.split("-")[1] for name in fused} >= {"FILTER", "MAPVALUES", "KEY", "MAP"}
+    # what receives the fused records: sinks and the split's branch node, none of the above
+    assert tails and not [name for name in tails if name.split("-")[1] in _STATELESS]
+
+
+def test_the_flag_turns_the_batch_entry_off() -> None:
+    topology, _ = families.build("stateless", {})
+    with TopologyTestDriver(topology, config={PROCESSING_BATCH_ENABLED: "false"}) as driver:
+        assert driver._task.batch_plan is None
+
+
+def test_user_processors_and_peek_end_a_chain() -> None:
+    from streaming import StreamsBuilder
+    from streaming.topology import Processor, Record
+
+    class Upper(Processor):
+        def process(self, record: Record) -> None:
+            self.context.forward(record.with_value(record.value.upper()))
+
+    b = StreamsBuilder()
+    (
+        b.stream("in", key_serde=serdes.String(), value_serde=serdes.String())
+        .map_values(lambda v: v + "!")
+        .peek(lambda k, v: None)
+        .map_values(lambda v: v + "?")
+        .process(Upper)
+        .to("out", key_serde=serdes.String(), value_serde=serdes.String())
+    )
+    ((_, fused, tails),) = _fused(b.build())
+    assert [n.split("-")[1] for n in fused] == ["MAPVALUES"]
+    assert [n.split("-")[1] for n in tails] == ["PEEK"]
