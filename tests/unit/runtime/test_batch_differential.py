@@ -269,3 +269,60 @@ def test_user_processors_and_peek_end_a_chain() -> None:
     ((_, fused, tails),) = _fused(b.build())
     assert [n.split("-")[1] for n in fused] == ["MAPVALUES"]
     assert [n.split("-")[1] for n in tails] == ["PEEK"]
+
+
+def _run_failing_chain(batched: bool, handler: str) -> tuple[list[Any], str | None]:
+    """A fused chain whose user functions fail on some records (ZeroDivisionError on a 0,
+    the map returns None for 7, the flat_map yields a triple for 14), with dead letters;
+    the rows written, the dead letters' stack trace header masked (its frames are those of
+    the code that ran: the fused function's or the processors')."""
+    from streaming import StreamsBuilder
+
+    b = StreamsBuilder()
+    (
+        b.stream("in", key_serde=serdes.String(), value_serde=serdes.Long())
+        .filter(lambda k, v: v is not None)
+        .map_values(lambda v: 100 // v)
+        .map(lambda k, v: None if v == 14 else (k + "!", v))
+        .flat_map(lambda k, v: [(k, v), (k, v + 1)] if v != 7 else [(k, v, 0)])
+        .to("out", key_serde=serdes.String(), value_serde=serdes.Long())
+    )
+    config = {
+        PROCESSING_BATCH_ENABLED: batched,
+        "processing.exception.handler": handler,
+        "errors.dead.letter.queue.topic.name": "dlq",
+    }
+    rows: list[Any] = []
+    error = None
+    with TopologyTestDriver(b.build(), config=config, initial_wall_clock_time_ms=0) as driver:
+        source = driver.create_input_topic(
+            "in", key_serde=serdes.String(), value_serde=serdes.Long()
+        )
+        try:
+            for i, value in enumerate([5, 0, 7, 14, None, 3, 0, 100, 1]):
+                source.pipe_input("k", value, timestamp=i, headers=[("n", str(i).encode())])
+        except Exception as exc:
+            error = _describe(exc)
+        raw = serdes.Bytes()
+        for topic in sorted(driver.produced_topic_names()):
+            for r in driver.create_output_topic(topic, raw, raw).read_records_to_list():
+                headers = [
+                    (k, v if k != "__streams.errors.stacktrace" else b"<stack>")
+                    for k, v in r.headers
+                ]
+                rows.append((topic, r.key, r.value, r.timestamp, headers))
+    return rows, error
+
+
+@pytest.mark.parametrize("handler", ["log_and_continue", "log_and_fail"])
+def test_failures_inside_a_fused_chain_surface_as_on_the_per_record_path(handler: str) -> None:
+    batched, per_record = _run_failing_chain(True, handler), _run_failing_chain(False, handler)
+    assert batched == per_record
+    rows, error = batched
+    if handler == "log_and_continue":
+        assert error is None
+        dead = [row for row in rows if row[0] == "dlq"]
+        # 0 twice (ZeroDivisionError), 7 (map returned None), 14 (a triple, not a pair)
+        assert len(dead) == 4
+    else:
+        assert error is not None and "ZeroDivisionError" in error
