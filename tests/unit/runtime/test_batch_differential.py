@@ -27,6 +27,7 @@ from streaming import TopologyTestDriver, serdes
 from streaming.runtime import ConsumerRecord, StreamTask
 from streaming.runtime.config_keys import PROCESSING_BATCH_ENABLED
 from streaming.state import ThreadCache
+from streaming.testing.global_state import GlobalStateTask
 
 _CONFORMANCE = str(Path(__file__).resolve().parents[2] / "conformance")
 if _CONFORMANCE not in sys.path:
@@ -109,35 +110,59 @@ def run_task(
     def log_change(store: str, key: bytes, value: bytes | None, ts: int, headers: Any) -> None:
         changelog.append((store, key, value, ts, tuple(headers or ())))
 
+    config = {
+        "application.id": "batch-diff",
+        "default.key.serde": "string",
+        "default.value.serde": "long",
+        PROCESSING_BATCH_ENABLED: batched,
+    }
+    global_nodes = topology.global_node_names()
     with tempfile.TemporaryDirectory() as state_dir:
+        cache = ThreadCache(families.CACHE_BYTES) if caching else None
+        # global stores are updated by a global task of their own, as in the driver
+        global_task = None
+        if global_nodes:
+            global_task = GlobalStateTask(
+                topology,
+                application_id="batch-diff",
+                config=config,
+                clock=lambda: 0,
+                cache=cache,
+                caching_enabled=caching,
+                state_dir=Path(state_dir) / "global",
+            )
         task = StreamTask(
             "0_0",
             topology,
-            list(topology.nodes),
+            [name for name in topology.nodes if name not in global_nodes],
             application_id="batch-diff",
-            config={
-                "application.id": "batch-diff",
-                "default.key.serde": "string",
-                "default.value.serde": "long",
-                PROCESSING_BATCH_ENABLED: batched,
-            },
+            config=config,
             send=send,
             clock=lambda: 0,
-            state_dir=Path(state_dir),
-            cache=ThreadCache(families.CACHE_BYTES) if caching else None,
+            state_dir=Path(state_dir) / "0_0",
+            cache=cache,
             caching_enabled=caching,
         )
         task.context.changelog_writer = log_change
 
-        def drain() -> None:
+        def drain(aligned: bool = True) -> None:
+            """Process what is queued (and what the task writes to its own repartition
+            topics); ``aligned``: sometimes only up to a random event time, as the runtime's
+            event-time alignment does (the rest waits for a later drain)."""
+            until = None
+            if aligned and cuts.random() < 0.3:
+                until = cuts.randint(0, 200) * (1000 if params.get("scale") else 1)
             while True:
                 if pending:
                     task.add_records(list(pending))
                     pending.clear()
-                if not task.process(cuts.randint(1, 40)) and not pending:
+                if not task.process(cuts.randint(1, 40), until=until) and not pending:
                     return
 
         try:
+            if global_task is not None:
+                global_task.initialize()
+                task.context.global_stores = global_task.stores
             task.initialize()
             assert (task.batch_plan is not None) is batched
             i = 0
@@ -146,10 +171,11 @@ def run_task(
                 i += len(batch)
                 records = []
                 for r in batch:
-                    if task.source_for(r["topic"]) is None:
-                        continue  # a global topic: not the task's
                     key = None if r["key"] is None else r["key"].encode()
                     value = None if r["value"] is None else _LONG.pack(r["value"])
+                    if global_task is not None and r["topic"] in global_task.topics:
+                        global_task.update(r["topic"], key, value, r["ts"], ())
+                        continue
                     headers = (
                         (("h", str(cuts.randint(0, 3)).encode()),) if cuts.random() < 0.3 else ()
                     )
@@ -159,14 +185,17 @@ def run_task(
                 if cuts.random() < 0.4:
                     task.commit()
                     drain()
+            drain(aligned=False)
             task.commit()
-            drain()
+            drain(aligned=False)
         except Exception as exc:
             error = _describe(exc)
         try:
             task.close(flush=error is None)
         except Exception as exc:
             error = error or _describe(exc)
+        if global_task is not None:
+            global_task.close()
     return {"sent": sent, "changelog": changelog, "error": error}
 
 
