@@ -73,6 +73,7 @@ from streaming.runtime.config_keys import (
     NUM_STANDBY_REPLICAS,
     NUM_STREAM_THREADS,
     POLL_MS,
+    PROCESSING_BATCH_ENABLED,
     PROCESSING_GUARANTEE,
     PROCESSING_HANDLER,
     PRODUCTION_HANDLER,
@@ -189,6 +190,8 @@ class StreamsConfig:
     #: quiet wall-clock ms after which windows close on the wall clock; -1: off
     window_close_quiet_ms: int = -1
     query_server_enabled: bool = True
+    #: tasks run their queued records through the batch entry (``streaming.runtime.batch``)
+    processing_batch_enabled: bool = True
     consumer: dict[str, Any] = field(default_factory=dict)
     producer: dict[str, Any] = field(default_factory=dict)
     admin: dict[str, Any] = field(default_factory=dict)
@@ -384,6 +387,7 @@ class StreamsConfig:
             ),
             client_id=cfg.get(CLIENT_ID) or None,
             window_close_quiet_ms=_int(cfg, WINDOW_CLOSE_QUIET_MS, -1, minimum=-1),
+            processing_batch_enabled=_bool(cfg, PROCESSING_BATCH_ENABLED, True),
             alignment=AlignmentSettings(
                 max_drift_ms=_int(cfg, EVENT_TIME_ALIGNMENT_MAX_DRIFT_MS, 10_000, minimum=-1),
                 lag_records=_int(cfg, EVENT_TIME_ALIGNMENT_LAG_RECORDS, 1_000, minimum=0),

@@ -60,6 +60,9 @@ EVENT_TIME_ALIGNMENT_IDLE_MS = "event.time.alignment.idle.ms"
 EVENT_TIME_ALIGNMENT_ACROSS_INSTANCES = "event.time.alignment.across.instances"
 #: ours: windows close when the input goes quiet (see streaming.dsl.processors.quiet_close)
 WINDOW_CLOSE_QUIET_MS = quiet_close.WINDOW_CLOSE_QUIET_MS
+#: ours: a task runs the records it takes from a queue through its batch entry (fused chains
+#: of built-in stateless nodes, see streaming.runtime.batch); false: record by record
+PROCESSING_BATCH_ENABLED = "processing.batch.enabled"
 #: how long a stream thread retries a retriable failure without progress before failing
 TASK_TIMEOUT_MS = "task.timeout.ms"
 #: the wait between such retries (also passed to the clients, as in Kafka Streams)
@@ -123,6 +126,7 @@ KNOWN_KEYS = frozenset(
         EVENT_TIME_ALIGNMENT_IDLE_MS,
         EVENT_TIME_ALIGNMENT_ACROSS_INSTANCES,
         WINDOW_CLOSE_QUIET_MS,
+        PROCESSING_BATCH_ENABLED,
         CLIENT_ID,
         TASK_TIMEOUT_MS,
         RETRY_BACKOFF_MS,

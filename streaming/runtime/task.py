@@ -19,6 +19,7 @@ from typing import Any
 
 from streaming import serdes as serdes_mod
 from streaming.errors import SerializationError, StreamsException
+from streaming.runtime.batch import BatchPlan, batch_enabled
 from streaming.runtime.context import TaskContext
 from streaming.runtime.nodes import FixedKeyNode, ProcessorNode, SinkNode, SourceNode
 from streaming.runtime.partition_group import UNKNOWN, PartitionGroup
@@ -189,6 +190,9 @@ class StreamTask:
                 builder.with_caching_disabled()
         self._stores_open = False
         self._initialized = False
+        self._batch_enabled = batch_enabled(config)
+        #: the batch entries (``streaming.runtime.batch``), once the processors are initialized
+        self.batch_plan: BatchPlan | None = None
 
     @property
     def stream_time(self) -> int:
@@ -296,19 +300,40 @@ class StreamTask:
             context.current_node = node
             node.init(context)
         context.current_node = None
+        if self._batch_enabled:
+            self.batch_plan = BatchPlan(self)
         self._initialized = True
 
     # -- input ------------------------------------------------------------------------
 
     def add_records(self, records: Iterable[ConsumerRecord]) -> None:
-        """Deserialise, time-stamp and queue consumed records."""
+        """Deserialise, time-stamp and queue consumed records (the source, its serdes and
+        extractor looked up once per partition and call)."""
+        group = self.partition_group
+        #: (topic, partition) -> (source, key deserializer, value deserializer, extractor
+        #: or None for the record's own timestamp)
+        resolved: dict[tuple[str, int], tuple[SourceNode, Any, Any, Any]] = {}
+        appends: dict[tuple[str, int], Callable[[StampedRecord], None]] = {}
         for raw in records:
-            source = self.source_for(raw.topic)
-            if source is None:
-                raise StreamsException(f"task {self.id} does not consume topic {raw.topic}")
+            tp = (raw.topic, raw.partition)
+            found = resolved.get(tp)
+            if found is None:
+                source = self.source_for(raw.topic)
+                if source is None:
+                    raise StreamsException(f"task {self.id} does not consume topic {raw.topic}")
+                extractor = source.timestamp_extractor or self._default_extractor
+                if extractor.__class__ is RecordTimestampExtractor:
+                    extractor = None
+                found = resolved[tp] = (
+                    source,
+                    source.key_serde.deserialize,
+                    source.value_serde.deserialize,
+                    extractor,
+                )
+            source, key_de, value_de, extractor = found
             try:
-                key = source.key_serde.deserialize(raw.topic, raw.key)
-                value = source.value_serde.deserialize(raw.topic, raw.value)
+                key = key_de(raw.topic, raw.key)
+                value = value_de(raw.topic, raw.value)
             except (SerializationError, ValueError, TypeError) as exc:
                 if self._deserialization_handler(raw, exc) == "continue":
                     # the handler tells the user (log_and_continue: a WARNING per record)
@@ -327,12 +352,10 @@ class StreamTask:
                     f"error. A deserialization error occurred for {raw.topic}-{raw.partition} at "
                     f"offset {raw.offset}: {exc}"
                 ) from exc
-            tp = (raw.topic, raw.partition)
-            extractor = source.timestamp_extractor or self._default_extractor
-            if extractor.__class__ is RecordTimestampExtractor:
+            if extractor is None:
                 timestamp = raw.timestamp
             else:
-                partition_time = self.partition_group.partition_time(tp)
+                partition_time = group.partition_time(tp)
                 timestamp = extractor.extract(_Consumed(raw, key, value), partition_time)
             stamped = StampedRecord(
                 raw.topic,
@@ -356,7 +379,11 @@ class StreamTask:
                 if self._on_skipped is not None:
                     self._on_skipped("negative-timestamp", stamped)
                 continue
-            self.partition_group.queue(tp).append(stamped)
+            append = appends.get(tp)
+            if append is None:
+                # the queue exists once a record of its partition is queued
+                append = appends[tp] = group.queue(tp).append
+            append(stamped)
 
     def add_messages(self, topic: str, partition: int, msgs: Iterable[Any]) -> None:
         """``add_records`` straight from confluent-kafka ``Message`` objects of one input
@@ -432,6 +459,10 @@ class StreamTask:
         queues = group.queues
         if ready is None and len(queues) == 1:
             ((tp, queue),) = queues.items()
+            plan = self.batch_plan
+            entry = None if plan is None else plan.entry(self.sources[tp[0]])
+            if entry is not None:
+                return entry(tp, queue, limit, on_error, until)
             return self._process_queue(tp, queue, limit, on_error, until)
         next_record = group.next_record
         process_stamped = self.process_stamped
@@ -505,8 +536,16 @@ class StreamTask:
         return source
 
     def process_stamped(self, rec: StampedRecord) -> None:
+        """Run one queued record through the sub-topology (through its source's batch entry
+        when the task has one)."""
         context = self.context
         source = self.sources[rec.topic]
+        plan = self.batch_plan
+        if plan is not None:
+            run_one = plan.run_one(source)
+            if run_one is not None:
+                run_one(rec)
+                return
         context._record_context = RecordContext(
             rec.timestamp, rec.offset, rec.partition, rec.topic, rec.headers
         )
@@ -579,6 +618,7 @@ class StreamTask:
                 except Exception as exc:
                     failure = failure or exc
             self._initialized = False
+            self.batch_plan = None
             self._stores_open = False
             if failure is not None:
                 raise failure

@@ -545,8 +545,10 @@ def run_python(
     caching: bool,
     optimize: bool = False,
     defaults: str = "string-long",
+    extra_config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run one trace through streaming.TopologyTestDriver; same shape as a Java response."""
+    """Run one trace through streaming.TopologyTestDriver; same shape as a Java response
+    (``extra_config``: more driver settings, e.g. ``processing.batch.enabled``)."""
     try:
         topology, outs = build(family, params, optimize)
     except Exception as exc:
@@ -560,6 +562,7 @@ def run_python(
         "default.key.serde": DEFAULT_SERDES[defaults][0],
         "default.value.serde": DEFAULT_SERDES[defaults][1],
         "statestore.cache.max.bytes": CACHE_BYTES if caching else 0,
+        **(extra_config or {}),
     }
     driver = None
     try:

@@ -1,0 +1,357 @@
+"""The batch entry against the per-record path: the conformance suite's topology families
+(tests/conformance) on random traces, run both ways, must write the same records (keys,
+values, timestamps, headers, byte for byte) and the same changelog bytes.
+
+Each case runs twice per path: through the TopologyTestDriver (one record per ``process``,
+a commit after each, as Kafka's driver does) and through a ``StreamTask`` driven directly
+with the trace cut into random batches, committed at random points (a whole batch per
+``process`` call, as the runtime does), with random headers on the input records.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import struct
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streaming import TopologyTestDriver, serdes
+from streaming.runtime import ConsumerRecord, StreamTask
+from streaming.runtime.config_keys import PROCESSING_BATCH_ENABLED
+from streaming.state import ThreadCache
+from streaming.testing.global_state import GlobalStateTask
+
+_CONFORMANCE = str(Path(__file__).resolve().parents[2] / "conformance")
+if _CONFORMANCE not in sys.path:
+    sys.path.insert(0, _CONFORMANCE)
+
+import fam_foreign_key  # noqa: E402, F401
+import fam_more  # noqa: E402, F401
+import fam_parity  # noqa: E402, F401
+import fam_stream_joins  # noqa: E402, F401
+import fam_table_joins  # noqa: E402, F401
+import families  # noqa: E402
+import traces  # noqa: E402
+
+FAMILIES = sorted(families.BUILDERS)
+_LONG = struct.Struct(">q")
+EXAMPLES = 6
+
+
+@pytest.fixture(autouse=True)
+def _quiet_and_on_tmpfs() -> Iterator[None]:
+    """Stores in /dev/shm when it is writable (RocksDB flushes on every driver commit);
+    the engine's skipped-record warnings silenced."""
+    old_tempdir = tempfile.tempdir
+    shm = Path("/dev/shm")
+    scratch = None
+    if shm.is_dir():
+        try:
+            scratch = tempfile.mkdtemp(prefix="batch-diff-", dir=shm)
+            tempfile.tempdir = scratch
+        except OSError:
+            scratch = None
+    log = logging.getLogger("streaming")
+    old_level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(old_level)
+        tempfile.tempdir = old_tempdir
+        if scratch is not None:
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"
+
+
+def run_task(
+    family: str,
+    params: dict[str, Any],
+    trace: list[dict[str, Any]],
+    *,
+    caching: bool,
+    optimize: bool,
+    batched: bool,
+    cuts: random.Random,
+) -> dict[str, Any]:
+    """The trace through one ``StreamTask`` of the whole topology, in random batches with
+    random commits (``cuts`` decides them, the same way for both paths): every record sent
+    and every changelog write, in order, plus the error that stopped the run, if any."""
+    topology, _ = families.build(family, params, optimize)
+    sent: list[tuple[Any, ...]] = []
+    changelog: list[tuple[Any, ...]] = []
+    pending: list[ConsumerRecord] = []
+    offsets: dict[str, int] = {}
+    error = None
+
+    def consumed(topic: str, key: bytes | None, value: bytes | None, ts: int, headers: Any):
+        offset = offsets.get(topic, 0)
+        offsets[topic] = offset + 1
+        return ConsumerRecord(topic, 0, offset, ts, key, value, tuple(headers))
+
+    def send(topic: str, key: Any, value: Any, ts: int, headers: Any, *rest: Any) -> None:
+        sent.append((topic, key, value, ts, tuple(headers)))
+        if task.source_for(topic) is not None:
+            pending.append(consumed(topic, key, value, ts, headers))
+
+    def log_change(store: str, key: bytes, value: bytes | None, ts: int, headers: Any) -> None:
+        changelog.append((store, key, value, ts, tuple(headers or ())))
+
+    config = {
+        "application.id": "batch-diff",
+        "default.key.serde": "string",
+        "default.value.serde": "long",
+        PROCESSING_BATCH_ENABLED: batched,
+    }
+    global_nodes = topology.global_node_names()
+    with tempfile.TemporaryDirectory() as state_dir:
+        cache = ThreadCache(families.CACHE_BYTES) if caching else None
+        # global stores are updated by a global task of their own, as in the driver
+        global_task = None
+        if global_nodes:
+            global_task = GlobalStateTask(
+                topology,
+                application_id="batch-diff",
+                config=config,
+                clock=lambda: 0,
+                cache=cache,
+                caching_enabled=caching,
+                state_dir=Path(state_dir) / "global",
+            )
+        task = StreamTask(
+            "0_0",
+            topology,
+            [name for name in topology.nodes if name not in global_nodes],
+            application_id="batch-diff",
+            config=config,
+            send=send,
+            clock=lambda: 0,
+            state_dir=Path(state_dir) / "0_0",
+            cache=cache,
+            caching_enabled=caching,
+        )
+        task.context.changelog_writer = log_change
+
+        def drain(aligned: bool = True) -> None:
+            """Process what is queued (and what the task writes to its own repartition
+            topics); ``aligned``: sometimes only up to a random event time, as the runtime's
+            event-time alignment does (the rest waits for a later drain)."""
+            until = None
+            if aligned and cuts.random() < 0.3:
+                until = cuts.randint(0, 200) * (1000 if params.get("scale") else 1)
+            while True:
+                if pending:
+                    task.add_records(list(pending))
+                    pending.clear()
+                if not task.process(cuts.randint(1, 40), until=until) and not pending:
+                    return
+
+        try:
+            if global_task is not None:
+                global_task.initialize()
+                task.context.global_stores = global_task.stores
+            task.initialize()
+            assert (task.batch_plan is not None) is batched
+            i = 0
+            while i < len(trace):
+                batch = trace[i : i + cuts.randint(1, 12)]
+                i += len(batch)
+                records = []
+                for r in batch:
+                    key = None if r["key"] is None else r["key"].encode()
+                    value = None if r["value"] is None else _LONG.pack(r["value"])
+                    if global_task is not None and r["topic"] in global_task.topics:
+                        global_task.update(r["topic"], key, value, r["ts"], ())
+                        continue
+                    headers = (
+                        (("h", str(cuts.randint(0, 3)).encode()),) if cuts.random() < 0.3 else ()
+                    )
+                    records.append(consumed(r["topic"], key, value, r["ts"], headers))
+                task.add_records(records)
+                drain()
+                if cuts.random() < 0.4:
+                    task.commit()
+                    drain()
+            drain(aligned=False)
+            task.commit()
+            drain(aligned=False)
+        except Exception as exc:
+            error = _describe(exc)
+        try:
+            task.close(flush=error is None)
+        except Exception as exc:
+            error = error or _describe(exc)
+        if global_task is not None:
+            global_task.close()
+    return {"sent": sent, "changelog": changelog, "error": error}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_batch_path_writes_what_the_per_record_path_writes(family: str) -> None:
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(
+        case=traces.cases(family),
+        caching=st.booleans(),
+        optimize=st.booleans(),
+        defaults=st.sampled_from(sorted(families.DEFAULT_SERDES)),
+        cut_seed=st.integers(0, 2**32 - 1),
+    )
+    def check(
+        case: tuple[dict[str, Any], list[dict[str, Any]]],
+        caching: bool,
+        optimize: bool,
+        defaults: str,
+        cut_seed: int,
+    ) -> None:
+        params, trace = case
+        through_driver = [
+            families.run_python(
+                family,
+                params,
+                trace,
+                caching,
+                optimize,
+                defaults,
+                extra_config={PROCESSING_BATCH_ENABLED: batched},
+            )
+            for batched in (True, False)
+        ]
+        assert through_driver[0] == through_driver[1]
+        through_task = [
+            run_task(
+                family,
+                params,
+                trace,
+                caching=caching,
+                optimize=optimize,
+                batched=batched,
+                cuts=random.Random(cut_seed),
+            )
+            for batched in (True, False)
+        ]
+        assert through_task[0] == through_task[1]
+
+    check()
+
+
+def _fused(topology: Any) -> list[tuple[str, list[str], list[str]]]:
+    with TopologyTestDriver(topology) as driver:
+        plan = driver._task.batch_plan
+        assert plan is not None
+        return sorted(plan.chains)
+
+
+_STATELESS = ("FILTER", "MAPVALUES", "MAP", "KEY", "FLATMAP", "FLATMAPVALUES", "MERGE")
+
+
+def test_built_in_stateless_nodes_are_fused_up_to_the_first_other_node() -> None:
+    topology, _ = families.build("stateless", {})
+    chains = _fused(topology)
+    fused = [name for _, inline, _ in chains for name in inline]
+    tails = [name for _, _, receivers in chains for name in receivers]
+    assert {name.split("-")[1] for name in fused} >= {"FILTER", "MAPVALUES", "KEY", "MAP"}
+    # what receives the fused records: sinks and the split's branch node, none of the above
+    assert tails and not [name for name in tails if name.split("-")[1] in _STATELESS]
+
+
+def test_the_flag_turns_the_batch_entry_off() -> None:
+    topology, _ = families.build("stateless", {})
+    with TopologyTestDriver(topology, config={PROCESSING_BATCH_ENABLED: "false"}) as driver:
+        assert driver._task.batch_plan is None
+
+
+def test_user_processors_and_peek_end_a_chain() -> None:
+    from streaming import StreamsBuilder
+    from streaming.topology import Processor, Record
+
+    class Upper(Processor):
+        def process(self, record: Record) -> None:
+            self.context.forward(record.with_value(record.value.upper()))
+
+    b = StreamsBuilder()
+    (
+        b.stream("in", key_serde=serdes.String(), value_serde=serdes.String())
+        .map_values(lambda v: v + "!")
+        .peek(lambda k, v: None)
+        .map_values(lambda v: v + "?")
+        .process(Upper)
+        .to("out", key_serde=serdes.String(), value_serde=serdes.String())
+    )
+    ((_, fused, tails),) = _fused(b.build())
+    assert [n.split("-")[1] for n in fused] == ["MAPVALUES"]
+    assert [n.split("-")[1] for n in tails] == ["PEEK"]
+
+
+def _run_failing_chain(batched: bool, handler: str) -> tuple[list[Any], str | None]:
+    """A fused chain whose user functions fail on some records (ZeroDivisionError on a 0,
+    the map returns None for 7, the flat_map yields a triple for 14), with dead letters;
+    the rows written, the dead letters' stack trace header masked (its frames are those of
+    the code that ran: the fused function's or the processors')."""
+    from streaming import StreamsBuilder
+
+    b = StreamsBuilder()
+    (
+        b.stream("in", key_serde=serdes.String(), value_serde=serdes.Long())
+        .filter(lambda k, v: v is not None)
+        .map_values(lambda v: 100 // v)
+        .map(lambda k, v: None if v == 14 else (k + "!", v))
+        .flat_map(lambda k, v: [(k, v), (k, v + 1)] if v != 7 else [(k, v, 0)])
+        .to("out", key_serde=serdes.String(), value_serde=serdes.Long())
+    )
+    config = {
+        PROCESSING_BATCH_ENABLED: batched,
+        "processing.exception.handler": handler,
+        "errors.dead.letter.queue.topic.name": "dlq",
+    }
+    rows: list[Any] = []
+    error = None
+    with TopologyTestDriver(b.build(), config=config, initial_wall_clock_time_ms=0) as driver:
+        source = driver.create_input_topic(
+            "in", key_serde=serdes.String(), value_serde=serdes.Long()
+        )
+        try:
+            for i, value in enumerate([5, 0, 7, 14, None, 3, 0, 100, 1]):
+                source.pipe_input("k", value, timestamp=i, headers=[("n", str(i).encode())])
+        except Exception as exc:
+            error = _describe(exc)
+        raw = serdes.Bytes()
+        for topic in sorted(driver.produced_topic_names()):
+            for r in driver.create_output_topic(topic, raw, raw).read_records_to_list():
+                headers = [
+                    (k, v if k != "__streams.errors.stacktrace" else b"<stack>")
+                    for k, v in r.headers
+                ]
+                rows.append((topic, r.key, r.value, r.timestamp, headers))
+    return rows, error
+
+
+@pytest.mark.parametrize("handler", ["log_and_continue", "log_and_fail"])
+def test_failures_inside_a_fused_chain_surface_as_on_the_per_record_path(handler: str) -> None:
+    batched, per_record = _run_failing_chain(True, handler), _run_failing_chain(False, handler)
+    assert batched == per_record
+    rows, error = batched
+    if handler == "log_and_continue":
+        assert error is None
+        dead = [row for row in rows if row[0] == "dlq"]
+        # 0 twice (ZeroDivisionError), 7 (map returned None), 14 (a triple, not a pair)
+        assert len(dead) == 4
+    else:
+        assert error is not None and "ZeroDivisionError" in error
