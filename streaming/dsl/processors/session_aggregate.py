@@ -275,15 +275,15 @@ class KStreamSessionWindowAggregateProcessor(Processor):
         self._forward_final_result(record, stream_time - self.close_offset)
 
     def _set_last_emit(self, window_close_time: int) -> None:
-        # sessions ending at the last close time or later may wait to be emitted; closed
-        # sessions are read from whole live segments
+        # sessions ending at the last close time or later (before the first emit: at 0 or
+        # later, so event times near the epoch, where no session has closed at the first look,
+        # lose none) may wait to be emitted; closed sessions are read from whole live segments
         self.last_emit_window_close_time = window_close_time
-        if window_close_time == NO_TIMESTAMP:
-            self.emit_before_puts_after = MAX_TIMESTAMP
-        elif self.segmented is not None:
-            self.emit_before_puts_after = self.segmented.kept_until(window_close_time)
+        close = max(window_close_time, 0)
+        if self.segmented is not None:
+            self.emit_before_puts_after = self.segmented.kept_until(close)
         else:
-            self.emit_before_puts_after = window_close_time + self.close_offset - 1
+            self.emit_before_puts_after = close + self.close_offset - 1
 
     def _maybe_forward_final_result(self, record: Record, window_close_time: int) -> None:
         now = self.context.current_system_time_ms()

@@ -201,9 +201,8 @@ class AbstractTimeWindowAggregateProcessor(Processor):
 
     def _set_last_emit(self, window_close_time: int) -> None:
         self.last_emit_window_close_time = window_close_time
-        if window_close_time == NO_TIMESTAMP:
-            self.emit_before_puts_after = MAX_TIMESTAMP
-            return
+        # before the first emit the earliest start is 0: armed from the first record on, so
+        # event times near the epoch, where no window has closed at the first look, lose none
         earliest = self.earliest_unemitted_start()
         segmented = self.segmented
         self.emit_before_puts_after = (

@@ -52,16 +52,23 @@ def _topology(windows: Any, emit: EmitStrategy, store_type: str):
     return builder.build()
 
 
-def _trace() -> list[tuple[str, int]]:
-    """Keys active in bursts (their windows and sessions close all along), then three records
-    of another key that each move stream time 200 s on, far past every retention."""
-    records = [(f"k{(n // 7) % 13}", BASE + 700 * n) for n in range(1500)]
+def _trace(base: int) -> list[tuple[str, int]]:
+    """Keys active in bursts (their windows and sessions close all along) from ``base`` on,
+    then three records of another key that each move stream time 200 s on, far past every
+    retention."""
+    records = [(f"k{(n // 7) % 13}", base + 700 * n) for n in range(1500)]
     last = records[-1][1]
     return records + [(CLOSING_KEY, last + 200_000 * step) for step in (1, 2, 3)]
 
 
 def _run(
-    windows: Any, emit: EmitStrategy, store_type: str, tmp_path, *, wall_ms_per_record: int
+    windows: Any,
+    emit: EmitStrategy,
+    store_type: str,
+    tmp_path,
+    *,
+    wall_ms_per_record: int,
+    base: int,
 ) -> list[tuple[str, int | None]]:
     config = {EMIT_INTERVAL: 1_000, "state.dir": str(tmp_path / f"{emit.kind}-{store_type}")}
     with TopologyTestDriver(
@@ -69,7 +76,7 @@ def _run(
     ) as driver:
         source = driver.create_input_topic("in", S, S)
         out = driver.create_output_topic("out", S, L)
-        trace = _trace()
+        trace = _trace(base)
         for key, ts in trace:
             source.pipe_input(key, "x", ts)
             driver.advance_wall_clock_time(wall_ms_per_record)
@@ -82,13 +89,20 @@ def _run(
 @pytest.mark.parametrize("store_type", ["rocksdb", "in_memory"])
 @pytest.mark.parametrize("kind", list(WINDOWS))
 @pytest.mark.parametrize("wall_ms_per_record", [0, 3])
+# event times at the epoch too: no window has closed yet at the first look there
+@pytest.mark.parametrize("base", [BASE, 0], ids=["now", "epoch"])
 def test_every_window_is_emitted_once_when_stream_time_outruns_the_throttle(
-    kind: str, store_type: str, wall_ms_per_record: int, tmp_path
+    kind: str, store_type: str, wall_ms_per_record: int, base: int, tmp_path
 ) -> None:
     windows = WINDOWS[kind]
     eager: dict[str, int] = {}
     for key, value in _run(
-        windows, EmitStrategy.on_window_update(), store_type, tmp_path, wall_ms_per_record=1
+        windows,
+        EmitStrategy.on_window_update(),
+        store_type,
+        tmp_path,
+        wall_ms_per_record=1,
+        base=base,
     ):
         if value is None:  # a session merged into a later one
             eager.pop(key, None)
@@ -103,6 +117,7 @@ def test_every_window_is_emitted_once_when_stream_time_outruns_the_throttle(
         store_type,
         tmp_path,
         wall_ms_per_record=wall_ms_per_record,
+        base=base,
     )
     emitted = [(k, v) for k, v in final if not k.startswith(CLOSING_KEY)]
     assert len(emitted) == len({k for k, _ in emitted}), "a window came out twice"
