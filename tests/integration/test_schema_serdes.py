@@ -113,7 +113,7 @@ def test_avro_keys_and_values_round_trip_in_the_confluent_wire_format(
     orders = [{"id": f"o{i}", "amount": 100 * i, "note": "n" * i} for i in range(3)]
     records = [(keys.serialize(topic, {"id": o["id"]}), values.serialize(topic, o)) for o in orders]
     read = _through_the_broker(kafka_cluster, topic, records)
-    assert sorted(schema_registry.subjects()) >= [f"{topic}-key", f"{topic}-value"]
+    assert {f"{topic}-key", f"{topic}-value"} <= set(schema_registry.subjects())
     key_id = schema_registry.request("GET", f"/subjects/{topic}-key/versions/1")["id"]
     value_id = schema_registry.request("GET", f"/subjects/{topic}-value/versions/1")["id"]
     assert key_id != value_id
