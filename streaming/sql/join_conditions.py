@@ -138,6 +138,11 @@ class TimeBound:
     before_ms: int
     after_ms: int
 
+    @property
+    def empty(self) -> bool:
+        """Whether no time is within the bound (its low end is above its high end)."""
+        return self.before_ms + self.after_ms < 0
+
 
 class OnClause:
     """The kind and conditions of one join of ``select`` (its left input: the tables
@@ -369,10 +374,11 @@ class OnClause:
             )
         # right in [left + low, left + high], or left in [right + low, right + high]
         before, after = (-low, high) if subject == "right" else (high, -low)
-        if before + after < 0:
+        if before + after < 0 and self.side == "INNER":
             raise self.error(
                 between, "the join's time bound is empty: its low end is above its high end"
             )
+        # an outer join with an empty bound joins no row: it pads every preserved row
         return TimeBound(before, after)
 
 

@@ -204,7 +204,9 @@ class JoinStep:
             stream = stream.select_key(lambda k, v: make(read(v)))
         joined_with = Joined.with_(key_serde=right.key_serde(), value_serde=serdes.Json())
         if self.version is not None:
-            table, grace = self.versioned_table(), left.delay_ms
+            # Kafka Streams' versioned join keeps at least its grace period of history
+            grace = left.delay_ms
+            table = self.versioned_table(max(VERSIONED_HISTORY_MS, grace))
             if grace > 0:
                 joined_with = joined_with.with_grace_period(grace)
         else:
@@ -248,9 +250,9 @@ class JoinStep:
         rows = join(table, lambda k, v: make(read(v)), joined)
         return self.output(rows, False, keys=self.input.keys)
 
-    def versioned_table(self) -> Any:
+    def versioned_table(self, history_ms: int) -> Any:
         """``FOR SYSTEM_TIME AS OF l.ts``: the table in a versioned store that keeps
-        ``VERSIONED_HISTORY_MS`` of history."""
+        ``history_ms`` of history."""
         version = self.version
         column = version.expression if version is not None else None
         kind = version.args.get("kind") if version is not None else None
@@ -275,9 +277,7 @@ class JoinStep:
                 f"FOR SYSTEM_TIME AS OF needs {self.right.name} read into a versioned store: "
                 f"{self.right.name} is read elsewhere too (or is a view), not supported yet",
             )
-        table = self.compiler.source_of(
-            self.right, materialized=self.versioned_store(VERSIONED_HISTORY_MS)
-        )
+        table = self.compiler.source_of(self.right, materialized=self.versioned_store(history_ms))
         self.compiler.versioned.add(self.right.name)
         return table
 
@@ -316,14 +316,16 @@ class JoinStep:
             if not keyed or (key_format in OBJECT_KEY_FORMATS and column != key_name):
                 stream = stream.select_key(lambda k, v, c=column: make(v.get(c)))
             # SQL: a NULL join column equals nothing (not even NULL), so such a row never
-            # joins; an outer join passes it on at once with no other side.
+            # joins; an outer join passes it on at once with no other side. Under an
+            # empty bound no row joins: each preserved row passes on at once.
             if side in keeps[self.side]:
                 pad = (lambda v: joined(v, None)) if side == "left" else (lambda v: joined(None, v))
-                unjoined.append(
-                    stream.filter(lambda k, v, c=column: k is None or v.get(c) is None).map_values(
-                        pad
-                    )
+                never = (
+                    stream
+                    if bound.empty
+                    else stream.filter(lambda k, v, c=column: k is None or v.get(c) is None)
                 )
+                unjoined.append(never.map_values(pad))
             streams.append(
                 stream.filter(lambda k, v, c=column: k is not None and v.get(c) is not None)
             )
@@ -333,7 +335,9 @@ class JoinStep:
             key_serde=key_serde, value_serde=serdes.Json(), other_value_serde=serdes.Json()
         )
         first, second = streams
-        if self.side == "RIGHT":
+        if bound.empty:
+            result = unjoined.pop()
+        elif self.side == "RIGHT":
             # right rows within [left - before, left + after] <=> left rows within
             # [right - after, right + before]
             windows = JoinWindows(

@@ -1,11 +1,12 @@
 """Token-level pre-processing of Flink SQL constructs that sqlglot does not parse.
 
-sqlglot parses Flink's DDL, queries and most group-window functions, but not five Flink
-constructs. This module takes them out of the text before sqlglot parses it, and
+sqlglot parses Flink's DDL, queries and most group-window functions, but not the Flink
+constructs below. This module takes them out of the text before sqlglot parses it, and
 returns what they said:
 
 - ``WATERMARK FOR ts AS ts - INTERVAL 'n' UNIT`` inside ``CREATE TABLE (...)``,
-- a trailing ``EMIT CHANGES`` / ``EMIT FINAL``,
+- a trailing ``EMIT CHANGES`` / ``EMIT FINAL``, and a trailing ``ON CONFLICT DO
+  DEDUPLICATE`` (what a keyed sink does anyway),
 - a leading ``EXPLAIN``,
 - the window table-valued functions ``TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size))``,
   ``TABLE(HOP(TABLE t, DESCRIPTOR(ts), slide, size))``,
@@ -229,6 +230,7 @@ def _prepare(text: str, tokens: list[Token], *, explain: bool) -> Statement:
     chars = [c if c == "\n" else " " for c in text]
     chars[start : end + 1] = text[start : end + 1]
     statement = Statement(start=start, end=end, text="", explain=explain)
+    tokens = _take_on_conflict(text, tokens, chars)
     if len(tokens) >= 2 and tokens[-2].text.upper() == "EMIT":
         mode = tokens[-1].text.upper()
         if mode not in ("CHANGES", "FINAL"):
@@ -267,6 +269,24 @@ def _prepare(text: str, tokens: list[Token], *, explain: bool) -> Statement:
             chars[token.start : token.end + 1] = SESSION_ALIAS
     statement.text = "".join(chars)
     return statement
+
+
+def _take_on_conflict(text: str, tokens: list[Token], chars: list[str]) -> list[Token]:
+    """Blank a trailing ``ON CONFLICT DO DEDUPLICATE`` (Flink's conflict strategy of a
+    sink's PRIMARY KEY: the last row of a key wins, which is what a keyed sink here does);
+    the other strategies are errors that name them."""
+    if len(tokens) < 4 or [t.text.upper() for t in tokens[-4:-1]] != ["ON", "CONFLICT", "DO"]:
+        return tokens
+    strategy = tokens[-1].text.upper()
+    if strategy != "DEDUPLICATE":
+        raise error_at(
+            text,
+            tokens[-1].start,
+            f"ON CONFLICT DO {strategy} is not supported: a sink keeps each key's last row "
+            "(ON CONFLICT DO DEDUPLICATE)",
+        )
+    _blank(chars, tokens[-4].start, tokens[-1].end)
+    return tokens[:-4]
 
 
 def _matching_paren(tokens: list[Token], open_index: int) -> int:
