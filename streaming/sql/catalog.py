@@ -435,8 +435,13 @@ def _options(create: exp.Create, source: str) -> dict[str, str]:
     for prop in properties.expressions if properties else []:
         if isinstance(prop, exp.TemporaryProperty):
             continue  # CREATE TEMPORARY VIEW: every view lives as long as its topology
-        if not isinstance(prop, exp.Property):
-            raise error_at(source, node_offset(create), f"unsupported table property {prop.sql()}")
+        if not isinstance(prop, exp.Property) or "value" not in prop.args:
+            what = "PARTITIONED BY" if isinstance(prop, exp.PartitionedByProperty) else prop.sql()
+            raise error_at(
+                source,
+                node_offset(create),
+                f"unsupported table property {what} (not supported yet)",
+            )
         key = prop.this.name if isinstance(prop.this, exp.Expr) else str(prop.this)
         options[key] = prop.args["value"].name
     return options

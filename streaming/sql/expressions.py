@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from sqlglot import exp
 
-from streaming.sql import functions
+from streaming.sql import builtins, functions
 from streaming.sql.catalog import type_kind
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.timestamps import parse_timestamp
@@ -65,8 +65,9 @@ def fail(scope: Scope, node: exp.Expr, message: str) -> SqlError:
 def compile_expression(node: exp.Expr, scope: Scope) -> Compiled:
     """Compile ``node`` in ``scope`` (raises ``SqlError`` for what is unknown or wrong)."""
     if isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous | exp.AggFunc):
-        # a Python scalar function named as a function sqlglot knows (SPLIT, REVERSE)
-        function = functions.lookup(node.sql_name())
+        # a Python scalar function named as a function sqlglot knows (SPLIT, REVERSE), or
+        # a built-in one sqlglot parses to a node of its own (HOUR, REGEXP_EXTRACT)
+        function = functions.lookup(node.sql_name()) or builtins.lookup(node.sql_name())
         if isinstance(function, functions.ScalarFunction):
             return _python_call(_as_call(node), function, scope)
     for types, handler in _HANDLERS:
@@ -236,6 +237,29 @@ def _is_null(node: exp.Is, scope: Scope) -> Compiled:
         raise fail(scope, node, f"unsupported expression {node.sql()}")
     fn = compile_expression(node.this, scope).fn
     return Compiled(lambda row: fn(row) is None, "BOOLEAN")
+
+
+def _in(node: exp.In, scope: Scope) -> Compiled:
+    """``x IN (a, b, ...)`` over a list of expressions: NULL when ``x`` is NULL, or when
+    nothing matches and a NULL is in the list (SQL's three-valued logic)."""
+    if node.args.get("query") is not None or not node.expressions:
+        raise fail(scope, node, f"IN with a subquery is not supported yet: {node.sql()}")
+    subject = compile_expression(node.this, scope)
+    options = [compile_expression(option, scope) for option in node.expressions]
+    for option, option_node in zip(options, node.expressions, strict=True):
+        _comparable(subject, option, option_node, scope)
+    subject_fn, option_fns = subject.fn, [option.fn for option in options]
+
+    def evaluate(row: Row) -> Any:
+        value = subject_fn(row)
+        if value is None:
+            return None
+        values = [fn(row) for fn in option_fns]
+        if any(sql_equal(value, v) for v in values if v is not None):
+            return True
+        return None if None in values else False
+
+    return Compiled(evaluate, "BOOLEAN")
 
 
 def _paren(node: exp.Paren, scope: Scope) -> Compiled:
@@ -410,7 +434,7 @@ def _aggregate(node: exp.AggFunc, scope: Scope) -> Compiled:
 
 
 def _anonymous(node: exp.Anonymous, scope: Scope) -> Compiled:
-    function = functions.lookup(node.name)
+    function = functions.lookup(node.name) or builtins.lookup(node.name)
     if isinstance(function, functions.AggregateFunction):
         return scope.aggregate(node)  # type: ignore[arg-type]  # GroupScope takes it
     if isinstance(function, functions.TableFunction):
@@ -462,6 +486,7 @@ _HANDLERS: list[tuple[Any, Callable[[Any, Scope], Compiled]]] = [
     ((exp.And, exp.Or), _logic),
     (exp.Not, _not),
     (exp.Is, _is_null),
+    (exp.In, _in),
     (exp.Case, _case),
     (exp.Cast, _cast),
     (exp.Coalesce, _coalesce),

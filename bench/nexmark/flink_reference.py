@@ -1,0 +1,146 @@
+"""The expected results of Nexmark's verbatim queries (``bench.nexmark.flink_queries``):
+hand-written DuckDB SQL over the generated events, and a check of an engine's output.
+
+The tables are ``reference``'s (``person``, ``auction``, ``bid`` with ``seq``, ``ts``;
+``$close`` is the event time at the end of the input). Each query's SQL returns the rows
+of Nexmark's sink, its columns in the sink's order (Flink's INSERT maps them by
+position: q7's sink gets the price in its ``bidder`` column and the bidder in ``price``).
+Every verbatim query's sink is append-only and unkeyed, so ``check`` compares multisets
+of rows (doubles to 6 decimals). Windows follow the engine's semantics (``reference``).
+
+q5's sink has no window columns, so the check leaves out the rows of the closing bids'
+auction (-1) and the expected rows count only windows that start at or before the last
+generated bid (``reference.compared_keys``: the last windows of the closing bids stay
+open); q7 and q8, q11 count every window (session) closed by ``$close``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import duckdb
+
+from bench.nexmark.flink_queries import TOPICS
+from bench.nexmark.model import AUCTION_TOPIC, BID_TOPIC, PERSON_TOPIC, Event
+from bench.nexmark.queries import TEN_SECONDS_MS
+from bench.nexmark.reference import (
+    CLOSING_AUCTION,
+    GRACE,
+    HOP_SLIDE_MS,
+    event_table,
+    row_key,
+)
+
+_STRFTIME = "'%Y-%m-%d %H:%M:%S.%g'"
+_CHANNEL_ID = "'(&|^)channel_id=([^&]*)'"
+
+#: the batch SQL of each verbatim query, the sink's columns in order
+SQL: dict[str, str] = {
+    "q0": "SELECT auction, bidder, price, dateTime, extra FROM bid",
+    "q1": "SELECT auction, bidder, (0.908 * price)::DOUBLE AS price, dateTime, extra FROM bid",
+    "q2": "SELECT auction, price FROM bid WHERE auction % 123 = 0",
+    "q5": f"""
+        WITH hops AS (
+            SELECT auction, UNNEST(RANGE(
+                ts - ts % {HOP_SLIDE_MS} - {TEN_SECONDS_MS - HOP_SLIDE_MS},
+                ts - ts % {HOP_SLIDE_MS} + 1, {HOP_SLIDE_MS})) AS ws
+            FROM bid),
+        counts AS (SELECT ws, auction, COUNT(*) AS num FROM hops GROUP BY ws, auction),
+        top AS (SELECT ws, MAX(num) AS num FROM counts GROUP BY ws)
+        SELECT counts.auction, counts.num
+        FROM top JOIN counts USING (ws, num)
+        WHERE ws + {TEN_SECONDS_MS + GRACE} <= $close AND ws <= $last_bid""",
+    "q7": f"""
+        WITH windowed AS (SELECT *, ts - ts % {TEN_SECONDS_MS} AS ws FROM bid),
+        top AS (SELECT ws, MAX(price) AS price FROM windowed GROUP BY ws)
+        SELECT B.auction, B.price AS bidder, B.bidder AS price, B.dateTime, B.extra
+        FROM bid B JOIN top T ON B.price = T.price
+          AND B.ts BETWEEN T.ws AND T.ws + {TEN_SECONDS_MS}
+        WHERE T.ws + {TEN_SECONDS_MS + GRACE} <= $close""",
+    "q8": f"""
+        SELECT DISTINCT P.id, P.name,
+               strftime(make_timestamp((P.ts - P.ts % {TEN_SECONDS_MS}) * 1000), {_STRFTIME})
+                 AS stime
+        FROM person P JOIN auction A
+          ON P.id = A.seller AND P.ts // {TEN_SECONDS_MS} = A.ts // {TEN_SECONDS_MS}
+        WHERE P.ts - P.ts % {TEN_SECONDS_MS} + {TEN_SECONDS_MS + GRACE} <= $close""",
+    "q11": f"""
+        WITH gaps AS (
+            SELECT bidder, ts, CASE WHEN ts - LAG(ts) OVER (PARTITION BY bidder ORDER BY ts, seq)
+                                         <= {TEN_SECONDS_MS} THEN 0 ELSE 1 END AS starts
+            FROM bid),
+        numbered AS (
+            SELECT bidder, ts, SUM(starts) OVER (PARTITION BY bidder ORDER BY ts
+                                                 ROWS UNBOUNDED PRECEDING) AS session
+            FROM gaps)
+        SELECT bidder, COUNT(*) AS bid_count,
+               strftime(make_timestamp(MIN(ts) * 1000), {_STRFTIME}) AS starttime,
+               strftime(make_timestamp((MAX(ts) + {TEN_SECONDS_MS}) * 1000), {_STRFTIME})
+                 AS endtime
+        FROM numbered GROUP BY bidder, session
+        HAVING MAX(ts) + {TEN_SECONDS_MS + GRACE} <= $close""",
+    "q21": f"""
+        SELECT auction, bidder, price, channel,
+               CASE lower(channel)
+                   WHEN 'apple' THEN '0' WHEN 'google' THEN '1'
+                   WHEN 'facebook' THEN '2' WHEN 'baidu' THEN '3'
+                   ELSE CASE WHEN regexp_matches(url, {_CHANNEL_ID})
+                             THEN regexp_extract(url, {_CHANNEL_ID}, 2) END
+               END AS channel_id
+        FROM bid
+        WHERE regexp_matches(url, {_CHANNEL_ID})
+           OR lower(channel) IN ('apple', 'google', 'facebook', 'baidu')""",
+    "q22": """
+        SELECT auction, bidder, price, channel, string_split(url, '/')[4] AS dir1,
+               string_split(url, '/')[5] AS dir2, string_split(url, '/')[6] AS dir3
+        FROM bid""",
+}
+
+
+def expected_results(query: str, events: list[Event]) -> list[dict[str, Any]]:
+    """The rows of ``query``'s sink for ``events``, from DuckDB."""
+    topics = TOPICS[query]
+    con = duckdb.connect()
+    try:
+        for name, topic in (
+            ("person", PERSON_TOPIC),
+            ("auction", AUCTION_TOPIC),
+            ("bid", BID_TOPIC),
+        ):
+            con.register(name, event_table(events, topic))
+        params: dict[str, int] = {}
+        sql = SQL[query]
+        if "$close" in sql:
+            params["close"] = max(e.timestamp for e in events if e.topic in topics)
+        if "$last_bid" in sql:
+            params["last_bid"] = max(
+                e.timestamp
+                for e in events
+                if e.topic == BID_TOPIC and e.value["auction"] != CLOSING_AUCTION
+            )
+        result = con.execute(sql, params) if params else con.execute(sql)
+        columns = [d[0] for d in result.description]
+        rows = result.fetchall()
+    finally:
+        con.close()
+    return [dict(zip(columns, row, strict=True)) for row in rows]
+
+
+def _compared(query: str, row: dict[str, Any] | None) -> bool:
+    return not (query == "q5" and row is not None and row.get("auction") == CLOSING_AUCTION)
+
+
+def check(
+    query: str, events: list[Event], records: list[tuple[str | None, dict[str, Any] | None]]
+) -> list[str]:
+    """The differences between an engine's output ``records`` of verbatim query ``query``
+    and DuckDB's rows (empty: correct), the rows compared as a multiset."""
+    want = [row for row in expected_results(query, events) if _compared(query, row)]
+    if not want:
+        return [f"{query}: the expected result is empty: the input is too small to test it"]
+    expected = Counter(row_key(None, row) for row in want)
+    got = Counter(row_key(None, row) for _key, row in records if _compared(query, row))
+    problems = [f"missing {row.decode()} x{n}" for row, n in (expected - got).items()]
+    problems += [f"unexpected {row.decode()} x{n}" for row, n in (got - expected).items()]
+    return problems
