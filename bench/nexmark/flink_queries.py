@@ -2,9 +2,11 @@
 
 ``bench/nexmark/flink_sql/q*.sql`` are Nexmark's files (``nexmark/nexmark``,
 ``nexmark-flink/src/main/resources/queries/``) unchanged. Their sinks are Flink's
-``'connector' = 'blackhole'``, which drops every row; ``query_text`` swaps that one option
-for a Kafka topic (``'connector' = 'kafka', 'topic' = <output>, 'format' = 'json'``, no
-key) so that the rows can be checked, the way Nexmark fills in its ``${...}`` parameters.
+``'connector' = 'blackhole'``, which drops every row (appended or updated);
+``query_text`` swaps that option for a Kafka topic so that the rows can be checked, the
+way Nexmark fills in its ``${...}`` parameters: ``'connector' = 'kafka'`` (no key) for an
+append-only result, ``'upsert-kafka'`` with a ``PRIMARY KEY`` (``SINK_KEYS``, a JSON key)
+for an updating one, as Flink needs of a Kafka sink too. The INSERTs are Nexmark's.
 The queries read ``bench.nexmark.model.SQL_DDL`` (Nexmark's ``person``, ``auction`` and
 ``bid`` over this benchmark's topics).
 
@@ -15,6 +17,7 @@ docs/sql/nexmark.md has the table.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +27,9 @@ from streaming.sql import compile as compile_sql
 
 FLINK_DIR = Path(__file__).parent / "flink_sql"
 BLACKHOLE = "'connector' = 'blackhole'"
+JSON = "'format' = 'json', 'key.format' = 'json'"
+#: the end of a sink's column list up to its blackhole connector option
+_SINK_END = re.compile(r"\n\)\s*WITH\s*\(\s*" + re.escape(BLACKHOLE))
 
 #: Nexmark's queries q0-q22
 NEXMARK_QUERIES: tuple[str, ...] = tuple(f"q{n}" for n in range(23))
@@ -37,8 +43,23 @@ TOPICS: dict[str, tuple[str, ...]] = {
     "q7": (BID_TOPIC,),
     "q8": (PERSON_TOPIC, AUCTION_TOPIC),
     "q11": (BID_TOPIC,),
+    "q15": (BID_TOPIC,),
+    "q16": (BID_TOPIC,),
+    "q17": (BID_TOPIC,),
+    "q18": (BID_TOPIC,),
+    "q19": (BID_TOPIC,),
     "q21": (BID_TOPIC,),
     "q22": (BID_TOPIC,),
+}
+
+#: the primary key of the upsert sink of each query whose result is updating (Flink's
+#: blackhole takes updates; a Kafka topic takes them keyed, as 'upsert-kafka')
+SINK_KEYS: dict[str, tuple[str, ...]] = {
+    "q15": ("day",),
+    "q16": ("channel", "day"),
+    "q17": ("auction", "day"),
+    "q18": ("bidder", "auction"),
+    "q19": ("auction", "rank_number"),
 }
 
 #: the queries that compile and run unchanged, in Nexmark's order
@@ -91,29 +112,6 @@ NOT_VERBATIM: dict[str, Refusal] = {
         "only LANGUAGE PYTHON functions run here",
         "Nexmark's Java UDF (com.github.nexmark.flink.udf.CountChar)",
     ),
-    "q15": Refusal(
-        "only columns and windows are supported",
-        "GROUP BY an expression (DATE_FORMAT(...)); then COUNT(DISTINCT ...) FILTER (WHERE "
-        "...) and an updating result into a sink without a PRIMARY KEY",
-    ),
-    "q16": Refusal(
-        "only columns and windows are supported",
-        "GROUP BY an expression (DATE_FORMAT(...)), as q15",
-    ),
-    "q17": Refusal(
-        "only columns and windows are supported",
-        "GROUP BY an expression (DATE_FORMAT(...)), as q15",
-    ),
-    "q18": Refusal(
-        "the result is updating",
-        "none in the compiler (keep-last deduplication compiles): its result is updating and "
-        "the sink has no PRIMARY KEY, which a Kafka sink needs (Flink's blackhole takes updates)",
-    ),
-    "q19": Refusal(
-        "the result is updating",
-        "none in the compiler (Top-N compiles): its result is updating and the sink has no "
-        "PRIMARY KEY, which a Kafka sink needs (Flink's blackhole takes updates)",
-    ),
     "q20": Refusal(
         "a join of two streams needs a time bound",
         "a regular (unbounded) join of two streams (bid x auction)",
@@ -130,10 +128,20 @@ def nexmark_text(name: str) -> str:
 
 
 def query_text(name: str, output: str) -> str:
-    """Query ``name`` with its blackhole sink writing to the topic ``output`` instead."""
+    """Query ``name`` with its blackhole sink writing to the topic ``output`` instead: an
+    append-only Kafka sink, or for an updating result (``SINK_KEYS``) an upsert-kafka
+    sink with the primary key put last in its column list."""
     text = nexmark_text(name)
-    sink = f"'connector' = 'kafka', 'topic' = '{output}', 'format' = 'json'"
-    return text.replace(BLACKHOLE, sink)
+    keys = SINK_KEYS.get(name)
+    if keys is None:
+        return text.replace(
+            BLACKHOLE, f"'connector' = 'kafka', 'topic' = '{output}', 'format' = 'json'"
+        )
+    primary_key = ", ".join(f"`{key}`" for key in keys)
+    upsert = f"'connector' = 'upsert-kafka', 'topic' = '{output}', {JSON}"
+    return _SINK_END.sub(
+        lambda _: f",\n  PRIMARY KEY ({primary_key}) NOT ENFORCED\n) WITH (\n  {upsert}", text
+    )
 
 
 def topology(name: str, output: str) -> Topology:

@@ -19,7 +19,7 @@ import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from sqlglot import exp
 
@@ -64,6 +64,11 @@ def fail(scope: Scope, node: exp.Expr, message: str) -> SqlError:
 
 def compile_expression(node: exp.Expr, scope: Scope) -> Compiled:
     """Compile ``node`` in ``scope`` (raises ``SqlError`` for what is unknown or wrong)."""
+    group_key = getattr(scope, "group_key", None)  # after GROUP BY an expression
+    if group_key is not None and not isinstance(node, exp.Column):
+        from_key = group_key(node)
+        if from_key is not None:
+            return cast(Compiled, from_key)
     if isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous | exp.AggFunc):
         # a Python scalar function named as a function sqlglot knows (SPLIT, REVERSE), or
         # a built-in one sqlglot parses to a node of its own (HOUR, REGEXP_EXTRACT)
@@ -433,6 +438,29 @@ def _aggregate(node: exp.AggFunc, scope: Scope) -> Compiled:
     return scope.aggregate(node)
 
 
+def _filtered_aggregate(node: exp.Filter, scope: Scope) -> Compiled:
+    """``agg(x) FILTER (WHERE c)`` as ``agg(CASE WHEN c THEN x END)`` (``COUNT(*)``:
+    ``COUNT(CASE WHEN c THEN 1 END)``): the aggregates skip the NULL of a row that fails
+    ``c``, as a filtered aggregate skips the row."""
+    aggregate, where = node.this, node.expression
+    if not isinstance(aggregate, exp.Count | exp.Sum | exp.Avg | exp.Min | exp.Max):
+        raise fail(scope, node, f"FILTER on {aggregate.sql()} is not supported yet")
+    condition = where.this if isinstance(where, exp.Where) else where
+    rewritten = aggregate.copy()
+    argument = rewritten.this
+    distinct = isinstance(argument, exp.Distinct)
+    value = argument.expressions[0] if distinct and argument.expressions else argument
+    if value is None or isinstance(value, exp.Star):
+        value = exp.Literal.number(1)
+    case = exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())])
+    if distinct:
+        argument.set("expressions", [case])
+    else:
+        rewritten.set("this", case)
+    rewritten.parent = node.parent
+    return scope.aggregate(rewritten)
+
+
 def _anonymous(node: exp.Anonymous, scope: Scope) -> Compiled:
     function = functions.lookup(node.name) or builtins.lookup(node.name)
     if isinstance(function, functions.AggregateFunction):
@@ -496,5 +524,6 @@ _HANDLERS: list[tuple[Any, Callable[[Any, Scope], Compiled]]] = [
     (exp.Length, _length),
     (exp.Trim, _trim),
     ((exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max), _aggregate),
+    (exp.Filter, _filtered_aggregate),
     (exp.Anonymous, _anonymous),
 ]

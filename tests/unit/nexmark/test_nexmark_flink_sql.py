@@ -18,6 +18,7 @@ from bench.nexmark.flink_queries import (
     NEXMARK_QUERIES,
     NOT_VERBATIM,
     RUNS_VERBATIM,
+    SINK_KEYS,
     TOPICS,
     nexmark_text,
     query_text,
@@ -66,19 +67,33 @@ def test_query_that_does_not_run_raises_a_named_sql_error(query: str) -> None:
 
 
 def test_only_the_sink_connector_changes() -> None:
+    """The INSERTs are Nexmark's; an append-only sink's blackhole becomes a Kafka topic, an
+    updating one's an upsert-kafka topic with a PRIMARY KEY."""
     for query in RUNS_VERBATIM:
         original, compiled = nexmark_text(query), query_text(query, "out")
         assert original.count(BLACKHOLE) == 1
-        assert compiled == original.replace(
-            BLACKHOLE, "'connector' = 'kafka', 'topic' = 'out', 'format' = 'json'"
-        )
         assert "${" not in compiled
+        insert = original.index("INSERT INTO")
+        assert compiled.endswith(original[insert:])
+        kafka = "'connector' = 'kafka', 'topic' = 'out', 'format' = 'json'"
+        if query not in SINK_KEYS:
+            assert compiled == original.replace(BLACKHOLE, kafka)
+            continue
+        keys = ", ".join(f"`{k}`" for k in SINK_KEYS[query])
+        assert f"PRIMARY KEY ({keys}) NOT ENFORCED" in compiled
+        assert "'connector' = 'upsert-kafka', 'topic' = 'out'" in compiled
+        assert BLACKHOLE not in compiled
 
 
 def test_the_check_sees_a_difference(events: list[Event]) -> None:
-    """One row changed (q22) or one missing (q7, a top bid of a window) fails the check."""
+    """One row changed (q22), one missing (q7, a top bid of a window), a key's final row
+    changed or deleted (q17) fails the check."""
     q22 = run("q22", events)
     key, row = q22[0]
     assert check("q22", events, [(key, {**row, "dir1": "x"}), *q22[1:]])
     q7 = run("q7", events)
     assert check("q7", events, q7[1:])
+    q17 = run("q17", events)
+    key, row = q17[-1]
+    assert check("q17", events, [*q17, (key, {**row, "max_price": row["max_price"] + 1})])
+    assert check("q17", events, [*q17, (key, None)])
