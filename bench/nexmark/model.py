@@ -37,8 +37,8 @@ WATERMARK_DELAY_MS = int(WATERMARK_DELAY.total_seconds() * 1000)
 #: the three topics as Flink SQL tables (Nexmark's DDL over these Kafka topics), and the
 #: person topic once more as an upsert table keyed by ``id`` (``person_table``: q3 joins
 #: the auctions with it, as the DSL version joins them with a ``KTable``); queries written
-#: in SQL (``streaming.sql``, ``bench/nexmark/sql/``) start from it. A statement builds
-#: sources only for the tables it reads.
+#: in SQL (``streaming.sql``, ``bench/nexmark/flink_sql/``, ``bench/nexmark/sql/``) start
+#: from it. A statement builds sources only for the tables it reads.
 SQL_DDL = f"""
 CREATE TABLE person (
   id BIGINT, name STRING, emailAddress STRING, creditCard STRING, city STRING, state STRING,
