@@ -9,7 +9,8 @@ COUNT(DISTINCT), SUM, AVG, MIN, MAX, over TUMBLE/HOP/SESSION windows (group-wind
 functions or window TVFs) or none, and HAVING; joins (stream-table, also
 ``FOR SYSTEM_TIME AS OF``; interval joins of two streams; table-table on the keys or a
 foreign key; RIGHT joins as the mirrored LEFT joins; left-deep chains of more than two
-tables, ``joins``);
+tables, ``joins``; regular joins of streams and tables, INNER / LEFT / RIGHT / FULL,
+updating as Flink's, with ``SET 'table.exec.state.ttl'``, ``regular_join``);
 window aggregations final (one row per window, as Flink) unless ``EMIT CHANGES``;
 MATCH_RECOGNIZE (``match_recognize``, its NFA ``row_pattern``); ``PROCTIME()`` columns; statement sets; EXPLAIN; Python scalar, table (``LATERAL
 TABLE``) and aggregate functions (``functions``: ``@udf`` / ``@udtf`` / ``@udaf``,
@@ -29,8 +30,7 @@ and subqueries in FROM (kept inside the topology), GROUP BY over joins
 foreign-key table-table joins.
 
 Not yet: windows over joins or updating tables; in a chain of joins, an interval join
-that is not the first; RIGHT joins that keep a table joined with a stream (Flink has
-none); the Dagster integration.
+that is not the first; the Dagster integration.
 """
 
 from __future__ import annotations

@@ -36,7 +36,11 @@ What is rewritten, and why (sqlglot transpiles the rest):
   attribute); a plain stream-table join is an ordinary join against the relation as
   given (its current rows); in an interval join's ON clause, time attributes are compared
   as epoch ms and INTERVALs are milliseconds; RIGHT joins and chains of joins stay as
-  written (DuckDB joins them left-deep, as the stream does);
+  written (DuckDB joins them left-deep, as the stream does); a regular join
+  (``regular_join``) stays as written: the final rows of its streaming result (its
+  retractions applied) are the batch rows, an upsert table's relation holding its current
+  rows; ``SELECT *`` / ``t.*`` over a join is the tables' declared columns, as the stream
+  expands it (not the relations' helper columns);
 - query columns are named after the sink's columns, by position.
 
 A view or subquery in FROM (the only relation) that projects and filters one table is merged
@@ -81,6 +85,7 @@ from streaming.sql.functions import (
     active,
     hint_kind,
 )
+from streaming.sql.join_star import expand_join_star
 from streaming.sql.rewrite import SESSION_ALIAS, Statement, interval_ms, split_statements
 from streaming.sql.timestamps import parse_timestamp
 
@@ -326,9 +331,11 @@ class _Translation:
 
     def translate(self) -> BatchQuery:
         select = self.insert.expression.copy()
-        fill_columns(self.insert, select, self.sink, self.source)
         from_ = select.args.get("from_") or select.args.get("from")
         joins = select.args.get("joins") or []
+        if joins:
+            expand_join_star(select, lambda node: self.tables[node.name], self.source)
+        fill_columns(self.insert, select, self.sink, self.source)
         if not joins:
             while self._inline(select, from_):
                 pass

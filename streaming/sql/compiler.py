@@ -78,16 +78,20 @@ from streaming.dsl import (
 )
 from streaming.sql import aggregates, functions
 from streaming.sql.catalog import INFERRED, TableDef, table_from_ddl
+from streaming.sql.changelog_sink import OCCURRENCE, project_changelog_view
 from streaming.sql.derived import is_aggregation, window_column
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import NUMERIC, Compiled, compile_expression
 from streaming.sql.functions import Functions
 from streaming.sql.join_groups import aggregation_over_join
+from streaming.sql.join_star import expand_join_star
 from streaming.sql.joins import JoinCompiler
 from streaming.sql.late import late_row
 from streaming.sql.lateral import lateral_view, take_lateral
 from streaming.sql.match_recognize import bind_clauses, match_view, take_match, unconsumed
 from streaming.sql.over import over_calls, over_view
+from streaming.sql.regular_join import RegularJoin, refuse_state_ttl_hint
+from streaming.sql.regular_join_shapes import is_regular
 from streaming.sql.results import MaterializedResult
 from streaming.sql.rewrite import (
     SESSION_ALIAS,
@@ -98,6 +102,7 @@ from streaming.sql.rewrite import (
     tokenize,
 )
 from streaming.sql.scopes import GroupScope, RowScope, row_of
+from streaming.sql.settings import Settings
 from streaming.sql.timestamps import (
     ColumnTimestamper,
     ColumnTimestampExtractor,
@@ -265,6 +270,8 @@ class Compiler:
         #: tables whose column kinds come from the query being compiled
         self.inferring: set[str] = set()
         self.derived = DerivedTables(self)
+        #: the options of the SET statements so far
+        self.settings = Settings()
 
     @property
     def topics_read(self) -> dict[str, str]:
@@ -319,6 +326,8 @@ class Compiler:
             self.tables[table.name] = self.declare_table(table)
         elif isinstance(tree, exp.Insert):
             self.compile_insert(statement, tree)
+        elif isinstance(tree, exp.Set):
+            self.settings.apply(tree, self.source, statement.start)
         elif isinstance(tree, exp.Create) and tree.find(exp.LikeProperty):
             raise self.error(tree, "CREATE TABLE ... LIKE is not supported yet: list the columns")
         elif isinstance(tree, exp.Create):
@@ -579,7 +588,9 @@ class Compiler:
 
     def join_query(self, statement: Statement, select: exp.Select, sink: TableDef) -> None:
         """``SELECT ... FROM l JOIN r ON ...``: the joined rows filtered and projected; an
-        aggregation over the join aggregates a subquery of it (``join_groups``)."""
+        aggregation over the join aggregates a subquery of it (``join_groups``); a regular
+        join that the DSL's joins do not run compiles on its own (``regular_join``)."""
+        expand_join_star(select, self.table, self.source)
         for clause, word in (("order", "ORDER BY"), ("limit", "LIMIT"), ("distinct", "DISTINCT")):
             if select.args.get(clause):
                 at = keyword_offset(select.args[clause], statement, word.split()[0])
@@ -598,6 +609,10 @@ class Compiler:
             raise self.error(
                 statement.window_tvf.offset, "a window TVF in a join is not supported yet"
             )
+        if is_regular(self, select):
+            RegularJoin(self, statement, select, sink).build()
+            return
+        refuse_state_ttl_hint(select, self.source)
         plan = JoinCompiler(self, select, sink)
         joined, is_table = plan.build()
         where = self.predicate(select.args.get("where"), plan.scope)
@@ -707,6 +722,9 @@ class Compiler:
         where: Callable,
     ) -> None:
         project = self.projection(select, sink, rows, self.keyword(statement, TokenType.SELECT))
+        if OCCURRENCE in source.columns:  # a regular join's changelog
+            project_changelog_view(self, statement, source, sink, project, where)
+            return
         stream = self.source_of(source)
         if source.is_upsert:
             self.require_upsert_sink(

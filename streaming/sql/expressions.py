@@ -134,6 +134,8 @@ _ARITHMETIC: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
 
 def _arithmetic(node: exp.Binary, scope: Scope) -> Compiled:
     symbol, op = _ARITHMETIC[type(node)]
+    if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
+        return _shifted_time(node, scope)
     left, right = compile_expression(node.this, scope), compile_expression(node.expression, scope)
     _numeric(left, node.this, scope, symbol)
     _numeric(right, node.expression, scope, symbol)
@@ -145,6 +147,26 @@ def _arithmetic(node: exp.Binary, scope: Scope) -> Compiled:
         return None if a is None or b is None else op(a, b)
 
     return Compiled(evaluate, kind)
+
+
+def _shifted_time(node: exp.Add | exp.Sub, scope: Scope) -> Compiled:
+    """``ts + INTERVAL ...`` / ``ts - INTERVAL ...``: a TIMESTAMP, as epoch ms."""
+    from streaming.sql.rewrite import interval_ms
+
+    time = compile_expression(node.this, scope)
+    if time.kind not in ("TIMESTAMP", "NULL"):
+        raise fail(scope, node, f"type mismatch: {node.sql()} adds an INTERVAL to a {time.kind}")
+    shift = interval_ms(node.expression, scope.source, node_offset(node))
+    shift = -shift if isinstance(node, exp.Sub) else shift
+    millis = as_epoch_ms(time, node.this)
+    return Compiled(lambda row: None if (t := millis(row)) is None else t + shift, "TIMESTAMP")
+
+
+def _between(node: exp.Between, scope: Scope) -> Compiled:
+    """``x BETWEEN low AND high``: ``x >= low AND x <= high``."""
+    low = exp.GTE(this=node.this.copy(), expression=node.args["low"].copy())
+    high = exp.LTE(this=node.this.copy(), expression=node.args["high"].copy())
+    return compile_expression(exp.And(this=low, expression=high), scope)
 
 
 def _negate(node: exp.Neg, scope: Scope) -> Compiled:
@@ -296,6 +318,12 @@ def _case(node: exp.Case, scope: Scope) -> Compiled:
         return default_fn(row)
 
     return Compiled(evaluate, _common_kind(kinds))
+
+
+def _if(node: exp.If, scope: Scope) -> Compiled:
+    """``IF(condition, then, else)`` (Flink's): the CASE of one branch."""
+    branch = exp.If(this=node.this, true=node.args["true"])
+    return _case(exp.Case(ifs=[branch], default=node.args.get("false")), scope)
 
 
 def sql_equal(a: Any, b: Any) -> bool:
@@ -516,6 +544,8 @@ _HANDLERS: list[tuple[Any, Callable[[Any, Scope], Compiled]]] = [
     (exp.Is, _is_null),
     (exp.In, _in),
     (exp.Case, _case),
+    (exp.If, _if),
+    (exp.Between, _between),
     (exp.Cast, _cast),
     (exp.Coalesce, _coalesce),
     ((exp.Upper, exp.Lower), _case_change),

@@ -25,6 +25,7 @@ from sqlglot.tokens import Token
 from streaming.sql import dedup, over, topn
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.rewrite import Statement, tokenize
+from streaming.sql.settings import is_state_ttl_hint, only_state_ttl
 
 NOT_YET = "is not supported yet"
 
@@ -43,12 +44,13 @@ def check_tokens(statement: Statement, source: str) -> None:
     """Refuse, by name, a construct of the statement's text that sqlglot cannot parse."""
     tokens = tokenize(statement.text)
     previous_end = statement.start
+    previous: Token | None = None
     for token in tokens:
         # a table hint is a comment to sqlglot's tokenizer, which would drop it
         hint = statement.text.find("/*+", previous_end, token.start)
-        if hint >= 0:
+        if hint >= 0 and not is_state_ttl_hint(statement.text, hint, previous):
             raise error_at(source, hint, f"a hint (/*+ ... */) {NOT_YET}")
-        previous_end = token.end + 1
+        previous_end, previous = token.end + 1, token
 
 
 def explain_parse_error(statement: Statement, source: str) -> SqlError | None:
@@ -122,6 +124,8 @@ def _problem(node: exp.Expr, statement: Statement, overs: bool) -> tuple[int, st
             ("hint", "/*+", "a hint (/*+ ... */)"),
             ("windows", "WINDOW", "a named window (WINDOW w AS ...) without OVER w"),
         ):
+            if arg == "hint" and node.args.get("joins") and only_state_ttl(node.args[arg]):
+                continue  # a regular join's (regular_join)
             if node.args.get(arg) and not (overs and arg == "windows" and over.over_calls(node)):
                 return keyword_offset(node.args[arg], statement, word), f"{what} {NOT_YET}"
     if isinstance(node, exp.Anonymous) and node.name.upper() in TIME_ATTRIBUTE_CALLS:

@@ -280,12 +280,6 @@ UNSUPPORTED = [
         "TUMBLE_ROWTIME",
         "TUMBLE_ROWTIME (a group window's time attribute) is not supported yet",
     ),
-    (
-        "INSERT INTO out SELECT o.region, o.amount FROM orders o JOIN shipments s "
-        "ON o.order_id = s.order_id;",
-        "shipments",
-        "(a regular join of two streams, without one, is not supported yet)",
-    ),
 ]
 
 
