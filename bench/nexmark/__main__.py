@@ -8,8 +8,8 @@ Starts one broker (``LocalKafkaCluster``), produces the events once (``bench.nex
 runs each query as its own process under exactly-once v2, checks every query's output
 against DuckDB and prints a table with Flink 1.13's published events/s per core beside ours.
 ``--engine sql`` runs the queries' SQL versions (``bench.nexmark.sql_queries``: Nexmark's
-Flink SQL text unchanged where it runs here, q0-q2, q5, q7, q8, q11, q15-q19, q21, q22,
-and edited q3, q4), ``--engine both`` each query's DSL and then its SQL version, side by
+Flink SQL text unchanged, every query of q0-q22 that runs here: all but q6, q10, q12-q14),
+``--engine both`` each query's DSL and then its SQL version, side by
 side in the table. Without ``--queries``, every query the engine(s) have.
 Exits 1 if any query failed or gave a wrong result.
 

@@ -6,9 +6,9 @@ The tables are ``reference``'s (``person``, ``auction``, ``bid`` with ``seq``, `
 of Nexmark's sink, its columns in the sink's order (Flink's INSERT maps them by
 position: q7's sink gets the price in its ``bidder`` column and the bidder in ``price``).
 ``check`` compares multisets of rows (doubles to 6 decimals): of all the rows of an
-append-only sink, of the final row of each primary key of an upsert one (q15-q19).
+append-only sink, of the final row of each primary key of an upsert one (q4, q15-q19).
 Windows follow the engine's semantics (``reference``); q17's ``avg_price`` is a DOUBLE, as
-AVG returns here (Flink's AVG of a BIGINT truncates). Ties: q18 keeps the last row of
+AVG returns here (Flink's AVG of a BIGINT truncates), and so is q4's ``final``. Ties: q18 keeps the last row of
 its latest ``dateTime``, q19 ranks equal prices in input order.
 
 q5's sink has no window columns, so the check leaves out the rows of the closing bids'
@@ -62,6 +62,18 @@ SQL: dict[str, str] = {
     "q0": "SELECT auction, bidder, price, dateTime, extra FROM bid",
     "q1": "SELECT auction, bidder, (0.908 * price)::DOUBLE AS price, dateTime, extra FROM bid",
     "q2": "SELECT auction, price FROM bid WHERE auction % 123 = 0",
+    "q3": """
+        SELECT P.name, P.city, P.state, A.id
+        FROM auction A JOIN person P ON A.seller = P.id
+        WHERE A.category = 10 AND P.state IN ('OR', 'ID', 'CA')""",
+    "q4": """
+        WITH closing AS (
+            SELECT A.id, A.category, MAX(B.price) AS final
+            FROM auction A JOIN bid B
+              ON A.id = B.auction AND B.ts BETWEEN A.ts AND A.expires_ms
+            GROUP BY A.id, A.category)
+        SELECT category AS id, AVG(final)::DOUBLE AS final
+        FROM closing GROUP BY category""",
     "q5": f"""
         WITH hops AS (
             SELECT auction, UNNEST(RANGE(
@@ -87,6 +99,13 @@ SQL: dict[str, str] = {
         FROM person P JOIN auction A
           ON P.id = A.seller AND P.ts // {TEN_SECONDS_MS} = A.ts // {TEN_SECONDS_MS}
         WHERE P.ts - P.ts % {TEN_SECONDS_MS} + {TEN_SECONDS_MS + GRACE} <= $close""",
+    "q9": """
+        SELECT A.id, A.itemName, A.description, A.initialBid, A.reserve, A.dateTime,
+               A.expires, A.seller, A.category, A.extra, B.auction, B.bidder, B.price,
+               B.dateTime AS bid_dateTime, B.extra AS bid_extra
+        FROM auction A JOIN bid B
+          ON A.id = B.auction AND B.ts BETWEEN A.ts AND A.expires_ms
+        QUALIFY ROW_NUMBER() OVER (PARTITION BY A.id ORDER BY B.price DESC, B.ts, B.seq) = 1""",
     "q11": f"""
         WITH gaps AS (
             SELECT bidder, ts, CASE WHEN ts - LAG(ts) OVER (PARTITION BY bidder ORDER BY ts, seq)
@@ -128,6 +147,13 @@ SQL: dict[str, str] = {
                      AS rank_number
             FROM bid)
         WHERE rank_number <= 10""",
+    "q20": """
+        SELECT B.auction, B.bidder, B.price, B.channel, B.url, B.dateTime AS bid_dateTime,
+               B.extra AS bid_extra, A.itemName, A.description, A.initialBid, A.reserve,
+               A.dateTime AS auction_dateTime, A.expires, A.seller, A.category,
+               A.extra AS auction_extra
+        FROM bid B JOIN auction A ON B.auction = A.id
+        WHERE A.category = 10""",
     "q21": f"""
         SELECT auction, bidder, price, channel,
                CASE lower(channel)

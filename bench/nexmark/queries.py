@@ -3,7 +3,7 @@
 Every query reads the topics of ``bench.nexmark.model`` (String keys, JSON values, event
 time from ``dateTime``) and writes String keys and JSON values to one output topic. The
 mapping from Nexmark's (Flink SQL) definitions (``bench.nexmark.sql_queries`` runs them in
-SQL, all but q6: Nexmark's text where it runs verbatim, docs/sql/nexmark.md):
+SQL, all but q6, as Nexmark's text: docs/sql/nexmark.md):
 
 - **q0** pass-through: ``SELECT auction, bidder, price, dateTime, extra FROM bid``:
   ``map_values``.
@@ -17,7 +17,7 @@ SQL, all but q6: Nexmark's text where it runs verbatim, docs/sql/nexmark.md):
   (a repartition topic) and joined with the table. Flink's regular join is symmetric; this
   stream-table join sees a person only if it came first, which the generator guarantees
   (a seller is dated before its auctions). Output key: the auction id (a column of
-  Nexmark's result row, as the SQL version's sink key).
+  Nexmark's result row).
 - **q4** average closing price per category: the highest bid of each auction among its
   bids within ``[dateTime, expires]``, averaged per category. Auctions and bids are joined
   as streams on the auction id (``JoinWindows`` from the auction's time to the longest

@@ -1,41 +1,23 @@
-"""The Nexmark queries in Streaming SQL, compiled: Nexmark's own text where it runs here,
-an edited version where it does not yet.
+"""The Nexmark queries in Streaming SQL: Nexmark's own Flink SQL text, compiled.
 
-- ``bench.nexmark.flink_queries``: Nexmark's Flink SQL files unchanged (``flink_sql/``),
-  the queries of ``RUNS_VERBATIM``, checked by ``bench.nexmark.flink_reference``;
-- ``bench/nexmark/sql/*.sql``: q3 and q4 edited to run here (each file says how; they
-  have ``${OUTPUT_TOPIC}`` and ``${MAX_AUCTION_LENGTH_MS}`` parameters, filled in here),
-  over the tables of ``bench.nexmark.model.SQL_DDL`` and checked as the DSL versions are
-  (``bench.nexmark.reference``).
-
-docs/sql/nexmark.md lists which query runs how, and what stops the others.
+Every query the SQL engine runs is Nexmark's file unchanged (``bench.nexmark.flink_queries``,
+``flink_sql/``; only the blackhole sink becomes a Kafka topic), checked against DuckDB by
+``bench.nexmark.flink_reference``; the DSL versions (``bench.nexmark.queries``) are checked
+by ``bench.nexmark.reference``. docs/sql/nexmark.md lists which queries run and what
+stops the others.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from string import Template
 from typing import Any
 
 from bench.nexmark import flink_queries, flink_reference, reference
-from bench.nexmark.model import SQL_DDL, Event
+from bench.nexmark.model import Event
 from bench.nexmark.queries import QUERIES, QueryContext
 from streaming import Topology
-from streaming.sql import compile as compile_sql
 
-SQL_DIR = Path(__file__).parent / "sql"
-
-#: the queries with an edited SQL version (they do not run verbatim yet)
-EDITED_QUERIES: tuple[str, ...] = tuple(
-    q for q in QUERIES if (SQL_DIR / f"{q}.sql").exists() and q not in flink_queries.RUNS_VERBATIM
-)
-
-#: every query the SQL engine runs, verbatim or edited, in Nexmark's order
-SQL_QUERIES: tuple[str, ...] = tuple(
-    q
-    for q in flink_queries.NEXMARK_QUERIES
-    if q in EDITED_QUERIES or q in flink_queries.RUNS_VERBATIM
-)
+#: every query the SQL engine runs (verbatim), in Nexmark's order
+SQL_QUERIES: tuple[str, ...] = flink_queries.RUNS_VERBATIM
 
 #: every query name some engine runs
 ALL_QUERIES: tuple[str, ...] = tuple(
@@ -43,22 +25,14 @@ ALL_QUERIES: tuple[str, ...] = tuple(
 )
 
 
-def query_text(name: str, ctx: QueryContext) -> str:
-    """The edited query's file with its parameters filled in (without the DDL)."""
-    path = SQL_DIR / f"{name}.sql"
-    if name not in EDITED_QUERIES:
-        raise KeyError(f"no edited SQL version of {name}; there are: {', '.join(EDITED_QUERIES)}")
-    return Template(path.read_text()).substitute(
-        OUTPUT_TOPIC=ctx.output, MAX_AUCTION_LENGTH_MS=ctx.max_auction_length_ms
-    )
-
-
 def topology(name: str, ctx: QueryContext) -> Topology:
-    """Query ``name`` compiled over the benchmark's topics, writing to ``ctx.output``:
-    Nexmark's text if it runs verbatim, else its edited version."""
-    if name in flink_queries.RUNS_VERBATIM:
-        return flink_queries.topology(name, ctx.output)
-    return compile_sql(SQL_DDL + query_text(name, ctx))
+    """Query ``name``'s Nexmark text compiled over the benchmark's topics, writing to
+    ``ctx.output``."""
+    if name not in SQL_QUERIES:
+        refusal = flink_queries.NOT_VERBATIM.get(name)
+        why = f": {refusal.missing}" if refusal else ""
+        raise KeyError(f"{name} does not run in SQL here{why}")
+    return flink_queries.topology(name, ctx.output)
 
 
 #: the engines a query runs on: its DSL topology or its compiled SQL
@@ -67,7 +41,7 @@ ENGINES = ("dsl", "sql")
 
 def build(engine: str, name: str, ctx: QueryContext) -> Topology:
     """Query ``name``'s topology on ``engine`` (``"dsl"``: ``bench.nexmark.queries``,
-    ``"sql"``: this module's compiled SQL)."""
+    ``"sql"``: Nexmark's SQL text, compiled)."""
     if engine == "sql":
         return topology(name, ctx)
     if engine == "dsl":
@@ -89,8 +63,8 @@ def check(
     engine: str, name: str, events: list[Event], records: list[tuple[str | None, Any]]
 ) -> list[str]:
     """The differences of query ``name``'s output on ``engine`` from DuckDB's result (empty:
-    correct): a verbatim query's rows as Nexmark's sink has them (``flink_reference``),
-    the others' as the DSL version writes them (``reference``)."""
-    if engine == "sql" and name in flink_queries.RUNS_VERBATIM:
+    correct): the SQL's rows as Nexmark's sink has them (``flink_reference``), the DSL's
+    as its topology writes them (``reference``)."""
+    if engine == "sql":
         return flink_reference.check(name, events, records)
     return reference.check(name, events, records)

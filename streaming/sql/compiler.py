@@ -103,6 +103,7 @@ from streaming.sql.rewrite import (
 )
 from streaming.sql.scopes import GroupScope, RowScope, row_of
 from streaming.sql.settings import Settings
+from streaming.sql.stars import expand_stars
 from streaming.sql.timestamps import (
     ColumnTimestamper,
     ColumnTimestampExtractor,
@@ -315,6 +316,7 @@ class Compiler:
     def compile_statement(self, statement: Statement, tree: exp.Expr) -> None:
         check_tree(tree, statement, self.source, over_aggregations=True)
         bind_clauses(tree, statement, self.source)
+        expand_stars(tree, self.tables, over_tvf=bool(statement.window_tvfs))
         if isinstance(tree, exp.Create) and str(tree.args.get("kind")).upper() == "FUNCTION":
             self.create_function(statement, tree)
         elif isinstance(tree, exp.Create) and tree.expression is not None:

@@ -499,6 +499,13 @@ def _anonymous(node: exp.Anonymous, scope: Scope) -> Compiled:
         )
     if isinstance(function, functions.ScalarFunction):
         return _python_call(node, function, scope)
+    if node.name.upper() == "PROCTIME":
+        raise fail(
+            scope,
+            node,
+            "PROCTIME() in a query is not supported yet: declare the processing time as a "
+            "computed column of the table (p AS PROCTIME())",
+        )
     return scope.window_function(node)
 
 

@@ -28,9 +28,6 @@ from bench.nexmark.flink_reference import check, expected_results
 from bench.nexmark.generator import GeneratorConfig, closing_events, generate
 from bench.nexmark.local import drive
 from bench.nexmark.model import SQL_DDL, Event
-from bench.nexmark.queries import QueryContext
-from bench.nexmark.sql_queries import build, input_topics
-from bench.nexmark.sql_queries import check as sql_check
 from streaming.sql import SqlError
 from streaming.sql import compile as compile_sql
 
@@ -100,14 +97,3 @@ def test_the_check_sees_a_difference(events: list[Event]) -> None:
     key, row = q17[-1]
     assert check("q17", events, [*q17, (key, {**row, "max_price": row["max_price"] + 1})])
     assert check("q17", events, [*q17, (key, None)])
-
-
-def test_the_sql_engine_runs_the_verbatim_text_and_checks_it_so(events: list[Event]) -> None:
-    """``python -m bench.nexmark --engine sql`` builds q22 from Nexmark's text, reads its
-    topics and checks it against ``flink_reference``."""
-    ctx = QueryContext(OUTPUT, CONFIG.max_auction_length_ms)
-    assert input_topics("q22") == TOPICS["q22"]
-    records = drive(build("sql", "q22", ctx), input_topics("q22"), events, OUTPUT, "sql-q22")
-    assert records == run("q22", events)
-    assert sql_check("sql", "q22", events, records) == []
-    assert sql_check("sql", "q22", events, records[1:])
