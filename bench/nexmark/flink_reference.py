@@ -9,7 +9,9 @@ position: q7's sink gets the price in its ``bidder`` column and the bidder in ``
 append-only sink, of the final row of each primary key of an upsert one (q4, q15-q19).
 Windows follow the engine's semantics (``reference``); q17's ``avg_price`` is a DOUBLE, as
 AVG returns here (Flink's AVG of a BIGINT truncates), and so is q4's ``final``. Ties: q18 keeps the last row of
-its latest ``dateTime``, q19 ranks equal prices in input order.
+its latest ``dateTime``, q19 ranks equal prices in input order. q12's windows are on
+processing time: its check sums each bidder's counts over the windows (all bids, once
+every window closed) and checks that the windows are 10 s tumbling ones.
 
 q5's sink has no window columns, so the check leaves out the rows of the closing bids'
 auction (-1) and the expected rows count only windows that start at or before the last
@@ -25,7 +27,7 @@ from typing import Any
 import duckdb
 import orjson
 
-from bench.nexmark.flink_queries import SINK_KEYS, TOPICS
+from bench.nexmark.flink_queries import PROCESSING_TIME, SINK_KEYS, TOPICS
 from bench.nexmark.model import AUCTION_TOPIC, BID_TOPIC, PERSON_TOPIC, Event
 from bench.nexmark.queries import TEN_SECONDS_MS
 from bench.nexmark.reference import (
@@ -35,6 +37,7 @@ from bench.nexmark.reference import (
     event_table,
     row_key,
 )
+from streaming.sql.timestamps import parse_timestamp
 
 _STRFTIME = "'%Y-%m-%d %H:%M:%S.%g'"
 _CHANNEL_ID = "'(&|^)channel_id=([^&]*)'"
@@ -121,6 +124,7 @@ SQL: dict[str, str] = {
                  AS endtime
         FROM numbered GROUP BY bidder, session
         HAVING MAX(ts) + {TEN_SECONDS_MS + GRACE} <= $close""",
+    "q12": "SELECT bidder, count(*) AS bid_count FROM bid GROUP BY bidder",
     "q15": f"""
         SELECT {_DAY} AS day, {_RANKED_COUNTS}
         FROM bid GROUP BY day""",
@@ -232,11 +236,33 @@ def check(
     want = [row for row in expected_results(query, events) if _compared(query, row)]
     if not want:
         return [f"{query}: the expected result is empty: the input is too small to test it"]
+    problems: list[str] = []
+    if query in PROCESSING_TIME:
+        records, problems = _bidder_totals(records)
     keys = SINK_KEYS.get(query)
     if keys is not None:
         records = [(None, row) for row in final_table(keys, records).values()]
     expected = Counter(row_key(None, row) for row in want)
     got = Counter(row_key(None, row) for _key, row in records if _compared(query, row))
-    problems = [f"missing {row.decode()} x{n}" for row, n in (expected - got).items()]
+    problems += [f"missing {row.decode()} x{n}" for row, n in (expected - got).items()]
     problems += [f"unexpected {row.decode()} x{n}" for row, n in (got - expected).items()]
     return problems
+
+
+def _bidder_totals(
+    records: list[tuple[str | None, dict[str, Any] | None]],
+) -> tuple[list[tuple[str | None, dict[str, Any] | None]], list[str]]:
+    """q12's rows summed per bidder (each bid counted in one processing-time window), and
+    the rows whose window is not a 10 s window aligned to 10 s."""
+    totals: Counter[Any] = Counter()
+    problems = []
+    for _key, row in records:
+        if row is None:
+            problems.append("a delete in an append-only result")
+            continue
+        start, end = parse_timestamp(row["starttime"]), parse_timestamp(row["endtime"])
+        if start is None or end is None or start % TEN_SECONDS_MS or end - start != TEN_SECONDS_MS:
+            problems.append(f"not a 10 s tumbling window: {row}")
+        totals[row["bidder"]] += row["bid_count"]
+    rows = [{"bidder": bidder, "bid_count": n} for bidder, n in totals.items()]
+    return [(None, row) for row in rows], problems
