@@ -1,8 +1,9 @@
 """Nexmark's Flink SQL queries exactly as Nexmark writes them, compiled here.
 
-``bench/nexmark/flink_sql/q*.sql`` are Nexmark's files (``nexmark/nexmark``,
-``nexmark-flink/src/main/resources/queries/``) unchanged. Their sinks are Flink's
-``'connector' = 'blackhole'``, which drops every row (appended or updated);
+``bench/nexmark/flink_sql/q*.sql`` are Nexmark's files (``nexmark/nexmark`` at commit
+6b3646c, ``nexmark-flink/src/main/resources/queries/``) unchanged, byte for byte. Their
+sinks are Flink's ``'connector' = 'blackhole'``, which drops every row (appended or
+updated);
 ``query_text`` swaps that option for a Kafka topic so that the rows can be checked, the
 way Nexmark fills in its ``${...}`` parameters: ``'connector' = 'kafka'`` (no key) for an
 append-only result, ``'upsert-kafka'`` with a ``PRIMARY KEY`` (``SINK_KEYS``, a JSON key)
