@@ -118,7 +118,7 @@ NOT_VERBATIM: dict[str, Refusal] = {
         "a partitioned 'filesystem' sink (PARTITIONED BY, partition commit)",
     ),
     "q13": Refusal(
-        "unknown table option 'connector.path'",
+        "the legacy 'connector.type' = 'filesystem' options",
         "a bounded 'filesystem' side input (legacy 'connector.type' options) for a "
         "processing-time lookup join",
     ),

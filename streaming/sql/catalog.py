@@ -279,6 +279,14 @@ def table_def(
     options = _options(create, source)
     if view and options:
         raise error_at(source, node_offset(create), "a view takes no WITH options")
+    if "connector.type" in options:
+        raise error_at(
+            source,
+            node_offset(create),
+            f"the legacy 'connector.type' = '{options['connector.type']}' options (Flink's "
+            "old connector properties) are not supported: use 'connector' = 'kafka' or "
+            "'upsert-kafka'",
+        )
     unknown = sorted(set(options) - _KNOWN_OPTIONS)
     if unknown:
         raise error_at(source, node_offset(create), f"unknown table option {unknown[0]!r}")
