@@ -20,8 +20,11 @@ def drive(
     events: list[Event],
     output: str,
     application_id: str = "nexmark",
+    idle_ms: int = 0,
 ) -> list[tuple[str | None, Any]]:
-    """``events`` of ``topics`` through ``topology``; ``output`` as (key, JSON value) pairs."""
+    """``events`` of ``topics`` through ``topology``; ``output`` as (key, JSON value) pairs.
+    ``idle_ms``: wall-clock time to let pass after the last event (it closes windows on
+    processing time)."""
     with TopologyTestDriver(topology, {"application.id": application_id}) as driver:
         inputs = {
             topic: driver.create_input_topic(
@@ -39,4 +42,6 @@ def drive(
                 driver.advance_wall_clock_time(1_000)
             if event.topic in inputs:
                 inputs[event.topic].pipe_input(event.key, event.value, timestamp=event.timestamp)
+        if idle_ms:
+            driver.advance_wall_clock_time(idle_ms)
         return [(r.key, r.value) for r in out.read_records_to_list()]

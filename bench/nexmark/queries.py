@@ -2,8 +2,8 @@
 
 Every query reads the topics of ``bench.nexmark.model`` (String keys, JSON values, event
 time from ``dateTime``) and writes String keys and JSON values to one output topic. The
-mapping from Nexmark's (Flink SQL) definitions (``bench/nexmark/sql/`` has them in SQL, all
-but q6, with the same results: ``tests/unit/nexmark/test_nexmark_sql.py``):
+mapping from Nexmark's (Flink SQL) definitions (``bench.nexmark.sql_queries`` runs them in
+SQL, all but q6, as Nexmark's text: docs/sql/nexmark.md):
 
 - **q0** pass-through: ``SELECT auction, bidder, price, dateTime, extra FROM bid``:
   ``map_values``.
@@ -17,7 +17,7 @@ but q6, with the same results: ``tests/unit/nexmark/test_nexmark_sql.py``):
   (a repartition topic) and joined with the table. Flink's regular join is symmetric; this
   stream-table join sees a person only if it came first, which the generator guarantees
   (a seller is dated before its auctions). Output key: the auction id (a column of
-  Nexmark's result row, as the SQL version's sink key).
+  Nexmark's result row).
 - **q4** average closing price per category: the highest bid of each auction among its
   bids within ``[dateTime, expires]``, averaged per category. Auctions and bids are joined
   as streams on the auction id (``JoinWindows`` from the auction's time to the longest
@@ -30,13 +30,13 @@ but q6, with the same results: ``tests/unit/nexmark/test_nexmark_sql.py``):
   (``TimeWindows.advance_by``, grace = the 4 s watermark delay, emitted once when the
   window closes), then per window (re-keyed by window start) the auctions with the highest
   count, a ``KTable`` aggregation. Output key: the window start (TIMESTAMP text); value
-  ``{"starttime", "endtime", "num", "auctions"}`` (Flink writes one row per top auction, as
-  the SQL version does; ``sql_queries.as_dsl_records`` groups its rows into this form).
+  ``{"starttime", "endtime", "num", "auctions"}`` (Flink writes one row per top auction,
+  ``auction, num``, as the SQL version does).
 - **q7** highest bid: the bids with the highest price per 10 s tumbling window (all bids
   grouped under one key, as Flink's global MAX), emitted when the window closes, one row
   per top bid: ``{"auction", "price", "bidder", "dateTime", "extra"}``, keyed by auction.
   The window is ``[start, end)``; Flink's ``BETWEEN window_end - 10 s AND window_end`` also
-  matches a bid exactly at the end (the SQL version adds ``B.dateTime < B1.dateTime``).
+  matches a bid exactly at the end (as the SQL version, Nexmark's text, does).
 - **q8** monitor new users: persons who opened an auction in the same 10 s tumbling window.
   A windowed stream-stream join of persons (by id) and auctions (re-keyed by seller) within
   10 s, kept when both fall in the same tumbling window, then de-duplicated per person and

@@ -132,7 +132,9 @@ APPENDS = frozenset({"q0", "q1", "q2", "q3", "q7", "q8", "q11"})
 TABLES = frozenset({"q4", "q5", "q6"})
 
 
-def _table(events: Iterable[Event], topic: str) -> pa.Table:
+def event_table(events: Iterable[Event], topic: str) -> pa.Table:
+    """The events of ``topic`` as a table: their JSON rows plus ``seq`` and ``ts`` (and
+    ``expires_ms`` for auctions)."""
     rows = []
     for e in events:
         if e.topic == topic:
@@ -158,7 +160,7 @@ def expected_results(query: str, events: list[Event]) -> list[tuple[str, dict[st
             ("auction", AUCTION_TOPIC),
             ("bid", BID_TOPIC),
         ):
-            con.register(name, _table(events, topic))
+            con.register(name, event_table(events, topic))
         sql = SQL[query]
         params = {"close": close_time(query, events)} if "$close" in sql else None
         result = con.execute(sql, params) if params else con.execute(sql)
@@ -180,7 +182,7 @@ def _canonical(value: Any) -> Any:
     return value
 
 
-def _row_key(key: str | None, value: dict[str, Any] | None) -> bytes:
+def row_key(key: str | None, value: dict[str, Any] | None) -> bytes:
     return orjson.dumps([key, _canonical(value)], option=orjson.OPT_SORT_KEYS)
 
 
@@ -219,8 +221,8 @@ def check(
         return [f"{query}: the expected result is empty: the input is too small to test it"]
     problems: list[str] = []
     if query in APPENDS:
-        expected = Counter(_row_key(k, v) for k, v in want)
-        got = Counter(_row_key(k, v) for k, v in records)
+        expected = Counter(row_key(k, v) for k, v in want)
+        got = Counter(row_key(k, v) for k, v in records)
         problems += [f"missing {row.decode()} x{n}" for row, n in (expected - got).items()]
         problems += [f"unexpected {row.decode()} x{n}" for row, n in (got - expected).items()]
     else:

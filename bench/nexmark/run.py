@@ -9,9 +9,9 @@ and the process's CPU seconds. Then (not timed), for queries over bids, a second
 more closing bid (``flush_bid``: emit-on-close of sessions is throttled to once per
 wall-clock second), the runner stops, its output is read to the end offsets
 (read_committed) and compared with DuckDB's result over the same events
-(``bench.nexmark.reference.check``). A query runs on the ``"dsl"`` engine (its DSL
-topology) or the ``"sql"`` one (its compiled SQL, ``bench.nexmark.sql_queries``; its output
-goes through ``as_dsl_records`` before the same check).
+(``bench.nexmark.sql_queries.check``). A query runs on the ``"dsl"`` engine (its DSL
+topology) or the ``"sql"`` one (its compiled SQL, ``bench.nexmark.sql_queries``: Nexmark's
+text where it runs verbatim).
 
 Events/s counts all generated events, as Nexmark does (its source generates all three kinds
 and each query reads what it needs); a query here reads only its own topics.
@@ -31,9 +31,8 @@ import orjson
 from bench.broker import CommitMonitor, produce, read_output, run_measured, wait_committed
 from bench.nexmark.generator import GeneratorConfig, closing_events, flush_bid, generate
 from bench.nexmark.model import BID_TOPIC, TOPICS, Event
-from bench.nexmark.queries import QUERIES, QueryContext
-from bench.nexmark.reference import check
-from bench.nexmark.sql_queries import as_dsl_records, build
+from bench.nexmark.queries import QueryContext
+from bench.nexmark.sql_queries import build, check, input_topics
 from streaming.testing import LocalKafkaCluster
 
 #: Flink 1.13's events/s per core (nexmark/nexmark README: 100 M events, 8 task managers,
@@ -117,7 +116,7 @@ def run_query(
     flush bid, if any.
 
     Its events/s count the ``generated`` events (without the closing ones)."""
-    topics = QUERIES[query][1]
+    topics = input_topics(query)
     result = QueryResult(query, generated, sum(1 for e in events if e.topic in topics), engine)
     group = f"nexmark-{engine}-{query}-{uuid.uuid4().hex[:6]}"
     output = f"{group}-out"
@@ -188,9 +187,7 @@ def run_query(
         for key, value in read_output(kafka.bootstrap_servers, output)
     ]
     result.output_records = len(records)
-    result.problems = check(
-        query, events, as_dsl_records(query, records) if engine == "sql" else records
-    )
+    result.problems = check(engine, query, events, records)
     return result
 
 

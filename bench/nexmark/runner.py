@@ -7,7 +7,7 @@
 Reads the Nexmark topics the query needs, writes its results to ``--output``, with the
 query's own ``QUERY_SETTINGS`` (and ``SQL_QUERY_SETTINGS`` for the SQL version; ``--set``
 wins). ``--engine sql`` runs the query's SQL
-version (``bench/nexmark/sql/``) instead of its DSL one. Prints
+version (``bench.nexmark.sql_queries``) instead of its DSL one. Prints
 ``READY`` right before ``KafkaStreams.start()``; SIGTERM closes it cleanly.
 """
 
@@ -18,13 +18,13 @@ import logging
 
 from bench.broker import serve
 from bench.nexmark.generator import GeneratorConfig
-from bench.nexmark.queries import QUERIES, QUERY_SETTINGS, SQL_QUERY_SETTINGS, QueryContext
-from bench.nexmark.sql_queries import ENGINES, build
+from bench.nexmark.queries import QUERY_SETTINGS, SQL_QUERY_SETTINGS, QueryContext
+from bench.nexmark.sql_queries import ALL_QUERIES, ENGINES, build
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--query", choices=sorted(QUERIES), required=True)
+    parser.add_argument("--query", choices=ALL_QUERIES, required=True)
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--group", required=True)

@@ -302,6 +302,14 @@ def table_def(
     options = _options(create, source)
     if view and options:
         raise error_at(source, node_offset(create), "a view takes no WITH options")
+    if "connector.type" in options:
+        raise error_at(
+            source,
+            node_offset(create),
+            f"the legacy 'connector.type' = '{options['connector.type']}' options (Flink's "
+            "old connector properties) are not supported: use 'connector' = 'kafka' or "
+            "'upsert-kafka'",
+        )
     unknown = sorted(set(options) - _KNOWN_OPTIONS)
     if unknown:
         raise error_at(source, node_offset(create), f"unknown table option {unknown[0]!r}")
@@ -469,8 +477,13 @@ def _options(create: exp.Create, source: str) -> dict[str, str]:
     for prop in properties.expressions if properties else []:
         if isinstance(prop, exp.TemporaryProperty):
             continue  # CREATE TEMPORARY VIEW: every view lives as long as its topology
-        if not isinstance(prop, exp.Property):
-            raise error_at(source, node_offset(create), f"unsupported table property {prop.sql()}")
+        if not isinstance(prop, exp.Property) or "value" not in prop.args:
+            what = "PARTITIONED BY" if isinstance(prop, exp.PartitionedByProperty) else prop.sql()
+            raise error_at(
+                source,
+                node_offset(create),
+                f"unsupported table property {what} (not supported yet)",
+            )
         key = prop.this.name if isinstance(prop.this, exp.Expr) else str(prop.this)
         options[key] = prop.args["value"].name
     return options

@@ -104,6 +104,7 @@ from streaming.sql.rewrite import (
 )
 from streaming.sql.scopes import GroupScope, RowScope, row_of
 from streaming.sql.settings import Settings
+from streaming.sql.stars import expand_stars
 from streaming.sql.timestamps import (
     ColumnTimestamper,
     ColumnTimestampExtractor,
@@ -208,6 +209,12 @@ def fill_columns(insert: exp.Insert, select: exp.Select, sink: TableDef, source:
     select.set("expressions", [by_name.get(name, exp.Null()) for name in sink.columns])
 
 
+def _group_expressions(items: list[exp.Expr]) -> dict[str, int]:
+    """The GROUP BY items that are expressions (not columns), by SQL text: their index in
+    the grouping key, which the SELECT list reads them from."""
+    return {item.sql(): i for i, item in enumerate(items) if not isinstance(item, exp.Column)}
+
+
 def parse(statement: Statement, source: str) -> exp.Expr:
     """sqlglot's tree of one prepared statement; a parse error becomes a ``SqlError``."""
     check_tokens(statement, source)
@@ -310,6 +317,7 @@ class Compiler:
     def compile_statement(self, statement: Statement, tree: exp.Expr) -> None:
         check_tree(tree, statement, self.source, over_aggregations=True)
         bind_clauses(tree, statement, self.source)
+        expand_stars(tree, self.tables, over_tvf=bool(statement.window_tvfs))
         if isinstance(tree, exp.Create) and str(tree.args.get("kind")).upper() == "FUNCTION":
             self.create_function(statement, tree)
         elif isinstance(tree, exp.Create) and tree.expression is not None:
@@ -826,14 +834,15 @@ class Compiler:
                 f"a window over the updating table {source.name} is not supported: windows "
                 "need an append stream",
             )
-        group_columns = []
+        # a group key is a column (by its name) or an expression (by its SQL text, which
+        # the SELECT list repeats: GROUP BY DATE_FORMAT(ts, 'yyyy-MM-dd'))
+        group_columns: list[str] = []
+        group_keys: list[Compiled] = []
         for item in items:
-            if not isinstance(item, exp.Column):
-                raise self.error(
-                    item, f"GROUP BY {item.sql()}: only columns and windows are supported"
-                )
-            rows.column(item)
-            group_columns.append(item.name)
+            if functions.has_aggregate(item) or item.find(exp.Window) is not None:
+                raise self.error(item, f"GROUP BY {item.sql()}: an aggregate is not allowed here")
+            group_keys.append(compile_expression(item, rows))
+            group_columns.append(item.name if isinstance(item, exp.Column) else item.sql())
         tvf = statement.window_tvf
         missing = [c for c in tvf.partition if c not in group_columns] if tvf else []
         if tvf is not None and missing:
@@ -847,7 +856,9 @@ class Compiler:
                 "EMIT FINAL needs a windowed aggregation: a non-windowed result never closes",
             )
         final = statement.final(window is not None)
-        scope = GroupScope(rows, group_columns, window is not None)
+        scope = GroupScope(
+            rows, group_columns, window is not None, expressions=_group_expressions(items)
+        )
         project = self.projection(select, sink, scope, self.keyword(statement, TokenType.SELECT))
         having_node = select.args.get("having")
         having = self.predicate(having_node, scope, "HAVING") if having_node else None
@@ -889,7 +900,7 @@ class Compiler:
                     f"aggregate function {spec.python.name} has no merge(): a SESSION window "
                     "merges the accumulators of the sessions a row joins",
                 )
-        key_fns = [rows.column(exp.column(c)).fn for c in group_columns]
+        key_fns = [key.fn for key in group_keys]
         rows_in = self.source_of(source).filter(lambda k, v: isinstance(v, dict) and where(v))
         on_proctime = window is not None and window.column == source.proctime
         if on_proctime:
@@ -1004,7 +1015,7 @@ class Compiler:
                 store=store_name,
                 kind=kind,
                 group_columns=tuple(group_columns),
-                group_kinds=tuple(source.columns[c] for c in group_columns),
+                group_kinds=tuple(key.kind for key in group_keys),
                 window_size_ms=None if window is None else window.size_ms,
                 session_gap_ms=window.size_ms if window is not None and kind == "session" else 0,
                 row=lambda key, bounds, acc: output((key, bounds), acc)[1],

@@ -19,11 +19,11 @@ import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from sqlglot import exp
 
-from streaming.sql import functions
+from streaming.sql import builtins, functions
 from streaming.sql.catalog import type_kind
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.timestamps import parse_timestamp
@@ -64,9 +64,15 @@ def fail(scope: Scope, node: exp.Expr, message: str) -> SqlError:
 
 def compile_expression(node: exp.Expr, scope: Scope) -> Compiled:
     """Compile ``node`` in ``scope`` (raises ``SqlError`` for what is unknown or wrong)."""
+    group_key = getattr(scope, "group_key", None)  # after GROUP BY an expression
+    if group_key is not None and not isinstance(node, exp.Column):
+        from_key = group_key(node)
+        if from_key is not None:
+            return cast(Compiled, from_key)
     if isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous | exp.AggFunc):
-        # a Python scalar function named as a function sqlglot knows (SPLIT, REVERSE)
-        function = functions.lookup(node.sql_name())
+        # a Python scalar function named as a function sqlglot knows (SPLIT, REVERSE), or
+        # a built-in one sqlglot parses to a node of its own (HOUR, REGEXP_EXTRACT)
+        function = functions.lookup(node.sql_name()) or builtins.lookup(node.sql_name())
         if isinstance(function, functions.ScalarFunction):
             return _python_call(_as_call(node), function, scope)
     for types, handler in _HANDLERS:
@@ -260,6 +266,29 @@ def _is_null(node: exp.Is, scope: Scope) -> Compiled:
     return Compiled(lambda row: fn(row) is None, "BOOLEAN")
 
 
+def _in(node: exp.In, scope: Scope) -> Compiled:
+    """``x IN (a, b, ...)`` over a list of expressions: NULL when ``x`` is NULL, or when
+    nothing matches and a NULL is in the list (SQL's three-valued logic)."""
+    if node.args.get("query") is not None or not node.expressions:
+        raise fail(scope, node, f"IN with a subquery is not supported yet: {node.sql()}")
+    subject = compile_expression(node.this, scope)
+    options = [compile_expression(option, scope) for option in node.expressions]
+    for option, option_node in zip(options, node.expressions, strict=True):
+        _comparable(subject, option, option_node, scope)
+    subject_fn, option_fns = subject.fn, [option.fn for option in options]
+
+    def evaluate(row: Row) -> Any:
+        value = subject_fn(row)
+        if value is None:
+            return None
+        values = [fn(row) for fn in option_fns]
+        if any(sql_equal(value, v) for v in values if v is not None):
+            return True
+        return None if None in values else False
+
+    return Compiled(evaluate, "BOOLEAN")
+
+
 def _paren(node: exp.Paren, scope: Scope) -> Compiled:
     return compile_expression(node.this, scope)
 
@@ -437,8 +466,31 @@ def _aggregate(node: exp.AggFunc, scope: Scope) -> Compiled:
     return scope.aggregate(node)
 
 
+def _filtered_aggregate(node: exp.Filter, scope: Scope) -> Compiled:
+    """``agg(x) FILTER (WHERE c)`` as ``agg(CASE WHEN c THEN x END)`` (``COUNT(*)``:
+    ``COUNT(CASE WHEN c THEN 1 END)``): the aggregates skip the NULL of a row that fails
+    ``c``, as a filtered aggregate skips the row."""
+    aggregate, where = node.this, node.expression
+    if not isinstance(aggregate, exp.Count | exp.Sum | exp.Avg | exp.Min | exp.Max):
+        raise fail(scope, node, f"FILTER on {aggregate.sql()} is not supported yet")
+    condition = where.this if isinstance(where, exp.Where) else where
+    rewritten = aggregate.copy()
+    argument = rewritten.this
+    distinct = isinstance(argument, exp.Distinct)
+    value = argument.expressions[0] if distinct and argument.expressions else argument
+    if value is None or isinstance(value, exp.Star):
+        value = exp.Literal.number(1)
+    case = exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())])
+    if distinct:
+        argument.set("expressions", [case])
+    else:
+        rewritten.set("this", case)
+    rewritten.parent = node.parent
+    return scope.aggregate(rewritten)
+
+
 def _anonymous(node: exp.Anonymous, scope: Scope) -> Compiled:
-    function = functions.lookup(node.name)
+    function = functions.lookup(node.name) or builtins.lookup(node.name)
     if isinstance(function, functions.AggregateFunction):
         return scope.aggregate(node)  # type: ignore[arg-type]  # GroupScope takes it
     if isinstance(function, functions.TableFunction):
@@ -447,6 +499,13 @@ def _anonymous(node: exp.Anonymous, scope: Scope) -> Compiled:
         )
     if isinstance(function, functions.ScalarFunction):
         return _python_call(node, function, scope)
+    if node.name.upper() == "PROCTIME":
+        raise fail(
+            scope,
+            node,
+            "PROCTIME() in a query is not supported yet: declare the processing time as a "
+            "computed column of the table (p AS PROCTIME())",
+        )
     return scope.window_function(node)
 
 
@@ -490,6 +549,7 @@ _HANDLERS: list[tuple[Any, Callable[[Any, Scope], Compiled]]] = [
     ((exp.And, exp.Or), _logic),
     (exp.Not, _not),
     (exp.Is, _is_null),
+    (exp.In, _in),
     (exp.Case, _case),
     (exp.If, _if),
     (exp.Between, _between),
@@ -501,5 +561,6 @@ _HANDLERS: list[tuple[Any, Callable[[Any, Scope], Compiled]]] = [
     (exp.Length, _length),
     (exp.Trim, _trim),
     ((exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max), _aggregate),
+    (exp.Filter, _filtered_aggregate),
     (exp.Anonymous, _anonymous),
 ]

@@ -61,6 +61,8 @@ class GroupScope:
     group_columns: list[str]
     windowed: bool
     specs: list[AggregateSpec] = field(default_factory=list)
+    #: the GROUP BY expressions that are not columns, by SQL text: their key index
+    expressions: dict[str, int] = field(default_factory=dict)
 
     @property
     def source(self) -> str:
@@ -75,6 +77,14 @@ class GroupScope:
         if name not in self.group_columns:
             raise fail(self, node, f"column {name} must be in GROUP BY or inside an aggregate")
         index = self.group_columns.index(name)
+        return Compiled(lambda row: row["key"][index], kind)
+
+    def group_key(self, node: exp.Expr) -> Compiled | None:
+        """``node`` read from the grouping key if it is a GROUP BY expression, else None."""
+        index = self.expressions.get(node.sql()) if self.expressions else None
+        if index is None:
+            return None
+        kind = compile_expression(node, self.rows).kind
         return Compiled(lambda row: row["key"][index], kind)
 
     def aggregate(self, node: exp.AggFunc) -> Compiled:

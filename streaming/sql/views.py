@@ -60,7 +60,7 @@ from streaming.sql.derived import (
 )
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.rewrite import Statement, WindowTvf
-from streaming.sql.timestamps import ColumnTimestamper
+from streaming.sql.timestamps import ColumnTimestamper, ProctimeStamper
 
 
 class DerivedTables:
@@ -139,6 +139,7 @@ class DerivedTables:
                     f"{name} lists {len(names)} columns, its query has {len(columns)}",
                 )
             sources = self.sources(select)
+            stamped = self._proctime_output(select, columns, sources, view)
             time_column = window_column(sources.left)
             windowed = is_windowed(select, outer.window_tvf is not None, time_column)
             final = outer.final(windowed)
@@ -183,6 +184,8 @@ class DerivedTables:
                 qualifiers = (sources.left.name, sources.left_alias)
                 passed = passthrough(columns, proctime, qualifiers)
                 table = replace(table, proctime=renamed.get(passed, passed) if passed else None)
+            if stamped is not None:
+                table = replace(table, proctime=renamed.get(stamped, stamped))
             if watermark is not None and is_aggregation(select):
                 table = replace(table, window_bound=True)
             if updating_source and not is_aggregation(select):
@@ -193,6 +196,11 @@ class DerivedTables:
                 compiler.dispatch_query(outer, select, table)
             finally:
                 compiler.inferring.discard(name)
+            if stamped is not None:
+                column = renamed.get(stamped, stamped)
+                compiler.views[name] = compiler.views[name].process_values(
+                    lambda: ProctimeStamper(column)
+                )
             if view and watermark is not None and is_aggregation(select):
                 # a window's rows come out at its close: their time becomes the bound's
                 column = watermark.column
@@ -200,6 +208,41 @@ class DerivedTables:
                     lambda: ColumnTimestamper(column)
                 )
         return table
+
+    def _proctime_output(
+        self, select: exp.Select, columns: list[Any], sources: Any, view: bool
+    ) -> str | None:
+        """The output column ``PROCTIME() AS p`` of a view that projects and filters one
+        append stream (``SELECT *, PROCTIME() AS p_time FROM bid``): its call is taken
+        out (the column starts NULL) and the view's rows get the processing time in it
+        (``ProctimeStamper``), so the column is the view's processing-time attribute, as a
+        table's ``p AS PROCTIME()``. None if there is no such column."""
+        found = [
+            c
+            for c in columns
+            if isinstance(c.node, exp.Anonymous)
+            and c.node.name.upper() == "PROCTIME"
+            and not c.node.expressions
+        ]
+        if not found:
+            return None
+        simple = (
+            view
+            and not is_aggregation(select)
+            and not select.args.get("joins")
+            and not sources.left.is_upsert
+            and sources.left.proctime is None
+            and len(found) == 1
+        )
+        if not simple:
+            raise self.error(
+                found[0].node,
+                "PROCTIME() in a query is supported in a view that projects and filters one "
+                "append stream (one such column, the stream without a processing time "
+                "of its own) only",
+            )
+        found[0].node.replace(exp.cast(exp.null(), exp.DataType.build("TIMESTAMP")))
+        return str(found[0].name)
 
     def keep_source_key(self, table: TableDef, source: TableDef, at: exp.Expr) -> TableDef:
         """A query over a table keeps its rows' Kafka keys (``to_stream`` of the filtered

@@ -1,111 +1,67 @@
-"""The Nexmark queries in SQL (``bench/nexmark/sql/``) give the DSL versions' results.
+"""``bench.nexmark.sql_queries``: what ``python -m bench.nexmark --engine sql`` runs.
 
-For every query with a SQL version, the compiled SQL and the DSL topology get the same
-generated events (as in ``test_queries``: 4,000 events over 20 s of event time plus the
-closing events) through the ``TopologyTestDriver``, and their outputs, normalized to
-result rows, must be equal: a multiset of (key, row) for append queries, the last value
-per key for updating ones (q4, q5: every closed window). The SQL output must also pass
-``reference.check`` against DuckDB on its own.
+The SQL engine has every DSL query but q6 and more (q15-q22), each Nexmark's own text
+(``bench.nexmark.flink_queries``); it builds a query from that text, reads the query's
+topics and checks its output against ``flink_reference`` (the DSL's against
+``reference``). The queries' results are tested in ``test_nexmark_flink_sql``.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any
-
-import orjson
 import pytest
 
+from bench.nexmark.flink_queries import NEXMARK_QUERIES, RUNS_VERBATIM, TOPICS
 from bench.nexmark.generator import GeneratorConfig, closing_events, generate
 from bench.nexmark.local import drive
 from bench.nexmark.model import Event
 from bench.nexmark.queries import QUERIES, QueryContext
-from bench.nexmark.reference import APPENDS, check, compared_keys, expected_results
-from bench.nexmark.sql_queries import SQL_QUERIES, as_dsl_records, query_text, topology
+from bench.nexmark.reference import check as dsl_check
+from bench.nexmark.sql_queries import (
+    ALL_QUERIES,
+    SQL_QUERIES,
+    build,
+    check,
+    input_topics,
+    queries_of,
+    topology,
+)
 
 CONFIG = GeneratorConfig(seed=7, events_per_second=200)
-EVENTS = 4_000
 OUTPUT = "nexmark-out"
-Records = list[tuple[str | None, Any]]
+CTX = QueryContext(OUTPUT, CONFIG.max_auction_length_ms)
 
 
 @pytest.fixture(scope="module")
 def events() -> list[Event]:
-    generated = generate(EVENTS, CONFIG)
+    generated = generate(2_000, CONFIG)
     return generated + closing_events(generated)
 
 
-def run_sql(query: str, events: list[Event]) -> Records:
-    """``events`` through the compiled SQL of ``query``, in the DSL version's form."""
-    ctx = QueryContext(OUTPUT, CONFIG.max_auction_length_ms)
-    records = drive(topology(query, ctx), QUERIES[query][1], events, OUTPUT, f"sql-{query}")
-    return as_dsl_records(query, records)
+def test_the_sql_engine_has_every_query_but_q6() -> None:
+    assert set(QUERIES) - {"q6"} <= set(SQL_QUERIES)
+    assert tuple(q for q in RUNS_VERBATIM if q != "q12") == SQL_QUERIES
+    assert queries_of("sql") == SQL_QUERIES
+    assert queries_of("dsl") == tuple(QUERIES)
+    assert set(ALL_QUERIES) == set(QUERIES) | set(SQL_QUERIES)
+    assert list(ALL_QUERIES) == [q for q in NEXMARK_QUERIES if q in ALL_QUERIES]
 
 
-def run_dsl(query: str, events: list[Event]) -> Records:
-    build, topics = QUERIES[query]
-    ctx = QueryContext(OUTPUT, CONFIG.max_auction_length_ms)
-    return drive(build(ctx), topics, events, OUTPUT, f"dsl-{query}")
+def test_a_query_that_does_not_run_says_why() -> None:
+    with pytest.raises(KeyError, match="q6 does not run in SQL here: ROW_NUMBER over a join"):
+        topology("q6", CTX)
+    with pytest.raises(KeyError, match="q12 does not run in SQL here: its windows are on proc"):
+        topology("q12", CTX)
+    with pytest.raises(ValueError, match="unknown engine"):
+        build("flink", "q0", CTX)
 
 
-def _row(key: str | None, value: Any) -> bytes:
-    return orjson.dumps([key, value], option=orjson.OPT_SORT_KEYS)
-
-
-def result_rows(query: str, records: Records, events: list[Event]) -> Counter[bytes]:
-    """The query's result as ``reference.check`` sees it: its rows as a multiset (append
-    queries) or the last value of each key it compares (updating ones; a tombstone
-    deletes the key)."""
-    if query in APPENDS:
-        return Counter(_row(k, v) for k, v in records)
-    compared = compared_keys(query, events)
-    final: dict[str | None, Any] = {}
-    for key, value in records:
-        if key is None or not compared(key):
-            continue
-        if value is None:
-            final.pop(key, None)
-        else:
-            final[key] = value
-    return Counter(_row(k, v) for k, v in final.items())
-
-
-def test_every_query_but_q6_has_a_sql_version() -> None:
-    assert set(SQL_QUERIES) == set(QUERIES) - {"q6"}
-
-
-@pytest.mark.parametrize("query", SQL_QUERIES)
-def test_sql_gives_the_dsl_result(query: str, events: list[Event]) -> None:
-    sql, dsl = run_sql(query, events), run_dsl(query, events)
-    want = result_rows(query, dsl, events)
-    got = result_rows(query, sql, events)
-    assert sum(want.values()) >= 1
-    missing, extra = want - got, got - want
-    assert (dict(missing), dict(extra)) == ({}, {})
-
-
-@pytest.mark.parametrize("query", SQL_QUERIES)
-def test_sql_matches_duckdb(query: str, events: list[Event]) -> None:
-    assert check(query, events, run_sql(query, events)) == []
-
-
-def test_the_comparison_sees_a_difference(events: list[Event]) -> None:
-    """A query whose SQL differs in one row (one more bid of a top price in q7's windows)
-    fails both the comparison with the DSL and the check."""
-    sql = run_sql("q7", events)
-    key, row = sql[0]
-    changed = [*sql, (key, {**row, "bidder": row["bidder"] + 1})]
-    assert result_rows("q7", changed, events) != result_rows("q7", run_dsl("q7", events), events)
-    assert check("q7", events, changed)
-    assert len(expected_results("q5", events)) >= 5
-
-
-def test_the_loader_fills_in_every_parameter() -> None:
-    ctx = QueryContext("out-topic", 12_345)
-    for query in SQL_QUERIES:
-        text = query_text(query, ctx)
-        assert "${" not in text
-        assert "'topic' = 'out-topic'" in text
-    assert "INTERVAL '12345' MILLISECOND" in query_text("q4", ctx)
-    with pytest.raises(KeyError, match="no SQL version of q6"):
-        topology("q6", ctx)
+def test_the_sql_engine_runs_the_verbatim_text_and_checks_it_so(events: list[Event]) -> None:
+    """q22 (SQL only) and q2 (both engines): built, driven over their topics, checked."""
+    assert input_topics("q22") == TOPICS["q22"]
+    assert input_topics("q2") == QUERIES["q2"][1]
+    for query in ("q22", "q2"):
+        records = drive(build("sql", query, CTX), input_topics(query), events, OUTPUT, query)
+        assert check("sql", query, events, records) == []
+        assert check("sql", query, events, records[1:])
+    dsl = drive(build("dsl", "q2", CTX), input_topics("q2"), events, OUTPUT, "dsl-q2")
+    assert check("dsl", "q2", events, dsl) == dsl_check("q2", events, dsl) == []

@@ -504,3 +504,12 @@ def test_late_topic_gets_each_row_a_windowed_aggregation_left_out(emit):
         assert start <= parse_timestamp(row["ts"]) < end <= row["stream_time"] - 30_000
     # the aggregation's own output is the same with the late rows written or not
     assert output == run(compile(sql), records)
+
+
+def test_legacy_connector_options_are_an_error_naming_them():
+    ddl = """
+    CREATE TABLE side (k BIGINT, v STRING) WITH (
+      'connector.type' = 'filesystem', 'connector.path' = 'file:///x', 'format.type' = 'csv');
+    """
+    with pytest.raises(SqlError, match=r"the legacy 'connector\.type' = 'filesystem' options"):
+        compile(ddl)
