@@ -78,6 +78,8 @@ PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
 DEAD = "DEAD"
 
 MAX_POLL_RECORDS = 1000
+#: how long the lag metric waits for a partition's committed offset (once per assignment)
+COMMITTED_LAG_TIMEOUT_S = 1.0
 #: rollbacks in a row (no commit between) after which task.timeout.ms applies to them
 MAX_ROLLBACKS = 10
 PROCESS_BATCH = 1000
@@ -124,6 +126,8 @@ class StreamThread(threading.Thread):
         self._last_lag = 0.0
         #: consumer lag per assigned partition, refreshed about once a second
         self.lag: dict[tuple[str, int], int] = {}
+        #: the group's committed offsets of the assigned partitions, as read for the lag
+        self._group_committed_offsets: dict[tuple[str, int], int | None] = {}
         self.exception: BaseException | None = None
         self._next_consumer_warning = 0.0
         self._last_fencing = float("-inf")
@@ -517,8 +521,29 @@ class StreamThread(threading.Thread):
             return None
         if high is None or high < 0:
             return None
-        start = self.committer.committed.get(tp, low if low is not None and low >= 0 else 0)
+        start = self.committer.committed.get(tp)
+        if start is None:
+            start = self._group_committed(tp)
+        if start is None:
+            start = low if low is not None and low >= 0 else 0
         return max(0, high - start)
+
+    def _group_committed(self, tp: tuple[str, int]) -> int | None:
+        """The group's committed offset of a partition this thread has not committed yet
+        (asked once per assignment): a partition with nothing new since a restart is caught
+        up, not behind by all it holds."""
+        if tp not in self._group_committed_offsets:
+            try:
+                (committed,) = self.consumer.committed(
+                    [TopicPartition(tp[0], tp[1])], timeout=COMMITTED_LAG_TIMEOUT_S
+                )
+            except KafkaException:  # not asked again before the next assignment
+                committed = None
+            offset = None if committed is None or committed.error is not None else committed.offset
+            self._group_committed_offsets[tp] = (
+                offset if offset is not None and offset >= 0 else None
+            )
+        return self._group_committed_offsets[tp]
 
     def _position(self, tp: tuple[str, int]) -> int | None:
         try:
@@ -673,6 +698,7 @@ class StreamThread(threading.Thread):
                 return
             self.committer.group_metadata = None
             assigned = [(tp.topic, tp.partition) for tp in partitions]
+            self._group_committed_offsets.clear()
             kept = self.task_manager.handle_assignment(assigned)
             # what is known to be committed stays known for the partitions of kept tasks
             # (ours until the revocation, which committed them); others may have moved

@@ -102,6 +102,15 @@ def test_count_and_copy(kafka_cluster, tmp_path, guarantee):
         checkpoint = read_checkpoint(tmp_path / "state" / app_id / f"0_{partition}")
         assert checkpoint is not None and checkpoint[(changelog, partition)] > 0
 
+    # restarted with nothing new on its input, it is caught up: no lag, not all the input
+    again = KafkaStreams(count_and_copy(config), config)
+    again.start()
+    try:
+        assert again.wait_until(State.RUNNING, 60)
+        wait_for(lambda: again.metrics()["consumer-lag"] == caught_up, 10, "lag 0 after restart")
+    finally:
+        assert again.close(timeout=60)
+
 
 class _Ticker(Processor):
     """Counts records; a wall-clock punctuator forwards the count, a stream-time one the

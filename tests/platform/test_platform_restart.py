@@ -170,6 +170,38 @@ def _status_once(
         time.sleep(0.5)
 
 
+def _all_caught_up(state: Path, timeout: float = 180.0) -> None:
+    """Wait until every application has consumed all its input (no consumer lag) and
+    processed nothing more over a whole status interval (5 s): by then each emit-on-close
+    stage, throttled to one look a second, has let out every window and session its input
+    closed, and its commit has followed. The click sessions close on the last minutes of
+    the hour's input, so the sessions application may still be at it when windowed-revenue
+    already reports the hour closed."""
+    deadline = time.monotonic() + timeout
+    previous: dict[str, Any] = {}
+    apps: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        apps = read_status(state).get("apps", {})
+        idle = {
+            name: (app.get("records_processed"), app.get("updated_at"))
+            for name, app in apps.items()
+            if app.get("consumer_lag_max") == 0
+        }
+        if len(idle) == len(STREAM_APPS):
+            if previous and all(
+                idle[name][0] == previous[name][0] and idle[name][1] != previous[name][1]
+                for name in idle
+            ):
+                return
+            if not previous or any(idle[n][1] != previous[n][1] for n in idle):
+                previous = idle
+        else:
+            previous = {}
+        time.sleep(0.5)
+    lags = {name: app.get("consumer_lag_max") for name, app in apps.items()}
+    raise AssertionError(f"the applications did not catch up in {timeout:.0f} s: {lags}")
+
+
 def _slice(events: list, start_ms: int, end_ms: int) -> list:
     return [e for e in events if start_ms <= e.emit_ms < end_ms]
 
@@ -253,6 +285,9 @@ def test_a_users_first_hour_with_restarts_a_burst_and_a_ui_run_reconciles(
             state,
             lambda apps: apps["windowed-revenue"].get("closed_window_watermark", 0) >= T0 + HOUR_MS,
         )["windowed-revenue"]
+        # every application has read all its input and emitted what closed: the checks
+        # compare the stream with the batch up to the lake's event time, for each result
+        _all_caught_up(state)
         assert supervisor.stop(signal.SIGTERM) == 0
         sink_topics(bootstrap, TOPICS, lake)
     finally:
