@@ -4,8 +4,18 @@ half of ``StreamsProducer``).
 - at-least-once: flush stores (caches forward, changelog records are sent), wait for every
   write to be acknowledged, commit the input offsets, write the checkpoint files once enough
   changelog records were written;
-- exactly-once v2: the producer is transactional; flush stores, send the input offsets to the
-  transaction with the consumer group metadata, commit the transaction, begin the next one.
+- exactly-once v2: the producer is transactional; flush stores (their writes stay in memory:
+  the stores are transactional), wait for every write to be acknowledged, read the offsets
+  the transactional stores will record (the changelogs' ends, at most every
+  ``OFFSETS_INTERVAL_S`` or ``CHECKPOINT_DELTA`` changelog records: one request for the
+  partitions due), send the input offsets to the transaction with the consumer group
+  metadata, commit the transaction, then write each store's uncommitted writes with those
+  offsets in one batch (``ActiveTask.commit_stores``), and begin the next transaction. A
+  crash before the transaction commits leaves the stores at the previous commit, whose
+  changelog records are all they hold; a crash after it, before the stores are written,
+  leaves them behind their changelog, which restoring replays from their offsets. Between
+  two lookups a store keeps its last offsets: a restore replays what was written since, at
+  most about ``OFFSETS_INTERVAL_S`` of its changelog.
 
 The ``Committer`` also holds the recovery steps still to do before the thread may process
 again (initializing a new producer's transactions, aborting the open transaction, finishing
@@ -44,6 +54,7 @@ from streaming.runtime.failures import (
 from streaming.runtime.producer import RecordCollector
 
 if TYPE_CHECKING:
+    from streaming.runtime.active_task import ActiveTask
     from streaming.runtime.config import StreamsConfig
     from streaming.runtime.task_manager import TaskManager
 
@@ -56,8 +67,12 @@ SLOW_CALL_S = 2.0
 #: longest a single blocking client call (flush, transaction calls, offset lookups) may
 #: take before the loop regains control; a timed-out call is retried after the backoff
 CALL_TIMEOUT_S = 5.0
-#: changelog records written before an at-least-once commit also writes the checkpoint
+#: changelog records written before a commit records the stores' offsets again (at-least-once:
+#: the checkpoint file; exactly-once: the transactional stores' own offsets): each costs an
+#: end-offset lookup per changelog partition
 CHECKPOINT_DELTA = 10_000
+#: exactly-once: the longest time between two lookups of a writing task's changelog ends
+OFFSETS_INTERVAL_S = 1.0
 
 
 class Committer:
@@ -74,6 +89,7 @@ class Committer:
         metrics: metrics_mod.ThreadMetrics,
         position: Callable[[tuple[str, int]], int | None],
         changelog_end: Callable[[str, int], int],
+        log_end_offsets: Callable[[list[tuple[str, int]]], dict[tuple[str, int], int]],
         consumer: Consumer,
         producer: Producer,
         collector: RecordCollector,
@@ -86,6 +102,7 @@ class Committer:
         self.metrics = metrics
         self._position = position
         self._changelog_end = changelog_end
+        self._log_end_offsets = log_end_offsets
         #: the thread's current main consumer and producer (both replaced after fencing)
         self.consumer = consumer
         self.producer = producer
@@ -154,13 +171,15 @@ class Committer:
             if tp in forced or known != o:
                 changed[tp] = o
         produced = self.collector.sent != self.sent_at_commit
-        if not changed and not produced:
+        # an unlogged transactional store written by a punctuator changes nothing else
+        uncommitted = self.config.exactly_once and any(t.uncommitted_bytes for t in tasks)
+        if not changed and not produced and not uncommitted:
             return False
         tps = [
             TopicPartition(t, p, o, metadata=metadata.get((t, p))) for (t, p), o in changed.items()
         ]
         if self.config.exactly_once:
-            self._commit_transaction(tps, changed)
+            self._commit_transaction(tasks, tps, changed)
         else:
             self.collector.flush(CALL_TIMEOUT_S)
             if tps:
@@ -176,10 +195,21 @@ class Committer:
         return True
 
     def _commit_transaction(
-        self, tps: list[TopicPartition], changed: dict[tuple[str, int], int]
+        self,
+        tasks: list[ActiveTask],
+        tps: list[TopicPartition],
+        changed: dict[tuple[str, int], int],
     ) -> None:
-        """Deliver the writes, add the offsets to the transaction and commit it."""
+        """Deliver the writes, read the stores' offsets, add the input offsets to the
+        transaction and commit it."""
         self.collector.flush(CALL_TIMEOUT_S)
+        now = time.monotonic()
+        due = [task for task in tasks if _offsets_due(task, now)]
+        # every changelog record of the transaction is acknowledged: a changelog's end now
+        # is where its store's content reaches once the transaction commits
+        ends = self._log_end_offsets([tp for task in due for tp in task.transactional_changelogs])
+        for task in tasks:
+            task.prepare_offsets(ends if task in due else None)
         if tps:
             if self.group_metadata is None:  # changes only with the group generation
                 self.group_metadata = self.consumer.consumer_group_metadata()
@@ -203,6 +233,8 @@ class Committer:
         )
         changed, self.committing = self.committing or {}, None
         self._committed_offsets(changed)
+        for task in self.task_manager.running():
+            task.commit_stores()
         with calling("beginning a transaction"):
             self.producer.begin_transaction()
 
@@ -410,6 +442,21 @@ class _CallThread:
 
 def _txn_executor(name: str) -> _CallThread:
     return _CallThread(f"{name}-txn")
+
+
+def _offsets_due(task: ActiveTask, now: float) -> bool:
+    """Whether this commit reads the task's changelog ends for its transactional stores:
+    once it wrote changelog records, at its first such commit, then after
+    ``CHECKPOINT_DELTA`` of them or ``OFFSETS_INTERVAL_S`` (a task that writes nothing keeps
+    its stores' offsets, which still hold)."""
+    logged = task.logged_since_checkpoint
+    if not task.transactional or not logged:
+        return False
+    return (
+        not task.offsets_prepared
+        or logged >= CHECKPOINT_DELTA
+        or now - task.offsets_read_at >= OFFSETS_INTERVAL_S
+    )
 
 
 def _unknown(tp: tuple[str, int]) -> int | None:

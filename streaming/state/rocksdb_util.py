@@ -1,4 +1,12 @@
-"""Opening rocksdict databases the way Kafka configures RocksDB stores (raw bytes, no WAL)."""
+"""Opening rocksdict databases the way Kafka configures RocksDB stores (raw bytes), each with
+the column family that holds its committed changelog offsets (``OFFSETS_CF``, see
+``committed_offsets``).
+
+The write-ahead log is off where the changelog is the log (Kafka's choice): a crash loses
+the memtables, and the store is rebuilt from the changelog. A transactional store (exactly
+once) keeps it on: its writes reach RocksDB once per commit, as one batch together with
+their offsets, and the log makes that batch survive a killed process, so that the store
+reopens at its last commit."""
 
 from __future__ import annotations
 
@@ -9,6 +17,9 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 from rocksdict import BlockBasedOptions, Cache, Options, Rdict, ReadOptions, WriteOptions
+
+#: The column family of a store's committed changelog offsets (``committed_offsets``).
+OFFSETS_CF = "changelog-offsets"
 
 #: How long opening a store waits for another handle of this process to release its lock.
 LOCK_WAIT_S = 30.0
@@ -33,11 +44,14 @@ def _table_options() -> BlockBasedOptions:
     return table
 
 
-def open_db(path: pathlib.Path) -> Rdict:
-    """Open (creating if missing) a raw-bytes RocksDB; WAL off as the changelog is the log."""
+def open_db(path: pathlib.Path, *, wal: bool = False) -> Rdict:
+    """Open (creating if missing) a raw-bytes RocksDB with its offsets column family; the
+    write-ahead log only with ``wal`` (transactional stores)."""
     path.mkdir(parents=True, exist_ok=True)
     options = Options(raw_mode=True)
     options.create_if_missing(True)
+    options.create_missing_column_families(True)
+    column_families = {OFFSETS_CF: Options(raw_mode=True)}
     options.set_block_based_table_factory(_table_options())
     # RocksDB starts 16 threads at every open to open SST files in parallel: half the cost
     # of opening a store (a task's few files gain nothing from them)
@@ -45,7 +59,7 @@ def open_db(path: pathlib.Path) -> Rdict:
     deadline = time.monotonic() + LOCK_WAIT_S
     while True:
         try:
-            db = Rdict(str(path), options)
+            db = Rdict(str(path), options, column_families=column_families)
             break
         except Exception as exc:
             # A previous handle of this process may still be open: waiting for garbage
@@ -54,20 +68,44 @@ def open_db(path: pathlib.Path) -> Rdict:
             # lock makes the new owner retry the same way).
             gc.collect()
             if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
-                db = Rdict(str(path), options)  # last try: raises the real error
+                # last try: raises the real error
+                db = Rdict(str(path), options, column_families=column_families)
                 break
             time.sleep(0.05)
     write_options = WriteOptions()
     # rocksdict's stub declares disable_wal as a method; at runtime it is a settable attribute
-    write_options.disable_wal = True  # type: ignore[method-assign,assignment]
+    write_options.disable_wal = not wal  # type: ignore[method-assign,assignment]
     db.set_write_options(write_options)
     return db
 
 
+def flush_memtables(db: Rdict) -> None:
+    """Write the memtables of both column families (data and offsets) to disk."""
+    db.flush()
+    db.get_column_family(OFFSETS_CF).flush()
+
+
+def clear_db(db: Rdict) -> bool:
+    """Delete every key of the default column family (one range delete); False when it
+    held none."""
+    it = db.iter()
+    it.seek_to_first()
+    if not it.valid():
+        return False
+    first = it.key()
+    it.seek_to_last()
+    last = it.key()
+    del it
+    db.delete_range(first, last + b"\x00")
+    return True
+
+
 #: How often a commit really flushes memtables to disk. Kafka flushes on every commit; with
-#: a 100 ms EOS commit interval that writes ten tiny SST files a second per store. Local
-#: state is rebuilt from the changelog after a crash, so flushing less often loses nothing;
-#: the runtime's checkpoint must call ``MemtableFlusher.force`` before recording offsets.
+#: a 100 ms EOS commit interval that writes ten tiny SST files a second per store. Without
+#: the write-ahead log local state is rebuilt from the changelog after a crash, so flushing
+#: less often loses nothing (the runtime's checkpoint calls ``MemtableFlusher.force`` before
+#: recording offsets in the checkpoint file); with it (transactional stores) a flush only
+#: bounds the log RocksDB replays when it reopens.
 FLUSH_INTERVAL_S = 10.0
 
 
@@ -85,18 +123,18 @@ class MemtableFlusher:
     def maybe(self, db: Rdict) -> None:
         now = time.monotonic()
         if now - self._last >= FLUSH_INTERVAL_S:
-            db.flush()
+            flush_memtables(db)
             self._last = now
 
     def force(self, db: Rdict) -> None:
-        db.flush()
+        flush_memtables(db)
         self._last = time.monotonic()
 
 
 def close_db(db: Rdict) -> None:
-    """Flush memtables and close; data survives as WAL is disabled."""
+    """Flush memtables and close (the data survives without the write-ahead log)."""
     try:
-        db.flush()
+        flush_memtables(db)
     finally:
         db.close()
 
