@@ -8,7 +8,8 @@ task may process (``max.task.idle.ms``, as Kafka's ``PartitionGroup``).
 Under exactly-once its persistent stores are transactional (KIP-892): what the task writes
 stays in memory until the Kafka transaction that carries its changelog records has
 committed; then ``commit_stores`` writes it, with the changelog offsets it brings the store
-to (``prepare_offsets``, read before the transaction commits), in one batch per store. A
+to (``prepare_offsets``: after the last record of the transaction acknowledged in each
+changelog partition, known from the producer's delivery reports), in one batch per store. A
 killed process leaves every store at its last such commit, and the task restores only what
 the changelog holds after the stored offsets; a rolled-back transaction closes the task
 dirty, which drops the uncommitted writes. Under at-least-once the stores write as they go
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from collections.abc import Callable, Collection, Mapping
 from functools import partial
 from pathlib import Path
@@ -146,17 +146,12 @@ class ActiveTask:
         self._collector = creator.collector
         self.dropped = 0
         self.pending_restore: list[RestoreRequest] = []
-        #: changelog records written since the offsets were last recorded (``checkpoint``,
-        #: ``prepare_offsets``)
+        #: changelog records written since the last checkpoint (at-least-once)
         self.logged_since_checkpoint = 0
         #: exactly-once: the transactional stores by name (once open)
         self.transactional: dict[str, TransactionalStore] = {}
         #: exactly-once: the offsets the next commit of each transactional store records
         self._prepared: dict[str, dict[tuple[str, int], int]] = {}
-        #: whether ``prepare_offsets`` read the changelog ends since the task was created,
-        #: and when it last did (monotonic seconds)
-        self.offsets_prepared = False
-        self.offsets_read_at = 0.0
         #: the offset commit metadata last handed out (see ``commit_metadata``)
         self._metadata_cache: tuple[int, str] | None = None
         self._offsets_known = False
@@ -301,12 +296,13 @@ class ActiveTask:
         )
 
     def _store_offsets(
-        self, end_offset: Callable[[str, int], int] | None, only: Collection[str] | None = None
+        self, end_offset: Callable[[str, int], int | None], only: Collection[str] | None = None
     ) -> dict[str, tuple[tuple[str, int], int]]:
         """The changelog partition and offset each persistent store's content (of the
         stores named in ``only``, if given) reaches once the task's writes so far are
-        committed: the changelog's end (``end_offset``; None: only stores whose changelog
-        is a source topic, which need no lookup)."""
+        committed: ``end_offset`` of its changelog partition (None: unknown, the store is
+        left out), or, for a store whose changelog is a source topic, after the task's
+        last processed offset."""
         stores = self.stream_task.context.stores
         processed = self.partition_group.processed_offsets
         out = {}
@@ -320,8 +316,10 @@ class ActiveTask:
                 # a source topic serving as changelog: the store holds what was processed
                 if tp in processed:
                     out[store] = (tp, processed[tp] + 1)
-            elif end_offset is not None:
-                out[store] = (tp, end_offset(topic, self.partition))
+            else:
+                offset = end_offset(topic, self.partition)
+                if offset is not None:
+                    out[store] = (tp, offset)
         return out
 
     def checkpoint(self, end_offset: Callable[[str, int], int]) -> None:
@@ -348,32 +346,24 @@ class ActiveTask:
 
     # -- exactly-once: the transactional stores --------------------------------------------
 
-    @property
-    def transactional_changelogs(self) -> list[tuple[str, int]]:
-        """The changelog partitions (source topics aside) of the transactional stores."""
-        return [
-            (topic, self.partition)
-            for store, topic in self.changelogs.items()
-            if store in self.transactional and store not in self.source_changelogs
-        ]
-
-    def prepare_offsets(self, ends: Mapping[tuple[str, int], int] | None) -> None:
+    def prepare_offsets(self, acked: Mapping[tuple[str, int], int]) -> None:
         """Once the transaction's records are acknowledged, before it commits: the offsets
-        its commit brings the transactional stores to (``commit_stores``): the ends of
-        ``transactional_changelogs`` when given (the committer reads them now and then);
-        stores keep their last offsets otherwise, which their changelog's later records
-        bring up to date on a restore. A store whose changelog is a source topic is at the
-        task's processed offset, known without a lookup."""
+        its commit brings the transactional stores to (``commit_stores``). ``acked``: the
+        offset of the last record acknowledged per partition in this transaction; a store
+        whose changelog got records is at the offset after the last one (restoring reads
+        from there: the transaction's marker, then what later transactions wrote). A store
+        whose changelog got none keeps its offsets, which still hold. A store whose
+        changelog is a source topic is at the task's processed offset."""
         if not self.transactional:
             return
-        end_offset = None if ends is None else lambda topic, partition: ends[(topic, partition)]
+
+        def after_acked(topic: str, partition: int) -> int | None:
+            last = acked.get((topic, partition))
+            return None if last is None else last + 1
+
         prepared = self._prepared
-        for store, (tp, offset) in self._store_offsets(end_offset, self.transactional).items():
+        for store, (tp, offset) in self._store_offsets(after_acked, self.transactional).items():
             prepared[store] = {tp: offset}
-        if ends is not None:
-            self.logged_since_checkpoint = 0
-            self.offsets_prepared = True
-            self.offsets_read_at = time.monotonic()
 
     def commit_stores(self) -> None:
         """The transaction committed: write each transactional store's uncommitted writes

@@ -5,17 +5,16 @@ half of ``StreamsProducer``).
   write to be acknowledged, commit the input offsets, write the checkpoint files once enough
   changelog records were written;
 - exactly-once v2: the producer is transactional; flush stores (their writes stay in memory:
-  the stores are transactional), wait for every write to be acknowledged, read the offsets
-  the transactional stores will record (the changelogs' ends, at most every
-  ``OFFSETS_INTERVAL_S`` or ``CHECKPOINT_DELTA`` changelog records: one request for the
-  partitions due), send the input offsets to the transaction with the consumer group
-  metadata, commit the transaction, then write each store's uncommitted writes with those
-  offsets in one batch (``ActiveTask.commit_stores``), and begin the next transaction. A
-  crash before the transaction commits leaves the stores at the previous commit, whose
-  changelog records are all they hold; a crash after it, before the stores are written,
-  leaves them behind their changelog, which restoring replays from their offsets. Between
-  two lookups a store keeps its last offsets: a restore replays what was written since, at
-  most about ``OFFSETS_INTERVAL_S`` of its changelog.
+  the stores are transactional), wait for every write to be acknowledged, take the offsets
+  the transactional stores will record from the delivery reports (the record collector's
+  ``acked``: after the transaction's last record in each changelog partition; no request
+  to the brokers, so a commit never waits on an offset lookup), send the input offsets to
+  the transaction with the consumer group metadata, commit the transaction, then write each
+  store's uncommitted writes with those offsets in one batch
+  (``ActiveTask.commit_stores``), and begin the next transaction. A crash before the
+  transaction commits leaves the stores at the previous commit, whose changelog records are
+  all they hold; a crash after it, before the stores are written, leaves them behind their
+  changelog, which restoring replays from their offsets.
 
 The ``Committer`` also holds the recovery steps still to do before the thread may process
 again (initializing a new producer's transactions, aborting the open transaction, finishing
@@ -67,12 +66,8 @@ SLOW_CALL_S = 2.0
 #: longest a single blocking client call (flush, transaction calls, offset lookups) may
 #: take before the loop regains control; a timed-out call is retried after the backoff
 CALL_TIMEOUT_S = 5.0
-#: changelog records written before a commit records the stores' offsets again (at-least-once:
-#: the checkpoint file; exactly-once: the transactional stores' own offsets): each costs an
-#: end-offset lookup per changelog partition
+#: changelog records written before an at-least-once commit also writes the checkpoint
 CHECKPOINT_DELTA = 10_000
-#: exactly-once: the longest time between two lookups of a writing task's changelog ends
-OFFSETS_INTERVAL_S = 1.0
 
 
 class Committer:
@@ -89,7 +84,6 @@ class Committer:
         metrics: metrics_mod.ThreadMetrics,
         position: Callable[[tuple[str, int]], int | None],
         changelog_end: Callable[[str, int], int],
-        log_end_offsets: Callable[[list[tuple[str, int]]], dict[tuple[str, int], int]],
         consumer: Consumer,
         producer: Producer,
         collector: RecordCollector,
@@ -102,7 +96,6 @@ class Committer:
         self.metrics = metrics
         self._position = position
         self._changelog_end = changelog_end
-        self._log_end_offsets = log_end_offsets
         #: the thread's current main consumer and producer (both replaced after fencing)
         self.consumer = consumer
         self.producer = producer
@@ -200,16 +193,14 @@ class Committer:
         tps: list[TopicPartition],
         changed: dict[tuple[str, int], int],
     ) -> None:
-        """Deliver the writes, read the stores' offsets, add the input offsets to the
+        """Deliver the writes, prepare the stores' offsets, add the input offsets to the
         transaction and commit it."""
         self.collector.flush(CALL_TIMEOUT_S)
-        now = time.monotonic()
-        due = [task for task in tasks if _offsets_due(task, now)]
-        # every changelog record of the transaction is acknowledged: a changelog's end now
-        # is where its store's content reaches once the transaction commits
-        ends = self._log_end_offsets([tp for task in due for tp in task.transactional_changelogs])
+        # every record of the transaction is acknowledged: the last one of each changelog
+        # partition is where its store's content reaches once the transaction commits
+        acked = self.collector.acked
         for task in tasks:
-            task.prepare_offsets(ends if task in due else None)
+            task.prepare_offsets(acked)
         if tps:
             if self.group_metadata is None:  # changes only with the group generation
                 self.group_metadata = self.consumer.consumer_group_metadata()
@@ -235,6 +226,10 @@ class Committer:
         self._committed_offsets(changed)
         for task in self.task_manager.running():
             task.commit_stores()
+        self._begin_transaction()
+
+    def _begin_transaction(self) -> None:
+        self.collector.new_transaction()
         with calling("beginning a transaction"):
             self.producer.begin_transaction()
 
@@ -303,8 +298,7 @@ class Committer:
         producer = self.producer
         if self.needs_init:
             self.txn_call("initializing transactions", producer.init_transactions, CALL_TIMEOUT_S)
-            with calling("beginning a transaction"):
-                producer.begin_transaction()
+            self._begin_transaction()
             self.needs_init = False
             self.needs_abort = False  # a new producer's init aborted the old transaction
             self.committing = None
@@ -325,8 +319,7 @@ class Committer:
                 # producer's init_transactions aborts the transaction as well, and fences
                 # this one.
                 raise TaskMigratedException(f"{exc}; replacing the producer") from exc
-            with calling("beginning a transaction"):
-                producer.begin_transaction()
+            self._begin_transaction()
             self.needs_abort = False
         if self.needs_rewind:
             self._rewind_to_committed()
@@ -442,21 +435,6 @@ class _CallThread:
 
 def _txn_executor(name: str) -> _CallThread:
     return _CallThread(f"{name}-txn")
-
-
-def _offsets_due(task: ActiveTask, now: float) -> bool:
-    """Whether this commit reads the task's changelog ends for its transactional stores:
-    once it wrote changelog records, at its first such commit, then after
-    ``CHECKPOINT_DELTA`` of them or ``OFFSETS_INTERVAL_S`` (a task that writes nothing keeps
-    its stores' offsets, which still hold)."""
-    logged = task.logged_since_checkpoint
-    if not task.transactional or not logged:
-        return False
-    return (
-        not task.offsets_prepared
-        or logged >= CHECKPOINT_DELTA
-        or now - task.offsets_read_at >= OFFSETS_INTERVAL_S
-    )
 
 
 def _unknown(tp: tuple[str, int]) -> int | None:

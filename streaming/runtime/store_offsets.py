@@ -15,17 +15,11 @@ store resumes, by kind:
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import IsolationLevel
-from confluent_kafka import TopicPartition as KafkaTopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
-
-from streaming.runtime.failures import RetriableStreamsException, calling
 from streaming.runtime.state_directory import wipe_task_dir
 from streaming.state.api import keeps_offsets, transactional_layer
 
@@ -70,27 +64,3 @@ def restore_start(store: Any, tp: TopicPartition, checkpoint: Checkpoint | None)
 def commit_restored(store: Any, tp: TopicPartition, offset: int) -> None:
     """A restored batch of ``store`` (transactional) ended before ``offset``: commit it."""
     store.commit({tp: offset})
-
-
-def log_end_offsets(
-    admin: AdminClient, tps: Iterable[TopicPartition], timeout: float
-) -> dict[TopicPartition, int]:
-    """The log end offsets (high watermarks, ``read_uncommitted``: records of open
-    transactions included) of changelog partitions, in one request per broker. Once a
-    transaction's records are acknowledged, every record below its changelog's end is in
-    the store when the transaction commits, or was never committed."""
-    request = {KafkaTopicPartition(t, p): OffsetSpec.latest() for t, p in tps}
-    if not request:
-        return {}
-    what = "reading the changelogs' end offsets"
-    with calling(what):
-        futures = admin.list_offsets(
-            request, isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=timeout
-        )
-        try:
-            return {
-                (tp.topic, tp.partition): future.result(timeout=timeout).offset
-                for tp, future in futures.items()
-            }
-        except concurrent.futures.TimeoutError:
-            raise RetriableStreamsException(f"{what} timed out after {timeout:.0f} s") from None

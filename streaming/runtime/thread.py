@@ -37,7 +37,6 @@ import dataclasses
 import logging
 import threading
 import time
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -62,7 +61,6 @@ from streaming.runtime.messages import topic_partition
 from streaming.runtime.producer import RecordCollector
 from streaming.runtime.restore import ChangelogReader
 from streaming.runtime.runner import PartitionStore
-from streaming.runtime.store_offsets import log_end_offsets
 from streaming.runtime.task_manager import TaskManager
 
 if TYPE_CHECKING:
@@ -206,7 +204,6 @@ class StreamThread(threading.Thread):
             metrics=self.metrics,
             position=self._position,
             changelog_end=self._changelog_end,
-            log_end_offsets=partial(log_end_offsets, self._admin, timeout=CALL_TIMEOUT_S),
             consumer=self.consumer,
             producer=self.producer,
             collector=self.collector,

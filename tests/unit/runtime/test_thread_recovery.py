@@ -88,7 +88,6 @@ def thread_with():
             metrics=thread.metrics,
             position=lambda tp: None,
             changelog_end=lambda topic, partition: 0,
-            log_end_offsets=lambda tps: dict.fromkeys(tps, 0),
             consumer=None,
             producer=None,
             collector=None,

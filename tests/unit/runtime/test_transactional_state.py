@@ -1,7 +1,8 @@
 """Exactly-once commits of transactional stores, without a broker: the stores are written
-only after the Kafka transaction committed, with the changelog offsets read once its records
-were acknowledged; a failed commit leaves them at the previous one; the uncommitted-bytes
-limit asks for a commit and holds processing back; where each kind of store resumes."""
+only after the Kafka transaction committed, with the changelog offsets after the last record
+of the transaction that the producer's delivery reports acknowledged (no request to the
+brokers); a failed commit leaves them at the previous one; the uncommitted-bytes limit asks
+for a commit and holds processing back; where each kind of store resumes."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import pytest
 
 from streaming import serdes
 from streaming.errors import ConfigException
+from streaming.runtime.active_task import ActiveTask
 from streaming.runtime.commit import Committer
 from streaming.runtime.config import DEFAULT_UNCOMMITTED_MAX_BYTES, StreamsConfig
 from streaming.runtime.failures import RetriableStreamsException, Stall
+from streaming.runtime.producer import RecordCollector
 from streaming.runtime.state_directory import write_checkpoint
 from streaming.runtime.store_offsets import prepare_task_dir, restore_start
 from streaming.runtime.task_manager import TaskManager
@@ -25,12 +28,57 @@ BASE = {"application.id": "app", "bootstrap.servers": "localhost:9092"}
 TP = ("app-kv-changelog", 0)
 
 
+class _Msg:
+    """What a delivery report carries of a record."""
+
+    def __init__(self, topic: str, partition: int, offset: int) -> None:
+        self._where = (topic, partition, offset)
+
+    def topic(self) -> str:
+        return self._where[0]
+
+    def partition(self) -> int:
+        return self._where[1]
+
+    def offset(self) -> int:
+        return self._where[2]
+
+
 class _Producer:
-    """The transactional calls, recorded in ``log``; ``fail_commit`` makes the commit fail."""
+    """A transactional producer: ``produce`` assigns the partition's next offset, ``flush``
+    serves the delivery reports (as confluent-kafka does), the transactional calls are
+    recorded in ``log``; ``fail_commit`` makes the commit fail. Ending a transaction writes
+    a marker to each partition it wrote to."""
 
     def __init__(self, log: list[str]) -> None:
         self.log = log
         self.fail_commit = False
+        self.ends: dict[tuple[str, int], int] = {}
+        self.unacknowledged: list[_Msg] = []
+        self.written: set[tuple[str, int]] = set()
+        self.collector: RecordCollector | None = None
+
+    def produce(self, topic, value, key, partition, **kwargs):
+        offset = self.ends.get((topic, partition), 0)
+        self.ends[(topic, partition)] = offset + 1
+        self.written.add((topic, partition))
+        self.unacknowledged.append(_Msg(topic, partition, offset))
+
+    def poll(self, timeout):
+        return 0
+
+    def flush(self, timeout):
+        self.log.append("collector.flush")
+        assert self.collector is not None
+        for msg in self.unacknowledged:
+            self.collector.on_delivery(None, msg)
+        self.unacknowledged = []
+        return 0
+
+    def _marker(self):
+        for tp in self.written:
+            self.ends[tp] += 1
+        self.written = set()
 
     def send_offsets_to_transaction(self, *args):
         self.log.append("send_offsets")
@@ -38,29 +86,42 @@ class _Producer:
     def commit_transaction(self, *args):
         if self.fail_commit:
             raise RetriableStreamsException("the coordinator is away")
+        self._marker()
         self.log.append("commit_transaction")
+
+    def abort_transaction(self, *args):
+        self._marker()
+        self.log.append("abort_transaction")
 
     def begin_transaction(self):
         self.log.append("begin_transaction")
 
 
 class _Task:
-    """An active task of one transactional key-value store (a real RocksDB one)."""
+    """An active task of one transactional key-value store (a real RocksDB one) and one of
+    another partition's, with ``ActiveTask``'s own offset bookkeeping; its writes go to the
+    changelog through ``collector``."""
 
     changelogs = {"kv": TP[0]}
-    transactional_changelogs = [TP]
+    source_changelogs: set[str] = set()
+    partition = TP[1]
 
-    def __init__(self, store: RocksDBKeyValueStore, log: list[str]) -> None:
+    def __init__(self, store: RocksDBKeyValueStore, log: list[str], collector) -> None:
         self.store = store
         self.transactional = {"kv": store}
         self.log = log
+        self.collector = collector
         self.commit_needed = True
-        self.stream_task = SimpleNamespace(commit_requested=False)
-        self.offsets_prepared = False
-        self.offsets_read_at = 0.0
-        self.logged_since_checkpoint = 1
-        self.end = 0
+        self.stream_task = SimpleNamespace(
+            commit_requested=False, context=SimpleNamespace(stores={"kv": store})
+        )
+        self.partition_group = SimpleNamespace(processed_offsets={})
         self._prepared: dict = {}
+
+    def put(self, key: bytes, value: bytes) -> None:
+        """A store write and its changelog record."""
+        self.store.put(key, value)
+        self.collector.send_to_partition(TP[0], TP[1], key, value, 0)
 
     def flush(self):
         self.log.append("flush")
@@ -75,16 +136,15 @@ class _Task:
     def uncommitted_bytes(self):
         return self.store.uncommitted_bytes
 
-    def prepare_offsets(self, ends):
+    _store_offsets = ActiveTask._store_offsets
+
+    def prepare_offsets(self, acked):
         self.log.append("prepare_offsets")
-        if ends is not None:
-            self._prepared = {TP: ends[TP]}
-            self.offsets_prepared = True
+        ActiveTask.prepare_offsets(self, acked)  # type: ignore[arg-type]
 
     def commit_stores(self):
         self.log.append("commit_stores")
-        prepared, self._prepared = self._prepared, {}
-        self.store.commit(prepared)
+        ActiveTask.commit_stores(self)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -93,27 +153,33 @@ def committed(tmp_path):
     log: list[str] = []
     store = RocksDBKeyValueStore("kv")
     store.init(InMemoryStateStoreContext(state_dir=tmp_path, transactional_state=True), store)
-    task = _Task(store, log)
-    manager = SimpleNamespace(running=lambda: [task], assigned=[])
     producer = _Producer(log)
-    collector = SimpleNamespace(sent=1, flush=lambda timeout: log.append("collector.flush"))
+    collector = RecordCollector(
+        producer,  # type: ignore[arg-type]
+        production_handler=None,  # type: ignore[arg-type]
+        dead_letter_topic=None,
+        partition_counts=lambda topic: 1,
+        exactly_once=True,
+    )
+    producer.collector = collector
+    task = _Task(store, log, collector)
+    manager = SimpleNamespace(running=lambda: [task], assigned=[])
     committer = Committer(
         name="t",
         config=StreamsConfig.from_mapping({**BASE, "processing.guarantee": "exactly_once_v2"}),
         internal_topics=set,
         task_manager=manager,  # type: ignore[arg-type]
         stall=Stall("t", 300_000, 100),
-        metrics=SimpleNamespace(record_commit=lambda ms: None),  # type: ignore[arg-type]
+        metrics=SimpleNamespace(record_commit=lambda ms: None, aborted_transactions=0),  # type: ignore[arg-type]
         position=lambda tp: None,
         changelog_end=lambda topic, partition: 0,
-        log_end_offsets=lambda tps: dict.fromkeys(tps, 42),
         consumer=SimpleNamespace(consumer_group_metadata=lambda: "group"),  # type: ignore[arg-type]
         producer=producer,  # type: ignore[arg-type]
-        collector=collector,  # type: ignore[arg-type]
+        collector=collector,
     )
     committer.needs_init = False
     yield SimpleNamespace(
-        committer=committer, log=log, producer=producer, store=store, path=tmp_path
+        committer=committer, log=log, producer=producer, task=task, store=store, path=tmp_path
     )
     committer.close()
     store.close()
@@ -126,12 +192,13 @@ def _reopened(path) -> RocksDBKeyValueStore:
 
 
 def test_the_stores_are_written_after_the_transaction_committed(committed):
-    committed.store.put(b"k", b"1")
+    committed.task.put(b"k", b"1")
+    committed.task.put(b"k", b"2")
     assert committed.committer.commit()
     assert committed.log == [
         "flush",
         "collector.flush",
-        "prepare_offsets",  # the records are acknowledged: the changelog's end is final
+        "prepare_offsets",  # the records are acknowledged: their offsets are known
         "send_offsets",
         "commit_transaction",
         "commit_stores",  # only now does RocksDB get the writes
@@ -139,15 +206,58 @@ def test_the_stores_are_written_after_the_transaction_committed(committed):
     ]
     committed.store.close()
     store = _reopened(committed.path)
-    assert store.get(b"k") == b"1"
-    assert store.committed_offset(*TP) == 42
+    assert store.get(b"k") == b"2"
+    # the changelog holds offsets 0 and 1, then the commit marker: restoring reads from 2
+    assert store.committed_offset(*TP) == 2
     store.close()
 
 
-def test_a_failed_transaction_commit_leaves_the_stores_at_the_last_commit(committed):
-    committed.store.put(b"k", b"1")
+def test_a_transaction_without_changelog_records_keeps_the_stores_offsets(committed):
+    committed.task.put(b"k", b"1")
     assert committed.committer.commit()
-    committed.store.put(b"k", b"2")
+    # another input offset to commit, no store write: the store stays where it is
+    committed.task.committable_offsets = lambda position: {("in", 0): 8}
+    assert committed.committer.commit()
+    assert committed.store.committed_offset(*TP) == 1
+    committed.task.put(b"k", b"2")  # offset 2 (the marker took 1)
+    assert committed.committer.commit()
+    assert committed.store.committed_offset(*TP) == 3
+
+
+def _rebuilt_dirty(committed) -> None:
+    """The rollback closes the task dirty (the store drops its uncommitted writes) and
+    builds it again."""
+    committed.store.close()
+    store = committed.store = _reopened(committed.path)
+    task = committed.task
+    task.store = store
+    task.transactional = {"kv": store}
+    task.stream_task.context.stores = {"kv": store}
+
+
+def test_an_aborted_transactions_records_are_not_the_next_ones(committed):
+    committed.task.put(b"k", b"1")
+    assert committed.committer.commit()  # offset 0, marker 1
+    committed.task.put(b"k", b"2")  # offset 2: acknowledged, then rolled back
+    committed.producer.flush(5)
+    committed.committer.abort_after_corruption()
+    _rebuilt_dirty(committed)
+    committed.committer.recover()  # marker 3
+    assert committed.log[-2:] == ["abort_transaction", "begin_transaction"]
+    assert committed.committer.collector.acked == {}
+    committed.task.committable_offsets = lambda position: {("in", 0): 8}
+    assert committed.committer.commit()
+    assert committed.store.committed_offset(*TP) == 1
+    assert committed.store.get(b"k") == b"1"
+    committed.task.put(b"k", b"3")  # offset 4
+    assert committed.committer.commit()
+    assert committed.store.committed_offset(*TP) == 5
+
+
+def test_a_failed_transaction_commit_leaves_the_stores_at_the_last_commit(committed):
+    committed.task.put(b"k", b"1")
+    assert committed.committer.commit()
+    committed.task.put(b"k", b"2")
     committed.producer.fail_commit = True
     with pytest.raises(RetriableStreamsException):
         committed.committer.commit()
@@ -155,12 +265,12 @@ def test_a_failed_transaction_commit_leaves_the_stores_at_the_last_commit(commit
     committed.store.close()  # the rollback closes the task dirty
     store = _reopened(committed.path)
     assert store.get(b"k") == b"1"
-    assert store.committed_offset(*TP) == 42
+    assert store.committed_offset(*TP) == 1
     store.close()
 
 
 def test_a_commit_resumed_by_the_recovery_writes_the_stores(committed):
-    committed.store.put(b"k", b"1")
+    committed.task.put(b"k", b"1")
     committed.producer.fail_commit = True
     with pytest.raises(RetriableStreamsException):
         committed.committer.commit()
@@ -168,8 +278,22 @@ def test_a_commit_resumed_by_the_recovery_writes_the_stores(committed):
     committed.producer.fail_commit = False
     committed.committer.recover()  # commit_transaction is finished before anything else
     assert committed.log[-3:] == ["commit_transaction", "commit_stores", "begin_transaction"]
-    assert committed.store.committed_offset(*TP) == 42
+    assert committed.store.committed_offset(*TP) == 1
     assert committed.store.uncommitted_bytes == 0
+
+
+def test_a_transactional_producer_reports_every_delivery_whatever_the_user_says():
+    def only_errors(**settings):
+        config = StreamsConfig.from_mapping({**BASE, **settings})
+        clients = config.clients()
+        transactional_id = "app-1" if config.exactly_once else None
+        producer = clients.producer(client_id="c", transactional_id=transactional_id)
+        return producer["delivery.report.only.error"]
+
+    eos = {"processing.guarantee": "exactly_once_v2"}
+    assert only_errors(**eos) is False
+    assert only_errors(**eos, **{"producer.delivery.report.only.error": True}) is False
+    assert only_errors() is True  # at-least-once needs only the failures
 
 
 # -- the uncommitted-bytes limit ------------------------------------------------------------
