@@ -1,21 +1,30 @@
 """An active task of a running application: a ``StreamTask`` plus what Kafka needs around it.
 
 It wires the task to the record collector (sinks and changelogs), keeps its local state under
-``state.dir/<application.id>/<task>/`` with the checkpoint, knows the changelog partitions to
-restore, applies the exception handlers, and decides when the task may process
-(``max.task.idle.ms``, as Kafka's ``PartitionGroup``).
+``state.dir/<application.id>/<task>/``, knows the changelog partitions to restore and where
+each store resumes (``store_offsets``), applies the exception handlers, and decides when the
+task may process (``max.task.idle.ms``, as Kafka's ``PartitionGroup``).
+
+Under exactly-once its persistent stores are transactional (KIP-892): what the task writes
+stays in memory until the Kafka transaction that carries its changelog records has
+committed; then ``commit_stores`` writes it, with the changelog offsets it brings the store
+to (``prepare_offsets``: after the last record of the transaction acknowledged in each
+changelog partition, known from the producer's delivery reports), in one batch per store. A
+killed process leaves every store at its last such commit, and the task restores only what
+the changelog holds after the stored offsets; a rolled-back transaction closes the task
+dirty, which drops the uncommitted writes. Under at-least-once the stores write as they go
+and the checkpoint file records their offsets (``checkpoint``).
 
 Its processor metadata (Kafka's KIP-825, ``processor_metadata``) goes with every offset commit
 of its input partitions (``commit_metadata``) and is read back from the committed offsets
 before its processors are initialized, once its stores are restored (``_complete``).
-In-memory stores are restored from the start of their changelogs, whatever the checkpoint.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,10 +46,11 @@ from streaming.runtime.state_directory import (
     TaskLock,
     delete_checkpoint,
     read_checkpoint,
-    wipe_task_dir,
     write_checkpoint,
 )
+from streaming.runtime.store_offsets import commit_restored, prepare_task_dir, restore_start
 from streaming.runtime.task import ConsumerRecord, StampedRecord, StreamTask
+from streaming.state.api import TransactionalStore, transactional_layer
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer
@@ -136,7 +146,12 @@ class ActiveTask:
         self._collector = creator.collector
         self.dropped = 0
         self.pending_restore: list[RestoreRequest] = []
+        #: changelog records written since the last checkpoint (at-least-once)
         self.logged_since_checkpoint = 0
+        #: exactly-once: the transactional stores by name (once open)
+        self.transactional: dict[str, TransactionalStore] = {}
+        #: exactly-once: the offsets the next commit of each transactional store records
+        self._prepared: dict[str, dict[tuple[str, int], int]] = {}
         #: the offset commit metadata last handed out (see ``commit_metadata``)
         self._metadata_cache: tuple[int, str] | None = None
         self._offsets_known = False
@@ -158,6 +173,7 @@ class ActiveTask:
         )
         self.stream_task.context.changelog_writer = self._log_change
         self.stream_task.context.global_stores = services.global_stores
+        self.stream_task.context.transactional_state = self.eos
         self.partition_group = self.stream_task.partition_group
         self.partition_group.input_partitions = self.input_partitions
         self.partition_group.max_idle_ms = config.max_task_idle_ms
@@ -165,7 +181,8 @@ class ActiveTask:
     # -- state ----------------------------------------------------------------------------
 
     def initialize(self) -> list[RestoreRequest]:
-        """Open the stores (wiping state without a checkpoint) and list what to restore."""
+        """Open the stores (deleting those nothing vouches for, see ``store_offsets``) and
+        list what to restore."""
         # the task's previous owner may still be closing it (it closes tasks it lost at its
         # own next assignment)
         self._dir_lock = self._creator.services.state_directory.lock_task(
@@ -179,29 +196,51 @@ class ActiveTask:
 
     def _initialize(self) -> list[RestoreRequest]:
         checkpoint = read_checkpoint(self.task_dir)
-        if checkpoint is None:
-            wipe_task_dir(self.task_dir)
-        elif self.eos:
+        if self.eos:
             # exactly-once: the checkpoint is only valid until the task writes again
             delete_checkpoint(self.task_dir)
+        task = self.stream_task
+        prepare_task_dir(self.task_dir, task.build_stores(), checkpoint, transactional=self.eos)
         # the processors are initialized once the task is about to run (``_complete``)
-        self.stream_task.initialize_stores()
-        context = self.stream_task.context
+        task.initialize_stores()
+        context = task.context
+        stores = context.stores
+        self.transactional = {
+            name: layer
+            for name, store in stores.items()
+            if (layer := transactional_layer(store)) is not None
+        }
         callbacks = context.restore_callbacks
         requests = []
         for store, topic in self.changelogs.items():
             callback = callbacks.get(store)
             if callback is None:
                 continue
-            start = None if checkpoint is None else checkpoint.get((topic, self.partition))
-            if not getattr(context.stores.get(store), "persistent", True):
-                # an in-memory store (suppression and join buffers, in-memory stores) starts
-                # empty: its whole changelog is replayed whatever the checkpoint says (Kafka
-                # checkpoints persistent stores only)
-                start = None
+            tp = (topic, self.partition)
+            layer = self.transactional.get(store)
             limit = self._committed_offset(topic) if store in self.source_changelogs else None
             requests.append(
-                RestoreRequest(store, topic, self.partition, start, callback, limit=limit)
+                RestoreRequest(
+                    store,
+                    topic,
+                    self.partition,
+                    restore_start(stores.get(store), tp, checkpoint),
+                    callback,
+                    limit=limit,
+                    on_batch=None if layer is None else partial(commit_restored, layer, tp),
+                )
+            )
+        resumed = [
+            f"{r.store} at {'the start' if r.start is None else r.start}"
+            for r in requests
+            if r.store in self.transactional
+        ]
+        if resumed:
+            log.info(
+                "Task %s resumes its transactional stores from their committed changelog "
+                "offsets: %s",
+                self.id,
+                ", ".join(resumed),
             )
         self.pending_restore = requests
         self.state = RESTORING if requests else RUNNING
@@ -256,8 +295,37 @@ class ActiveTask:
             self.changelogs[store], self.partition, key, value, timestamp, headers
         )
 
+    def _store_offsets(
+        self, end_offset: Callable[[str, int], int | None], only: Collection[str] | None = None
+    ) -> dict[str, tuple[tuple[str, int], int]]:
+        """The changelog partition and offset each persistent store's content (of the
+        stores named in ``only``, if given) reaches once the task's writes so far are
+        committed: ``end_offset`` of its changelog partition (None: unknown, the store is
+        left out), or, for a store whose changelog is a source topic, after the task's
+        last processed offset."""
+        stores = self.stream_task.context.stores
+        processed = self.partition_group.processed_offsets
+        out = {}
+        for store, topic in self.changelogs.items():
+            if only is not None and store not in only:
+                continue
+            if not getattr(stores.get(store), "persistent", True):
+                continue  # like Kafka: an in-memory store always replays its whole changelog
+            tp = (topic, self.partition)
+            if store in self.source_changelogs:
+                # a source topic serving as changelog: the store holds what was processed
+                if tp in processed:
+                    out[store] = (tp, processed[tp] + 1)
+            else:
+                offset = end_offset(topic, self.partition)
+                if offset is not None:
+                    out[store] = (tp, offset)
+        return out
+
     def checkpoint(self, end_offset: Callable[[str, int], int]) -> None:
-        """Write every store to disk, then the changelog offsets they correspond to."""
+        """Write every store to disk, then the changelog offsets they correspond to: in the
+        checkpoint file, and in each transactional store, which holds nothing uncommitted
+        at a clean close (one that does is left at its last commit, and out of the file)."""
         if not self.changelogs:
             return
         for store in self.stream_task.context.stores.values():
@@ -265,26 +333,55 @@ class ActiveTask:
             force = getattr(inner, "force_flush", None)
             if force is not None:
                 force()
-        stores = self.stream_task.context.stores
-        # like Kafka, only persistent stores are checkpointed: an in-memory store always
-        # replays its whole changelog
-        offsets = {
-            (topic, self.partition): end_offset(topic, self.partition)
-            for store, topic in self.changelogs.items()
-            if getattr(stores.get(store), "persistent", True)
-            and store not in self.source_changelogs
-        }
-        # a source topic serving as changelog: the store holds what was processed
-        processed = self.partition_group.processed_offsets
-        for store in self.source_changelogs:
-            tp = (self.changelogs[store], self.partition)
-            if tp in processed and getattr(stores.get(store), "persistent", True):
-                offsets[tp] = processed[tp] + 1
+        offsets = {}
+        for store, (tp, offset) in self._store_offsets(end_offset).items():
+            layer = self.transactional.get(store)
+            if layer is not None:
+                if layer.uncommitted_bytes:
+                    continue
+                layer.commit({tp: offset})
+            offsets[tp] = offset
         write_checkpoint(self.task_dir, offsets)
         self.logged_since_checkpoint = 0
 
+    # -- exactly-once: the transactional stores --------------------------------------------
+
+    def prepare_offsets(self, acked: Mapping[tuple[str, int], int]) -> None:
+        """Once the transaction's records are acknowledged, before it commits: the offsets
+        its commit brings the transactional stores to (``commit_stores``). ``acked``: the
+        offset of the last record acknowledged per partition in this transaction; a store
+        whose changelog got records is at the offset after the last one (restoring reads
+        from there: the transaction's marker, then what later transactions wrote). A store
+        whose changelog got none keeps its offsets, which still hold. A store whose
+        changelog is a source topic is at the task's processed offset."""
+        if not self.transactional:
+            return
+
+        def after_acked(topic: str, partition: int) -> int | None:
+            last = acked.get((topic, partition))
+            return None if last is None else last + 1
+
+        prepared = self._prepared
+        for store, (tp, offset) in self._store_offsets(after_acked, self.transactional).items():
+            prepared[store] = {tp: offset}
+
+    def commit_stores(self) -> None:
+        """The transaction committed: write each transactional store's uncommitted writes
+        with the offsets prepared for it, in one batch per store."""
+        prepared, self._prepared = self._prepared, {}
+        for store, layer in self.transactional.items():
+            offsets = prepared.get(store)
+            if offsets or layer.uncommitted_bytes:
+                layer.commit(offsets or {})
+
+    @property
+    def uncommitted_bytes(self) -> int:
+        """What the transactional stores hold uncommitted (key and value bytes)."""
+        return sum(layer.uncommitted_bytes for layer in self.transactional.values())
+
     def close(self, *, clean: bool) -> None:
-        """Close the stores; a dirty close (failure, lost partitions) drops the checkpoint."""
+        """Close the stores (transactional ones drop what is uncommitted); a dirty close
+        (failure, lost partitions) drops the checkpoint."""
         if self.state == CLOSED:
             return
         try:
@@ -295,6 +392,8 @@ class ActiveTask:
             log.exception("Error closing task %s dirty", self.id)
         finally:
             self.state = CLOSED
+            self.transactional = {}
+            self._prepared = {}
             if not clean:
                 delete_checkpoint(self.task_dir)
             if self._dir_lock is not None:

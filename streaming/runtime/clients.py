@@ -70,7 +70,9 @@ class ClientConfigs:
 
     def producer(self, *, client_id: str, transactional_id: str | None) -> dict[str, Any]:
         """The stream thread's producer: Java's partitioner (murmur2), errors-only delivery
-        reports; transactional and idempotent with ``transactional_id`` (exactly-once)."""
+        reports; transactional and idempotent with ``transactional_id`` (exactly-once), and
+        then a delivery report for every record (the record collector takes the changelog
+        offsets of the transactional stores from them), whatever the user's settings say."""
         settings: dict[str, Any] = {
             **self._base(client_id),
             "partitioner": "murmur2_random",
@@ -81,6 +83,8 @@ class ClientConfigs:
             settings["transaction.timeout.ms"] = TRANSACTION_TIMEOUT_MS
             settings["enable.idempotence"] = True
         settings.update(self.config.producer)
+        if transactional_id is not None:
+            settings["delivery.report.only.error"] = False
         return settings
 
     def state_consumer(

@@ -4,8 +4,17 @@ half of ``StreamsProducer``).
 - at-least-once: flush stores (caches forward, changelog records are sent), wait for every
   write to be acknowledged, commit the input offsets, write the checkpoint files once enough
   changelog records were written;
-- exactly-once v2: the producer is transactional; flush stores, send the input offsets to the
-  transaction with the consumer group metadata, commit the transaction, begin the next one.
+- exactly-once v2: the producer is transactional; flush stores (their writes stay in memory:
+  the stores are transactional), wait for every write to be acknowledged, take the offsets
+  the transactional stores will record from the delivery reports (the record collector's
+  ``acked``: after the transaction's last record in each changelog partition; no request
+  to the brokers, so a commit never waits on an offset lookup), send the input offsets to
+  the transaction with the consumer group metadata, commit the transaction, then write each
+  store's uncommitted writes with those offsets in one batch
+  (``ActiveTask.commit_stores``), and begin the next transaction. A crash before the
+  transaction commits leaves the stores at the previous commit, whose changelog records are
+  all they hold; a crash after it, before the stores are written, leaves them behind their
+  changelog, which restoring replays from their offsets.
 
 The ``Committer`` also holds the recovery steps still to do before the thread may process
 again (initializing a new producer's transactions, aborting the open transaction, finishing
@@ -44,6 +53,7 @@ from streaming.runtime.failures import (
 from streaming.runtime.producer import RecordCollector
 
 if TYPE_CHECKING:
+    from streaming.runtime.active_task import ActiveTask
     from streaming.runtime.config import StreamsConfig
     from streaming.runtime.task_manager import TaskManager
 
@@ -154,13 +164,15 @@ class Committer:
             if tp in forced or known != o:
                 changed[tp] = o
         produced = self.collector.sent != self.sent_at_commit
-        if not changed and not produced:
+        # an unlogged transactional store written by a punctuator changes nothing else
+        uncommitted = self.config.exactly_once and any(t.uncommitted_bytes for t in tasks)
+        if not changed and not produced and not uncommitted:
             return False
         tps = [
             TopicPartition(t, p, o, metadata=metadata.get((t, p))) for (t, p), o in changed.items()
         ]
         if self.config.exactly_once:
-            self._commit_transaction(tps, changed)
+            self._commit_transaction(tasks, tps, changed)
         else:
             self.collector.flush(CALL_TIMEOUT_S)
             if tps:
@@ -176,10 +188,19 @@ class Committer:
         return True
 
     def _commit_transaction(
-        self, tps: list[TopicPartition], changed: dict[tuple[str, int], int]
+        self,
+        tasks: list[ActiveTask],
+        tps: list[TopicPartition],
+        changed: dict[tuple[str, int], int],
     ) -> None:
-        """Deliver the writes, add the offsets to the transaction and commit it."""
+        """Deliver the writes, prepare the stores' offsets, add the input offsets to the
+        transaction and commit it."""
         self.collector.flush(CALL_TIMEOUT_S)
+        # every record of the transaction is acknowledged: the last one of each changelog
+        # partition is where its store's content reaches once the transaction commits
+        acked = self.collector.acked
+        for task in tasks:
+            task.prepare_offsets(acked)
         if tps:
             if self.group_metadata is None:  # changes only with the group generation
                 self.group_metadata = self.consumer.consumer_group_metadata()
@@ -203,6 +224,12 @@ class Committer:
         )
         changed, self.committing = self.committing or {}, None
         self._committed_offsets(changed)
+        for task in self.task_manager.running():
+            task.commit_stores()
+        self._begin_transaction()
+
+    def _begin_transaction(self) -> None:
+        self.collector.new_transaction()
         with calling("beginning a transaction"):
             self.producer.begin_transaction()
 
@@ -271,8 +298,7 @@ class Committer:
         producer = self.producer
         if self.needs_init:
             self.txn_call("initializing transactions", producer.init_transactions, CALL_TIMEOUT_S)
-            with calling("beginning a transaction"):
-                producer.begin_transaction()
+            self._begin_transaction()
             self.needs_init = False
             self.needs_abort = False  # a new producer's init aborted the old transaction
             self.committing = None
@@ -293,8 +319,7 @@ class Committer:
                 # producer's init_transactions aborts the transaction as well, and fences
                 # this one.
                 raise TaskMigratedException(f"{exc}; replacing the producer") from exc
-            with calling("beginning a transaction"):
-                producer.begin_transaction()
+            self._begin_transaction()
             self.needs_abort = False
         if self.needs_rewind:
             self._rewind_to_committed()

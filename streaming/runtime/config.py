@@ -93,6 +93,7 @@ from streaming.runtime.config_keys import (
     REPLICATION_FACTOR,
     RETRY_BACKOFF_MS,
     STATE_DIR,
+    STATESTORE_UNCOMMITTED_MAX_BYTES,
     STREAM_WORKER_KINDS,
     STREAM_WORKERS,
     TASK_TIMEOUT_MS,
@@ -147,6 +148,27 @@ def _bool(config: Mapping[str, Any], key: str, default: bool) -> bool:
     raise ConfigException(f"Invalid value {raw!r} for configuration {key}: expected true or false")
 
 
+#: Kafka's (KIP-892) default of ``statestore.uncommitted.max.bytes``: 64 MiB
+DEFAULT_UNCOMMITTED_MAX_BYTES = 64 * 1024 * 1024
+
+
+def _uncommitted_max_bytes(config: Mapping[str, Any]) -> int:
+    """``statestore.uncommitted.max.bytes``: a number of bytes, or -1 for no limit."""
+    key = STATESTORE_UNCOMMITTED_MAX_BYTES
+    try:
+        value = _int(config, key, DEFAULT_UNCOMMITTED_MAX_BYTES, minimum=-1)
+    except ConfigException:
+        value = -2
+    if value < -1:
+        raise ConfigException(
+            f"Invalid value {config.get(key)!r} for configuration {key}: expected a number of "
+            "bytes the exactly-once state stores of an instance may hold uncommitted before "
+            f"it commits early (default {DEFAULT_UNCOMMITTED_MAX_BYTES}, 64 MiB), or -1 for "
+            "no limit"
+        )
+    return value
+
+
 def _serde(config: Mapping[str, Any], key: str) -> Any:
     raw = config.get(key)
     if raw is None:
@@ -172,6 +194,8 @@ class StreamsConfig:
     num_standby_replicas: int
     max_task_idle_ms: int
     cache_max_bytes: int
+    #: ``statestore.uncommitted.max.bytes`` (-1: no limit; only under exactly-once)
+    uncommitted_max_bytes: int
     application_server: str | None
     default_key_serde: Any
     default_value_serde: Any
@@ -208,6 +232,14 @@ class StreamsConfig:
     def exactly_once(self) -> bool:
         """True under ``exactly_once_v2``."""
         return self.processing_guarantee == EXACTLY_ONCE_V2
+
+    @property
+    def thread_uncommitted_max_bytes(self) -> int | None:
+        """A stream thread's share of ``statestore.uncommitted.max.bytes`` (None: no limit,
+        or not exactly-once)."""
+        if not self.exactly_once or self.uncommitted_max_bytes < 0:
+            return None
+        return self.uncommitted_max_bytes // self.num_stream_threads
 
     # -- the interactive-query HTTP server (read from the originals when it starts) ------
 
@@ -363,6 +395,7 @@ class StreamsConfig:
             num_standby_replicas=standbys,
             max_task_idle_ms=_int(cfg, MAX_TASK_IDLE_MS, 0, minimum=-1),
             cache_max_bytes=cache_bytes,
+            uncommitted_max_bytes=_uncommitted_max_bytes(cfg),
             application_server=None if server is None else str(server),
             query_server_enabled=_bool(cfg, QUERY_SERVER_ENABLED, True),
             default_key_serde=_serde(cfg, DEFAULT_KEY_SERDE),

@@ -30,6 +30,9 @@ NUM_STANDBY_REPLICAS = "num.standby.replicas"
 MAX_TASK_IDLE_MS = "max.task.idle.ms"
 CACHE_MAX_BYTES = "statestore.cache.max.bytes"
 CACHE_MAX_BYTES_BUFFERING = "cache.max.bytes.buffering"
+#: KIP-892: what the transactional stores (exactly-once) of an instance may hold uncommitted
+#: in memory, split among its stream threads; reaching it commits early (-1: no limit)
+STATESTORE_UNCOMMITTED_MAX_BYTES = "statestore.uncommitted.max.bytes"
 APPLICATION_SERVER = "application.server"
 DEFAULT_KEY_SERDE = "default.key.serde"
 DEFAULT_VALUE_SERDE = "default.value.serde"
@@ -105,6 +108,7 @@ KNOWN_KEYS = frozenset(
         MAX_TASK_IDLE_MS,
         CACHE_MAX_BYTES,
         CACHE_MAX_BYTES_BUFFERING,
+        STATESTORE_UNCOMMITTED_MAX_BYTES,
         APPLICATION_SERVER,
         DEFAULT_KEY_SERDE,
         DEFAULT_VALUE_SERDE,

@@ -57,6 +57,9 @@ class TaskContext:
         self.stream_time_punctuations = PunctuationQueue()
         self.system_time_punctuations = PunctuationQueue()
         self.changelog_writer: Callable[[str, bytes, bytes | None, int, Any], None] | None = None
+        #: exactly-once: persistent stores hold their writes until the runtime commits them
+        #: (``streaming.state.api.TransactionalStore``)
+        self.transactional_state = False
         self.restore_callbacks: dict[str, Callable[..., None]] = {}
         #: Kafka's per-task ``ProcessorMetadata`` (KIP-825): committed with the input offsets
         #: by the runtime, read back when the task is created

@@ -1,8 +1,12 @@
 """The record collector: every record a task writes (sinks, changelogs, dead letters) goes
 through one confluent-kafka producer per stream thread (transactional under exactly-once).
 
-Delivery reports are only requested for failures (``delivery.report.only.error``). A failed
-delivery is handled by its kind, as Kafka's ``RecordCollectorImpl`` does:
+Under at-least-once, delivery reports are only requested for failures
+(``delivery.report.only.error``). Under exactly-once every record is reported: the
+collector keeps the offset of the last record acknowledged per partition in the open
+transaction (``acked``, Kafka's ``RecordCollectorImpl.offsets``), from which the committer
+takes the changelog offsets the transactional stores record, without asking the brokers. A
+failed delivery is handled by its kind, as Kafka's ``RecordCollectorImpl`` does:
 
 - a fenced or fatally failed producer: ``TaskMigratedException`` (a new producer is made);
 - a retriable failure (timed out, not enough replicas): ``TaskCorruptedException`` (the tasks
@@ -79,6 +83,9 @@ class RecordCollector:
         self._topic_limits = topic_limits
         self._limits: dict[str, TopicLimits] = {}
         self._failure: BaseException | None = None
+        #: exactly-once: the offset of the last record acknowledged per partition since the
+        #: open transaction began (``new_transaction``)
+        self.acked: dict[tuple[str, int], int] = {}
         self.sent = 0
         self.skipped = 0
         self.on_send: Callable[[], None] | None = None
@@ -96,6 +103,12 @@ class RecordCollector:
         self._produce = producer.produce
         self._poll = producer.poll
         self._failure = None
+        self.acked = {}
+
+    def new_transaction(self) -> None:
+        """A transaction begins (after a commit or an abort): no record of it is
+        acknowledged yet."""
+        self.acked = {}
 
     # -- the task's send function ---------------------------------------------------------
 
@@ -210,8 +223,13 @@ class RecordCollector:
     # -- failures -------------------------------------------------------------------------
 
     def on_delivery(self, err: Any, msg: Any) -> None:
-        """librdkafka delivery report (only failures are reported)."""
-        if err is None or err.code() in _PURGED:
+        """librdkafka delivery report: an acknowledged record (exactly-once only) moves its
+        partition's ``acked`` offset; a failure is kept for ``check``. An idempotent
+        producer's acknowledgements of a partition come in the order of its records."""
+        if err is None:
+            self.acked[msg.topic(), msg.partition()] = msg.offset()
+            return
+        if err.code() in _PURGED:
             return  # purged by a producer replacement: the rollback rewrites them
         exc = KafkaException(err)
         kind = classify(err)

@@ -1,10 +1,12 @@
 """Restoring stores from their changelogs (Kafka's ``StoreChangelogReader``).
 
 A separate consumer (no consumer group, ``read_committed``, partition EOF events on) is
-assigned the changelog partitions of the tasks to restore, each from its checkpointed offset
-or the beginning, and reads until the end (the last stable offset under exactly-once).
-Records go in batches to each store's restore callback. A ``StateRestoreListener`` (or the
-log) hears about the start, each batch and the end, per changelog partition.
+assigned the changelog partitions of the tasks to restore, each from the offset its store
+resumes from (``store_offsets``) or the beginning, and reads until the end (the last stable
+offset under exactly-once). Records go in batches to each store's restore callback; a
+transactional store commits each batch with the offset after it (``on_batch``), so that a
+restore cut short resumes where it stopped. A ``StateRestoreListener`` (or the log) hears
+about the start, each batch and the end, per changelog partition.
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ class RestoreRequest:
     #: a source topic serving as changelog: restore stops at this (committed) offset, and
     #: records without a key are skipped, as the source node skips them
     limit: int | None = None
+    #: called with the offset after each batch once ``callback`` applied it (a
+    #: transactional store commits the batch with it)
+    on_batch: Callable[[int], None] | None = None
 
 
 class ChangelogReader:
@@ -173,6 +178,8 @@ class ChangelogReader:
                     req = pending[tp_key]
                     if batch:
                         req.callback(batch)
+                    if req.on_batch is not None:
+                        req.on_batch(last[tp_key] + 1)
                     req.start = last[tp_key] + 1  # a retried restore resumes here
                     prog = self.progress[tp_key]
                     prog.restored += len(batch)

@@ -6,7 +6,9 @@ task are the next ``num.standby.replicas`` instances after its active owner in s
 of instance ids (each instance computes the same answer). An instance keeps, for each of
 its standby tasks, the task's logged stores under ``state.dir/<application.id>/<task>/``
 and follows their changelogs (``read_committed``) with its own consumer, writing the
-checkpoint every ``commit.interval.ms``. When the task becomes active here, the standby is
+checkpoint every ``commit.interval.ms``. Its stores resume as an active task's do
+(``store_offsets``): under exactly-once they are transactional, and each applied batch is
+committed with the offset after it. When the task becomes active here, the standby is
 closed first (checkpoint written) and the active task restores only the changelog records
 written since.
 
@@ -31,13 +33,9 @@ from streaming.runtime.assignment import Subtopology, task_id
 from streaming.runtime.failures import Kind, classify, error_of
 from streaming.runtime.messages import changelog_entry, offset_of, topic_partition
 from streaming.runtime.metadata import process_from_client_id
-from streaming.runtime.state_directory import (
-    TaskLock,
-    read_checkpoint,
-    wipe_task_dir,
-    write_checkpoint,
-)
-from streaming.state.api import InMemoryStateStoreContext
+from streaming.runtime.state_directory import TaskLock, read_checkpoint, write_checkpoint
+from streaming.runtime.store_offsets import prepare_task_dir, restore_start
+from streaming.state.api import InMemoryStateStoreContext, TransactionalStore, transactional_layer
 
 if TYPE_CHECKING:
     from streaming.runtime.metadata import AssignmentDirectory
@@ -66,6 +64,8 @@ class StandbyTask:
         self.stores: dict[str, Any] = {}
         self.callbacks: dict[str, Any] = {}
         self.offsets: dict[tuple[str, int], int | None] = {}
+        #: the transactional stores (exactly-once) by changelog partition
+        self.transactional: dict[tuple[str, int], TransactionalStore] = {}
         self.applied = 0
         self._dir_lock: TaskLock | None = None
 
@@ -80,8 +80,6 @@ class StandbyTask:
 
     def _open(self) -> None:
         checkpoint = read_checkpoint(self.task_dir)
-        if checkpoint is None:
-            wipe_task_dir(self.task_dir)
         cfg = self.services.config
         context = InMemoryStateStoreContext(
             application_id=cfg.application_id,
@@ -90,19 +88,22 @@ class StandbyTask:
             app_configs=self.services.app_configs,
             default_key_serde=cfg.default_key_serde,
             default_value_serde=cfg.default_value_serde,
+            transactional_state=cfg.exactly_once,
         )
+        builders = self.services.topology.store_builders
+        built = {name: builders[name].build() for name in self.changelogs}
+        prepare_task_dir(self.task_dir, built, checkpoint, transactional=cfg.exactly_once)
         try:
             for name, topic in self.changelogs.items():
-                store = self.services.topology.store_builders[name].build()
+                store = built[name]
                 store.init(context, store)
                 self.stores[name] = store
                 self.callbacks[topic] = context.registered.get(name)
-                # an in-memory store starts empty: it follows its changelog from the start
-                self.offsets[(topic, self.partition)] = (
-                    (checkpoint or {}).get((topic, self.partition))
-                    if getattr(store, "persistent", True)
-                    else None
-                )
+                tp = (topic, self.partition)
+                self.offsets[tp] = restore_start(store, tp, checkpoint)
+                layer = transactional_layer(store)
+                if layer is not None:
+                    self.transactional[tp] = layer
         except BaseException:
             self._close_stores()
             raise
@@ -118,6 +119,9 @@ class StandbyTask:
         if callback is not None and batch:
             callback(batch)
             self.applied += len(batch)
+        layer = self.transactional.get(tp)
+        if layer is not None:
+            layer.commit({tp: next_offset})
         self.offsets[tp] = next_offset
 
     def checkpoint(self) -> None:
@@ -149,6 +153,7 @@ class StandbyTask:
             with contextlib.suppress(Exception):
                 store.close()
         self.stores.clear()
+        self.transactional.clear()
         if self._dir_lock is not None:
             self._dir_lock.release()
             self._dir_lock = None

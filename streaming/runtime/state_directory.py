@@ -1,10 +1,12 @@
 """Local state layout: ``state.dir/<application.id>/<task>/`` with a ``.checkpoint`` file.
 
-The checkpoint holds, per changelog partition, the offset restoration continues from (Kafka's
-``OffsetCheckpoint`` text format: version, count, then ``topic partition offset`` lines). No
-checkpoint next to existing store files means the files may be ahead of or behind the
-changelog (a crash, or an exactly-once task that was running), so the task directory is
-wiped and the stores are rebuilt from the changelog.
+The checkpoint holds, per changelog partition of a persistent store, the offset restoration
+continues from (Kafka's ``OffsetCheckpoint`` text format: version, count, then ``topic
+partition offset`` lines). No checkpoint next to a store's files means they may be ahead of
+or behind the changelog (a crash, or an exactly-once task that was running), so they are
+deleted and the store is rebuilt from the changelog, unless the store is transactional
+(exactly-once): such a store keeps its offsets in its own files, written with its content,
+and resumes from those (``store_offsets``).
 
 The application directory also holds the process id (``kafka-streams-process-metadata``)
 and a lock file so that two instances never share one state directory, and one lock file
@@ -24,6 +26,7 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Collection
 from pathlib import Path
 
 from streaming.errors import ConfigException
@@ -227,12 +230,18 @@ def delete_checkpoint(task_dir: Path) -> None:
         (task_dir / CHECKPOINT_FILE).unlink()
 
 
-def wipe_task_dir(task_dir: Path) -> None:
-    """Delete every store of a task (its state is rebuilt from the changelogs)."""
+def wipe_task_dir(task_dir: Path, keep: Collection[str] = ()) -> list[str]:
+    """Delete every store of a task but the directories named in ``keep`` (the others are
+    rebuilt from their changelogs); the names of the store directories deleted."""
+    wiped = []
     if task_dir.exists():
         for child in task_dir.iterdir():
+            if child.name in keep:
+                continue
             if child.is_dir():
                 shutil.rmtree(child, ignore_errors=True)
+                wiped.append(child.name)
             else:
                 with contextlib.suppress(OSError):
                     child.unlink()
+    return wiped

@@ -189,6 +189,7 @@ class StreamTask:
             for builder in self.store_builders:
                 builder.with_caching_disabled()
         self._stores_open = False
+        self._built: dict[str, Any] | None = None
         self._initialized = False
         self._batch_enabled = batch_enabled(config)
         #: the batch entries (``streaming.runtime.batch``), once the processors are initialized
@@ -270,16 +271,22 @@ class StreamTask:
         self.initialize_stores()
         self.initialize_topology()
 
+    def build_stores(self) -> dict[str, Any]:
+        """The task's stores, built but not yet open (once; ``initialize_stores`` opens
+        them): what a store keeps on disk can be looked at before it opens."""
+        if self._built is None:
+            self._built = {builder.name: builder.build() for builder in self.store_builders}
+        return self._built
+
     def initialize_stores(self) -> None:
         """Build and open the stores (they register their changelog restore callbacks)."""
         if self._stores_open:
             return
         context = self.context
-        for builder in self.store_builders:
-            store = builder.build()
+        for name, store in self.build_stores().items():
             context.current_node = None
             store.init(context, store)
-            context.stores[builder.name] = store
+            context.stores[name] = store
         # the sources decode records as soon as they are fetched, before the processors are
         # initialized: their serdes (defaults filled in) are resolved now
         sources = [*self.sources.values(), *(node for _, node in self._pattern_sources)]
@@ -620,5 +627,6 @@ class StreamTask:
             self._initialized = False
             self.batch_plan = None
             self._stores_open = False
+            self._built = None
             if failure is not None:
                 raise failure

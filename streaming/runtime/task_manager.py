@@ -5,6 +5,10 @@ them clean (checkpointing a running task's changelogs) or dirty, handles a revoc
 lost assignment, restores restoring tasks from their changelogs (``restore``), hands polled
 records to their tasks' queues (pausing a partition whose queue is full, resuming it once
 drained), and runs the running tasks' processing and wall-clock punctuation.
+
+Under exactly-once it bounds what the tasks' transactional stores hold uncommitted
+(``statestore.uncommitted.max.bytes``, split among the stream threads): at the limit it
+asks for a commit, and processes nothing more until one succeeded.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class TaskManager:
         metrics: metrics_mod.ThreadMetrics,
         changelog_end: Callable[[str, int], int],
         alignment: ThreadAlignment | None = None,
+        uncommitted_limit: int | None = None,
     ) -> None:
         self.config = config
         self.plan = plan
@@ -72,6 +77,8 @@ class TaskManager:
         self.current_task: ActiveTask | None = None
         #: event-time alignment of the source partitions (None: off)
         self.alignment = alignment
+        #: exactly-once: what the tasks' stores may hold uncommitted (None: no limit)
+        self.uncommitted_limit = uncommitted_limit
 
     # -- assignment -----------------------------------------------------------------------
 
@@ -137,7 +144,7 @@ class TaskManager:
             task.close(clean=False)
 
     def close_all_dirty(self) -> None:
-        """Close every task dirty (its state is wiped) and forget it."""
+        """Close every task dirty (its uncommitted state is dropped) and forget it."""
         for task in self.tasks.values():
             task.close(clean=False)
         self.tasks.clear()
@@ -260,6 +267,8 @@ class TaskManager:
         counted from its committed offset before its first record; default ``lag``); the
         bound is moved on and the tasks are offered records again while that frees some
         (until each took ``max_records``)."""
+        if self.uncommitted_full():
+            return 0  # the commit the limit asks for comes first
         if self.alignment is None:
             return self._process_pass(dict.fromkeys(self.tasks, max_records), now, lag, None)
         budget = dict.fromkeys(self.tasks, max_records)
@@ -313,5 +322,15 @@ class TaskManager:
                 self.metrics.punctuations += 1
 
     def commit_requested(self) -> bool:
-        """Whether a running task asked for a commit (``context.commit()``)."""
-        return any(t.stream_task.commit_requested for t in self.running())
+        """Whether a running task asked for a commit (``context.commit()``), or the stores
+        hold as much uncommitted as they may."""
+        requested = any(t.stream_task.commit_requested for t in self.running())
+        return requested or self.uncommitted_full()
+
+    def uncommitted_full(self) -> bool:
+        """Whether the running tasks' transactional stores reached the uncommitted limit."""
+        limit = self.uncommitted_limit
+        if limit is None:
+            return False
+        held = sum(t.uncommitted_bytes for t in self.running())
+        return held > 0 and held >= limit

@@ -8,14 +8,16 @@ Kafka's ``StreamThread.create``:
 - ``task_manager.TaskManager``: the active tasks (built and closed on assignment, revocation
   and lost partitions, restored from their changelogs, fed records, processed, punctuated);
 - ``commit.Committer``: the commit, at-least-once or exactly-once v2 (the producer is
-  transactional, ``<application.id>-<process id>-<n>``; nothing is checkpointed while
-  running, so a crash leaves no checkpoint and the next owner wipes the state and restores
-  it from the (committed) changelog), and the recovery steps before processing may go on.
+  transactional, ``<application.id>-<process id>-<n>``; the stores are transactional and
+  write what a transaction changed, with their changelog offsets, once it committed, so a
+  crash leaves them at their last commit and the next owner restores only the changelog
+  records after it), and the recovery steps before processing may go on.
 
 Failures follow ``streaming.runtime.failures``: a retriable one (brokers away, leaders moving)
 is retried after a backoff while the thread reports a stall, up to ``task.timeout.ms``; a
-corrupted one aborts the transaction, closes the tasks dirty (their state is wiped), rewinds
-the consumer to the committed offsets and restores; a migrated one (fenced or failed
+corrupted one aborts the transaction, closes the tasks dirty (their stores drop what was not
+committed), rewinds the consumer to the committed offsets and restores what the changelogs
+hold past the stores' offsets; a migrated one (fenced or failed
 producer) also replaces the producer. The recovery steps that need the brokers (initializing
 transactions, aborting, finishing a timed-out commit, reading committed offsets) are retried
 by ``Committer.recover`` until they succeed; nothing is processed meanwhile.
@@ -194,6 +196,7 @@ class StreamThread(threading.Thread):
             alignment=(
                 services.alignment.member(self.name, index - 1) if cfg.alignment.enabled else None
             ),
+            uncommitted_limit=cfg.thread_uncommitted_max_bytes,
         )
         #: commits the tasks, and holds the recovery steps still to do before processing
         self.committer = Committer(

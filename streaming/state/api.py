@@ -5,7 +5,7 @@ from __future__ import annotations
 import pathlib
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -56,7 +56,9 @@ class StateStoreContext(Protocol):
 
     Optional: ``cache`` - a shared :class:`~streaming.state.cache.ThreadCache`; when missing or
     None each caching store creates a private cache sized from ``app_configs``
-    (``statestore.cache.max.bytes``, default 10 MiB).
+    (``statestore.cache.max.bytes``, default 10 MiB). ``transactional_state`` - when true
+    (exactly-once), persistent stores are transactional (:class:`TransactionalStore`): their
+    writes reach disk only when the runtime commits them.
     """
 
     application_id: str
@@ -117,6 +119,48 @@ class StateStore:
 
     def close(self) -> None:
         raise NotImplementedError
+
+
+@runtime_checkable
+class TransactionalStore(Protocol):
+    """A persistent store that holds its writes in memory until ``commit`` writes them to
+    disk in one atomic step together with the changelog offsets they bring it to, and keeps
+    those offsets itself (KIP-892). Reads see the uncommitted writes. Closing it without a
+    commit drops them: the store reopens at its last commit. Writes of ``restore_batch``
+    wait for the next commit as well (the runtime commits after each restored batch)."""
+
+    #: open in transactional mode (an exactly-once task's store)
+    transactional: bool
+
+    def committed_offset(self, topic: str, partition: int) -> int | None:
+        """Where restoring from the changelog partition continues: every record before it
+        is in the store; None when no commit recorded one."""
+        ...
+
+    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Write the uncommitted writes and ``offsets`` (changelog partition -> next offset)
+        in one batch; offsets not given keep their committed value."""
+        ...
+
+    @property
+    def uncommitted_bytes(self) -> int:
+        """Key and value bytes written since the last commit."""
+        ...
+
+
+def transactional_layer(store: StateStore) -> TransactionalStore | None:
+    """The layer of ``store`` that is open in transactional mode (its innermost), if any."""
+    inner = store.inner() if isinstance(store, WrappedStateStore) else store
+    if getattr(inner, "transactional", False) and isinstance(inner, TransactionalStore):
+        return inner
+    return None
+
+
+def keeps_offsets(store: StateStore) -> bool:
+    """Whether ``store`` (built, not yet open) keeps its changelog offsets itself when it is
+    opened in transactional mode: the RocksDB stores of this package do."""
+    inner = store.inner() if isinstance(store, WrappedStateStore) else store
+    return bool(getattr(inner, "keeps_offsets", False))
 
 
 class WrappedStateStore(StateStore):
@@ -199,6 +243,7 @@ class InMemoryStateStoreContext:
         default_value_serde: Any = None,
         cache: Any = None,
         capture_changelog: bool = False,
+        transactional_state: bool = False,
     ) -> None:
         self.application_id = application_id
         self.task_id = task_id
@@ -208,6 +253,7 @@ class InMemoryStateStoreContext:
         self.default_value_serde = default_value_serde
         self.cache = cache
         self.capture_changelog = capture_changelog
+        self.transactional_state = transactional_state
         self.logged: list[tuple[str, bytes, bytes | None, int]] = []
         self.registered: dict[str, RestoreCallback] = {}
         self._record_context: Any = None

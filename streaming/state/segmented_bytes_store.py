@@ -6,11 +6,15 @@ like Kafka's SegmentIterator over RocksDB segments; the scan of each segment is 
 schema's byte range and filtered by its condition. Records older than
 ``observed_stream_time - retention_period + 1`` are never returned (``+ 0`` for the time-first
 schema, like Kafka's AbstractDualSchemaRocksDBSegmentedBytesStore).
+
+A persistent store opened in transactional mode (``context.transactional_state``) is a
+``TransactionalStore`` through its ``RocksDBSegments``: the segments hold every write until
+the commit, which writes all of them and the changelog offsets in one batch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from streaming.state.api import StateDirHandle, StateStore, StateStoreContext
 from streaming.state.key_schema import MAX_LONG, Predicate
@@ -71,10 +75,35 @@ class SegmentedBytesStore(StateStore):
     def is_open(self) -> bool:
         return self._open
 
+    @property
+    def keeps_offsets(self) -> bool:
+        """Whether opened in transactional mode it keeps its changelog offsets."""
+        return self._persistent
+
+    @property
+    def transactional(self) -> bool:
+        return getattr(self.segments, "transactional", False)
+
+    def committed_offset(self, topic: str, partition: int) -> int | None:
+        segments: RocksDBSegments = self.segments  # type: ignore[assignment]
+        return segments.committed_offset(topic, partition)
+
+    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        segments: RocksDBSegments = self.segments  # type: ignore[assignment]
+        segments.commit(offsets)
+
+    @property
+    def uncommitted_bytes(self) -> int:
+        return getattr(self.segments, "uncommitted_bytes", 0)
+
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         if self._persistent:
             self._dir = StateDirHandle(context, self.name)
-            self.segments.open(self._dir.path)
+            segments: RocksDBSegments = self.segments  # type: ignore[assignment]
+            segments.open(
+                self._dir.path,
+                transactional=bool(getattr(context, "transactional_state", False)),
+            )
         self.segments.cleanup_expired(self.observed_stream_time)
         if root is not None:
             context.register(root, self.restore_batch)

@@ -12,18 +12,25 @@ uses one RocksDB instance per segment, which orders identically).
 The RocksDB segments of window and session stores (``write_buffer``) keep their recent
 writes in a sorted in-memory buffer in front of RocksDB (``BufferedRocksDBSegment``), so
 that the many short-lived sessions of a hot key never become RocksDB delete markers.
+
+Opened in transactional mode (exactly-once), ``RocksDBSegments`` is the store's
+``TransactionalStore``: every segment buffers its writes, and nothing reaches RocksDB before
+``commit``, which writes the buffers of all segments, the segments dropped by retention
+since the last commit (range deletes) and the store's changelog offsets in one batch.
 """
 
 from __future__ import annotations
 
 import pathlib
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from rocksdict import Rdict, WriteBatch
 from sortedcontainers import SortedDict
 
+from streaming.state.committed_offsets import CommittedOffsets
 from streaming.state.rocksdb_util import MemtableFlusher, close_db, open_db, scan
+from streaming.state.uncommitted import overlay
 
 BytesKV = tuple[bytes, bytes]
 #: A buffered store writes its buffered writes to RocksDB once they reach either limit (the
@@ -123,7 +130,8 @@ class RocksDBSegment(Segment):
 
 class BufferedRocksDBSegment(RocksDBSegment):
     """A RocksDB segment whose writes wait in a sorted in-memory buffer (shared limits in
-    ``RocksDBSegments``) until the buffer is full, a memtable flush is due or a checkpoint.
+    ``RocksDBSegments``) until the buffer is full, a memtable flush is due or a checkpoint
+    (in transactional mode: until the commit).
 
     A session merge deletes the session it replaces; in RocksDB every delete is a marker that
     each later seek into the key's range steps over until compaction, and a hot key's lookup
@@ -193,35 +201,10 @@ class BufferedRocksDBSegment(RocksDBSegment):
         buffered = (
             [(k, pending[k]) for k in pending.irange(lower, upper, reverse=not forward)]
             if pending
-            else None
+            else []
         )
-        stored = RocksDBSegment.range(self, lower, upper, forward)
-        if not buffered:
-            yield from stored
-            return
-        # merge, buffer first on equal keys; a buffered None hides the stored entry
-        i = 0
-        n = len(buffered)
-        bk, bv = buffered[0]
-        for kv in stored:
-            k = kv[0]
-            while bk is not None and (bk < k if forward else bk > k):
-                if bv is not None:
-                    yield bk, bv
-                i += 1
-                bk, bv = buffered[i] if i < n else (None, None)
-            if bk == k:
-                if bv is not None:
-                    yield bk, bv
-                i += 1
-                bk, bv = buffered[i] if i < n else (None, None)
-            else:
-                yield kv
-        while i < n:
-            bk, bv = buffered[i]
-            if bv is not None:
-                yield bk, bv
-            i += 1
+        # a generator: the buffer and RocksDB are both read as of the first item
+        yield from overlay(buffered, RocksDBSegment.range(self, lower, upper, forward), forward)
 
 
 class Segments:
@@ -298,7 +281,13 @@ class InMemorySegments(Segments):
 
 
 class RocksDBSegments(Segments):
-    """Segments sharing one RocksDB database, each under its 8-byte segment-id prefix."""
+    """Segments sharing one RocksDB database, each under its 8-byte segment-id prefix.
+
+    ``reserved_segment`` adds a segment outside the time range (the versioned store's latest
+    values) that is never dropped but buffers and commits like the others."""
+
+    #: a transactional instance keeps its changelog offsets (``TransactionalStore``)
+    keeps_offsets = True
 
     def __init__(
         self,
@@ -314,10 +303,18 @@ class RocksDBSegments(Segments):
         self.write_buffer = write_buffer
         self._pending_entries = 0
         self._pending_bytes = 0
+        self.transactional = False
+        self._offsets: CommittedOffsets | None = None
+        #: transactional mode: ids of the segments dropped since the last commit
+        self._dropped: list[int] = []
+        self._reserved: list[Segment] = []
 
-    def open(self, directory: pathlib.Path | None) -> None:
+    def open(self, directory: pathlib.Path | None, *, transactional: bool = False) -> None:
+        """Open the database and find its segments; ``transactional``: see the module."""
         assert directory is not None  # persistent stores always open in their state directory
-        db = self.db = open_db(directory)
+        self.transactional = transactional
+        db = self.db = open_db(directory, wal=transactional)
+        self._offsets = CommittedOffsets.open(db, transactional=transactional)
         # discover existing segments: one seek per distinct id prefix
         it = db.iter()
         it.seek_to_first()
@@ -329,22 +326,37 @@ class RocksDBSegments(Segments):
         del it
 
     def _create(self, segment_id: int) -> Segment:
-        if self.write_buffer:
+        if self.write_buffer or self.transactional:
             return BufferedRocksDBSegment(segment_id, self.db, self)
         return RocksDBSegment(segment_id, self.db)
+
+    def reserved_segment(self, segment_id: int) -> Segment:
+        """A segment of ``segment_id`` outside the time range, kept until close."""
+        segment = self._create(segment_id)
+        self._reserved.append(segment)
+        return segment
 
     def _destroy(self, segment: Segment) -> None:
         assert self.db is not None  # segments exist only while the database is open
         if isinstance(segment, BufferedRocksDBSegment):
             segment.discard_pending()  # its pending writes die with it
-        self.db.delete_range(
-            _SEG_ID.pack(segment.id + _OFFSET), _SEG_ID.pack(segment.id + _OFFSET + 1)
-        )
+        if self.transactional:
+            self._dropped.append(segment.id)
+            return
+        self.db.delete_range(*_segment_range(segment.id))
+
+    def _buffered_segments(self) -> Iterator[BufferedRocksDBSegment]:
+        for segment in [*self._segments.values(), *self._reserved]:
+            if isinstance(segment, BufferedRocksDBSegment):
+                yield segment
 
     def buffered(self, size: int) -> None:
-        """A segment buffered a write of ``size`` bytes: write all buffers once full."""
+        """A segment buffered a write of ``size`` bytes: write all buffers once full (in
+        transactional mode the runtime commits early instead, see ``uncommitted_bytes``)."""
         self._pending_entries += 1
         self._pending_bytes += size
+        if self.transactional:
+            return
         if (
             self._pending_entries >= WRITE_BUFFER_ENTRIES
             or self._pending_bytes >= WRITE_BUFFER_BYTES
@@ -352,31 +364,74 @@ class RocksDBSegments(Segments):
             self.write_pending()
 
     def write_pending(self) -> None:
-        """Write every segment's pending writes to RocksDB in one batch."""
-        self._pending_entries = self._pending_bytes = 0
-        if self.db is None or not self.write_buffer:
+        """Write every segment's pending writes to RocksDB in one batch (outside a
+        transaction; in transactional mode only ``commit`` writes)."""
+        if self.db is None or self.transactional:
             return
+        self._pending_entries = self._pending_bytes = 0
         batch = WriteBatch(raw_mode=True)
         n = 0
-        for segment in self._segments.values():
+        for segment in self._buffered_segments():
             n += segment.write_pending(batch)
         if n:
             self.db.write(batch)
+
+    # -- transactions ---------------------------------------------------------------------
+
+    def committed_offset(self, topic: str, partition: int) -> int | None:
+        offsets = self._offsets
+        return None if offsets is None else offsets.offsets.get((topic, partition))
+
+    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Write the dropped segments' range deletes, every segment's buffered writes and
+        ``offsets`` in one batch."""
+        assert self.db is not None and self._offsets is not None  # transactional, open
+        batch = WriteBatch(raw_mode=True)
+        for segment_id in self._dropped:
+            batch.delete_range(*_segment_range(segment_id))
+        for segment in self._buffered_segments():
+            segment.write_pending(batch)
+        self._offsets.add_to(batch, offsets)
+        self.db.write(batch)
+        self._dropped.clear()
+        self._pending_entries = self._pending_bytes = 0
+        self._offsets.written(offsets)
+
+    @property
+    def uncommitted_bytes(self) -> int:
+        return self._pending_bytes if self.transactional else 0
+
+    # -- lifecycle ------------------------------------------------------------------------
 
     def flush(self) -> None:
         if self.db is not None and self._flusher.due():
             self.force_flush()
 
     def force_flush(self) -> None:
-        """Write the buffers and memtables to disk now (before a checkpoint)."""
+        """Write the buffers (outside a transaction) and memtables to disk now."""
         if self.db is not None:
             self.write_pending()
             self._flusher.force(self.db)
 
     def close(self) -> None:
+        """Close; in transactional mode what was not committed is dropped."""
         if self.db is not None:
             self.write_pending()
+        if self.transactional:
+            for segment in self._buffered_segments():
+                segment.discard_pending()
+            self._dropped.clear()
+            self._pending_entries = self._pending_bytes = 0
+        self._reserved.clear()
         super().close()
+        if self._offsets is not None:
+            self._offsets.release()
+            self._offsets = None
         if self.db is not None:
             db, self.db = self.db, None
             close_db(db)
+
+
+def _segment_range(segment_id: int) -> tuple[bytes, bytes]:
+    """The key range of a segment's prefix, for a range delete."""
+    return _SEG_ID.pack(segment_id + _OFFSET), _SEG_ID.pack(segment_id + _OFFSET + 1)

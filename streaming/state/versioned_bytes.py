@@ -11,13 +11,14 @@ Tombstones never enter the latest value store; they are kept in segments.
 
 Kafka keeps both in one RocksDB (the latest value store is a "reserved segment"); so does the
 persistent variant here. The in-memory variant (not in Kafka 4.1) uses the same code over
-sorted in-memory segments.
+sorted in-memory segments. Opened in transactional mode (``context.transactional_state``),
+the persistent variant is a ``TransactionalStore`` through its segments (see ``segments``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from streaming.errors import StreamsException
@@ -25,7 +26,6 @@ from streaming.state.api import StateDirHandle, StateStore, StateStoreContext
 from streaming.state.segments import (
     InMemorySegment,
     InMemorySegments,
-    RocksDBSegment,
     RocksDBSegments,
     Segment,
     Segments,
@@ -78,8 +78,8 @@ def _latest_from(value: bytes, timestamp: int) -> bytes:
 class _VersionedRocksDBSegments(RocksDBSegments):
     """RocksDB segments that leave the reserved (negative id) latest-value prefix alone."""
 
-    def open(self, directory: Any) -> None:
-        super().open(directory)
+    def open(self, directory: Any, *, transactional: bool = False) -> None:
+        super().open(directory, transactional=transactional)
         for segment_id in [i for i in self._segments if i < 0]:
             del self._segments[segment_id]
 
@@ -113,14 +113,39 @@ class VersionedBytesStore(StateStore):
     def is_open(self) -> bool:
         return self._open
 
+    @property
+    def keeps_offsets(self) -> bool:
+        """Whether opened in transactional mode it keeps its changelog offsets."""
+        return self._persistent
+
+    @property
+    def transactional(self) -> bool:
+        return getattr(self.segments, "transactional", False)
+
+    def committed_offset(self, topic: str, partition: int) -> int | None:
+        segments: RocksDBSegments = self.segments  # type: ignore[assignment]
+        return segments.committed_offset(topic, partition)
+
+    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        segments: RocksDBSegments = self.segments  # type: ignore[assignment]
+        segments.commit(offsets)
+
+    @property
+    def uncommitted_bytes(self) -> int:
+        return getattr(self.segments, "uncommitted_bytes", 0)
+
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         if self._persistent:
             self._dir = StateDirHandle(context, self.name)
-            segments: Segments = _VersionedRocksDBSegments(
+            rocks = _VersionedRocksDBSegments(
                 self.name, self.history_retention, self.segment_interval
             )
-            segments.open(self._dir.path)
-            self.latest = RocksDBSegment(_LATEST_SEGMENT_ID, segments.db)  # type: ignore[attr-defined]
+            rocks.open(
+                self._dir.path,
+                transactional=bool(getattr(context, "transactional_state", False)),
+            )
+            self.latest = rocks.reserved_segment(_LATEST_SEGMENT_ID)
+            segments: Segments = rocks
         else:
             segments = InMemorySegments(self.name, self.history_retention, self.segment_interval)
             self.latest = InMemorySegment(_LATEST_SEGMENT_ID)

@@ -14,10 +14,17 @@ Kafka's sequences (p1..p3 are the instances, each with its own state directory):
 - rebalance: start p1, p2, p3; stop p1; start p1; stop p2; stop p3; (p1 stops at the end)
 - failure_and_recovery: start p1, p2, p3; per round kill -9 one instance (p1, p1, p2) and
   start it again; stop p3; (the others stop at the end).
+
+Ours, beyond Kafka's (``test_streams_eos_kills_in_a_row``): one instance of the simple
+topology killed with SIGKILL ``CHAOS_KILLS_IN_A_ROW`` times (10) in a row, each time while it
+processes, and restarted on its state directory: exact outputs, and no restart restores a
+store from the beginning of its changelog (the stores are transactional: they resume from
+the offsets they committed with their content).
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -186,5 +193,93 @@ def test_streams_eos(three_brokers, tmp_path, variant, topology, kind):
         ensure_nodes_up(cluster)
         drop_topics(cluster, topics.values(), [app_id])
         fig.add_apps(list(apps.values()))
+
+    run_scenario(fig, steps, verify, cleanup)
+
+
+KILLS_IN_A_ROW = int(os.environ.get("CHAOS_KILLS_IN_A_ROW", "10"))
+
+
+@pytest.mark.chaos
+@pytest.mark.timeout(1200)
+def test_streams_eos_kills_in_a_row(three_brokers, tmp_path):
+    cluster = three_brokers
+    sz = sizes("chaos")
+    fig = Figures(f"streams_eos simple {KILLS_IN_A_ROW} kills in a row", sz.scale, workdir=tmp_path)
+    bootstrap = cluster.bootstrap_servers
+    keys = pick_keys(PARTITIONS)
+    topics = {k: unique(k) for k in ("input", "copy", "counts", "sums")}
+    create_topics(
+        cluster,
+        sources=[topics["input"]],
+        sinks=[topics[k] for k in ("copy", "counts", "sums")],
+        partitions=PARTITIONS,
+    )
+    app_id = unique("eos-kills")
+    settings = {
+        "application.id": app_id,
+        "bootstrap.servers": bootstrap,
+        "processing.guarantee": "exactly_once_v2",
+        "replication.factor": 3,
+        **{f"app.chaos.{k}": v for k, v in topics.items()},
+    }
+    app = ChaosApp("p1", "simple", settings, tmp_path)
+    feeder = Feeder(bootstrap, topics["input"], keys, rate=sz.rate)
+    restarts: list[float] = []
+    #: the first event of each run after a kill
+    marks: list[int] = []
+
+    def steps() -> None:
+        mark = app.start()
+        app.wait_running(mark, timeout=STEP_TIMEOUT_S)
+        feeder.start()
+        app.wait_processing(mark, timeout=STEP_TIMEOUT_S)
+        mark = app.mark()  # the first kill comes after commits of records, not of a backlog
+        for _ in range(KILLS_IN_A_ROW):
+            # the kill lands while the instance processes (and commits) the input
+            app.wait_processing(mark, timeout=STEP_TIMEOUT_S, at_least=sz.rate)
+            app.kill()
+            mark = app.start()
+            marks.append(mark)
+            restarts.append(app.wait_running(mark, timeout=STEP_TIMEOUT_S))
+        app.wait_processing(mark, timeout=STEP_TIMEOUT_S, at_least=sz.rate)
+
+    def verify(aborted: bool) -> None:
+        feeder.stop()
+        fig.notes.append(f"feeder: {feeder.summary()}")
+        fig.notes.append(
+            "seconds from each restart to RUNNING: " + ", ".join(f"{s:.1f}" for s in restarts)
+        )
+        truth = input_truth(read_input(bootstrap, topics["input"]), fig)
+        out, why = read_output(
+            bootstrap,
+            [topics[k] for k in ("copy", "counts", "sums")],
+            complete=simple_complete(truth, topics),
+            timeout=20 if aborted else sz.complete_timeout_s,
+            quiet_s=5 if aborted else 15,
+        )
+        fig.notes.append(f"output read until: {why}")
+        if app.running:
+            app.stop()
+        verify_simple(fig, truth, out, topics)
+        # every restart resumed its stores from their own offsets, never from offset 0 (a
+        # store records an offset once its changelog holds records: never 0)
+        events = app.events()
+        first = marks[0] if marks else len(events)
+        after_kills = [e for e in events[first:] if e["ev"] == "restore_start"]
+        from_start = [e for e in after_kills if e["start"] == 0]
+        restored = sum(e["restored"] for e in events if e["ev"] == "restore_end")
+        fig.notes.append(
+            f"restores after the kills: {len(after_kills)}, {restored} records restored in all"
+        )
+        if from_start:
+            fig.violations.append(f"a restart restored a store from offset 0: {from_start[:3]}")
+
+    def cleanup() -> None:
+        feeder.stop(timeout=30)
+        stop_all([app], kill=True)
+        ensure_nodes_up(cluster)
+        drop_topics(cluster, topics.values(), [app_id])
+        fig.add_apps([app])
 
     run_scenario(fig, steps, verify, cleanup)

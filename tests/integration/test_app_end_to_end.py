@@ -18,6 +18,7 @@ from test_app_support import (
 from streaming import Processor, PunctuationType, Record, Topology, serdes
 from streaming.app import KafkaStreams, State
 from streaming.runtime.state_directory import read_checkpoint
+from streaming.state.committed_offsets import read_committed_offsets
 
 N = 2000
 KEYS = 20
@@ -96,11 +97,17 @@ def test_count_and_copy(kafka_cluster, tmp_path, guarantee):
         (State.RUNNING, State.PENDING_SHUTDOWN),
         (State.PENDING_SHUTDOWN, State.NOT_RUNNING),
     ]
-    # a clean close leaves a checkpoint per task, at the end of each changelog partition
+    # a clean close leaves a checkpoint per task, at the end of each changelog partition;
+    # under exactly-once the (transactional) store holds the same offset itself
     changelog = f"{app_id}-counts-changelog"
     for partition in (0, 1):
-        checkpoint = read_checkpoint(tmp_path / "state" / app_id / f"0_{partition}")
+        task_dir = tmp_path / "state" / app_id / f"0_{partition}"
+        checkpoint = read_checkpoint(task_dir)
         assert checkpoint is not None and checkpoint[(changelog, partition)] > 0
+        if guarantee == "exactly_once_v2":
+            assert read_committed_offsets(task_dir / "counts") == {
+                (changelog, partition): checkpoint[(changelog, partition)]
+            }
 
     # restarted with nothing new on its input, it is caught up: no lag, not all the input
     again = KafkaStreams(count_and_copy(config), config)

@@ -14,6 +14,7 @@ from collections import Counter
 
 from test_app_support import (
     T0,
+    OpenTransaction,
     long_value,
     produce,
     read_all,
@@ -77,7 +78,7 @@ def test_exactly_once_survives_sigkill(kafka_cluster, tmp_path):
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
     log_path = tmp_path / "app.log"
-    open_transaction = _OpenTransaction(bootstrap, names["copy"])
+    open_transaction = OpenTransaction(bootstrap, names["copy"])
     try:
         for kill in range(KILLS):
             proc = spawn_app("test_app_support:count_and_copy", settings, log_path=log_path)
@@ -141,46 +142,6 @@ def test_exactly_once_survives_sigkill(kafka_cluster, tmp_path):
         read_committed=False,
     )
     assert len(uncommitted) > total, f"the aborted transactions left no record (seed {seed})"
-
-
-class _OpenTransaction:
-    """Sees an open transaction with records in ``topic``'s log: the end a read_committed
-    consumer is given (the last stable offset) is below the log's end."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        from confluent_kafka import Consumer
-
-        self.topic = topic
-        self.consumers = [
-            Consumer(
-                {
-                    "bootstrap.servers": bootstrap,
-                    "group.id": unique(f"ends-{isolation}"),
-                    "isolation.level": isolation,
-                }
-            )
-            for isolation in ("read_committed", "read_uncommitted")
-        ]
-
-    def wait(self, timeout: float) -> bool:
-        """Until a partition's last stable offset is below its end; False after ``timeout``."""
-        from confluent_kafka import TopicPartition
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for partition in (0, 1):
-                tp = TopicPartition(self.topic, partition)
-                stable, end = (
-                    c.get_watermark_offsets(tp, timeout=5, cached=False)[1] for c in self.consumers
-                )
-                if stable < end:
-                    return True
-            time.sleep(0.005)
-        return False
-
-    def close(self) -> None:
-        for consumer in self.consumers:
-            consumer.close()
 
 
 def _final_counts(msgs, topic):

@@ -226,6 +226,44 @@ def group_caught_up(bootstrap: str, group: str, topics: list[str]) -> bool:
         offsets.close()
 
 
+class OpenTransaction:
+    """Sees an open transaction with records in ``topic``'s log: the end a read_committed
+    consumer is given (the last stable offset) is below the log's end."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.topic = topic
+        self.consumers = [
+            Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": unique(f"ends-{isolation}"),
+                    "isolation.level": isolation,
+                }
+            )
+            for isolation in ("read_committed", "read_uncommitted")
+        ]
+        meta = self.consumers[0].list_topics(topic, timeout=10)
+        self.partitions = sorted(meta.topics[topic].partitions)
+
+    def wait(self, timeout: float) -> bool:
+        """Until a partition's last stable offset is below its end; False after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for partition in self.partitions:
+                tp = TopicPartition(self.topic, partition)
+                stable, end = (
+                    c.get_watermark_offsets(tp, timeout=5, cached=False)[1] for c in self.consumers
+                )
+                if stable < end:
+                    return True
+            time.sleep(0.005)
+        return False
+
+    def close(self) -> None:
+        for consumer in self.consumers:
+            consumer.close()
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str, step: float = 0.2) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
