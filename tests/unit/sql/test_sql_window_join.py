@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import duckdb
+import pandas as pd
 import pytest
 from flink_itcases import WINDOW_DATA, engine_rows, flink_rows, rows_of, run, window_table
 
 from streaming.sql import SqlError, compile
+from streaming.sql.batch import to_duckdb
 from streaming.sql.timestamps import format_timestamp, parse_timestamp
 
 #: ``TestData.windowData2WithTimestamp``: ``windowDataWithTimestamp`` with ``a1`` for ``a``
@@ -268,7 +271,7 @@ def docs_inputs(*later: tuple[str, tuple[Any, ...]]) -> list[tuple[str, dict[str
     for left, right in zip(DOCS_LEFT, DOCS_RIGHT, strict=True):
         result += [("left", docs_row(left)), ("right", docs_row(right))]
     result += [(topic, docs_row(row)) for topic, row in later]
-    end = ("2020-04-15 13:00", 0, "end")
+    end = ("2020-04-15 13:00", 99, "end")
     return [*result, ("left", docs_row(end)), ("right", docs_row(end))]
 
 
@@ -366,3 +369,61 @@ def test_a_window_join_needs_the_same_window_on_both_sides():
     )
     with pytest.raises(SqlError, match="the same window"):
         compile(DOCS_TABLES + query)
+
+
+def batch_rows(sql: str, inputs: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The rows of the DuckDB translation of ``sql`` over ``inputs``."""
+    con = duckdb.connect()
+    try:
+        return to_duckdb(sql).run(
+            con,
+            {
+                name: pd.DataFrame([row for t, row in inputs if t == topic])
+                for name, topic in (("LeftTable", "left"), ("RightTable", "right"))
+            },
+        )
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        DOCS_QUERY,
+        window_query("HOP", "INTERVAL '5' MINUTES, INTERVAL '10' MINUTES"),
+        window_query("CUMULATE", "INTERVAL '5' MINUTES, INTERVAL '10' MINUTES"),
+    ],
+)
+def test_window_joins_agree_with_their_duckdb_translation(query):
+    later = (("left", ("2020-04-15 12:20", 9, "L9")), ("right", ("2020-04-15 12:20", 9, "R9")))
+    inputs = docs_inputs(*later)
+    stream = run(DOCS_TABLES + query, inputs)
+    # the end-of-input rows' own windows never close in the stream: not in the batch
+    batch = batch_rows(DOCS_TABLES + query, inputs[:-2])
+    assert joined(stream) == joined(batch)
+    assert any(row["L_Id"] == "L9" for row in batch)
+
+
+def test_window_time_and_a_filter_in_the_batch_translation():
+    query = """
+INSERT INTO out
+SELECT L.num, L.id, R.num, R.id, L.window_start, L.window_time
+FROM (SELECT * FROM TABLE(TUMBLE(TABLE LeftTable, DESCRIPTOR(row_time), INTERVAL '5' MINUTES))
+      WHERE num > 1) L
+LEFT JOIN (SELECT * FROM TABLE(TUMBLE(TABLE RightTable, DESCRIPTOR(row_time), INTERVAL '5' MINUTES))) R
+ON L.num = R.num AND L.window_start = R.window_start AND L.window_end = R.window_end;
+"""
+    inputs = docs_inputs()
+    stream = run(DOCS_TABLES + query, inputs)
+    assert joined(stream) == joined(batch_rows(DOCS_TABLES + query, inputs[:-2]))
+    assert joined(stream) == [
+        (2, "L2", None, None, "2020-04-15 12:05:00.000", "2020-04-15 12:09:59.999"),
+        (3, "L3", 3, "R3", "2020-04-15 12:00:00.000", "2020-04-15 12:04:59.999"),
+    ]
+
+
+def test_a_window_join_of_window_aggregations_is_not_translated_to_batch():
+    sql = TABLES + UV_SINK + "INSERT INTO out\n" + CASES["testInnerJoin"][1] + ";"
+    compile(sql)
+    with pytest.raises(SqlError, match="window aggregation inside is not"):
+        to_duckdb(sql)
