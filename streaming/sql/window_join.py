@@ -75,14 +75,16 @@ def joins_subqueries(select: exp.Select) -> bool:
 
 def prepare_input(
     compiler: Any, inner: exp.Select, own: WindowTvf, over: WindowTvf | None
-) -> tuple[bool, WindowInput]:
+) -> tuple[bool, WindowInput | None]:
     """A window join's subquery ``inner`` over the TVF ``own``: (whether the TVF is
-    consumed here, its ``WindowInput``). The TVF's rows become a view (with
-    ``window_start``, ``window_end`` and ``window_time``) that ``inner`` reads; a window
-    aggregation keeps its TVF."""
+    consumed here, its ``WindowInput``, None for a SESSION window's aggregation). The
+    TVF's rows become a view (with ``window_start``, ``window_end`` and ``window_time``)
+    that ``inner`` reads; a window aggregation keeps its TVF."""
     source: TableDef | None = compiler.tables.get(own.table)
     delay = source.watermark.delay_ms if source is not None and source.watermark else 0
     if over is None or is_aggregation(inner):
+        if own.kind not in ("TUMBLE", "HOP", "CUMULATE"):
+            return False, None  # SESSION windows' results join as other views do
         return False, WindowInput(own, 0, True)
     view = window_rank.windowed_rows(compiler, inner, over, "a window join")
     with_time = dataclasses.replace(view, columns={**view.columns, "window_time": "BIGINT"})
@@ -99,7 +101,15 @@ def is_window_join(compiler: Any, select: exp.Select) -> bool:
     if found is None or len(select.args["joins"]) != 1:
         return False
     inputs = compiler.window_join_inputs
-    return found[0].name in inputs and found[1].this.name in inputs
+    names = (found[0].name, found[1].this.name)
+    if not all(name in inputs for name in names):
+        return False
+    # window aggregations whose bounds are renamed keep the joins of window results
+    # (``join_steps``: Nexmark q5 and q8)
+    return not any(
+        inputs[name].aggregated and not set(BOUNDS) <= set(compiler.tables[name].columns)
+        for name in names
+    )
 
 
 class WindowJoin(RegularJoin):
