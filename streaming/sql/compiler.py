@@ -119,7 +119,7 @@ from streaming.sql.unsupported import (
     keyword_offset,
 )
 from streaming.sql.views import DerivedTables
-from streaming.sql.window_join import WindowInput, WindowJoin, is_window_join
+from streaming.sql.window_join import WindowInput, WindowJoin, is_window_join, semi_joins
 from streaming.windowed import TimeWindow
 
 
@@ -318,6 +318,7 @@ class Compiler:
         return table
 
     def compile_statement(self, statement: Statement, tree: exp.Expr) -> None:
+        semi_joins(tree)
         check_tree(tree, statement, self.source, over_aggregations=True)
         bind_clauses(tree, statement, self.source)
         expand_stars(tree, self.tables, over_tvf=bool(statement.window_tvfs))

@@ -11,6 +11,10 @@ its WHERE), or a window aggregation over it (``GROUP BY window_start, window_end
 The ON clause must equate both window bounds; its other equalities are the join key and
 its other conditions decide which rows of a window and key match.
 
+``FROM (subquery) L WHERE [NOT] EXISTS (SELECT * FROM (subquery) R WHERE ...)`` and
+``L.x IN (SELECT y FROM (subquery) R WHERE ...)`` are window semi and anti joins
+(``semi_joins``): each left row of a window once if some (no) right row matches.
+
 The join keeps each window's rows of both sides (``WindowJoinProcessor``, one state
 store per side) and, once stream time passes the window's end plus the WATERMARK delay,
 emits the window's joined rows (an outer join's unmatched rows padded with NULLs) once:
@@ -73,6 +77,62 @@ def joins_subqueries(select: exp.Select) -> bool:
     )
 
 
+def semi_joins(tree: exp.Expr) -> None:
+    """Rewrite ``FROM (subquery) L WHERE [NOT] EXISTS (SELECT * FROM (subquery) R WHERE
+    conditions)`` into a SEMI (ANTI) join of the two subqueries on the conditions, and
+    ``L.x IN (SELECT y FROM (subquery) R WHERE conditions)`` into a SEMI join on them and
+    ``L.x = R.y``: the shapes of Flink's window semi and anti joins. ``SELECT *`` selects
+    L's columns."""
+    for select in list(tree.find_all(exp.Select)):
+        from_ = select.args.get("from_")
+        where = select.args.get("where")
+        if from_ is None or not isinstance(from_.this, exp.Subquery) or where is None:
+            continue
+        if select.args.get("joins") or not from_.this.alias:
+            continue
+        terms = _conjuncts(where.this)
+        for term in terms:
+            negated = isinstance(term, exp.Not)
+            exists = term.this if negated else term
+            inner = exists.this if isinstance(exists, exp.Exists) else None
+            member = term.args.get("query") if isinstance(term, exp.In) else None
+            if member is not None:  # x IN (SELECT y FROM ... WHERE c): EXISTS (... c AND x = y)
+                inner = member.this if isinstance(member, exp.Subquery) else member
+            if not isinstance(inner, exp.Select):
+                continue
+            inner_from = inner.args.get("from_")
+            if (
+                inner_from is None
+                or not isinstance(inner_from.this, exp.Subquery)
+                or not inner_from.this.alias
+                or inner.args.get("where") is None
+                or inner.args.get("joins")
+            ):
+                continue
+            on = inner.args["where"].this
+            if member is not None:
+                selected = inner.expressions
+                if len(selected) != 1 or not isinstance(selected[0], exp.Column):
+                    continue
+                column = exp.column(selected[0].name, table=inner_from.this.alias, quoted=True)
+                on = exp.and_(*_conjuncts(on), exp.EQ(this=term.this.copy(), expression=column))
+            join = exp.Join(this=inner_from.this, on=on, kind="ANTI" if negated else "SEMI")
+            rest = [t for t in terms if t is not term]
+            select.set("where", exp.Where(this=exp.and_(*rest)) if rest else None)
+            select.set("joins", [join])
+            alias = from_.this.alias
+            select.set(
+                "expressions",
+                [
+                    exp.Column(this=exp.Star(), table=exp.to_identifier(alias))
+                    if isinstance(e, exp.Star)
+                    else e
+                    for e in select.expressions
+                ],
+            )
+            break
+
+
 def prepare_input(
     compiler: Any, inner: exp.Select, own: WindowTvf, over: WindowTvf | None
 ) -> tuple[bool, WindowInput | None]:
@@ -122,6 +182,11 @@ class WindowJoin(RegularJoin):
         alias = join.this.alias or right.name
         nested = tuple(replace(t, path=("left", *t.path)) for t in left.tables)
         scope = JoinScope((*nested, ScopeTable(alias, right, ("right",))), self.source)
+        mode = (join.kind or "").upper()
+        if mode in ("SEMI", "ANTI"):
+            join.set("kind", None)
+        else:
+            mode = ""
         side = OnClause(scope, self.select, join, self.source).side
         keys, condition = self.conditions(scope, join)
         inputs = compiler.window_join_inputs
@@ -164,7 +229,9 @@ class WindowJoin(RegularJoin):
             left_changes.merge(right_changes)
             .repartition(Repartitioned.with_(serdes.Json(), serdes.Json()).with_name(name))
             .process(
-                lambda: WindowJoinProcessor(*stores, outer, condition, end_at, sides, null_safe),
+                lambda: WindowJoinProcessor(
+                    *stores, outer, condition, end_at, sides, null_safe, mode
+                ),
                 *stores,
                 named=Named.as_(compiler.unique(f"{name}-process")),
             )
@@ -204,8 +271,11 @@ class WindowJoinProcessor(Processor):
         end_at: int,
         sides: tuple[WindowInput, WindowInput],
         null_safe: frozenset[int] = frozenset(),
+        mode: str = "",
     ) -> None:
         self.store_names = (left_store, right_store)
+        #: "SEMI" or "ANTI": each left row once if some (no) right row matches
+        self.mode = mode
         self.null_safe = null_safe
         self.outer = outer
         self.condition = condition
@@ -261,6 +331,12 @@ class WindowJoinProcessor(Processor):
         """Forward one window and key's joined rows (a NULL in the key matches nothing,
         but in an IS NOT DISTINCT FROM column)."""
         keyed = all(v is not None for i, v in enumerate(key) if i not in self.null_safe)
+        if self.mode:
+            for left in lefts:
+                found = keyed and any(self.condition(left, right) for right in rights)
+                if found == (self.mode == "SEMI"):
+                    self._forward(key, left, None, ts)
+            return
         matched_rights: set[int] = set()
         for left in lefts:
             found = False

@@ -427,3 +427,79 @@ def test_a_window_join_of_window_aggregations_is_not_translated_to_batch():
     compile(sql)
     with pytest.raises(SqlError, match="window aggregation inside is not"):
         to_duckdb(sql)
+
+
+def uv_semi(negated: bool) -> str:
+    return f"""
+SELECT * FROM (
+  SELECT
+    `name`,
+    window_start,
+    window_end,
+    COUNT(DISTINCT `string`) as uv1
+    FROM TABLE(
+    TUMBLE(TABLE T1, DESCRIPTOR(rowtime), INTERVAL '5' SECOND))
+  GROUP BY `name`, window_start, window_end
+) L WHERE {"NOT " if negated else ""}EXISTS (
+SELECT * FROM(
+  SELECT
+    `name`,
+    window_start,
+    window_end,
+    COUNT(DISTINCT `string`) as uv2
+    FROM TABLE(
+      TUMBLE(TABLE T2, DESCRIPTOR(rowtime), INTERVAL '5' SECOND))
+    GROUP BY `name`, window_start, window_end
+) R
+  WHERE L.window_start = R.window_start AND L.window_end = R.window_end
+        AND L.`name` = R.`name`)
+"""
+
+
+SEMI_SINK = """CREATE TABLE out (name STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3),
+  uv1 BIGINT) WITH ('connector' = 'kafka', 'topic' = 'out', 'format' = 'json');
+"""
+
+
+@pytest.mark.parametrize(
+    ("negated", "expected"),
+    [
+        (  # testSemiJoinExists
+            False,
+            [
+                "b,2020-10-10T00:00:05,2020-10-10T00:00:10,2",
+                "b,2020-10-10T00:00:15,2020-10-10T00:00:20,1",
+                "b,2020-10-10T00:00:30,2020-10-10T00:00:35,1",
+            ],
+        ),
+        (  # testAntiJoinNotExists
+            True,
+            [
+                "a,2020-10-10T00:00,2020-10-10T00:00:05,2",
+                "a,2020-10-10T00:00:05,2020-10-10T00:00:10,1",
+                "null,2020-10-10T00:00:30,2020-10-10T00:00:35,0",
+            ],
+        ),
+    ],
+)
+def test_window_semi_and_anti_join_itcases(negated, expected):
+    sql = TABLES + SEMI_SINK + "INSERT INTO out\n" + uv_semi(negated) + ";"
+    rows = of_the_day(run(sql, inputs()))
+    assert engine_rows(rows, "stti") == flink_rows(expected, "stti")
+
+
+def test_window_semi_join_with_in_itcase():
+    # testSemiJoinIN
+    query = (
+        uv_semi(False)
+        .replace("WHERE EXISTS (\nSELECT * FROM(", "WHERE L.`name` IN (\nSELECT `name` FROM(")
+        .replace("\n        AND L.`name` = R.`name`)", ")")
+    )
+    assert "IN (" in query and "L.`name` = R.`name`" not in query
+    rows = of_the_day(run(TABLES + SEMI_SINK + "INSERT INTO out\n" + query + ";", inputs()))
+    expected = [
+        "b,2020-10-10T00:00:05,2020-10-10T00:00:10,2",
+        "b,2020-10-10T00:00:15,2020-10-10T00:00:20,1",
+        "b,2020-10-10T00:00:30,2020-10-10T00:00:35,1",
+    ]
+    assert engine_rows(rows, "stti") == flink_rows(expected, "stti")
