@@ -318,7 +318,7 @@ class Compiler:
         return table
 
     def compile_statement(self, statement: Statement, tree: exp.Expr) -> None:
-        semi_joins(tree)
+        semi_joins(tree, statement.window_tvfs)
         check_tree(tree, statement, self.source, over_aggregations=True)
         bind_clauses(tree, statement, self.source)
         expand_stars(tree, self.tables, over_tvf=bool(statement.window_tvfs))

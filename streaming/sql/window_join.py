@@ -38,7 +38,7 @@ from streaming import serdes
 from streaming.dsl import Named, Repartitioned
 from streaming.sql import window_rank
 from streaming.sql.catalog import TableDef
-from streaming.sql.derived import is_aggregation
+from streaming.sql.derived import is_aggregation, span
 from streaming.sql.join_conditions import JoinScope, OnClause, ScopeTable, _conjuncts, read_path
 from streaming.sql.join_state import change
 from streaming.sql.regular_join import OUTER, JoinedChanges, RegularJoin, _key_value
@@ -77,12 +77,12 @@ def joins_subqueries(select: exp.Select) -> bool:
     )
 
 
-def semi_joins(tree: exp.Expr) -> None:
+def semi_joins(tree: exp.Expr, tvfs: tuple[WindowTvf, ...]) -> None:
     """Rewrite ``FROM (subquery) L WHERE [NOT] EXISTS (SELECT * FROM (subquery) R WHERE
     conditions)`` into a SEMI (ANTI) join of the two subqueries on the conditions, and
     ``L.x IN (SELECT y FROM (subquery) R WHERE conditions)`` into a SEMI join on them and
-    ``L.x = R.y``: the shapes of Flink's window semi and anti joins. ``SELECT *`` selects
-    L's columns."""
+    ``L.x = R.y``: the shapes of Flink's window semi and anti joins, when both subqueries
+    hold one of the statement's window TVFs ``tvfs``. ``SELECT *`` selects L's columns."""
     for select in list(tree.find_all(exp.Select)):
         from_ = select.args.get("from_")
         where = select.args.get("where")
@@ -109,6 +109,8 @@ def semi_joins(tree: exp.Expr) -> None:
                 or inner.args.get("joins")
             ):
                 continue
+            if not all(_holds_tvf(node, tvfs) for node in (from_.this, inner_from.this)):
+                continue
             on = inner.args["where"].this
             if member is not None:
                 selected = inner.expressions
@@ -131,6 +133,12 @@ def semi_joins(tree: exp.Expr) -> None:
                 ],
             )
             break
+
+
+def _holds_tvf(node: exp.Expr, tvfs: tuple[WindowTvf, ...]) -> bool:
+    """Whether one of the window TVFs ``tvfs`` is inside ``node``."""
+    start, end = span(node)
+    return any(start <= t.offset <= end for t in tvfs)
 
 
 def prepare_input(

@@ -503,3 +503,12 @@ def test_window_semi_join_with_in_itcase():
         "b,2020-10-10T00:00:30,2020-10-10T00:00:35,1",
     ]
     assert engine_rows(rows, "stti") == flink_rows(expected, "stti")
+
+
+def test_exists_without_window_tvfs_stays_unsupported():
+    query = uv_semi(False).replace(
+        "FROM TABLE(\n      TUMBLE(TABLE T2, DESCRIPTOR(rowtime), INTERVAL '5' SECOND))", "FROM T2"
+    )
+    assert "TUMBLE(TABLE T2" not in query
+    with pytest.raises(SqlError, match="a subquery in an expression"):
+        compile(TABLES + SEMI_SINK + "INSERT INTO out\n" + query + ";")
