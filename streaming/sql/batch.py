@@ -74,7 +74,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from streaming.sql import batch_rank, builtins
+from streaming.sql import batch_rank, batch_window_join, builtins, window_join
 from streaming.sql.catalog import TableDef
 from streaming.sql.compiler import Compiler, fill_columns, parse
 from streaming.sql.errors import SqlError, error_at, node_offset
@@ -333,9 +333,12 @@ class _Translation:
         select = self.insert.expression.copy()
         from_ = select.args.get("from_") or select.args.get("from")
         joins = select.args.get("joins") or []
-        if joins:
+        if joins and not window_join.joins_subqueries(select):
             expand_join_star(select, lambda node: self.tables[node.name], self.source)
         fill_columns(self.insert, select, self.sink, self.source)
+        if window_join.joins_subqueries(select):
+            sql, read_tables = batch_window_join.translate(self, select)
+            return BatchQuery(sql, read_tables, self.sink)
         if not joins:
             while self._inline(select, from_):
                 pass

@@ -119,6 +119,7 @@ from streaming.sql.unsupported import (
     keyword_offset,
 )
 from streaming.sql.views import DerivedTables
+from streaming.sql.window_join import WindowInput, WindowJoin, is_window_join, semi_joins
 from streaming.windowed import TimeWindow
 
 
@@ -274,6 +275,8 @@ class Compiler:
         self.derived = DerivedTables(self)
         #: the options of the SET statements so far
         self.settings = Settings()
+        #: view name -> its side of a window join (``window_join``), while it compiles
+        self.window_join_inputs: dict[str, WindowInput] = {}
 
     @property
     def topics_read(self) -> dict[str, str]:
@@ -315,6 +318,7 @@ class Compiler:
         return table
 
     def compile_statement(self, statement: Statement, tree: exp.Expr) -> None:
+        semi_joins(tree, statement.window_tvfs)
         check_tree(tree, statement, self.source, over_aggregations=True)
         bind_clauses(tree, statement, self.source)
         expand_stars(tree, self.tables, over_tvf=bool(statement.window_tvfs))
@@ -613,6 +617,9 @@ class Compiler:
             return
         if statement.emit == "FINAL":
             raise self.error(statement.emit_offset, "EMIT FINAL needs a windowed aggregation")
+        if is_window_join(self, select):
+            WindowJoin(self, statement, select, sink).build()
+            return
         if statement.window_tvf is not None:
             raise self.error(
                 statement.window_tvf.offset, "a window TVF in a join is not supported yet"

@@ -22,7 +22,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.tokens import Token
 
-from streaming.sql import dedup, over, topn
+from streaming.sql import dedup, over, topn, window_join
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.rewrite import Statement, tokenize
 from streaming.sql.settings import is_state_ttl_hint, only_state_ttl
@@ -133,7 +133,12 @@ def _problem(node: exp.Expr, statement: Statement, overs: bool) -> tuple[int, st
             f"{node.name.upper()} (a group window's time attribute) {NOT_YET}: select the "
             "window's start or end, which stays the time attribute of a view of the result"
         )
-    if isinstance(node, exp.Column) and node.name == "window_time" and statement.window_tvfs:
+    if (
+        isinstance(node, exp.Column)
+        and node.name == "window_time"
+        and statement.window_tvfs
+        and not _in_window_join(node)
+    ):
         return node_offset(node, statement.start), (
             f"window_time {NOT_YET}: window_start and window_end are"
         )
@@ -145,6 +150,17 @@ def _problem(node: exp.Expr, statement: Statement, overs: bool) -> tuple[int, st
                 "INSERT OVERWRITE is not supported: a Kafka topic is appended to (or upserted)"
             )
     return None
+
+
+def _in_window_join(node: exp.Expr) -> bool:
+    """Whether ``node`` is in a query that joins two subqueries (a window join, whose
+    TVF rows have a ``window_time``: ``window_join``)."""
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, exp.Select) and window_join.joins_subqueries(parent):
+            return True
+        parent = parent.parent
+    return False
 
 
 def _compiled_over(window: exp.Window) -> bool:

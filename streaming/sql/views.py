@@ -43,7 +43,7 @@ from sqlglot import exp
 
 from streaming.sql import dedup as dedups
 from streaming.sql import topn as topns
-from streaming.sql import window_rank
+from streaming.sql import window_join, window_rank
 from streaming.sql.catalog import INFERRED, OBJECT_KEY_FORMATS, TableDef, schema_elements, table_def
 from streaming.sql.derived import (
     WINDOW_COLUMNS,
@@ -329,6 +329,7 @@ class DerivedTables:
         nodes += [join.this for join in select.args.get("joins") or []]
         defined: list[str] = []
         outer_tvfs = list(statement.window_tvfs)
+        window_joined = window_join.joins_subqueries(select)
         try:
             for node in nodes:
                 if not isinstance(node, exp.Subquery):
@@ -360,6 +361,12 @@ class DerivedTables:
                 outer_tvfs = [t for t in outer_tvfs if t not in own]
                 if topn is not None and topn.tvf_delay_ms is not None:
                     own = ()
+                window_input = None
+                if window_joined and own and dedup is None and topn is None:
+                    consumed, window_input = window_join.prepare_input(
+                        self.compiler, inner_select, own[0], over_tvf
+                    )
+                    own = () if consumed else own
                 inner = replace(
                     statement, window_tvf=own[0] if own else None, window_tvfs=own, emit=None
                 )
@@ -377,6 +384,8 @@ class DerivedTables:
                     view=True,
                 )
                 defined.append(name_node.name)
+                if window_input is not None:
+                    self.compiler.window_join_inputs[name_node.name] = window_input
                 if dedup is not None:
                     view = self.compiler.tables[name_node.name]
                     self.compiler.views[view.name] = dedups.deduplicate(self.compiler, view, dedup)
@@ -394,6 +403,7 @@ class DerivedTables:
         finally:
             for name in defined:
                 self.compiler.tables.pop(name, None)
+                self.compiler.window_join_inputs.pop(name, None)
 
     def _expand_star(self, select: exp.Select) -> None:
         """``*`` in the SELECT list of a query over one view (a subquery's, once compiled)

@@ -58,22 +58,27 @@ def windows_of(tvf: WindowTvf, ts: int) -> list[tuple[int, int]]:
     return sorted((s, s + size) for s in starts if s >= 0 and s + size > ts)
 
 
-def windowed_rows(compiler: Any, select: exp.Select, tvf: WindowTvf) -> TableDef:
+def windowed_rows(
+    compiler: Any,
+    select: exp.Select,
+    tvf: WindowTvf,
+    what: str = "window Top-N or window deduplication",
+) -> TableDef:
     """The view of the TVF's rows (each row per window, with its bounds), put in the FROM
-    of ``select`` in place of the TVF's table."""
+    of ``select`` in place of the TVF's table (for ``what``, named in errors)."""
     source: TableDef = compiler.tables[tvf.table]
     at = tvf.offset
     if tvf.kind not in ("TUMBLE", "HOP", "CUMULATE"):
         raise error_at(
             compiler.source,
             at,
-            f"window Top-N or window deduplication over a {tvf.kind} window is not supported",
+            f"{what} over a {tvf.kind} window is not supported",
         )
     if source.watermark is None or source.watermark.column != tvf.column:
         raise error_at(
             compiler.source,
             at,
-            f"window Top-N or window deduplication over {tvf.column} needs it to be the "
+            f"{what} over {tvf.column} needs it to be the "
             f"WATERMARK column of {source.name} (the processing time is not supported)",
         )
     if source.is_upsert:
