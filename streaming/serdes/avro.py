@@ -17,7 +17,6 @@ was written. A specific record's reader schema is ``schema`` unless given::
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
@@ -27,15 +26,10 @@ from streaming.serdes.confluent import (
     RegistryLike,
     RegistrySerde,
     SubjectNameStrategy,
+    check_record_type,
     constructor_arguments,
+    dataclass_to_dict,
 )
-
-
-def _to_dict(obj: Any, ctx: SerializationContext) -> Any:
-    """A dataclass instance as the dict Avro writes; anything else as it is."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return dataclasses.asdict(obj)
-    return obj
 
 
 class AvroSerde(RegistrySerde):
@@ -67,8 +61,7 @@ class AvroSerde(RegistrySerde):
             normalize=normalize,
             max_stall_s=max_stall_s,
         )
-        if record_type is not None and not dataclasses.is_dataclass(record_type):
-            raise TypeError(f"record_type must be a dataclass, got {record_type!r}")
+        check_record_type(record_type)
         self.schema = schema
         self.record_type = record_type
         self.reader_schema = (
@@ -78,7 +71,7 @@ class AvroSerde(RegistrySerde):
         )
         if schema is not None or use_latest_version:
             self._serializer = AvroSerializer(
-                self.registry, schema, to_dict=_to_dict, conf=self._serializer_conf
+                self.registry, schema, to_dict=dataclass_to_dict, conf=self._serializer_conf
             )
         from_dict = None
         if record_type is not None:

@@ -15,6 +15,7 @@ default), ``"record"`` (``RecordNameStrategy``: the record's full name) and
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -54,6 +55,19 @@ def resolve_subject_name_strategy(strategy: str | SubjectNameStrategy) -> Subjec
             f"unknown subject name strategy {strategy!r}; use one of {sorted(_STRATEGIES)} "
             "or a callable"
         ) from None
+
+
+def dataclass_to_dict(obj: Any, ctx: SerializationContext) -> Any:
+    """A dataclass instance as the dict the serializer writes; anything else as it is."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    return obj
+
+
+def check_record_type(record_type: type | None) -> None:
+    """Refuse a ``record_type`` that is not a dataclass (the serdes build it from dicts)."""
+    if record_type is not None and not dataclasses.is_dataclass(record_type):
+        raise TypeError(f"record_type must be a dataclass, got {record_type!r}")
 
 
 def constructor_arguments(frame_locals: Mapping[str, Any]) -> dict[str, Any]:

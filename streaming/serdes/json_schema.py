@@ -11,18 +11,18 @@ schema from the registry when none is given); a document that fails validation r
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import SerializationContext
 
-from streaming.serdes.avro import _to_dict
 from streaming.serdes.confluent import (
     RegistryLike,
     RegistrySerde,
     SubjectNameStrategy,
+    check_record_type,
     constructor_arguments,
+    dataclass_to_dict,
 )
 
 
@@ -55,13 +55,12 @@ class JsonSchemaSerde(RegistrySerde):
             normalize=normalize,
             max_stall_s=max_stall_s,
         )
-        if record_type is not None and not dataclasses.is_dataclass(record_type):
-            raise TypeError(f"record_type must be a dataclass, got {record_type!r}")
+        check_record_type(record_type)
         self.schema = schema
         self.record_type = record_type
         if schema is not None or use_latest_version:
             self._serializer = JSONSerializer(
-                schema, self.registry, to_dict=_to_dict, conf=self._serializer_conf
+                schema, self.registry, to_dict=dataclass_to_dict, conf=self._serializer_conf
             )
         from_dict = None
         if record_type is not None:
