@@ -150,12 +150,13 @@ $(QUIX_VENV)/.installed: bench/requirements-quix.txt
 # Engine hot path without a broker, then ours vs Quix Streams vs raw confluent-kafka vs Kafka
 # Streams on one local broker at 200,000 records and at 1,000,000 under exactly-once (prints
 # the `windowed-agg eos: ...` / `windowed-agg-2 eos: ...` lines), then the changelog restore
-# rate, then the Nexmark queries (ours beside Flink's published figures).
+# rate, query latency under interactive-query load, then the Nexmark queries (ours beside Flink's published figures).
 bench: setup $(QUIX_VENV)/.installed
 	$(PY) -m bench.engine
 	$(PY) -m bench.windowed_agg
 	$(PY) -m bench.windowed_agg --records 1000000 --modes eos
 	$(PY) -m bench.restore
+	$(PY) -m bench.query_load
 	$(PY) -m bench.nexmark
 
 clean:
