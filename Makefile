@@ -117,13 +117,13 @@ $(LINT_VENV)/.installed: pyproject.toml $(STAMP)
 		import-linter==$(IMPORT_LINTER_VERSION)
 	touch $@
 
-lint: setup $(LINT_VENV)/.installed
+lint: $(STAMP) $(LINT_VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(LINT_VENV)/bin/mypy --python-executable $(PY)
 	$(LINT_VENV)/bin/lint-imports --no-cache
 
-format: setup
+format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
