@@ -99,6 +99,15 @@ def test_run_workers_log_info_not_debug_to_the_console(tmp_path: Path, capfd) ->
     assert {"STEP_START", "STEP_SUCCESS", "ASSET_MATERIALIZATION"} <= types
 
 
+def test_make_runs_instance_waits_minutes_for_its_code_location(tmp_path: Path) -> None:
+    """A first ``make run`` on a loaded 2-core machine took over Dagster's default 180 s to
+    import the code location, and the UI never came up: ``make run``'s instance waits 15
+    minutes, whatever the machine."""
+    home = run.prepare_dagster_home(tmp_path / "home")
+    with DagsterInstance.from_config(str(home)) as instance:
+        assert instance.code_server_process_startup_timeout >= 900
+
+
 def test_once_the_user_stops_the_platform_errors_go_to_the_log_only(tmp_path: Path) -> None:
     """After Ctrl-C the runs the stop interrupts log errors (a Spark gateway gone): they are
     written to the file and counted, not shown; before it, an error shows."""
