@@ -77,7 +77,7 @@ _KNOWN_OPTIONS = {
     *FORMAT_OPTIONS["json"],
     *(
         option
-        for fmt in REGISTRY_FORMATS
+        for fmt in ("protobuf", *REGISTRY_FORMATS)
         for bare in FORMAT_OPTIONS[fmt]
         for option in (bare, f"value.{bare}", f"key.{bare}")
     ),

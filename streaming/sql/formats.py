@@ -13,6 +13,8 @@ format turns such rows into bytes and back, at the sources and sinks only:
   Flink's ``avro`` format derives it (a record of nullable fields; TIMESTAMP(3) as
   ``timestamp-millis``, DECIMAL(p, s) as ``bytes``/``decimal``);
 - ``raw``: a table of one STRING column, its UTF-8 text (NULL is a null value);
+- ``protobuf``: the binary messages of a generated Protobuf class,
+  ``'protobuf.message-class-name'`` (see ``protobuf_format``);
 - ``avro-confluent``: the ``avro`` format's records in Confluent's wire format, their
   schema in a schema registry (``'avro-confluent.url'``; see ``registry_formats``);
 - ``json-registry``: JSON documents with a JSON Schema in a registry, Confluent-framed
@@ -44,13 +46,14 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: the value kinds a column may have
 KINDS = ("STRING", "BIGINT", "DOUBLE", "BOOLEAN", "TIMESTAMP")
 
-VALUE_FORMATS = ("json", "csv", "avro", "raw", "avro-confluent", "json-registry")
+VALUE_FORMATS = ("json", "csv", "avro", "raw", "protobuf", "avro-confluent", "json-registry")
 #: the formats whose schemas live in a schema registry
 REGISTRY_FORMATS = ("avro-confluent", "json-registry")
 #: the options each format reads (besides 'format' / 'value.format'), as Flink names them
 FORMAT_OPTIONS = {
     "csv": ("csv.field-delimiter", "csv.quote-character", "csv.null-literal"),
     "json": ("json.timestamp-format.standard",),
+    "protobuf": ("protobuf.message-class-name", "protobuf.read-default-values"),
     **{
         fmt: (
             f"{fmt}.url",
@@ -103,6 +106,10 @@ def value_serde(fmt: str, columns: Mapping[str, ColumnType], options: Mapping[st
         return AvroRows(columns)
     if fmt == "raw":
         return RawRows(columns)
+    if fmt == "protobuf":
+        from streaming.sql.protobuf_format import ProtobufRows
+
+        return ProtobufRows(columns, options)
     if fmt == "avro-confluent":
         from streaming.sql.registry_formats import ConfluentAvroRows
 
@@ -134,6 +141,10 @@ def format_problem(fmt: str, columns: Mapping[str, ColumnType], options: Mapping
         for name, column in columns.items():
             if column.kind not in KINDS:
                 return f"column {name}: declare its type, the {fmt!r} format needs it"
+    if fmt == "protobuf":
+        from streaming.sql.protobuf_format import protobuf_problem
+
+        return protobuf_problem(columns, options)
     if fmt in REGISTRY_FORMATS:
         from streaming.sql.registry_formats import registry_problem
 

@@ -289,14 +289,13 @@ def test_the_schemas_page_example_runs_against_the_registry(schema_registry):
     """docs/concepts/schemas.md's example, run as written against the local registry: the
     serdes it builds write and read an order."""
     import re
-    import sys
     from pathlib import Path
+
+    import orders_pb2
 
     from streaming import StreamsBuilder
 
     root = Path(__file__).resolve().parents[2]
-    sys.path.insert(0, str(root / "tests" / "protos"))
-    import orders_pb2
 
     page = (root / "docs" / "concepts" / "schemas.md").read_text()
     (block,) = re.findall(r"^```python\n(.*?)^```", page, re.S | re.M)

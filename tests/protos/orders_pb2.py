@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0corders.proto\x12\x14streamplatform.tests\"\x1c\n\x08OrderKey\x12\x10\n\x08order_id\x18\x01 \x01(\t\"P\n\x05Order\x12\x10\n\x08order_id\x18\x01 \x01(\t\x12\x10\n\x08\x63ustomer\x18\x02 \x01(\t\x12\x14\n\x0c\x61mount_cents\x18\x03 \x01(\x03\x12\r\n\x05items\x18\x04 \x03(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0corders.proto\x12\x14streamplatform.tests\"\x1c\n\x08OrderKey\x12\x10\n\x08order_id\x18\x01 \x01(\t\"P\n\x05Order\x12\x10\n\x08order_id\x18\x01 \x01(\t\x12\x10\n\x08\x63ustomer\x18\x02 \x01(\t\x12\x14\n\x0c\x61mount_cents\x18\x03 \x01(\x03\x12\r\n\x05items\x18\x04 \x03(\t\"\x8b\x01\n\x07Payment\x12\x12\n\npayment_id\x18\x01 \x01(\t\x12\x19\n\x0c\x61mount_cents\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x0b\n\x03\x66\x65\x65\x18\x03 \x01(\x01\x12\x10\n\x08refunded\x18\x04 \x01(\x08\x12\x0f\n\x07paid_at\x18\x05 \x01(\x03\x12\x10\n\x08\x61ttempts\x18\x06 \x01(\x05\x42\x0f\n\r_amount_centsb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,4 +35,6 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ORDERKEY']._serialized_end=66
   _globals['_ORDER']._serialized_start=68
   _globals['_ORDER']._serialized_end=148
+  _globals['_PAYMENT']._serialized_start=151
+  _globals['_PAYMENT']._serialized_end=290
 # @@protoc_insertion_point(module_scope)

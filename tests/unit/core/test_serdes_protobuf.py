@@ -8,9 +8,8 @@ SerializationError."""
 from __future__ import annotations
 
 import struct
-import sys
-from pathlib import Path
 
+import orders_pb2  # generated from tests/protos/orders.proto
 import pytest
 from confluent_kafka.schema_registry._sync.mock_schema_registry_client import (
     MockSchemaRegistryClient,
@@ -18,9 +17,6 @@ from confluent_kafka.schema_registry._sync.mock_schema_registry_client import (
 
 from streaming.errors import SerializationError
 from streaming.serdes import ProtobufSerde
-
-sys.path.insert(0, str(Path(__file__).parents[2] / "protos"))
-import orders_pb2  # generated from tests/protos/orders.proto
 
 
 @pytest.fixture

@@ -278,7 +278,7 @@ def test_undecodable_values_fail_with_the_formats_reason():
 @pytest.mark.parametrize(
     ("ddl", "message"),
     [
-        ("(a STRING) WITH ('format' = 'protobuf')", "unsupported 'format' 'protobuf'"),
+        ("(a STRING) WITH ('format' = 'thrift')", "unsupported 'format' 'thrift'"),
         ("(a STRING, b STRING) WITH ('format' = 'raw')", "holds one STRING column"),
         ("(a BIGINT) WITH ('format' = 'raw')", "holds one STRING column"),
         ("(a DECIMAL) WITH ('format' = 'avro')", "needs a precision"),
