@@ -1006,7 +1006,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--ui-timeout",
         type=float,
-        default=600.0,
+        default=900.0,
         help="seconds to wait for the Dagster UI to answer before giving up",
     )
     args = parser.parse_args(argv)
