@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from confluent_kafka import (
     Consumer,
-    ConsumerGroupTopicPartitions,
     KafkaError,
     Producer,
     TopicPartition,
@@ -77,7 +76,9 @@ class CommitMonitor:
         eos: bool,
         repartition: Sequence[str] | None = None,
     ) -> None:
+        self.bootstrap = bootstrap
         self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self._readers: dict[str, Consumer] = {}
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -116,11 +117,6 @@ class CommitMonitor:
         return stable
 
     def _finished(self, group: str) -> bool:
-        committed = self._committed(group)
-        self.last_seen = {"committed": committed}
-        for tp, end in self.input_end.items():
-            if committed.get(tp, -1) < end:
-                return False
         if self.repartition is None:
             repartition = [
                 name
@@ -129,37 +125,59 @@ class CommitMonitor:
                 and (name.startswith("repartition__") or name.endswith("-repartition"))
             ]
             if not repartition:
+                self.last_seen = {"committed": {}}
                 return False
         else:
             repartition = list(self.repartition)
-        for topic in repartition:
-            meta = self.admin.list_topics(topic=topic, timeout=10).topics[topic]
-            for p in meta.partitions:
-                high = self.consumer.get_watermark_offsets(
-                    TopicPartition(topic, p), timeout=10, cached=False
-                )[1]
-                # under exactly-once every write is transactional, so the last offset (no open
-                # transaction once all input is committed) is a commit marker
-                need = high - 1 if self.eos and high > 0 else high
-                self.last_seen[f"{topic}-{p} needs"] = need
-                if committed.get((topic, p), 0) < need:
-                    return False
+        repartition_parts = [
+            TopicPartition(topic, p)
+            for topic in repartition
+            for p in self.admin.list_topics(topic=topic, timeout=10).topics[topic].partitions
+        ]
+        committed = self._committed(
+            group, [TopicPartition(t, p) for t, p in self.input_end] + repartition_parts
+        )
+        self.last_seen = {"committed": committed}
+        for key, end in self.input_end.items():
+            if committed.get(key, -1) < end:
+                return False
+        for tp in repartition_parts:
+            high = self.consumer.get_watermark_offsets(tp, timeout=10, cached=False)[1]
+            # under exactly-once every write is transactional, so the last offset (no open
+            # transaction once all input is committed) is a commit marker
+            need = high - 1 if self.eos and high > 0 else high
+            self.last_seen[f"{tp.topic}-{tp.partition} needs"] = need
+            if committed.get((tp.topic, tp.partition), 0) < need:
+                return False
         return True
 
-    def _committed(self, group: str) -> dict[tuple[str, int], int]:
-        futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
+    def _committed(self, group: str, parts: list[TopicPartition]) -> dict[tuple[str, int], int]:
+        """The group's committed offsets of ``parts``, read by a consumer with the group's id
+        that never joins it (OffsetFetch): the admin client's call can crash the process
+        while the group has no offsets."""
+        reader = self._readers.get(group)
+        if reader is None:
+            reader = self._readers[group] = Consumer(
+                {
+                    "bootstrap.servers": self.bootstrap,
+                    "group.id": group,
+                    "enable.auto.commit": False,
+                }
+            )
         try:
-            result = futures[group].result(timeout=10)
+            found = reader.committed(parts, timeout=10)
         except Exception:
             return {}
         return {
             (tp.topic, tp.partition): tp.offset
-            for tp in result.topic_partitions
+            for tp in found
             if tp.error is None and tp.offset >= 0
         }
 
     def close(self) -> None:
         self.consumer.close()
+        for reader in self._readers.values():
+            reader.close()
 
 
 def signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
