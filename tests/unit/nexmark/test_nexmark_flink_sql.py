@@ -35,6 +35,7 @@ from bench.nexmark.flink_reference import check, expected_results
 from bench.nexmark.generator import GeneratorConfig, closing_events, generate
 from bench.nexmark.local import drive
 from bench.nexmark.model import SQL_DDL, Event
+from bench.nexmark.udf import count_char
 from streaming.sql import SqlError
 from streaming.sql import compile as compile_sql
 
@@ -128,3 +129,11 @@ def test_the_check_sees_a_difference(events: list[Event], nexmark_dir: Path) -> 
     key, row = q17[-1]
     assert check("q17", events, [*q17, (key, {**row, "max_price": row["max_price"] + 1})])
     assert check("q17", events, [*q17, (key, None)])
+
+
+def test_count_char_counts_as_nexmarks_java_class() -> None:
+    """q14's ``CountChar``: bytes of the UTF-8 text equal to the character's first byte."""
+    assert count_char("abcabcc", "c") == 3
+    assert count_char("ça c", "c") == 1  # ç is two bytes, neither of them 'c'
+    assert count_char(None, "c") == 0
+    assert count_char("", "c") == 0
