@@ -39,7 +39,7 @@ LEGACY_OPTIONS = {
 }
 #: options Flink's filesystem sink reads that this one accepts without acting on them:
 #: every file is rolled and made visible at each commit, and partitions carry no
-#: commit marker (see docs/sql/connectors.md)
+#: commit marker (see docs/sql/reference.md)
 IGNORED_OPTIONS = (
     "sink.rolling-policy.file-size",
     "sink.rolling-policy.rollover-interval",
