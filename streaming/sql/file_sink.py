@@ -62,6 +62,8 @@ class FileSink(StateStore):
         self._files: dict[str, tuple[BinaryIO, Path]] = {}
         #: the pending files of the epoch being committed
         self._pending: list[Path] = []
+        #: the part files opened in this epoch (a flush before the commit closes some)
+        self._count = 0
         self._written = 0
 
     @property
@@ -86,8 +88,9 @@ class FileSink(StateStore):
         if entry is None:
             folder = self.root / directory if directory else self.root
             folder.mkdir(parents=True, exist_ok=True)
-            path = folder / f".{self.prefix}-{self.epoch}-{len(self._files)}{_INPROGRESS}"
+            path = folder / f".{self.prefix}-{self.epoch}-{self._count}{_INPROGRESS}"
             entry = self._files[directory] = (path.open("wb"), path)
+            self._count += 1
         line = self.format.line(row)
         entry[0].write(line)
         self._written += len(line)
@@ -110,6 +113,7 @@ class FileSink(StateStore):
             pending.rename(visible_name(pending))
         self._pending.clear()
         self._written = 0
+        self._count = 0
         self.epoch += 1
 
     # -- TransactionalStore (exactly-once) ---------------------------------------------
@@ -149,6 +153,7 @@ class FileSink(StateStore):
         self._files.clear()
         self._pending.clear()
         self._written = 0
+        self._count = 0
         self._open = False
 
 

@@ -174,6 +174,17 @@ def test_exactly_once_files_become_visible_only_when_the_transaction_commits(tmp
     assert len(files(tmp_path)) == 3
 
 
+def test_rows_after_a_flush_go_to_new_files_of_the_same_commit(tmp_path: Path):
+    sink = file_sink(tmp_path)
+    sink.write({"n": 1, "p": "a"})
+    sink.flush()
+    sink.write({"n": 2, "p": "a"})
+    sink.flush()
+    sink.commit({})
+    assert visible(tmp_path) == ["1a", "2a"]
+    assert len(files(tmp_path)) == 2
+
+
 def test_an_aborted_transaction_leaves_no_file(tmp_path: Path):
     sink = file_sink(tmp_path)
     sink.write({"n": 1, "p": "a"})
