@@ -185,6 +185,13 @@ def close_when_quiet(windowed: Any, table: TableDef, window: Window) -> Any:
     return windowed if quiet_ms is None else windowed.close_when_quiet(quiet_ms)
 
 
+def upsert_hint(sink: TableDef) -> str:
+    """How an append-only sink could take an updating result."""
+    if sink.is_file:
+        return "a 'filesystem' sink takes appended rows only: write to an 'upsert-kafka' table"
+    return "give the sink a PRIMARY KEY (or use 'upsert-kafka')"
+
+
 def fill_columns(insert: exp.Insert, select: exp.Select, sink: TableDef, source: str) -> None:
     """``INSERT INTO sink (c, a) SELECT ...``: the SELECT list put in the sink's column
     order, NULL for the columns the list leaves out (as Flink does); nothing to do
@@ -686,8 +693,7 @@ class Compiler:
         raise self.error(
             self.keyword(statement, TokenType.INSERT),
             f"the sink {sink.name} is append-only (no PRIMARY KEY, 'connector' = "
-            f"'{sink.connector}') but the result is updating: {why}; give the sink a "
-            "PRIMARY KEY (or use 'upsert-kafka')",
+            f"'{sink.connector}') but the result is updating: {why}; " + upsert_hint(sink),
         )
 
     def require_kept_key(
@@ -909,7 +915,8 @@ class Compiler:
                     if window is not None
                     else "a non-windowed aggregation updates its rows"
                 )
-                + "; give the sink a PRIMARY KEY (or use 'upsert-kafka')"
+                + "; "
+                + upsert_hint(sink)
                 + (
                     ", or leave EMIT CHANGES out (one final row per window)"
                     if window is not None

@@ -289,6 +289,13 @@ def test_a_left_lookup_join_keeps_the_rows_without_a_match(tmp_path: Path):
             "PARTITIONED BY names unknown column x",
         ),
         (
+            BIDS + "CREATE TABLE f (a BIGINT, n BIGINT) "
+            "WITH ('connector' = 'filesystem', 'path' = '/f', 'format' = 'csv');\n"
+            "INSERT INTO f SELECT auction, COUNT(*) FROM bids GROUP BY auction;",
+            "the result is updating: a non-windowed aggregation updates its rows; a "
+            "'filesystem' sink takes appended rows only",
+        ),
+        (
             BIDS + "CREATE TABLE f (a BIGINT) "
             "WITH ('connector' = 'filesystem', 'path' = '/f', 'format' = 'csv');\n"
             "CREATE TABLE o (a BIGINT) WITH ('connector' = 'kafka', 'topic' = 'o');\n"
