@@ -11,9 +11,9 @@ visible in two steps, as Flink's two-phase commit sink does:
 2. ``commit`` (after the transaction committed) renames them to ``part-...-<n>``.
 
 A task closed without committing (an aborted transaction, a failure) deletes its
-in-progress and pending files. A task that died between 1 and 2 finds its pending files
-when it starts again: those of an epoch up to the committed one are renamed (their
-transaction committed), later ones deleted (``FileSink.recover``). Without exactly-once
+in-progress files and leaves its pending ones hidden. When it starts again it finds them
+(also those of a task that died between 1 and 2): those of an epoch up to the committed
+one are renamed (their transaction committed), later ones deleted (``FileSink.recover``). Without exactly-once
 (no transactional stores) ``flush`` makes the files visible at once: at least once.
 
 Flink rolls a part file by its rolling policy too (size, time); here a file holds one
@@ -144,12 +144,12 @@ class FileSink(StateStore):
         self.epoch = 0 if committed_epoch is None else committed_epoch + 1
 
     def close(self) -> None:
-        """Close without a commit: what is not visible yet is dropped (aborted)."""
+        """Close without a commit: the in-progress files are dropped (no transaction has
+        their rows); pending files stay hidden for ``recover`` to decide (their
+        transaction may have committed without the task learning it)."""
         for handle, path in self._files.values():
             handle.close()
             path.unlink(missing_ok=True)
-        for pending in self._pending:
-            pending.unlink(missing_ok=True)
         self._files.clear()
         self._pending.clear()
         self._written = 0

@@ -192,7 +192,12 @@ def test_an_aborted_transaction_leaves_no_file(tmp_path: Path):
     sink.commit({})
     sink.write({"n": 2, "p": "a"})
     sink.flush()
+    sink.write({"n": 3, "p": "b"})
     sink.close()  # closed without the commit: the transaction aborted
+    assert visible(tmp_path) == ["1a"]
+    assert len(files(tmp_path)) == 2  # the pending file of epoch 1, still hidden
+    restarted = file_sink(tmp_path)
+    restarted.recover(0)  # the committed epoch: 0
     assert visible(tmp_path) == ["1a"]
     assert len(files(tmp_path)) == 1
 
