@@ -96,10 +96,12 @@ class FileSink(StateStore):
         self._written += len(line)
 
     def flush(self) -> None:
-        """Close the in-progress files as pending ones (exactly-once) or visible ones."""
+        """Close the in-progress files as pending ones (exactly-once: synced to disk first,
+        as their transaction is about to commit) or visible ones."""
         for handle, path in self._files.values():
             handle.flush()
-            os.fsync(handle.fileno())
+            if self.transactional:
+                os.fsync(handle.fileno())
             handle.close()
             pending = path.with_name(path.name.removesuffix(_INPROGRESS) + _PENDING)
             path.rename(pending)
