@@ -11,6 +11,13 @@ for an updating one, as Flink needs of a Kafka sink too. The INSERTs are Nexmark
 The queries read ``bench.nexmark.model.SQL_DDL`` (Nexmark's ``person``, ``auction`` and
 ``bid`` over this benchmark's topics).
 
+Nexmark's ``${...}`` paths are filled in under ``nexmark_dir`` (``NEXMARK_DIR`` by default):
+q10 writes its ``'filesystem'`` sink under ``${NEXMARK_DIR}/data/output/${SUBMIT_TIME}/bid/``
+(``SUBMIT_TIME``: the output name, unique per run; ``file_output`` names the directory,
+``file_records`` reads its rows back); q13 reads ``${FLINK_HOME}/data/side_input.txt``,
+written as Nexmark's ``SideInputGenerator`` writes it (``write_side_input``). q14's Java
+UDF runs as the Python stand-in ``bench.nexmark.udf`` registers.
+
 ``RUNS_VERBATIM`` are the queries that compile and run so; ``NOT_VERBATIM`` names, for
 each other query, the construct the compiler refuses (the ``SqlError`` it raises) and why.
 docs/sql/nexmark.md has the table.
@@ -18,13 +25,19 @@ docs/sql/nexmark.md has the table.
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from bench.nexmark import udf
 from bench.nexmark.model import AUCTION_TOPIC, BID_TOPIC, PERSON_TOPIC, SQL_DDL
 from streaming import Topology
 from streaming.sql import compile as compile_sql
+from streaming.sql.filesystem import FileFormat, read_rows
+from streaming.sql.formats import ColumnType
 
 FLINK_DIR = Path(__file__).parent / "flink_sql"
 BLACKHOLE = "'connector' = 'blackhole'"
@@ -46,8 +59,11 @@ TOPICS: dict[str, tuple[str, ...]] = {
     "q7": (BID_TOPIC,),
     "q8": (PERSON_TOPIC, AUCTION_TOPIC),
     "q9": (AUCTION_TOPIC, BID_TOPIC),
+    "q10": (BID_TOPIC,),
     "q11": (BID_TOPIC,),
     "q12": (BID_TOPIC,),
+    "q13": (BID_TOPIC,),
+    "q14": (BID_TOPIC,),
     "q15": (BID_TOPIC,),
     "q16": (BID_TOPIC,),
     "q17": (BID_TOPIC,),
@@ -113,20 +129,23 @@ NOT_VERBATIM: dict[str, Refusal] = {
         "ROW_NUMBER over a join, and an OVER aggregation over its updating result (Flink "
         "does not run q6 either)",
     ),
-    "q10": Refusal(
-        "unsupported table property PARTITIONED BY",
-        "a partitioned 'filesystem' sink (PARTITIONED BY, partition commit)",
-    ),
-    "q13": Refusal(
-        "the legacy 'connector.type' = 'filesystem' options",
-        "a bounded 'filesystem' side input (legacy 'connector.type' options) for a "
-        "processing-time lookup join",
-    ),
-    "q14": Refusal(
-        "only LANGUAGE PYTHON functions run here",
-        "Nexmark's Java UDF (com.github.nexmark.flink.udf.CountChar)",
+}
+
+#: where Nexmark's ``${NEXMARK_DIR}`` and ``${FLINK_HOME}`` paths are by default
+NEXMARK_DIR = Path(os.environ.get("NEXMARK_DIR") or Path(tempfile.gettempdir()) / "nexmark")
+#: the queries whose sink is a 'filesystem' table: its directory under ``${NEXMARK_DIR}``
+#: (``${SUBMIT_TIME}`` is the output name), and the table's columns in its files
+FILE_SINKS: dict[str, tuple[str, dict[str, str]]] = {
+    "q10": (
+        "data/output/{output}/bid",
+        {"auction": "BIGINT", "bidder": "BIGINT", "price": "BIGINT"}
+        | {"dateTime": "TIMESTAMP", "extra": "STRING"},
     ),
 }
+#: q10's partition columns
+FILE_PARTITIONS: dict[str, tuple[str, ...]] = {"q10": ("dt", "hm")}
+#: the rows of Nexmark's side input (``SideInputGenerator --num 10000``)
+SIDE_INPUT_ROWS = 10_000
 
 
 def nexmark_text(name: str) -> str:
@@ -137,11 +156,17 @@ def nexmark_text(name: str) -> str:
     return path.read_text()
 
 
-def query_text(name: str, output: str) -> str:
+def query_text(name: str, output: str, nexmark_dir: Path = NEXMARK_DIR) -> str:
     """Query ``name`` with its blackhole sink writing to the topic ``output`` instead: an
     append-only Kafka sink, or for an updating result (``SINK_KEYS``) an upsert-kafka
-    sink with the primary key put last in its column list."""
-    text = nexmark_text(name)
+    sink with the primary key put last in its column list; Nexmark's ``${...}`` paths
+    under ``nexmark_dir``."""
+    text = (
+        nexmark_text(name)
+        .replace("${NEXMARK_DIR}", str(nexmark_dir))
+        .replace("${SUBMIT_TIME}", output)
+        .replace("${FLINK_HOME}", str(nexmark_dir / "flink"))
+    )
     keys = SINK_KEYS.get(name)
     if keys is None:
         return text.replace(
@@ -154,6 +179,42 @@ def query_text(name: str, output: str) -> str:
     )
 
 
-def topology(name: str, output: str) -> Topology:
-    """Query ``name`` compiled over the benchmark's topics, writing to ``output``."""
-    return compile_sql(SQL_DDL + query_text(name, output))
+def topology(name: str, output: str, nexmark_dir: Path = NEXMARK_DIR) -> Topology:
+    """Query ``name`` compiled over the benchmark's topics, writing to ``output`` (q13:
+    its side input file written first if missing)."""
+    if name == "q13":
+        write_side_input(nexmark_dir)
+    udf.register()
+    return compile_sql(SQL_DDL + query_text(name, output, nexmark_dir))
+
+
+def side_input_path(nexmark_dir: Path = NEXMARK_DIR) -> Path:
+    """``${FLINK_HOME}/data/side_input.txt``, q13's side input."""
+    return nexmark_dir / "flink" / "data" / "side_input.txt"
+
+
+def write_side_input(nexmark_dir: Path = NEXMARK_DIR) -> Path:
+    """q13's side input as Nexmark's ``SideInputGenerator`` writes it (``i,i`` for i below
+    ``SIDE_INPUT_ROWS``), unless it is there; written to a temporary name and renamed, so
+    a reader never sees part of it."""
+    path = side_input_path(nexmark_dir)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text("".join(f"{i},{i}\n" for i in range(SIDE_INPUT_ROWS)))
+        partial.rename(path)
+    return path
+
+
+def file_output(name: str, output: str, nexmark_dir: Path = NEXMARK_DIR) -> Path | None:
+    """The directory of query ``name``'s 'filesystem' sink (None: its sink is a topic)."""
+    sink = FILE_SINKS.get(name)
+    return None if sink is None else nexmark_dir / sink[0].format(output=output)
+
+
+def file_records(name: str, root: Path) -> list[tuple[str | None, dict[str, Any]]]:
+    """The rows in the visible files of query ``name``'s sink at ``root``, as (no key,
+    row) pairs like a topic's records, partition columns read from the directories."""
+    columns = {column: ColumnType(kind, kind) for column, kind in FILE_SINKS[name][1].items()}
+    rows = read_rows(root, FileFormat("csv", columns, {}), FILE_PARTITIONS.get(name, ()))
+    return [(None, row) for row in rows]

@@ -13,6 +13,10 @@ its latest ``dateTime``, q19 ranks equal prices in input order. q12's windows ar
 processing time: its check sums each bidder's counts over the windows (all bids, once
 every window closed) and checks that the windows are 10 s tumbling ones.
 
+q10's rows are those in its sink's files, partition columns from their directories; q13's
+side input is Nexmark's file, read by DuckDB's ``read_csv``; q14's ``count_char`` is
+DuckDB's count of ``'c'`` in ``extra``.
+
 q5's sink has no window columns, so the check leaves out the rows of the closing bids'
 auction (-1) and the expected rows count only windows that start at or before the last
 generated bid (``reference.compared_keys``: the last windows of the closing bids stay
@@ -21,13 +25,15 @@ open); q7 and q8, q11 count every window (session) closed by ``$close``.
 
 from __future__ import annotations
 
+import tempfile
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import duckdb
 import orjson
 
-from bench.nexmark.flink_queries import PROCESSING_TIME, SINK_KEYS, TOPICS
+from bench.nexmark.flink_queries import PROCESSING_TIME, SINK_KEYS, TOPICS, write_side_input
 from bench.nexmark.model import AUCTION_TOPIC, BID_TOPIC, PERSON_TOPIC, Event
 from bench.nexmark.queries import TEN_SECONDS_MS
 from bench.nexmark.reference import (
@@ -41,7 +47,8 @@ from streaming.sql.timestamps import parse_timestamp
 
 _STRFTIME = "'%Y-%m-%d %H:%M:%S.%g'"
 _CHANNEL_ID = "'(&|^)channel_id=([^&]*)'"
-_DAY = "strftime(make_timestamp(ts * 1000), '%Y-%m-%d')"
+_TS = "make_timestamp(ts * 1000)"
+_DAY = f"strftime({_TS}, '%Y-%m-%d')"
 #: q15's and q16's counts of bids, bidders and auctions, in all and per price rank
 _RANKED_COUNTS = ", ".join(
     f"count({arg}) FILTER (WHERE {cond}) AS {rank}_{what}"
@@ -109,6 +116,11 @@ SQL: dict[str, str] = {
         FROM auction A JOIN bid B
           ON A.id = B.auction AND B.ts BETWEEN A.ts AND A.expires_ms
         QUALIFY ROW_NUMBER() OVER (PARTITION BY A.id ORDER BY B.price DESC, B.ts, B.seq) = 1""",
+    # the rows q10 writes to its partitioned files (``flink_queries.file_records``)
+    "q10": f"""
+        SELECT auction, bidder, price, dateTime, extra, {_DAY} AS dt,
+               strftime(make_timestamp(ts * 1000), '%H:%M') AS hm
+        FROM bid""",
     "q11": f"""
         WITH gaps AS (
             SELECT bidder, ts, CASE WHEN ts - LAG(ts) OVER (PARTITION BY bidder ORDER BY ts, seq)
@@ -125,6 +137,22 @@ SQL: dict[str, str] = {
         FROM numbered GROUP BY bidder, session
         HAVING MAX(ts) + {TEN_SECONDS_MS + GRACE} <= $close""",
     "q12": "SELECT bidder, count(*) AS bid_count FROM bid GROUP BY bidder",
+    # the side input read by DuckDB from Nexmark's file (``side_input``); % truncates, as
+    # Flink's MOD of a negative auction (the closing bids' -1) does
+    "q13": """
+        SELECT B.auction, B.bidder, B.price, B.dateTime, S.value
+        FROM bid B JOIN side_input S ON B.auction % 10000 = S.key""",
+    # count_char by DuckDB's string functions, not the Python stand-in the engine runs
+    "q14": f"""
+        SELECT auction, bidder, (0.908 * price)::DOUBLE AS price,
+               CASE
+                   WHEN hour({_TS}) >= 8 AND hour({_TS}) <= 18 THEN 'dayTime'
+                   WHEN hour({_TS}) <= 6 OR hour({_TS}) >= 20 THEN 'nightTime'
+                   ELSE 'otherTime'
+               END AS bidTimeType,
+               dateTime, extra, length(extra) - length(replace(extra, 'c', '')) AS c_counts
+        FROM bid
+        WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000""",
     "q15": f"""
         SELECT {_DAY} AS day, {_RANKED_COUNTS}
         FROM bid GROUP BY day""",
@@ -180,6 +208,7 @@ def expected_results(query: str, events: list[Event]) -> list[dict[str, Any]]:
     """The rows of ``query``'s sink for ``events``, from DuckDB."""
     topics = TOPICS[query]
     con = duckdb.connect()
+    side = tempfile.TemporaryDirectory(prefix="nexmark-side-input-")
     try:
         for name, topic in (
             ("person", PERSON_TOPIC),
@@ -187,6 +216,13 @@ def expected_results(query: str, events: list[Event]) -> list[dict[str, Any]]:
             ("bid", BID_TOPIC),
         ):
             con.register(name, event_table(events, topic))
+        if query == "q13":
+            side_input = str(write_side_input(Path(side.name))).replace("'", "''")
+            con.execute(
+                "CREATE VIEW side_input AS SELECT * FROM read_csv("
+                f"'{side_input}', header = false, "
+                "columns = {'key': 'BIGINT', 'value': 'VARCHAR'})"
+            )
         params: dict[str, int] = {}
         sql = SQL[query]
         if "$close" in sql:
@@ -202,6 +238,7 @@ def expected_results(query: str, events: list[Event]) -> list[dict[str, Any]]:
         rows = result.fetchall()
     finally:
         con.close()
+        side.cleanup()
     return [dict(zip(columns, row, strict=True)) for row in rows]
 
 

@@ -8,7 +8,8 @@ committed all of its input topics and every record of its repartition topics: wa
 and the process's CPU seconds. Then (not timed), for queries over bids, a second later one
 more closing bid (``flush_bid``: emit-on-close of sessions is throttled to once per
 wall-clock second), the runner stops, its output is read to the end offsets
-(read_committed) and compared with DuckDB's result over the same events
+(read_committed; q10's: the visible files of its 'filesystem' sink) and compared with
+DuckDB's result over the same events
 (``bench.nexmark.sql_queries.check``). A query runs on the ``"dsl"`` engine (its DSL
 topology) or the ``"sql"`` one (its compiled SQL, ``bench.nexmark.sql_queries``: Nexmark's
 text where it runs verbatim).
@@ -19,16 +20,19 @@ and each query reads what it needs); a query here reads only its own topics.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from bench.broker import CommitMonitor, produce, read_output, run_measured, wait_committed
+from bench.nexmark.flink_queries import file_output, file_records
 from bench.nexmark.generator import GeneratorConfig, closing_events, flush_bid, generate
 from bench.nexmark.model import BID_TOPIC, TOPICS, Event
 from bench.nexmark.queries import QueryContext
@@ -179,13 +183,19 @@ def run_query(
         return result
     finally:
         monitor.close()
-    records = [
-        (
-            key.decode() if key is not None else None,
-            orjson.loads(value) if value is not None else None,
-        )
-        for key, value in read_output(kafka.bootstrap_servers, output)
-    ]
+    files = file_output(query, output) if engine == "sql" else None
+    records: list[tuple[str | None, Any]]
+    if files is not None:
+        records = list(file_records(query, files))
+        shutil.rmtree(files.parent, ignore_errors=True)
+    else:
+        records = [
+            (
+                key.decode() if key is not None else None,
+                orjson.loads(value) if value is not None else None,
+            )
+            for key, value in read_output(kafka.bootstrap_servers, output)
+        ]
     result.output_records = len(records)
     result.problems = check(engine, query, events, records)
     return result

@@ -23,6 +23,7 @@ from typing import Any
 from sqlglot import exp
 
 from streaming import serdes
+from streaming.sql import filesystem
 from streaming.sql.errors import error_at, node_offset
 from streaming.sql.formats import (
     FORMAT_OPTIONS,
@@ -73,6 +74,7 @@ _KNOWN_OPTIONS = {
     "value.fields-include",
     "table.type",
     WINDOW_CLOSE_QUIET,
+    *filesystem.OPTIONS,
     *FORMAT_OPTIONS["csv"],
     *FORMAT_OPTIONS["json"],
     *(
@@ -116,6 +118,13 @@ class TableDef:
     #: a view whose rows update: what updates them, for the error of an append-only sink
     #: (as Flink names the node that produces the update changes)
     updated_by: str | None = None
+    #: ``PARTITIONED BY`` (a ``filesystem`` table's partition directories)
+    partition_keys: tuple[str, ...] = ()
+
+    @property
+    def is_file(self) -> bool:
+        """A ``filesystem`` table: its rows are files under ``'path'``, no topic."""
+        return self.connector == filesystem.CONNECTOR
 
     @property
     def is_view(self) -> bool:
@@ -299,16 +308,19 @@ def table_def(
     schema = create.this
     for column in primary_key:
         _check_column(columns, column, source, schema, "PRIMARY KEY")
-    options = _options(create, source)
+    options, partition_keys = _options(create, source)
+    legacy = filesystem.legacy_options(options)
+    if legacy is not None:
+        options = legacy
     if view and options:
         raise error_at(source, node_offset(create), "a view takes no WITH options")
-    if "connector.type" in options:
+    if "connector.type" in options:  # other than 'filesystem'
         raise error_at(
             source,
             node_offset(create),
             f"the legacy 'connector.type' = '{options['connector.type']}' options (Flink's "
-            "old connector properties) are not supported: use 'connector' = 'kafka' or "
-            "'upsert-kafka'",
+            "old connector properties) are not supported: use 'connector' = 'kafka', "
+            "'upsert-kafka' or 'filesystem'",
         )
     unknown = sorted(set(options) - _KNOWN_OPTIONS)
     if unknown:
@@ -324,8 +336,11 @@ def table_def(
         if problem:
             raise error_at(source, node_offset(create), problem)
     connector = "view" if view else options.get("connector", "kafka")
-    if connector not in ("kafka", "upsert-kafka", "view"):
+    if connector not in ("kafka", "upsert-kafka", "view", filesystem.CONNECTOR):
         raise error_at(source, node_offset(create), f"unsupported connector {connector!r}")
+    problem = _file_problem(connector, options, columns, primary_key, partition_keys)
+    if problem:
+        raise error_at(source, node_offset(create), problem)
     table_type = options.get("table.type", "partitioned")
     if table_type not in ("partitioned", "global"):
         raise error_at(
@@ -375,7 +390,7 @@ def table_def(
     return TableDef(
         name=name,
         columns=columns,
-        topic="" if view else options.get("topic", name),
+        topic="" if view or connector == filesystem.CONNECTOR else options.get("topic", name),
         connector=connector,
         primary_key=primary_key,
         key_fields=key_fields,
@@ -385,7 +400,42 @@ def table_def(
         column_types=dict(types or {}),
         window_close_quiet_ms=_window_close_quiet_ms(create, options, source),
         proctime=proctime,
+        partition_keys=partition_keys,
     )
+
+
+def _file_problem(
+    connector: str,
+    options: dict[str, str],
+    columns: dict[str, str],
+    primary_key: tuple[str, ...],
+    partition_keys: tuple[str, ...],
+) -> str:
+    """What is wrong with a ``filesystem`` table's options ('' if nothing), or with
+    ``PARTITIONED BY`` on another table."""
+    if connector != filesystem.CONNECTOR:
+        if partition_keys:
+            return (
+                f"PARTITIONED BY is a 'filesystem' table's partition directories; "
+                f"'connector' = '{connector}' has none"
+            )
+        return ""
+    if "path" not in options:
+        return "a 'filesystem' table needs a 'path'"
+    fmt = options.get("format", "")
+    if fmt not in filesystem.FILE_FORMATS:
+        return (
+            f"a 'filesystem' table's 'format' is {' or '.join(filesystem.FILE_FORMATS)}, "
+            f"not {fmt!r}"
+        )
+    if primary_key:
+        return "a 'filesystem' table is append-only: it takes no PRIMARY KEY"
+    for key in partition_keys:
+        if key not in columns:
+            return f"PARTITIONED BY names unknown column {key}"
+    if partition_keys and len(partition_keys) == len(columns):
+        return "PARTITIONED BY leaves no column for the files: keep at least one out"
+    return ""
 
 
 def _check_column(
@@ -470,13 +520,18 @@ def _option_offset(create: exp.Create, key: str) -> int:
     return node_offset(create)
 
 
-def _options(create: exp.Create, source: str) -> dict[str, str]:
-    """The ``WITH ('k' = 'v', ...)`` options as strings."""
+def _options(create: exp.Create, source: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The ``WITH ('k' = 'v', ...)`` options as strings, and the ``PARTITIONED BY``
+    columns."""
     properties = create.args.get("properties")
     options: dict[str, str] = {}
+    partition_keys: tuple[str, ...] = ()
     for prop in properties.expressions if properties else []:
         if isinstance(prop, exp.TemporaryProperty):
             continue  # CREATE TEMPORARY VIEW: every view lives as long as its topology
+        if isinstance(prop, exp.PartitionedByProperty) and isinstance(prop.this, exp.Schema):
+            partition_keys = tuple(column.name for column in prop.this.expressions)
+            continue
         if not isinstance(prop, exp.Property) or "value" not in prop.args:
             what = "PARTITIONED BY" if isinstance(prop, exp.PartitionedByProperty) else prop.sql()
             raise error_at(
@@ -486,4 +541,4 @@ def _options(create: exp.Create, source: str) -> dict[str, str]:
             )
         key = prop.this.name if isinstance(prop.this, exp.Expr) else str(prop.this)
         options[key] = prop.args["value"].name
-    return options
+    return options, partition_keys

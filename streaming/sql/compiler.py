@@ -76,12 +76,13 @@ from streaming.dsl import (
     TimeWindows,
     Windows,
 )
-from streaming.sql import aggregates, functions
+from streaming.sql import aggregates, functions, java_functions
 from streaming.sql.catalog import INFERRED, OBJECT_KEY_FORMATS, TableDef, table_from_ddl
 from streaming.sql.changelog_sink import OCCURRENCE, project_changelog_view
 from streaming.sql.derived import is_aggregation, window_column
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.expressions import NUMERIC, Compiled, compile_expression
+from streaming.sql.file_tables import write_files
 from streaming.sql.functions import Functions
 from streaming.sql.join_groups import aggregation_over_join
 from streaming.sql.join_star import expand_join_star
@@ -182,6 +183,13 @@ def close_when_quiet(windowed: Any, table: TableDef, window: Window) -> Any:
     window's end (a quiet time of 0), as Flink's processing-time windows fire."""
     quiet_ms = 0 if window.column == table.proctime else table.window_close_quiet_ms
     return windowed if quiet_ms is None else windowed.close_when_quiet(quiet_ms)
+
+
+def upsert_hint(sink: TableDef) -> str:
+    """How an append-only sink could take an updating result."""
+    if sink.is_file:
+        return "a 'filesystem' sink takes appended rows only: write to an 'upsert-kafka' table"
+    return "give the sink a PRIMARY KEY (or use 'upsert-kafka')"
 
 
 def fill_columns(insert: exp.Insert, select: exp.Select, sink: TableDef, source: str) -> None:
@@ -360,7 +368,9 @@ class Compiler:
 
     def create_function(self, statement: Statement, create: exp.Create) -> None:
         """``CREATE [TEMPORARY [SYSTEM]] FUNCTION [IF NOT EXISTS] name AS 'module.attr'
-        LANGUAGE PYTHON``: the Python function at that path, callable by ``name``."""
+        LANGUAGE PYTHON``: the Python function at that path, callable by ``name``; ``AS
+        'a.b.Class' [LANGUAGE JAVA]``: the Python stand-in registered for that Java class
+        (``java_functions``)."""
         name = create.this.name
         path = create.expression
         if not isinstance(path, exp.Literal) or not path.is_string:
@@ -368,22 +378,29 @@ class Compiler:
         at = self.keyword(statement, TokenType.STRING)
         language = create.find(exp.LanguageProperty)
         spoken = language.name.upper() if language is not None else "JAVA"
-        if spoken != "PYTHON":
+        if spoken not in ("PYTHON", "JAVA"):
+            raise self.error(
+                at, f"CREATE FUNCTION {name}: LANGUAGE {spoken} is not supported: PYTHON or JAVA"
+            )
+        stand_in = java_functions.registered(path.this) if spoken == "JAVA" else None
+        if spoken == "JAVA" and stand_in is None:
+            known = ", ".join(java_functions.registered_names()) or "none"
             raise self.error(
                 at,
-                f"CREATE FUNCTION {name}: only LANGUAGE PYTHON functions run here"
-                + (
-                    ""
-                    if language is not None
-                    else " (Flink's default is JAVA): add LANGUAGE PYTHON"
-                ),
+                f"CREATE FUNCTION {name}: the Java class {path.this} cannot be loaded here (no "
+                "JVM) and no Python function is registered for it "
+                f"(streaming.sql.java_functions; registered: {known}): write it in Python "
+                "and add LANGUAGE PYTHON, or register a Python stand-in for the class",
             )
         if name.lower() in self.created_functions:
             if create.args.get("exists"):
                 return
             raise self.error(create.this, f"function {name} already exists")
         try:
-            function = functions.load(name, path.this)
+            if stand_in is None or isinstance(stand_in, str):
+                function = functions.load(name, stand_in or path.this)
+            else:
+                function = functions.as_function(name, stand_in)
         except functions.FunctionDefinitionError as e:
             raise self.error(at, f"CREATE FUNCTION {name}: {e}") from None
         self.created_functions.add(name.lower())
@@ -544,6 +561,8 @@ class Compiler:
         rows of a view."""
         if sink.is_view:
             self.views[sink.name] = out
+        elif sink.is_file:
+            write_files(self, out, sink)
         else:
             out.to(sink.topic, key_serde=sink.key_serde(), value_serde=sink.value_serde())
 
@@ -557,6 +576,13 @@ class Compiler:
                 return rows
             store = materialized or Materialized.with_(table.key_serde(), serdes.Json())
             return rows.to_table(store)
+        if table.is_file:
+            raise self.error(
+                self.statement_start,
+                f"{table.name} is a 'filesystem' table: it is read only as the table of a "
+                f"lookup join (FROM stream JOIN {table.name} FOR SYSTEM_TIME AS OF "
+                "stream.proctime ON ...)",
+            )
         extractor = ColumnTimestampExtractor(table.watermark.column) if table.watermark else None
         serde_args = dict(
             key_serde=table.key_serde(),
@@ -667,8 +693,7 @@ class Compiler:
         raise self.error(
             self.keyword(statement, TokenType.INSERT),
             f"the sink {sink.name} is append-only (no PRIMARY KEY, 'connector' = "
-            f"'{sink.connector}') but the result is updating: {why}; give the sink a "
-            "PRIMARY KEY (or use 'upsert-kafka')",
+            f"'{sink.connector}') but the result is updating: {why}; " + upsert_hint(sink),
         )
 
     def require_kept_key(
@@ -890,7 +915,8 @@ class Compiler:
                     if window is not None
                     else "a non-windowed aggregation updates its rows"
                 )
-                + "; give the sink a PRIMARY KEY (or use 'upsert-kafka')"
+                + "; "
+                + upsert_hint(sink)
                 + (
                     ", or leave EMIT CHANGES out (one final row per window)"
                     if window is not None

@@ -240,7 +240,13 @@ class CsvRows:
         except (UnicodeDecodeError, csv.Error) as exc:
             raise SerializationError(f"invalid CSV: {exc}") from exc
         fields = rows[0] if rows else []
-        if len(rows) > 1 or len(fields) != len(self.columns):
+        if len(rows) > 1:
+            raise SerializationError(f"CSV value has {len(rows)} lines, a row is one")
+        return self.row(fields)
+
+    def row(self, fields: list[str]) -> dict[str, Any]:
+        """The row of one CSV line's fields (``SerializationError`` if they do not fit)."""
+        if len(fields) != len(self.columns):
             raise SerializationError(
                 f"CSV value has {len(fields)} fields, the table {len(self.columns)} columns"
             )

@@ -21,6 +21,7 @@ from streaming import serdes
 from streaming.dsl import Joined, JoinWindows, Materialized, StreamJoined
 from streaming.sql.catalog import OBJECT_KEY_FORMATS, TableDef
 from streaming.sql.errors import SqlError, error_at, node_offset
+from streaming.sql.file_tables import lookup_join
 from streaming.sql.join_conditions import (
     Equality,
     JoinScope,
@@ -96,6 +97,8 @@ class JoinStep:
 
     def build(self) -> JoinInput:
         """The joined rows (nested as ``JoinScope`` reads them)."""
+        if self.right.is_file:
+            return lookup_join(self)
         equality, bound = self.on.condition()
         left, right = self.input, self.right
         left_table = left.base

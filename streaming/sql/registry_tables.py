@@ -29,7 +29,7 @@ def registry_columns(create: exp.Create, source: str) -> bool:
     if not isinstance(create.this, exp.Table) or create.find(exp.LikeProperty):
         return False
     try:
-        options = _options(create, source)
+        options, _ = _options(create, source)
     except SqlError:
         return False  # the statement's other checks say what is wrong
     return options.get("value.format", options.get("format")) == "avro-confluent"
@@ -41,7 +41,7 @@ def table_from_registry(create: exp.Create, watermark: Watermark | None, source:
 
     from streaming.serdes.registry import describe, schema_registry_client
 
-    options = _options(create, source)
+    options, _ = _options(create, source)
     name = create.this.name
     topic = options.get("topic", name)
     subject = format_option(options, "avro-confluent.subject") or f"{topic}-value"

@@ -3,18 +3,21 @@
 Each query that runs verbatim is compiled from Nexmark's text (only its blackhole sink
 swapped for a Kafka topic), run through the ``TopologyTestDriver`` on generated events
 (4,000 over 20 s of event time, plus the closing events) and its rows checked against
-DuckDB (``bench.nexmark.flink_reference``). Each other query raises a ``SqlError`` naming
+DuckDB (``bench.nexmark.flink_reference``); q10's rows are read from the files of its
+'filesystem' sink. Each other query raises a ``SqlError`` naming
 the construct that stops it (``flink_queries.NOT_VERBATIM``), never another exception.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.nexmark.flink_queries import (
     BLACKHOLE,
+    FILE_SINKS,
     NEXMARK_QUERIES,
     NOT_VERBATIM,
     PROCESSING_TIME,
@@ -22,6 +25,8 @@ from bench.nexmark.flink_queries import (
     RUNS_VERBATIM,
     SINK_KEYS,
     TOPICS,
+    file_output,
+    file_records,
     nexmark_text,
     query_text,
     topology,
@@ -30,6 +35,7 @@ from bench.nexmark.flink_reference import check, expected_results
 from bench.nexmark.generator import GeneratorConfig, closing_events, generate
 from bench.nexmark.local import drive
 from bench.nexmark.model import SQL_DDL, Event
+from bench.nexmark.udf import count_char
 from streaming.sql import SqlError
 from streaming.sql import compile as compile_sql
 
@@ -44,11 +50,20 @@ def events() -> list[Event]:
     return generated + closing_events(generated)
 
 
-def run(query: str, events: list[Event]) -> list[tuple[str | None, Any]]:
+@pytest.fixture(scope="module")
+def nexmark_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Nexmark's ``${NEXMARK_DIR}`` (and ``${FLINK_HOME}``) of these tests."""
+    return tmp_path_factory.mktemp("nexmark")
+
+
+def run(query: str, events: list[Event], nexmark_dir: Path) -> list[tuple[str | None, Any]]:
     """``events`` through Nexmark's ``query``; for a query on processing time, then the
-    wall clock on past its last window."""
+    wall clock on past its last window; a 'filesystem' sink's rows read from its files."""
     idle = PROCESSING_TIME_CLOSE_MS if query in PROCESSING_TIME else 0
-    return drive(topology(query, OUTPUT), TOPICS[query], events, OUTPUT, f"flink-{query}", idle)
+    compiled = topology(query, OUTPUT, nexmark_dir)
+    records = drive(compiled, TOPICS[query], events, OUTPUT, f"flink-{query}", idle)
+    files = file_output(query, OUTPUT, nexmark_dir)
+    return records if files is None else file_records(query, files)
 
 
 def test_every_nexmark_query_runs_or_is_refused_with_a_reason() -> None:
@@ -57,8 +72,8 @@ def test_every_nexmark_query_runs_or_is_refused_with_a_reason() -> None:
 
 
 @pytest.mark.parametrize("query", RUNS_VERBATIM)
-def test_verbatim_query_matches_duckdb(query: str, events: list[Event]) -> None:
-    records = run(query, events)
+def test_verbatim_query_matches_duckdb(query: str, events: list[Event], nexmark_dir: Path) -> None:
+    records = run(query, events, nexmark_dir)
     assert len(expected_results(query, events)) >= 1
     assert check(query, events, records) == []
 
@@ -75,9 +90,17 @@ def test_only_the_sink_connector_changes() -> None:
     """The INSERTs are Nexmark's; an append-only sink's blackhole becomes a Kafka topic, an
     updating one's an upsert-kafka topic with a PRIMARY KEY."""
     for query in RUNS_VERBATIM:
-        original, compiled = nexmark_text(query), query_text(query, "out")
-        assert original.count(BLACKHOLE) == 1
+        original, compiled = nexmark_text(query), query_text(query, "out", Path("/n"))
+        if query in FILE_SINKS:  # Nexmark's own sink, its ${...} filled in
+            assert BLACKHOLE not in original
+            assert "'path' = 'file:///n/data/output/out/bid/'" in compiled
+            assert compiled == original.replace("${NEXMARK_DIR}", "/n").replace(
+                "${SUBMIT_TIME}", "out"
+            )
+            continue
         assert "${" not in compiled
+        compiled = compiled.replace("/n/flink", "${FLINK_HOME}")  # q13's side input
+        assert original.count(BLACKHOLE) == 1
         insert = original.index("INSERT INTO")
         assert compiled.endswith(original[insert:])
         kafka = "'connector' = 'kafka', 'topic' = 'out', 'format' = 'json'"
@@ -90,19 +113,27 @@ def test_only_the_sink_connector_changes() -> None:
         assert BLACKHOLE not in compiled
 
 
-def test_the_check_sees_a_difference(events: list[Event]) -> None:
+def test_the_check_sees_a_difference(events: list[Event], nexmark_dir: Path) -> None:
     """One row changed (q22), one missing (q7, a top bid of a window), a key's final row
     changed or deleted (q17) fails the check."""
-    q22 = run("q22", events)
+    q22 = run("q22", events, nexmark_dir)
     key, row = q22[0]
     assert check("q22", events, [(key, {**row, "dir1": "x"}), *q22[1:]])
-    q7 = run("q7", events)
+    q7 = run("q7", events, nexmark_dir)
     assert check("q7", events, q7[1:])
-    q12 = run("q12", events)
+    q12 = run("q12", events, nexmark_dir)
     key, row = q12[0]
     assert check("q12", events, q12[1:])
     assert check("q12", events, [(key, {**row, "starttime": row["endtime"]}), *q12[1:]])
-    q17 = run("q17", events)
+    q17 = run("q17", events, nexmark_dir)
     key, row = q17[-1]
     assert check("q17", events, [*q17, (key, {**row, "max_price": row["max_price"] + 1})])
     assert check("q17", events, [*q17, (key, None)])
+
+
+def test_count_char_counts_as_nexmarks_java_class() -> None:
+    """q14's ``CountChar``: bytes of the UTF-8 text equal to the character's first byte."""
+    assert count_char("abcabcc", "c") == 3
+    assert count_char("ça c", "c") == 1  # ç is two bytes, neither of them 'c'
+    assert count_char(None, "c") == 0
+    assert count_char("", "c") == 0

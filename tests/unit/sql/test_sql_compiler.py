@@ -509,7 +509,7 @@ def test_late_topic_gets_each_row_a_windowed_aggregation_left_out(emit):
 def test_legacy_connector_options_are_an_error_naming_them():
     ddl = """
     CREATE TABLE side (k BIGINT, v STRING) WITH (
-      'connector.type' = 'filesystem', 'connector.path' = 'file:///x', 'format.type' = 'csv');
+      'connector.type' = 'kafka', 'connector.topic' = 'side', 'format.type' = 'json');
     """
-    with pytest.raises(SqlError, match=r"the legacy 'connector\.type' = 'filesystem' options"):
+    with pytest.raises(SqlError, match=r"the legacy 'connector\.type' = 'kafka' options"):
         compile(ddl)

@@ -260,7 +260,7 @@ UNSUPPORTED = [
     (
         "CREATE TEMPORARY SYSTEM FUNCTION f AS 'com.acme.F' LANGUAGE JAVA;",
         "'com.acme.F'",
-        "CREATE FUNCTION f: only LANGUAGE PYTHON functions run here",
+        "CREATE FUNCTION f: the Java class com.acme.F cannot be loaded here (no JVM)",
     ),
     (
         "CREATE TABLE m (id STRING, ts TIMESTAMP(3) METADATA FROM 'timestamp') "

@@ -7,7 +7,7 @@ import pytest
 
 from streaming import TopologyTestDriver, serdes
 from streaming.runtime.errors import HEADER_EXCEPTION
-from streaming.sql import SqlError, compile, udf
+from streaming.sql import SqlError, compile, java_functions, udf
 
 EVENTS = """
 CREATE TABLE events (id STRING, name STRING, amount BIGINT)
@@ -102,12 +102,21 @@ def test_create_function_errors_point_at_the_path(create, message):
     assert (error.value.line, error.value.column) == (6, 22)
 
 
-def test_create_function_needs_language_python():
-    with pytest.raises(SqlError, match=r"only LANGUAGE PYTHON .* add LANGUAGE PYTHON") as error:
+def test_create_function_of_an_unregistered_java_class_names_it():
+    with pytest.raises(SqlError, match=r"the Java class sql_udfs\.shout cannot be loaded") as error:
         compile(EVENTS + "CREATE FUNCTION f AS 'sql_udfs.shout';")
     assert (error.value.line, error.value.column) == (6, 22)
-    with pytest.raises(SqlError, match="only LANGUAGE PYTHON"):
+    with pytest.raises(SqlError, match=r"the Java class com\.acme\.F cannot be loaded here"):
         compile(EVENTS + "CREATE FUNCTION f AS 'com.acme.F' LANGUAGE JAVA;")
+
+
+def test_create_function_of_a_registered_java_class_runs_its_python_stand_in(monkeypatch):
+    monkeypatch.setitem(java_functions._REGISTERED, "com.acme.Shout", "sql_udfs.shout")
+    sql = EVENTS + (
+        "CREATE FUNCTION shout AS 'com.acme.Shout';\n"
+        "INSERT INTO out SELECT id, shout(name) FROM events;"
+    )
+    assert [r["label"] for r in run(sql)] == ["ANN!", None, "CY!"]
 
 
 def test_wrong_arity_points_at_the_call():
