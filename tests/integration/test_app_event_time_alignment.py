@@ -33,7 +33,12 @@ USERS = 2_000
 REGIONS = ["EU", "NA", "APAC", "LATAM"]
 WINDOW_MS, WINDOW_GRACE_MS = 300_000, 60_000
 GAP_MS, SESSION_GRACE_MS = 60_000, 30_000
-T_START = 1_767_225_600_000  # 2026-01-01 00:00 UTC
+#: two hours ago, on the hour: behind the wall clock, so the backlog aligns, yet recent
+#: enough for the changelogs of the window and session stores, whose time retention (the
+#: store's plus a day, windowstore.changelog.additional.retention.ms) counts from
+#: the record timestamps: older clicks are deleted by the broker's next retention check,
+#: and a task that moves to the other instance restores less than was written
+T_START = (int(time.time() * 1000) // SPAN_MS - 2) * SPAN_MS
 
 
 #: users of the last clicks, far enough after the others to close every session; enough
