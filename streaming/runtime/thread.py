@@ -405,10 +405,12 @@ class StreamThread(threading.Thread):
                 self.task_manager.try_to_complete_restoration(self.reader, self._stop_event.is_set)
             if self.state == PARTITIONS_ASSIGNED and not self.task_manager.has_restoring():
                 self._set_state(THREAD_RUNNING)
-            if self.state != PARTITIONS_REVOKED:
-                # between a revocation and the next assignment nothing is processed (Kafka
-                # suspends the revoked tasks): the group's generation is over, so a commit
-                # would fail and roll the transaction back
+            if self.state in (PARTITIONS_ASSIGNED, THREAD_RUNNING):
+                # nothing is processed before the first assignment, nor between a revocation
+                # and the next assignment (Kafka suspends the revoked tasks: the group's
+                # generation is over, so a commit would fail and roll the transaction back);
+                # meanwhile the thread's alignment hold stands, as its processing pass would
+                # report that none of its partitions holds the others back
                 self._process()
                 self.task_manager.punctuate(self.wall_clock_ms())
                 self._maybe_commit()

@@ -19,7 +19,10 @@ memory (``/dev/shm``) where there is one with room, as a busy disk's fsync stall
 the broker for seconds. It keeps every record whatever its timestamp
 (``log.retention.ms=-1``): tests and benchmarks write fixed event times long past, which
 time-based retention would delete at its next check, between a write and the read that
-follows it.
+follows it. Topics that set their own ``retention.ms`` keep it: the changelogs of window and
+session stores (the store's retention plus ``windowstore.changelog.additional.retention.ms``,
+a day) lose older records at the broker's next check (every minute), so a test whose tasks
+restore such a store after a move or a failure writes recent event times.
 
 ``data_dir=`` keeps the storage (topics, offsets, the cluster id) across starts, under the
 retention of ``server.properties``; ``port=``

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import namedtuple
+from types import SimpleNamespace
 
 import pytest
 
@@ -188,6 +189,62 @@ def test_a_thread_in_a_rebalance_holds_the_others_until_it_says_what_it_got():
     second.hold()  # starting, or its partitions revoked: which it gets is not known yet
     assert first.limit([(a, _group(a, OLD))], lambda tp: 5_000, NOW) == BEFORE_ANY
     second.limit([], lambda tp: None, NOW)  # assigned no source partition
+    assert first.limit([(a, _group(a, OLD))], lambda tp: 5_000, NOW) == OLD + 10_000
+
+
+def _joining_thread(alignment):
+    """A stream thread (no clients) that subscribed and waits for its first assignment:
+    its consumer returns nothing yet."""
+    import threading
+    import time
+
+    from streaming.runtime.metrics import ThreadMetrics
+    from streaming.runtime.task_manager import TaskManager
+    from streaming.runtime.thread import STARTING, StreamThread
+
+    thread = object.__new__(StreamThread)
+    threading.Thread.__init__(thread, name="t2")
+    thread.config = SimpleNamespace(commit_interval_ms=100, poll_ms=0, exactly_once=True)
+    thread.plan = SimpleNamespace(patterns=[], internal_topics=set())
+    thread.metrics = ThreadMetrics()
+    thread.lock = threading.RLock()
+    thread.listener = SimpleNamespace(on_thread_state_change=lambda t: None)
+    thread.consumer = SimpleNamespace(consume=lambda num_messages, timeout: [])
+    thread.collector = SimpleNamespace(poll=lambda: None)
+    thread.committer = SimpleNamespace(pending=lambda: False, commit=lambda: False)
+    thread.task_manager = TaskManager(
+        config=thread.config,
+        plan=thread.plan,
+        task_creator=None,
+        consumer=thread.consumer,
+        standby=lambda: None,
+        stall=None,
+        metrics=thread.metrics,
+        changelog_end=lambda topic, partition: 0,
+        alignment=alignment,
+    )
+    thread._busy = thread._closing = False
+    thread._last_commit = thread._last_lag = time.monotonic()
+    thread.state = STARTING
+    return thread
+
+
+def test_a_thread_joining_the_group_holds_the_others_until_its_first_assignment():
+    # a second instance started, joined the group and restored the tasks it got, and its
+    # passes before its first assignment had reported that nothing of it holds anyone
+    # back: the first instance ran its half of the partitions minutes of event time ahead
+    # of the other half meanwhile, and sessions downstream came out split
+    from streaming.runtime.thread import PARTITIONS_ASSIGNED
+
+    shared = EventTimeAlignment(AlignmentSettings(max_drift_ms=10_000))
+    first, joining = shared.member("t1", 0), _joining_thread(shared.member("t2", 1))
+    a = ("in", 0)
+    joining._hold_alignment()  # as it starts
+    for _ in range(3):
+        joining.run_once()  # polls while the group rebalances
+    assert first.limit([(a, _group(a, OLD))], lambda tp: 5_000, NOW) == BEFORE_ANY
+    joining.state = PARTITIONS_ASSIGNED  # its assignment: no source partition
+    joining.run_once()
     assert first.limit([(a, _group(a, OLD))], lambda tp: 5_000, NOW) == OLD + 10_000
 
 
