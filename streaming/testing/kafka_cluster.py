@@ -17,12 +17,13 @@ tail of its log and what to fix.
 A cluster without ``data_dir`` is throwaway: its storage is removed on exit, and lives in
 memory (``/dev/shm``) where there is one with room, as a busy disk's fsync stalls would freeze
 the broker for seconds. It keeps every record whatever its timestamp
-(``log.retention.ms=-1``): tests and benchmarks write fixed event times long past, which
-time-based retention would delete at its next check, between a write and the read that
-follows it. Topics that set their own ``retention.ms`` keep it: the changelogs of window and
-session stores (the store's retention plus ``windowstore.changelog.additional.retention.ms``,
-a day) lose older records at the broker's next check (every minute), so a test whose tasks
-restore such a store after a move or a failure writes recent event times.
+(``log.retention.ms=-1``), and it runs no retention check for a week
+(``log.retention.check.interval.ms``): tests and benchmarks write fixed event times long past,
+which time-based retention would delete at its next check, between a write and the read that
+follows it. That covers topics with a ``retention.ms`` of their own too: the changelogs of
+window and session stores (the store's retention plus
+``windowstore.changelog.additional.retention.ms``, a day) would lose their older records, and
+a task restoring such a store after a move or a failure would restore part of it.
 
 ``data_dir=`` keeps the storage (topics, offsets, the cluster id) across starts, under the
 retention of ``server.properties``; ``port=``
@@ -116,7 +117,10 @@ class PortInUseError(KafkaClusterError):
 
 
 #: what a cluster without ``data_dir`` sets over ``server.properties``
-THROWAWAY_BROKER_CONFIG = {"log.retention.ms": -1}
+THROWAWAY_BROKER_CONFIG = {
+    "log.retention.ms": -1,
+    "log.retention.check.interval.ms": 7 * 24 * 3_600_000,
+}
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"

@@ -176,12 +176,21 @@ def retention_ms(cluster: LocalKafkaCluster, topic: str) -> str:
 
 def test_a_throwaway_cluster_keeps_records_whatever_their_timestamp(kafka_cluster):
     """Tests write fixed event times long past: time-based retention would delete them at
-    its next check, between a write and the read after it. A topic's own setting wins."""
+    its next check, between a write and the read after it. A topic's own setting stays."""
     default, own = unique("default-retention"), unique("own-retention")
     kafka_cluster.create_topic(default)
     kafka_cluster.create_topic(own, config={"retention.ms": 3_600_000})
     assert retention_ms(kafka_cluster, default) == "-1"
     assert retention_ms(kafka_cluster, own) == "3600000"
+    # ... and the broker runs no retention check while tests run, so a window store's
+    # changelog (a retention of its own) keeps old event times for a restore to read
+    from confluent_kafka.admin import ConfigResource
+
+    admin = kafka_cluster.admin()
+    (node,) = {b.id for b in admin.list_topics(timeout=10).brokers.values()}
+    broker = ConfigResource(ConfigResource.Type.BROKER, str(node))
+    configs = admin.describe_configs([broker])[broker].result(timeout=30)
+    assert int(configs["log.retention.check.interval.ms"].value) >= 24 * 3_600_000
 
 
 def test_topics_are_not_created_implicitly(kafka_cluster):
