@@ -13,6 +13,8 @@ windows of the aggregations over the table on the wall clock once it is quiet th
 A computed column ``name AS PROCTIME()`` is the table's processing-time attribute, as in
 Flink: not in the topic's values (the format neither reads nor writes it), a TIMESTAMP
 whose value is the wall-clock time at which the row is read (``Compiler.source_of``).
+Any other computed column (``name AS expression``) and the METADATA columns are
+``computed_columns``: not in the topic's values either, added as each row is read.
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ from typing import Any
 from sqlglot import exp
 
 from streaming import serdes
+from streaming.sql.computed_columns import (
+    MetadataColumn,
+    check_metadata,
+    check_not_key,
+    computed_expression,
+)
 from streaming.sql.errors import error_at, node_offset
 from streaming.sql.formats import (
     FORMAT_OPTIONS,
@@ -116,6 +124,10 @@ class TableDef:
     #: a view whose rows update: what updates them, for the error of an append-only sink
     #: (as Flink names the node that produces the update changes)
     updated_by: str | None = None
+    #: the computed columns but PROCTIME() (name -> expression): evaluated as a row is read
+    computed: dict[str, exp.Expr] = field(default_factory=dict)
+    #: the METADATA columns (name -> what they read): fields of the Kafka record
+    metadata: dict[str, MetadataColumn] = field(default_factory=dict)
 
     @property
     def is_view(self) -> bool:
@@ -153,7 +165,7 @@ class TableDef:
         return {
             name: self.column_types.get(name) or ColumnType(kind, kind)
             for name, kind in self.columns.items()
-            if name != self.proctime
+            if name != self.proctime and name not in self.computed and name not in self.metadata
         }
 
     def value_serde(self) -> Any:
@@ -193,7 +205,8 @@ def is_proctime(column: exp.ColumnDef) -> bool:
 
 def column_type(column: exp.ColumnDef, source: str) -> exp.DataType:
     """The declared type of a ``CREATE TABLE`` column: TIMESTAMP for ``name AS
-    PROCTIME()``; any other computed column (``name AS expr``) is refused, saying so."""
+    PROCTIME()``; any other computed column (``name AS expr``) is refused here, saying so
+    (``table_from_ddl`` reads them: ``computed_columns``)."""
     data_type = column.args.get("kind")
     if data_type is None and is_proctime(column):
         return exp.DataType.build("TIMESTAMP")
@@ -201,8 +214,8 @@ def column_type(column: exp.ColumnDef, source: str) -> exp.DataType:
         raise error_at(
             source,
             node_offset(column),
-            f"computed column {column.sql()} is not supported: only name AS PROCTIME() (the "
-            "processing-time attribute); declare the column with a type and compute the "
+            f"computed column {column.sql()} is not supported here: only name AS PROCTIME() "
+            "(the processing-time attribute); declare the column with a type and compute the "
             "value in the SELECT",
         )
     return data_type
@@ -232,12 +245,34 @@ def type_kind(data_type: exp.DataType, source: str) -> str:
     return kind
 
 
-def table_from_ddl(create: exp.Create, watermark: Watermark | None, source: str) -> TableDef:
-    """A ``TableDef`` from a parsed ``CREATE TABLE`` (its WATERMARK taken out beforehand)."""
+def table_from_ddl(
+    create: exp.Create,
+    watermark: Watermark | None,
+    source: str,
+    metadata: tuple[MetadataColumn, ...] = (),
+) -> TableDef:
+    """A ``TableDef`` from a parsed ``CREATE TABLE`` (its WATERMARK and METADATA clauses
+    taken out beforehand)."""
     schema = create.this
     if not isinstance(schema, exp.Schema):
         raise error_at(source, node_offset(create), "CREATE TABLE needs a column list")
-    columns, primary_key = schema_elements(schema, source)
+    columns, primary_key = schema_elements(schema, source, computed=True)
+    computed = {
+        item.name: expression
+        for item in schema.expressions
+        if isinstance(item, exp.ColumnDef)
+        and not is_proctime(item)
+        and (expression := computed_expression(item)) is not None
+    }
+    for column in metadata:
+        check_metadata(column, columns[column.name], source)
+    if computed:
+        from streaming.sql.source_columns import compiled_columns
+
+        proctime = proctime_column(schema, source)
+        hidden = frozenset([proctime] if proctime else [])
+        kinds = compiled_columns(schema.this.name, columns, computed, hidden, source)
+        columns.update({name: compiled.kind for name, compiled in kinds.items()})
     return table_def(
         schema.this.name,
         columns,
@@ -247,15 +282,22 @@ def table_from_ddl(create: exp.Create, watermark: Watermark | None, source: str)
         source,
         types=declared_types(schema, source),
         proctime=proctime_column(schema, source),
+        computed=computed,
+        metadata={column.name: column for column in metadata},
     )
 
 
-def schema_elements(schema: exp.Schema, source: str) -> tuple[dict[str, str], tuple[str, ...]]:
-    """The columns (name -> kind) and the primary key of a ``CREATE TABLE``'s list."""
+def schema_elements(
+    schema: exp.Schema, source: str, *, computed: bool = False
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The columns (name -> kind) and the primary key of a ``CREATE TABLE``'s list; a
+    computed column (``computed``: allowed) is INFERRED, its kind is its expression's."""
     columns: dict[str, str] = {}
     primary_key: tuple[str, ...] = ()
     for item in schema.expressions:
-        if isinstance(item, exp.ColumnDef):
+        if computed and isinstance(item, exp.ColumnDef) and computed_expression(item):
+            columns[item.name] = "TIMESTAMP" if is_proctime(item) else INFERRED
+        elif isinstance(item, exp.ColumnDef):
             columns[item.name] = type_kind(column_type(item, source), source)
             if any(isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in item.constraints):
                 primary_key = (item.name,)
@@ -270,7 +312,7 @@ def declared_types(schema: exp.Schema, source: str) -> dict[str, ColumnType]:
     """The declared type of each column of a ``CREATE TABLE``'s list (NOT NULL kept)."""
     types: dict[str, ColumnType] = {}
     for item in schema.expressions:
-        if isinstance(item, exp.ColumnDef):
+        if isinstance(item, exp.ColumnDef) and (item.args.get("kind") or is_proctime(item)):
             not_null = any(
                 isinstance(c.kind, exp.NotNullColumnConstraint) for c in item.constraints
             )
@@ -290,6 +332,8 @@ def table_def(
     view: bool = False,
     types: dict[str, ColumnType] | None = None,
     proctime: str | None = None,
+    computed: dict[str, exp.Expr] | None = None,
+    metadata: dict[str, MetadataColumn] | None = None,
 ) -> TableDef:
     """The ``TableDef`` of a table's columns, primary key and ``WITH`` options (checked).
 
@@ -319,6 +363,8 @@ def table_def(
             column: (types or {}).get(column) or ColumnType(kind, kind)
             for column, kind in columns.items()
             if column != proctime
+            and column not in (computed or {})
+            and column not in (metadata or {})
         }
         problem = format_problem(value_format, format_types, options)
         if problem:
@@ -362,6 +408,21 @@ def table_def(
         raise error_at(
             source, node_offset(create), "a 'raw' key holds one column: use 'key.format' = 'json'"
         )
+    for extra in (*(computed or {}), *(metadata or {})):
+        what = "computed" if extra in (computed or {}) else "METADATA"
+        at = next(
+            (node_offset(c) for c in schema.expressions if getattr(c, "name", None) == extra),
+            node_offset(schema),
+        )
+        at = metadata[extra].offset if metadata and extra in metadata else at
+        check_not_key(extra, what, (*primary_key, *key_fields), source, at)
+        if primary_key or connector == "upsert-kafka":
+            raise error_at(
+                source,
+                at,
+                f"{what} column {extra} on an upsert table is not supported yet: declare it on "
+                "an append stream (no PRIMARY KEY, 'connector' = 'kafka')",
+            )
     if proctime is not None:
         _check_proctime(proctime, primary_key, key_fields, watermark, connector, source, schema)
     if watermark is not None:
@@ -385,6 +446,8 @@ def table_def(
         column_types=dict(types or {}),
         window_close_quiet_ms=_window_close_quiet_ms(create, options, source),
         proctime=proctime,
+        computed=dict(computed or {}),
+        metadata=dict(metadata or {}),
     )
 
 
