@@ -28,7 +28,7 @@ from streaming import serdes
 from streaming.sql.computed_columns import (
     MetadataColumn,
     check_metadata,
-    check_not_key,
+    check_placement,
     computed_expression,
 )
 from streaming.sql.errors import error_at, node_offset
@@ -408,21 +408,10 @@ def table_def(
         raise error_at(
             source, node_offset(create), "a 'raw' key holds one column: use 'key.format' = 'json'"
         )
-    for extra in (*(computed or {}), *(metadata or {})):
-        what = "computed" if extra in (computed or {}) else "METADATA"
-        at = next(
-            (node_offset(c) for c in schema.expressions if getattr(c, "name", None) == extra),
-            node_offset(schema),
+    if computed or metadata:
+        check_placement(
+            schema, computed or {}, metadata or {}, primary_key, key_fields, connector, source
         )
-        at = metadata[extra].offset if metadata and extra in metadata else at
-        check_not_key(extra, what, (*primary_key, *key_fields), source, at)
-        if primary_key or connector == "upsert-kafka":
-            raise error_at(
-                source,
-                at,
-                f"{what} column {extra} on an upsert table is not supported yet: declare it on "
-                "an append stream (no PRIMARY KEY, 'connector' = 'kafka')",
-            )
     if proctime is not None:
         _check_proctime(proctime, primary_key, key_fields, watermark, connector, source, schema)
     if watermark is not None:

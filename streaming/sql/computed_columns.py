@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from streaming.sql.errors import error_at
+from streaming.sql.errors import error_at, node_offset
 
 
 @dataclass(frozen=True)
@@ -158,13 +158,36 @@ def check_metadata(column: MetadataColumn, kind: str, source: str) -> None:
         )
 
 
-def check_not_key(name: str, what: str, keys: tuple[str, ...], source: str, offset: int) -> None:
-    """A computed or METADATA column is not in the value: it is no key column (Flink
-    declares a PRIMARY KEY on physical columns only)."""
-    if name in keys:
-        raise error_at(
-            source,
-            offset,
-            f"{name} is a {what} column: a key (PRIMARY KEY, 'key.fields') is made of "
-            "physical columns",
-        )
+def check_placement(
+    schema: exp.Schema,
+    computed: dict[str, exp.Expr],
+    metadata: dict[str, MetadataColumn],
+    primary_key: tuple[str, ...],
+    key_fields: tuple[str, ...],
+    connector: str,
+    source: str,
+) -> None:
+    """Computed and METADATA columns are not in the values: no key column is one (Flink
+    declares a PRIMARY KEY on physical columns), and they are read on an append stream
+    over a Kafka topic (connector ``kafka`` without a PRIMARY KEY)."""
+    for name in (*computed, *metadata):
+        what = "computed" if name in computed else "METADATA"
+        offset = metadata[name].offset if name in metadata else node_offset(schema)
+        for column in schema.expressions:
+            if name in computed and isinstance(column, exp.ColumnDef) and column.name == name:
+                offset = node_offset(column)
+        if name in primary_key or name in key_fields:
+            raise error_at(
+                source,
+                offset,
+                f"{name} is a {what} column: a key (PRIMARY KEY, 'key.fields') is made of "
+                "physical columns",
+            )
+        if primary_key or connector != "kafka":
+            table = "an upsert table" if primary_key or connector == "upsert-kafka" else ""
+            raise error_at(
+                source,
+                offset,
+                f"{what} column {name} on {table or repr(connector) + ' table'} is not supported "
+                "yet: declare it on an append stream (no PRIMARY KEY, 'connector' = 'kafka')",
+            )
