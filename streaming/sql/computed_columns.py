@@ -139,8 +139,8 @@ def check_metadata(column: MetadataColumn, kind: str, source: str) -> None:
         raise error_at(
             source,
             column.offset,
-            f"unknown metadata key {key!r} of column {column.name}: the kafka connector "
-            f"reads {', '.join(repr(k) for k in READABLE)}",
+            f"invalid metadata key {key!r} in column {column.name!r}: the kafka connector "
+            f"supports the following metadata keys for reading: {', '.join(READABLE)}",
         )
     if kind != READABLE[key] and not (kind in ("BIGINT", "DOUBLE") and READABLE[key] == "BIGINT"):
         raise error_at(

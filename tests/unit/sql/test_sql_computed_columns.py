@@ -297,8 +297,12 @@ def test_insert_into_a_virtual_metadata_column_is_an_error():
             "METADATA FROM 'offset' (o) is read-only: declare it VIRTUAL",
         ),
         ("p INT METADATA FROM 'partition'", "METADATA FROM 'partition' (p) is read-only"),
-        ("k STRING METADATA FROM 'key' VIRTUAL", "unknown metadata key 'key' of column k"),
-        ("timestamp_type STRING METADATA VIRTUAL", "unknown metadata key 'timestamp_type'"),
+        (
+            "k STRING METADATA FROM 'key' VIRTUAL",
+            "invalid metadata key 'key' in column 'k': the kafka connector supports the "
+            "following metadata keys for reading: timestamp, partition, offset, topic",
+        ),
+        ("timestamp_type STRING METADATA VIRTUAL", "invalid metadata key 'timestamp_type'"),
         (
             "tt STRING METADATA FROM 'timestamp-type' VIRTUAL",
             "METADATA FROM 'timestamp-type' (tt) is not supported yet",
@@ -459,3 +463,22 @@ WHERE event_time > '2023-11-14 22:13:20';
             "host": "B",
         }
     ]
+
+
+def test_a_positional_format_reads_and_writes_the_physical_columns_only():
+    sql = """
+CREATE TABLE lines (a STRING, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp', n BIGINT,
+  d AS n * 2) WITH ('connector' = 'kafka', 'topic' = 'lines', 'format' = 'csv');
+CREATE TABLE out (a STRING, twice AS d * 2, d BIGINT, at TIMESTAMP(3) METADATA FROM 'timestamp')
+  WITH ('connector' = 'kafka', 'topic' = 'out', 'format' = 'csv');
+INSERT INTO out SELECT a, d, ts FROM lines;
+"""
+    with TopologyTestDriver(compile(sql)) as driver:
+        lines = driver.create_input_topic(
+            "lines", key_serde=serdes.String(), value_serde=serdes.String()
+        )
+        lines.pipe_input("k", "x,5", timestamp=T0)
+        out = driver.create_output_topic(
+            "out", key_serde=serdes.String(), value_serde=serdes.String()
+        )
+        assert [(r.value, r.timestamp) for r in out.read_records_to_list()] == [("x,10", T0)]
