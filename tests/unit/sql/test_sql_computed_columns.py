@@ -482,3 +482,27 @@ INSERT INTO out SELECT a, d, ts FROM lines;
             "out", key_serde=serdes.String(), value_serde=serdes.String()
         )
         assert [(r.value, r.timestamp) for r in out.read_records_to_list()] == [("x,10", T0)]
+
+
+def test_an_interval_join_bounds_a_computed_rowtime_by_a_metadata_one():
+    sql = (
+        PAYMENTS
+        + CLICKS
+        + """
+CREATE TABLE out (id STRING, paid TIMESTAMP(3), clicked TIMESTAMP(3))
+  WITH ('connector' = 'kafka', 'topic' = 'out', 'format' = 'json');
+INSERT INTO out SELECT p.payment_id, p.ts, c.event_time FROM payments p JOIN clicks c
+ON p.payment_id = c.user_id AND c.event_time BETWEEN p.ts - INTERVAL '5' SECOND AND p.ts;
+"""
+    )
+    with TopologyTestDriver(compile(sql)) as driver:
+        clicks = driver.create_input_topic("clicks", **S)
+        payments = driver.create_input_topic("payments", **S)
+        clicks.pipe_input("a", {"user_id": "a"}, timestamp=T0 - 2_000)
+        clicks.pipe_input("b", {"user_id": "b"}, timestamp=T0 - 9_000)  # 9 s before: out
+        payments.pipe_input("a", {"payment_id": "a", "paid_at": T0}, timestamp=1)
+        payments.pipe_input("b", {"payment_id": "b", "paid_at": T0}, timestamp=1)
+        out = driver.create_output_topic("out", **S).read_values_to_list()
+    assert out == [
+        {"id": "a", "paid": format_timestamp(T0), "clicked": format_timestamp(T0 - 2_000)}
+    ]
