@@ -12,13 +12,15 @@ foreign key; RIGHT joins as the mirrored LEFT joins; left-deep chains of more th
 tables, ``joins``; regular joins of streams and tables, INNER / LEFT / RIGHT / FULL,
 updating as Flink's, with ``SET 'table.exec.state.ttl'``, ``regular_join``);
 window aggregations final (one row per window, as Flink) unless ``EMIT CHANGES``;
-MATCH_RECOGNIZE (``match_recognize``, its NFA ``row_pattern``); ``PROCTIME()`` columns; statement sets; EXPLAIN; Python scalar, table (``LATERAL
-TABLE``) and aggregate functions (``functions``: ``@udf`` / ``@udtf`` / ``@udaf``,
-``compile(..., functions=...)`` or ``CREATE FUNCTION ... LANGUAGE PYTHON``; a Java class
-name runs the Python stand-in registered for it, ``java_functions``); Flink's
-``'filesystem'`` connector (``filesystem``: a partitioned sink whose files become visible
-on commit, ``file_sink``, and a bounded table for lookup joins, ``file_tables``). Errors are
-``SqlError`` with line and column, naming the constructs not supported (``unsupported``).
+MATCH_RECOGNIZE (``match_recognize``, its NFA ``row_pattern``); ``PROCTIME()`` columns;
+computed and Kafka METADATA columns (``computed_columns``); statement sets; EXPLAIN;
+Python scalar, table (``LATERAL TABLE``) and aggregate functions (``functions``: ``@udf``
+/ ``@udtf`` / ``@udaf``, ``compile(..., functions=...)`` or ``CREATE FUNCTION ... LANGUAGE
+PYTHON``; a Java class name runs the Python stand-in registered for it,
+``java_functions``); Flink's ``'filesystem'`` connector (``filesystem``: a partitioned sink
+whose files become visible on commit, ``file_sink``, and a bounded table for lookup joins,
+``file_tables``). Errors are ``SqlError`` with line and column, naming the constructs not
+supported (``unsupported``).
 
 Running: ``python -m streaming sql FILE.sql --config app.properties`` (``streaming.cli``).
 Pull queries (``pull(streams, text)``, or POST to the query server's ``/sql``) read the

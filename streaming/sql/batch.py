@@ -41,7 +41,10 @@ What is rewritten, and why (sqlglot transpiles the rest):
   retractions applied) are the batch rows, an upsert table's relation holding its current
   rows; ``SELECT *`` / ``t.*`` over a join is the tables' declared columns, as the stream
   expands it (not the relations' helper columns);
-- query columns are named after the sink's columns, by position.
+- query columns are named after the sink's columns, by position;
+- a table's computed and METADATA columns are added to its relation (``batch_columns``):
+  its METADATA columns read the relation's ``_timestamp``, ``_partition`` and ``_offset``
+  columns (the record's metadata as the lake stores it).
 
 A view or subquery in FROM (the only relation) that projects and filters one table is merged
 into the query (its columns replaced by their expressions, its WHERE ANDed in). A Top-N or
@@ -75,6 +78,7 @@ import sqlglot
 from sqlglot import exp
 
 from streaming.sql import batch_rank, batch_window_join, builtins, window_join
+from streaming.sql.batch_columns import columns_relation
 from streaming.sql.catalog import TableDef
 from streaming.sql.compiler import Compiler, fill_columns, parse
 from streaming.sql.errors import SqlError, error_at, node_offset
@@ -518,7 +522,7 @@ class _Translation:
         """The table as a subquery with ``__event_ms`` (and the window bounds, one row per
         window) under the table's alias."""
         definition = self.tables[table.name]
-        name = exp.to_identifier(definition.name).sql("duckdb")
+        name = columns_relation(self, definition, _format_ms)
         if definition.watermark is None:
             timed = f"SELECT *, CAST(NULL AS BIGINT) AS {EVENT_MS} FROM {name}"
         else:

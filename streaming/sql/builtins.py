@@ -1,5 +1,6 @@
 """Flink's built-in scalar functions that sqlglot has no node of its own for (or one the
-expression compiler does not handle): DATE_FORMAT, HOUR, SPLIT_INDEX, REGEXP_EXTRACT.
+expression compiler does not handle): DATE_FORMAT, HOUR, SPLIT_INDEX, REGEXP_EXTRACT,
+TO_TIMESTAMP_LTZ.
 
 Each is a ``ScalarFunction`` (called as a Python function is, after its arguments); a
 function registered for a compilation under the same name takes precedence. NULL in any
@@ -79,6 +80,16 @@ def regexp_extract(text: str | None, pattern: str | None, group: int | None = 0)
     return match.group(group)
 
 
+def to_timestamp_ltz(epoch: int | float | None, precision: int | None = 3) -> int | None:
+    """``TO_TIMESTAMP_LTZ(epoch, precision)``: the instant of an epoch number in seconds
+    (precision 0) or milliseconds (3, the default), as epoch ms (a TIMESTAMP)."""
+    if epoch is None or precision is None or isinstance(epoch, bool):
+        return None
+    if precision not in (0, 3):
+        raise ValueError(f"TO_TIMESTAMP_LTZ precision is 0 or 3, not {precision}")
+    return int(epoch * 1000) if precision == 0 else int(epoch)
+
+
 BUILTINS: dict[str, ScalarFunction] = {
     f.name.lower(): f
     for f in (
@@ -86,6 +97,7 @@ BUILTINS: dict[str, ScalarFunction] = {
         ScalarFunction("HOUR", hour, "BIGINT"),
         ScalarFunction("SPLIT_INDEX", split_index, "STRING"),
         ScalarFunction("REGEXP_EXTRACT", regexp_extract, "STRING"),
+        ScalarFunction("TO_TIMESTAMP_LTZ", to_timestamp_ltz, "TIMESTAMP"),
     )
 }
 

@@ -13,6 +13,8 @@ windows of the aggregations over the table on the wall clock once it is quiet th
 A computed column ``name AS PROCTIME()`` is the table's processing-time attribute, as in
 Flink: not in the topic's values (the format neither reads nor writes it), a TIMESTAMP
 whose value is the wall-clock time at which the row is read (``Compiler.source_of``).
+Any other computed column (``name AS expression``) and the METADATA columns are
+``computed_columns``: not in the topic's values either, added as each row is read.
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ from sqlglot import exp
 
 from streaming import serdes
 from streaming.sql import filesystem
+from streaming.sql.computed_columns import (
+    MetadataColumn,
+    check_metadata,
+    check_placement,
+    computed_expression,
+)
 from streaming.sql.errors import error_at, node_offset
 from streaming.sql.formats import (
     FORMAT_OPTIONS,
@@ -120,6 +128,10 @@ class TableDef:
     updated_by: str | None = None
     #: ``PARTITIONED BY`` (a ``filesystem`` table's partition directories)
     partition_keys: tuple[str, ...] = ()
+    #: the computed columns but PROCTIME() (name -> expression): evaluated as a row is read
+    computed: dict[str, exp.Expr] = field(default_factory=dict)
+    #: the METADATA columns (name -> what they read): fields of the Kafka record
+    metadata: dict[str, MetadataColumn] = field(default_factory=dict)
 
     @property
     def is_file(self) -> bool:
@@ -162,7 +174,7 @@ class TableDef:
         return {
             name: self.column_types.get(name) or ColumnType(kind, kind)
             for name, kind in self.columns.items()
-            if name != self.proctime
+            if name != self.proctime and name not in self.computed and name not in self.metadata
         }
 
     def value_serde(self) -> Any:
@@ -202,7 +214,8 @@ def is_proctime(column: exp.ColumnDef) -> bool:
 
 def column_type(column: exp.ColumnDef, source: str) -> exp.DataType:
     """The declared type of a ``CREATE TABLE`` column: TIMESTAMP for ``name AS
-    PROCTIME()``; any other computed column (``name AS expr``) is refused, saying so."""
+    PROCTIME()``; any other computed column (``name AS expr``) is refused here, saying so
+    (``table_from_ddl`` reads them: ``computed_columns``)."""
     data_type = column.args.get("kind")
     if data_type is None and is_proctime(column):
         return exp.DataType.build("TIMESTAMP")
@@ -210,8 +223,8 @@ def column_type(column: exp.ColumnDef, source: str) -> exp.DataType:
         raise error_at(
             source,
             node_offset(column),
-            f"computed column {column.sql()} is not supported: only name AS PROCTIME() (the "
-            "processing-time attribute); declare the column with a type and compute the "
+            f"computed column {column.sql()} is not supported here: only name AS PROCTIME() "
+            "(the processing-time attribute); declare the column with a type and compute the "
             "value in the SELECT",
         )
     return data_type
@@ -241,12 +254,34 @@ def type_kind(data_type: exp.DataType, source: str) -> str:
     return kind
 
 
-def table_from_ddl(create: exp.Create, watermark: Watermark | None, source: str) -> TableDef:
-    """A ``TableDef`` from a parsed ``CREATE TABLE`` (its WATERMARK taken out beforehand)."""
+def table_from_ddl(
+    create: exp.Create,
+    watermark: Watermark | None,
+    source: str,
+    metadata: tuple[MetadataColumn, ...] = (),
+) -> TableDef:
+    """A ``TableDef`` from a parsed ``CREATE TABLE`` (its WATERMARK and METADATA clauses
+    taken out beforehand)."""
     schema = create.this
     if not isinstance(schema, exp.Schema):
         raise error_at(source, node_offset(create), "CREATE TABLE needs a column list")
-    columns, primary_key = schema_elements(schema, source)
+    columns, primary_key = schema_elements(schema, source, computed=True)
+    computed = {
+        item.name: expression
+        for item in schema.expressions
+        if isinstance(item, exp.ColumnDef)
+        and not is_proctime(item)
+        and (expression := computed_expression(item)) is not None
+    }
+    for column in metadata:
+        check_metadata(column, columns[column.name], source)
+    if computed:
+        from streaming.sql.source_columns import compiled_columns
+
+        proctime = proctime_column(schema, source)
+        hidden = frozenset([proctime] if proctime else [])
+        kinds = compiled_columns(schema.this.name, columns, computed, hidden, source)
+        columns.update({name: compiled.kind for name, compiled in kinds.items()})
     return table_def(
         schema.this.name,
         columns,
@@ -256,15 +291,22 @@ def table_from_ddl(create: exp.Create, watermark: Watermark | None, source: str)
         source,
         types=declared_types(schema, source),
         proctime=proctime_column(schema, source),
+        computed=computed,
+        metadata={column.name: column for column in metadata},
     )
 
 
-def schema_elements(schema: exp.Schema, source: str) -> tuple[dict[str, str], tuple[str, ...]]:
-    """The columns (name -> kind) and the primary key of a ``CREATE TABLE``'s list."""
+def schema_elements(
+    schema: exp.Schema, source: str, *, computed: bool = False
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The columns (name -> kind) and the primary key of a ``CREATE TABLE``'s list; a
+    computed column (``computed``: allowed) is INFERRED, its kind is its expression's."""
     columns: dict[str, str] = {}
     primary_key: tuple[str, ...] = ()
     for item in schema.expressions:
-        if isinstance(item, exp.ColumnDef):
+        if computed and isinstance(item, exp.ColumnDef) and computed_expression(item):
+            columns[item.name] = "TIMESTAMP" if is_proctime(item) else INFERRED
+        elif isinstance(item, exp.ColumnDef):
             columns[item.name] = type_kind(column_type(item, source), source)
             if any(isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in item.constraints):
                 primary_key = (item.name,)
@@ -279,7 +321,7 @@ def declared_types(schema: exp.Schema, source: str) -> dict[str, ColumnType]:
     """The declared type of each column of a ``CREATE TABLE``'s list (NOT NULL kept)."""
     types: dict[str, ColumnType] = {}
     for item in schema.expressions:
-        if isinstance(item, exp.ColumnDef):
+        if isinstance(item, exp.ColumnDef) and (item.args.get("kind") or is_proctime(item)):
             not_null = any(
                 isinstance(c.kind, exp.NotNullColumnConstraint) for c in item.constraints
             )
@@ -299,6 +341,8 @@ def table_def(
     view: bool = False,
     types: dict[str, ColumnType] | None = None,
     proctime: str | None = None,
+    computed: dict[str, exp.Expr] | None = None,
+    metadata: dict[str, MetadataColumn] | None = None,
 ) -> TableDef:
     """The ``TableDef`` of a table's columns, primary key and ``WITH`` options (checked).
 
@@ -331,6 +375,8 @@ def table_def(
             column: (types or {}).get(column) or ColumnType(kind, kind)
             for column, kind in columns.items()
             if column != proctime
+            and column not in (computed or {})
+            and column not in (metadata or {})
         }
         problem = format_problem(value_format, format_types, options)
         if problem:
@@ -377,6 +423,10 @@ def table_def(
         raise error_at(
             source, node_offset(create), "a 'raw' key holds one column: use 'key.format' = 'json'"
         )
+    if computed or metadata:
+        check_placement(
+            schema, computed or {}, metadata or {}, primary_key, key_fields, connector, source
+        )
     if proctime is not None:
         _check_proctime(proctime, primary_key, key_fields, watermark, connector, source, schema)
     if watermark is not None:
@@ -401,6 +451,8 @@ def table_def(
         window_close_quiet_ms=_window_close_quiet_ms(create, options, source),
         proctime=proctime,
         partition_keys=partition_keys,
+        computed=dict(computed or {}),
+        metadata=dict(metadata or {}),
     )
 
 

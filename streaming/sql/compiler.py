@@ -76,7 +76,7 @@ from streaming.dsl import (
     TimeWindows,
     Windows,
 )
-from streaming.sql import aggregates, functions, java_functions
+from streaming.sql import aggregates, functions, java_functions, source_columns
 from streaming.sql.catalog import INFERRED, OBJECT_KEY_FORMATS, TableDef, table_from_ddl
 from streaming.sql.changelog_sink import OCCURRENCE, project_changelog_view
 from streaming.sql.derived import is_aggregation, window_column
@@ -333,12 +333,17 @@ class Compiler:
         if isinstance(tree, exp.Create) and str(tree.args.get("kind")).upper() == "FUNCTION":
             self.create_function(statement, tree)
         elif isinstance(tree, exp.Create) and tree.expression is not None:
+            if statement.metadata:
+                raise self.error(
+                    statement.metadata[0].offset,
+                    "METADATA columns belong to a table over a topic, not to CREATE ... AS",
+                )
             self.derived.create(statement, tree)
         elif isinstance(tree, exp.Create) and (
             isinstance(tree.this, exp.Schema) or registry_columns(tree, self.source)
         ):
             if isinstance(tree.this, exp.Schema):
-                table = table_from_ddl(tree, statement.watermark, self.source)
+                table = table_from_ddl(tree, statement.watermark, self.source, statement.metadata)
             else:
                 table = table_from_registry(tree, statement.watermark, self.source)
             if table.name in self.tables:
@@ -440,6 +445,8 @@ class Compiler:
         select = insert.expression
         if not isinstance(select, exp.Select):
             raise self.error(insert, "INSERT INTO needs a SELECT")
+        if sink.computed or sink.metadata or sink.proctime:
+            sink = source_columns.sink_table(insert, sink, self.source)
         fill_columns(insert, select, sink, self.source)
         self.compile_query(statement, select, sink)
 
@@ -564,6 +571,12 @@ class Compiler:
         elif sink.is_file:
             write_files(self, out, sink)
         else:
+            stamp = source_columns.written_timestamp(sink)
+            if stamp is not None:
+                out = out.process_values(
+                    lambda: source_columns.RecordTimestampWriter(stamp),
+                    named=Named.as_(self.unique(f"{sink.name}-timestamp")),
+                )
             out.to(sink.topic, key_serde=sink.key_serde(), value_serde=sink.value_serde())
 
     def source_of(self, table: TableDef, materialized: Materialized | None = None) -> Any:
@@ -583,7 +596,9 @@ class Compiler:
                 f"lookup join (FROM stream JOIN {table.name} FOR SYSTEM_TIME AS OF "
                 "stream.proctime ON ...)",
             )
-        extractor = ColumnTimestampExtractor(table.watermark.column) if table.watermark else None
+        extractor: Any = source_columns.source_extractor(table, self.source)
+        if extractor is None and table.watermark:
+            extractor = ColumnTimestampExtractor(table.watermark.column)
         serde_args = dict(
             key_serde=table.key_serde(),
             value_serde=table.value_serde(),

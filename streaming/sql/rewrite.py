@@ -35,6 +35,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, Tokenizer, TokenType
 
+from streaming.sql.computed_columns import MetadataColumn, take_metadata
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.match_clause import MatchClause, take_match_recognize
 from streaming.sql.surface import StatementSets, quote_backticks, take_execute_openers
@@ -117,6 +118,8 @@ class Statement:
     emit: str | None = None
     emit_offset: int = 0
     watermark: Watermark | None = None
+    #: a CREATE TABLE's METADATA columns (``computed_columns``)
+    metadata: tuple[MetadataColumn, ...] = ()
     #: the statement's first window TVF (of its outer query once subqueries take theirs)
     window_tvf: WindowTvf | None = None
     #: every window TVF of the statement, in text order (subqueries may have one each)
@@ -243,6 +246,7 @@ def _prepare(text: str, tokens: list[Token], *, explain: bool) -> Statement:
         _blank(chars, tokens[-2].start, tokens[-1].end)
         tokens = tokens[:-2]
     statement.watermark = _take_watermark(text, tokens, chars)
+    statement.metadata = take_metadata(text, tokens, chars)
     tvfs: list[WindowTvf] = []
     while (tvf := _take_window_tvf(text, tokens, chars, tvfs[-1].end if tvfs else -1)) is not None:
         tvfs.append(tvf)

@@ -7,7 +7,7 @@ it, before the compiler tries the statement (which would otherwise fail on a det
 - ``check_tokens`` reads the statement's tokens, for what sqlglot drops (a table hint, a
   comment to its tokenizer);
   ``explain_parse_error`` names the construct behind a parse error where it knows it
-  (``METADATA`` columns);
+  (``METADATA`` outside a CREATE TABLE's column list);
 - ``check_tree`` walks the parsed statement: OVER aggregations but in the SELECT list of a
   query over one table (``over``; in pull and push queries all), ``ROW_NUMBER()`` /
   ``RANK()`` / ``DENSE_RANK()`` Top-N and deduplication but those the compiler runs
@@ -61,8 +61,8 @@ def explain_parse_error(statement: Statement, source: str) -> SqlError | None:
             return error_at(
                 source,
                 token.start,
-                f"a METADATA column (the Kafka record's metadata) {NOT_YET}: declare the "
-                "column in the value",
+                "METADATA declares a column of a CREATE TABLE's column list (name type "
+                "METADATA [FROM 'key'] [VIRTUAL]), not of this statement",
             )
     return None
 
