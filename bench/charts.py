@@ -47,6 +47,8 @@ MODE_LABELS = {"eos": "exactly-once", "alos": "at-least-once"}
 NEXMARK_LABELS = {"dsl": "ours (DSL)", "sql": "ours (SQL)"}
 FLINK_LABEL = "Flink 1.13 (published)"
 COLOURS = ["#3f51b5", "#ff9800", "#4caf50", "#9c27b0"]
+#: the published peer in grey: it was not run here
+FLINK_COLOUR = "#9e9e9e"
 
 matplotlib.rcParams.update(
     {
@@ -69,6 +71,7 @@ def _grouped_bars(
     groups: Sequence[str],
     series: Sequence[tuple[str, Sequence[float | None]]],
     value_format: str,
+    colours: Sequence[str] = COLOURS,
 ) -> None:
     """Horizontal bars: one row per group, one bar per series in it, its value beside it
     (a series without a value for a group leaves a gap)."""
@@ -81,7 +84,7 @@ def _grouped_bars(
             [v for _, v in shown],
             height=height,
             label=label,
-            color=COLOURS[i % len(COLOURS)],
+            color=colours[i % len(colours)],
         )
         ax.bar_label(bars, labels=[format(v, value_format) for _, v in shown], padding=3)
     ax.set_yticks(range(len(groups)), groups)
@@ -150,7 +153,7 @@ def nexmark_chart(document: dict[str, Any], out: Path) -> list[Path]:
     ax = fig.add_subplot()
     ax.set_xscale("log")  # q3 and q8 read a tenth of the events: ten times the others
     ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-    _grouped_bars(ax, queries, series, ",.0f")
+    _grouped_bars(ax, queries, series, ",.0f", [*COLOURS[: len(engines)], FLINK_COLOUR])
     ax.set_xlabel("events/s per core (log scale; higher is better)")
     ax.margins(x=0.25)
     context = _subtitle(meta, f"{meta['events']:,} events, exactly-once, one process per query")
