@@ -128,8 +128,10 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 
 # The docs site (mkdocs.yml, docs/) into site/; --strict fails on a broken link, a missing
-# page or a docstring the API reference cannot read.
+# page or a docstring the API reference cannot read. The Performance page's charts are drawn
+# again first from the benchmarks' results in docs/performance/data (bench.charts).
 docs: $(STAMP)
+	$(PY) -m bench.charts
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 # The platform: local Kafka broker (unless KAFKA_BOOTSTRAP_SERVERS is set), topics, the
@@ -150,14 +152,18 @@ $(QUIX_VENV)/.installed: bench/requirements-quix.txt
 # Engine hot path without a broker, then ours vs Quix Streams vs raw confluent-kafka vs Kafka
 # Streams on one local broker at 200,000 records and at 1,000,000 under exactly-once (prints
 # the `windowed-agg eos: ...` / `windowed-agg-2 eos: ...` lines), then the changelog restore
-# rate, query latency under interactive-query load, then the Nexmark queries (ours beside Flink's published figures).
+# rate, query latency under interactive-query load, then the Nexmark queries (ours beside
+# Flink's published figures). The 200,000-record run and the Nexmark run write their results
+# to docs/performance/data, and the Performance page's charts are drawn from them.
+BENCH_DATA := docs/performance/data
 bench: setup $(QUIX_VENV)/.installed
 	$(PY) -m bench.engine
-	$(PY) -m bench.windowed_agg
+	$(PY) -m bench.windowed_agg --json $(BENCH_DATA)/windowed-agg.json
 	$(PY) -m bench.windowed_agg --records 1000000 --modes eos
 	$(PY) -m bench.restore
 	$(PY) -m bench.query_load
-	$(PY) -m bench.nexmark
+	$(PY) -m bench.nexmark --json $(BENCH_DATA)/nexmark.json
+	$(PY) -m bench.charts --data $(BENCH_DATA)
 
 clean:
 	rm -rf $(VENV) $(QUIX_VENV) $(LINT_VENV) .jars .pytest_cache .mypy_cache .tools site

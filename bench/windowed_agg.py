@@ -25,6 +25,7 @@ partition count). The table shows every run's CPU time and peak RSS.
 
     python -m bench.windowed_agg [--records 200000] [--modes eos,alos]
                                  [--engines ours,quix,raw,java,ours-2t,java-2t]
+                                 [--json PATH]
 
 Each engine runs ``--repeat`` times per mode (interleaved, default 2: the machine is shared,
 so the summary keeps each engine's best run; the table lists every run with its CPU time).
@@ -49,6 +50,9 @@ process tree (Python driver + JVM; peak RSS summed). ``--spark-max-offsets N`` s
 With spark in ``alos`` one more line follows (after the others, which keep their shape):
 
     windowed-agg alos spark: spark S rec/s, ours/spark X.XX
+
+``--json PATH`` also writes every run and the summary lines to ``PATH`` (``bench.results``;
+``best`` marks the run each summary line keeps), which ``python -m bench.charts`` draws.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ import orjson
 from confluent_kafka import Consumer, TopicPartition
 
 from bench.broker import CommitMonitor, Monitor, produce, read_output, run_measured
+from bench.results import run_meta, write_json
 from bench.wa_common import GRACE_MS, WINDOW_MS
 from streaming.testing import LocalKafkaCluster
 
@@ -116,7 +121,31 @@ class Result:
     def rate(self) -> float:
         return 0.0 if not self.seconds else self._records / self.seconds
 
+    @property
+    def cpu_us_per_record(self) -> float:
+        return 1e6 * self.cpu_seconds / self._records if self._records else 0.0
+
     _records: int = 0
+
+    def as_json(self, *, best: bool) -> dict[str, object]:
+        """The run as one entry of ``--json``'s ``results``."""
+        return {
+            "engine": self.engine,
+            "mode": self.mode,
+            "records": self._records,
+            "seconds": round(self.seconds, 3),
+            "rate": round(self.rate, 1),
+            "cpu_seconds": round(self.cpu_seconds, 3),
+            "cpu_us_per_record": round(self.cpu_us_per_record, 2),
+            "peak_rss_mb": round(self.peak_rss_mb, 1),
+            "output_records": self.output_records,
+            "windows": self.windows,
+            "correct": self.correct,
+            "startup_seconds": self.startup_seconds,
+            "first_planning_seconds": self.first_planning_seconds,
+            "error": self.error,
+            "best": best,
+        }
 
 
 # -- input ---------------------------------------------------------------------------------
@@ -510,7 +539,7 @@ def print_table(all_results: list[Result], n: int, commit_ms: dict[str, int]) ->
             f"{r.rate:,.0f}",
             f"{r.seconds:.2f}",
             f"{r.cpu_seconds:.1f}",
-            f"{1e6 * r.cpu_seconds / r._records:.0f}",
+            f"{r.cpu_us_per_record:.0f}",
             f"{r.peak_rss_mb:,.0f}",
             "checkpoint" if r.engine == "spark" else str(commit_ms[r.mode]),
             startup_cell(r),
@@ -543,6 +572,9 @@ def main(argv: list[str] | None = None) -> int:
         "--profile-dir", type=Path, help="record py-spy profiles (collapsed stacks) here"
     )
     parser.add_argument("--keep-logs", type=Path, help="copy every runner's log here")
+    parser.add_argument(
+        "--json", type=Path, metavar="PATH", help="also write every run and the summary here"
+    )
     parser.add_argument(
         "--spark-max-offsets",
         type=int,
@@ -627,6 +659,18 @@ def main(argv: list[str] | None = None) -> int:
     print_table(all_results, args.records, commit_ms)
     for line in lines:
         print(line)
+    if args.json is not None:
+        best_ids = {id(r) for r in best.values()}
+        meta = run_meta(
+            records=args.records,
+            partitions=args.partitions,
+            modes=modes,
+            engines=engines,
+            repeat=args.repeat,
+            commit_interval_ms=commit_ms,
+        )
+        runs = [r.as_json(best=id(r) in best_ids) for r in all_results]
+        write_json(args.json, "windowed-agg", meta, lines, runs)
     return 1 if failed else 0
 
 

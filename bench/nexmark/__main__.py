@@ -2,7 +2,7 @@
 
     python -m bench.nexmark [--events 500000] [--queries q0,q1,q2,q3,q4,q5,q7,q8,q11,...]
                             [--engine dsl|sql|both] [--rate 10000] [--partitions 1]
-                            [--commit-interval-ms 100]
+                            [--commit-interval-ms 100] [--json PATH]
 
 Starts one broker (``LocalKafkaCluster``), produces the events once (``bench.nexmark.run``),
 runs each query as its own process under exactly-once v2, checks every query's output
@@ -12,7 +12,9 @@ Flink SQL text unchanged, every query of q0-q22 that runs here but q12, on proce
 time: all but q6 and q12; q10 writes files, checked once the query stopped),
 ``--engine both`` each query's DSL and then its SQL version, side by
 side in the table. Without ``--queries``, every query the engine(s) have.
-Exits 1 if any query failed or gave a wrong result.
+Exits 1 if any query failed or gave a wrong result. ``--json PATH`` also writes every
+query's run, with Flink's per-core figure, to ``PATH`` (``bench.results``), which
+``python -m bench.charts`` draws.
 
 One partition per topic by default: with more, a repartition topic interleaves its upstream
 tasks in processing order rather than event time, and once one of them runs more than the
@@ -27,8 +29,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.nexmark.run import prepare, print_table, run_query
+from bench.nexmark.run import FLINK_PER_CORE, prepare, print_table, run_query
 from bench.nexmark.sql_queries import ALL_QUERIES, ENGINES, queries_of
+from bench.results import run_meta, write_json
 from streaming.testing import LocalKafkaCluster
 
 
@@ -58,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="KEY=VALUE",
         help="extra KafkaStreams setting for every query (experiments)",
+    )
+    parser.add_argument(
+        "--json", type=Path, metavar="PATH", help="also write every query's run here"
     )
     args = parser.parse_args(argv)
     engines = ENGINES if args.engine == "both" else (args.engine,)
@@ -100,6 +106,19 @@ def main(argv: list[str] | None = None) -> int:
             )
             results.append(r)
     print_table(results, args.events)
+    if args.json is not None:
+        meta = run_meta(
+            events=args.events,
+            rate=args.rate,
+            seed=args.seed,
+            partitions=args.partitions,
+            commit_interval_ms=args.commit_interval_ms,
+            engines=list(engines),
+            flink_per_core=FLINK_PER_CORE,
+            flink_source="nexmark/nexmark README: Flink 1.13, 100 M events, parallelism 8, "
+            "RocksDB, exactly-once checkpoints, in-process generator",
+        )
+        write_json(args.json, "nexmark", meta, [], [r.as_json() for r in results])
     return 0 if all(r.correct for r in results) else 1
 
 

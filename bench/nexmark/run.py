@@ -81,6 +81,24 @@ class QueryResult:
     def per_core(self) -> float:
         return self.events / self.cpu_seconds if self.cpu_seconds else 0.0
 
+    def as_json(self) -> dict[str, object]:
+        """The run as one entry of ``--json``'s ``results``, with Flink's figure beside it."""
+        return {
+            "query": self.query,
+            "engine": self.engine,
+            "events": self.events,
+            "input_records": self.input_records,
+            "seconds": round(self.seconds, 3),
+            "rate": round(self.rate, 1),
+            "cpu_seconds": round(self.cpu_seconds, 3),
+            "per_core": round(self.per_core, 1),
+            "flink_per_core": FLINK_PER_CORE.get(self.query),
+            "peak_rss_mb": round(self.peak_rss_mb, 1),
+            "output_records": self.output_records,
+            "correct": self.correct,
+            "error": self.error[:300],
+        }
+
 
 def prepare(
     kafka: LocalKafkaCluster, n: int, *, events_per_second: int, seed: int, partitions: int

@@ -13,7 +13,9 @@ hours of generated events fed in 5-minute slices (``feeding.feed``). It
   ``launchPartitionBackfill``): one run for the range (their single-run backfill policy),
   whose reconciliation checks (``<result>_stream_matches_batch``) pass for every hour.
 
-Everything is checked through GraphQL; screenshots go to ``test-artifacts/``."""
+Everything is checked through GraphQL; screenshots go to ``test-artifacts/``, and with
+``DOCS_SCREENSHOTS=1`` those the docs show (``DOCS_SCREENSHOTS`` below) to ``docs/images``
+too: ``DOCS_SCREENSHOTS=1 pytest tests/platform/test_ui.py`` takes them again."""
 
 from __future__ import annotations
 
@@ -42,6 +44,16 @@ REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 REPO_PATH = f"{REPOSITORY}@{LOCATION}"
+DOCS_IMAGES = REPO / "docs" / "images"
+#: screenshot in test-artifacts/ -> the docs image it becomes under DOCS_SCREENSHOTS=1 (a CI
+#: run leaves the docs alone)
+DOCS_SCREENSHOTS = {
+    "dagster-lineage-topic-to-mart.png": "lineage-topic-to-mart.png",
+    "dagster-streaming-asset.png": "streaming-asset.png",
+    "dagster-backfill.png": "backfill.png",
+}
+#: the mart whose upstream lineage reaches back to its Kafka topic
+MART = "dbt/daily_revenue_by_region"
 HOUR_MS = 3_600_000
 # two complete hours of data (a range for the backfill), entirely in the past of the data
 # fed after them (the topics keep records this recent)
@@ -201,6 +213,15 @@ def _sensor_status(url: str, name: str) -> str:
     return sensor["sensorState"]["status"]
 
 
+def _screenshot(page: Any, name: str, *, full_page: bool = False) -> None:
+    """The page into ``test-artifacts/<name>``, and into the docs when they show it and
+    ``DOCS_SCREENSHOTS=1`` asks for it."""
+    path = ARTIFACTS / name
+    page.screenshot(path=str(path), full_page=full_page)
+    if os.environ.get("DOCS_SCREENSHOTS") == "1" and name in DOCS_SCREENSHOTS:
+        shutil.copyfile(path, DOCS_IMAGES / DOCS_SCREENSHOTS[name])
+
+
 def _run_ids(url: str) -> set[str]:
     runs = graphql(url, "{ runsOrError(limit: 50) { ... on Runs { results { runId } } } }")
     return {r["runId"] for r in runs["runsOrError"]["results"]}
@@ -285,6 +306,29 @@ def _executed(url: str, run_id: str) -> str:
     return "unknown"
 
 
+def _latest_observation(url: str, key: list[str], run_id: str) -> str:
+    """The timestamp (ms, as the UI's asset events take it) of the latest observation of
+    ``key`` that run ``run_id`` reported."""
+    asset = graphql(
+        url,
+        "query($k: AssetKeyInput!) { assetOrError(assetKey: $k) { ... on Asset { "
+        "assetObservations(limit: 100) { timestamp runId } } } }",
+        {"k": {"path": key}},
+    )["assetOrError"]
+    stamps = [o["timestamp"] for o in asset["assetObservations"] if o["runId"] == run_id]
+    assert stamps, f"no observation of {key} by run {run_id}"
+    return max(stamps, key=int)
+
+
+def _step_failures(url: str, run_id: str) -> list[tuple[str | None, str]]:
+    """The run's step failures: their message and the end of their error."""
+    return [
+        (e.get("message"), (e.get("error") or {}).get("message", "")[-1500:])
+        for e in _events(url, run_id)
+        if e["__typename"] == "ExecutionStepFailureEvent"
+    ]
+
+
 def _check_results(url: str, run_id: str) -> dict[str, dict[str, Any]]:
     """The asset check evaluations of a run by check name."""
     return {
@@ -337,7 +381,7 @@ def _wait_backfill(url: str, backfill_id: str, timeout: float = 1200) -> dict[st
 # time is in test-artifacts/ui-test-phases.txt)
 @pytest.mark.timeout(1800)
 def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     url, bootstrap = dagster_ui["url"], dagster_ui["bootstrap"]
     ARTIFACTS.mkdir(exist_ok=True)
@@ -349,7 +393,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         page.goto(f"{url}/asset-groups", wait_until="networkidle")
         for group in ("kafka_raw", "streams", "lake", "batch", "reconciliation", "dbt"):
             page.get_by_text(group, exact=True).first.wait_for(timeout=60_000)
-        page.screenshot(path=str(ARTIFACTS / "dagster-asset-graph.png"), full_page=True)
+        _screenshot(page, "dagster-asset-graph.png", full_page=True)
         # the streaming assets' group graph, asset by asset
         page.goto(f"{url}/locations/{REPO_PATH}/asset-groups/streams", wait_until="networkidle")
         page.get_by_text("streams", exact=True).first.wait_for(timeout=60_000)
@@ -369,7 +413,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
             },
         )["assetNodes"]
         assert ["kafka", "revenue-per-region-5m"] in [n["assetKey"]["path"] for n in streams]
-        page.screenshot(path=str(ARTIFACTS / "dagster-streams-group.png"), full_page=True)
+        _screenshot(page, "dagster-streams-group.png", full_page=True)
         phases.done("asset graph pages")
 
         # (1a) the generator launched from the UI: the raw-topics group's "Materialize all"
@@ -379,9 +423,10 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         page.goto(f"{url}/locations/{REPO_PATH}/asset-groups/kafka_raw", wait_until="networkidle")
         page.get_by_role("button", name="Materialize all").first.click(timeout=60_000)
         run_id = _new_run(url, before, page=page)
-        assert _wait_run(url, run_id) == "SUCCESS"
+        status = _wait_run(url, run_id)
+        assert status == "SUCCESS", (status, _step_failures(url, run_id))
         page.goto(f"{url}/runs/{run_id}", wait_until="networkidle")
-        page.screenshot(path=str(ARTIFACTS / "dagster-materialization-run.png"))
+        _screenshot(page, "dagster-materialization-run.png")
         phases.done("generator run from the UI")
 
         # (1b) a streaming asset launched from its asset page, running until terminated
@@ -402,8 +447,17 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
             if not observed:
                 time.sleep(2)
         assert observed, "the streaming run reported no observation in 300 s"
+        # the streaming asset's events while its run reports, the run's latest observation
+        # open (throughput, lag, closed windows, health)
+        observed_at = _latest_observation(url, ["kafka", "revenue-per-region-5m"], stream_run)
+        page.goto(
+            f"{url}/assets/kafka/revenue-per-region-5m?view=events&time={observed_at}",
+            wait_until="networkidle",
+        )
+        page.get_by_text("records_per_second", exact=True).first.wait_for(timeout=60_000)
+        _screenshot(page, "dagster-streaming-asset.png")
         page.goto(f"{url}/runs/{stream_run}", wait_until="networkidle")
-        page.screenshot(path=str(ARTIFACTS / "dagster-streaming-run.png"))
+        _screenshot(page, "dagster-streaming-run.png")
         _button(page, "Terminate").click(timeout=60_000)
         # the confirmation dialog: "Terminate 1 run"
         page.get_by_role("dialog").get_by_role("button").filter(
@@ -416,7 +470,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         assert not failed, failed
         assert _executed(url, stream_run) == "per step", "a streaming run has its step process"
         page.goto(f"{url}/runs/{stream_run}", wait_until="networkidle")
-        page.screenshot(path=str(ARTIFACTS / "dagster-streaming-run-canceled.png"))
+        _screenshot(page, "dagster-streaming-run-canceled.png")
         phases.done("streaming run started and terminated")
 
         # (2) the lake landed from the UI: the lake group's "Materialize all"; the Great
@@ -429,7 +483,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         lake_run = _new_run(url, before, page=page)
         assert _wait_run(url, lake_run, timeout=900) == "SUCCESS"
         page.goto(f"{url}/runs/{lake_run}", wait_until="networkidle")
-        page.screenshot(path=str(ARTIFACTS / "dagster-lake-run.png"))
+        _screenshot(page, "dagster-lake-run.png")
         phases.done("lake run from the UI")
         assert _executed(url, lake_run) == "in process"  # one process for the 16 steps
         gx = {n: c for n, c in _check_results(url, lake_run).items() if n in GX_CHECKS}
@@ -458,8 +512,11 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         backfill_id = result["backfillId"]
         backfill = _wait_backfill(url, backfill_id)
         phases.done("backfill of two hours (batch + reconciliation)")
-        page.goto(f"{url}/overview/backfills/{backfill_id}", wait_until="networkidle")
-        page.screenshot(path=str(ARTIFACTS / "dagster-backfill.png"))
+        # the backfill's page: its partition range, status and each asset's partitions
+        page.goto(f"{url}/runs/b/{backfill_id}", wait_until="networkidle")
+        page.get_by_text("Partition selection", exact=True).first.wait_for(timeout=60_000)
+        page.get_by_text("stream_vs_batch").first.wait_for(timeout=60_000)
+        _screenshot(page, "dagster-backfill.png")
         runs = backfill["runs"]
         print("backfill runs:", [(r["runId"][:8], r["status"], r["assetSelection"]) for r in runs])
         assert backfill["status"] in ("COMPLETED", "COMPLETED_SUCCESS"), backfill
@@ -468,11 +525,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         checks = _check_results(url, run["runId"])
         for name, check in sorted(checks.items()):
             print(name, "passed" if check["success"] else "FAILED", check["description"])
-        failures = [
-            (e.get("message"), (e.get("error") or {}).get("message", "")[-1500:])
-            for e in _events(url, run["runId"])
-            if e["__typename"] == "ExecutionStepFailureEvent"
-        ]
+        failures = _step_failures(url, run["runId"])
         failed_checks = {n: c["description"] for n, c in checks.items() if not c["success"]}
         assert run["status"] == "SUCCESS", (run["status"], failures, failed_checks)
         assert {tuple(k["path"]) for k in run["assetSelection"]} == {
@@ -490,6 +543,20 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
             assert check["success"], (name, check["description"])
             assert "no data" not in (check["description"] or ""), (name, check["description"])
         page.goto(f"{url}/runs/{run['runId']}", wait_until="networkidle")
-        page.screenshot(path=str(ARTIFACTS / "dagster-backfill-run.png"))
+        _screenshot(page, "dagster-backfill-run.png")
+
+        # the lineage of a mart, upstream to its Kafka topic (lake, dbt staging, the mart)
+        page.goto(
+            f"{url}/assets/{MART}?view=lineage&lineageScope=upstream&lineageDepth=5",
+            wait_until="networkidle",
+        )
+        for group in ("kafka_raw", "lake", "dbt"):
+            page.get_by_text(group, exact=True).first.wait_for(timeout=60_000)
+        page.get_by_text(MART.rsplit("/", 1)[1], exact=True).first.wait_for(timeout=60_000)
+        # the nodes' latest events loaded (the topic and the lake table were materialized)
+        page.get_by_text("Materialized", exact=True).first.wait_for(timeout=60_000)
+        expect(page.get_by_text(re.compile(r"^\s*Loading"))).to_have_count(0, timeout=60_000)
+        _screenshot(page, "dagster-lineage-topic-to-mart.png")
+        phases.done("lineage page")
         browser.close()
     phases.write()
