@@ -123,7 +123,8 @@ def burst_config(config: GeneratorRunConfig, now_ms: int | None = None) -> "Gene
             kafka_key(t),
             group_name=RAW_GROUP,
             kinds={"kafka"},
-            description=f"Raw `{t}` events (JSON), written by the generator",
+            description=f"Raw `{t}` events (JSON, or Avro under the kafka resource's "
+            "value_format), written by the generator",
         )
         for t in domain.RAW_TOPICS
     ],
@@ -140,7 +141,7 @@ def generator(context: AssetExecutionContext, config: GeneratorRunConfig, kafka:
     counts: dict[str, int] = {}
     for event in iter_events(gen):
         counts[event.topic] = counts.get(event.topic, 0) + 1
-    sent = produce(gen, kafka.connection)
+    sent = produce(gen, kafka.connection, raw_format=kafka.raw_format)
     context.log.info("sent %d events (run %s, seed %d)", sent, run_id(gen), gen.seed)
     for topic in domain.RAW_TOPICS:
         yield MaterializeResult(
