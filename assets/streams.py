@@ -288,6 +288,7 @@ def build_stream_asset(app: StreamApp) -> Any:
             kafka.connection,
             instance=f"run-{context.run.run_id[:8]}",
             application_id=config.application_id or None,
+            raw_format=kafka.raw_format,
         )
         with RunTermination() as termination:
             runner.start()
@@ -463,7 +464,7 @@ def kappa_replay(
 ):
     app = STREAM_APPS[config.app]
     suffix = f"replay-{context.run.run_id[:8]}-{uuid.uuid4().hex[:4]}"
-    base = stream_apps.app_config()
+    base = stream_apps.app_config(kafka.raw_format)
     runner = stream_apps.runner(
         app.name,
         kafka.connection,

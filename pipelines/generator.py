@@ -39,7 +39,7 @@ import random
 import secrets
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -47,7 +47,7 @@ import orjson
 
 from pipelines import domain
 from pipelines.connection import Kafka, KafkaConnection
-from pipelines.schemas import JSON, RawFormat, SchemaRegistry
+from pipelines.schemas import JSON, RawFormat, raw_format_from_env
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,21 +420,6 @@ def config_from_args(args: argparse.Namespace) -> GeneratorConfig:
     )
 
 
-def raw_format_from_env(value_format: str, env: Mapping[str, str]) -> RawFormat:
-    """The raw format of the command line: ``value_format`` with the registry the
-    environment names (``SCHEMA_REGISTRY_URL``, ``SCHEMA_REGISTRY_USERNAME`` and
-    ``_PASSWORD``, ``SCHEMA_REGISTRY_SSL_CA_LOCATION``), as ``make run`` hands them over."""
-    if value_format != "avro":
-        return JSON
-    registry = SchemaRegistry(
-        url=env["SCHEMA_REGISTRY_URL"],
-        username=env.get("SCHEMA_REGISTRY_USERNAME") or None,
-        password=env.get("SCHEMA_REGISTRY_PASSWORD") or None,
-        ssl_ca_location=env.get("SCHEMA_REGISTRY_SSL_CA_LOCATION") or None,
-    )
-    return RawFormat("avro", registry)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point: ``python -m pipelines.generator``."""
     args = parse_args(argv)
@@ -453,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
         keep_up = stream_apps_keep_up(kafka)
         behind = (time.time() * 1000 - args.catch_up_from) / 60_000
         print(f"catching up {behind:.0f} minutes of events first", file=sys.stderr)
-    raw_format = raw_format_from_env(args.format, os.environ)
+    raw_format = raw_format_from_env(os.environ, args.format)
     sent = produce(config, kafka, realtime=not args.fast, keep_up=keep_up, raw_format=raw_format)
     print(f"sent {sent} events", file=sys.stderr)
     return 0

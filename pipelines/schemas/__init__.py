@@ -15,6 +15,7 @@ SQL format ``avro-confluent`` and Spark's batch want them.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -130,15 +131,18 @@ class RawFormat:
             return serdes.Json()
         return serdes.AvroSerde(self._registry().client_config(), avro_schema_text(topic))
 
-    def reader_serde(self, topic: str) -> Any:
+    def reader_serde(self, topic: str, max_stall_s: float | None = None) -> Any:
         """The value serde platform topic ``topic`` is read with (Avro: any registered
-        version, resolved to the ``.avsc`` as the reader schema)."""
+        version, resolved to the ``.avsc`` as the reader schema; ``max_stall_s``: how long
+        an unreachable registry is waited for, for ever by default)."""
         from streaming import serdes
 
         if not self.is_avro(topic):
             return serdes.Json()
         return serdes.AvroSerde(
-            self._registry().client_config(), reader_schema=avro_schema_text(topic)
+            self._registry().client_config(),
+            reader_schema=avro_schema_text(topic),
+            max_stall_s=max_stall_s,
         )
 
     def register(self, topics: dict[str, str]) -> dict[str, int]:
@@ -160,3 +164,29 @@ class RawFormat:
 
 
 JSON = RawFormat()
+
+
+#: the environment variables of the command lines (``make run`` hands them to its children)
+FORMAT_VAR = "PLATFORM_VALUE_FORMAT"
+REGISTRY_VARS = {
+    "url": "SCHEMA_REGISTRY_URL",
+    "username": "SCHEMA_REGISTRY_USERNAME",
+    "password": "SCHEMA_REGISTRY_PASSWORD",
+    "ssl_ca_location": "SCHEMA_REGISTRY_SSL_CA_LOCATION",
+}
+
+
+def raw_format_from_env(env: Mapping[str, str], value_format: str | None = None) -> RawFormat:
+    """The raw format of a command line (the generator's, the supervisor's):
+    ``value_format`` (default ``$PLATFORM_VALUE_FORMAT``, else json) with the registry of
+    ``$SCHEMA_REGISTRY_URL`` and its ``_USERNAME``, ``_PASSWORD``, ``_SSL_CA_LOCATION``."""
+    value_format = value_format or env.get(FORMAT_VAR) or "json"
+    url = env.get(REGISTRY_VARS["url"])
+    registry = (
+        SchemaRegistry(
+            url, **{k: env.get(v) or None for k, v in REGISTRY_VARS.items() if k != "url"}
+        )
+        if url
+        else None
+    )
+    return RawFormat(value_format, registry if value_format == "avro" else None)

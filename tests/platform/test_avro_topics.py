@@ -7,18 +7,36 @@ from __future__ import annotations
 
 import io
 import uuid
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import fastavro
+import pyarrow.parquet as pq
 import pytest
 from dagster import EnvVar
-from data_fixture import fixture_events
+from data_fixture import CONFIG, fixture_events
 
 from pipelines import domain
+from pipelines.generator import generate_events
 from pipelines.generator import main as generator_main
-from pipelines.generator import raw_format_from_env
-from pipelines.schemas import AVRO_TOPICS, JSON, RawFormat, SchemaRegistry, avro_schema, subject
+from pipelines.lake.manifest import locked
+from pipelines.lake.records import KafkaRecord, arrow_schema, value_decoder
+from pipelines.lake.writer import land_partition
+from pipelines.schemas import (
+    AVRO_TOPICS,
+    JSON,
+    RawFormat,
+    SchemaRegistry,
+    avro_schema,
+    raw_format_from_env,
+    subject,
+)
+from pipelines.streams.apps import STREAM_APPS
+from pipelines.streams.config import StreamAppConfig
 from resources import platform_resources
+from streaming import TopologyTestDriver, serdes
+from streaming.testing import LocalSchemaRegistry
 
 #: Avro type -> the lake's column kind (``domain.SCHEMAS``)
 _KINDS = {"string": "str", "double": "float", "long": "int", "boolean": "bool"}
@@ -135,7 +153,107 @@ def test_the_generator_command_line_takes_the_registry_from_the_environment(
     assert "needs a schema registry: set SCHEMA_REGISTRY_URL" in capsys.readouterr().err
     env = {"SCHEMA_REGISTRY_URL": "https://r", "SCHEMA_REGISTRY_USERNAME": "u"}
     env["SCHEMA_REGISTRY_PASSWORD"] = "p"
-    assert raw_format_from_env("avro", env) == RawFormat(
+    assert raw_format_from_env(env, "avro") == RawFormat(
         "avro", SchemaRegistry("https://r", "u", "p")
     )
-    assert raw_format_from_env("json", env) == JSON
+    assert raw_format_from_env(env) == JSON
+    assert raw_format_from_env({**env, "PLATFORM_VALUE_FORMAT": "avro"}).avro
+
+
+def _app_outputs(
+    app: Any, cfg: StreamAppConfig, events: list[Any], writers: dict[str, Any]
+) -> dict[str, list[tuple[Any, Any, int]]]:
+    """What ``app`` writes to each output topic when ``events`` arrive on its inputs, the
+    raw values written by ``writers`` (platform topic -> serde)."""
+    inputs = {getattr(cfg, f"{t}_topic"): t for t in domain.RAW_TOPICS if t != domain.PAYMENTS}
+    driver = TopologyTestDriver(app.factory(cfg), {"application.id": f"avro-{app.name}"})
+    try:
+        topics = {
+            kafka_topic: driver.create_input_topic(
+                kafka_topic, key_serde=serdes.String(), value_serde=writers[topic]
+            )
+            for kafka_topic, topic in inputs.items()
+            if kafka_topic in app.input_topics(cfg)
+        }
+        for event in events:
+            kafka_topic = getattr(cfg, f"{event.topic}_topic", None)
+            if kafka_topic in topics and event.record is not None:
+                topics[kafka_topic].pipe_input(event.key, event.record, timestamp=event.timestamp)
+        return {
+            out: [
+                (r.key, r.value, r.timestamp)
+                for r in driver.create_output_topic(
+                    out, key_serde=serdes.String(), value_serde=serdes.Json()
+                ).read_records_to_list()
+            ]
+            for out in app.output_topics(cfg)
+        }
+    finally:
+        driver.close()
+
+
+def test_every_stream_application_reads_avro_as_it_reads_json(schema_registry) -> None:
+    """The same events, once as JSON and once in Avro through the registry: every
+    application (DSL and SQL) writes the same results."""
+    events = generate_events(CONFIG.with_(duration_s=2400, orders_per_second=0.2, customers=40))
+    tag = uuid.uuid4().hex[:8]
+    renamed = {f"{t}_topic": f"{t}-{tag}" for t in domain.RAW_TOPICS if t != domain.PAYMENTS}
+    avro = RawFormat("avro", SchemaRegistry(schema_registry.url))
+    as_json = StreamAppConfig.of(renamed)
+    as_avro = replace(as_json, raw_format=avro)
+    json_writers = {t: serdes.Json() for t in domain.RAW_TOPICS}
+    avro_writers = {t: avro.writer_serde(t) for t in domain.RAW_TOPICS}
+    for app in STREAM_APPS.values():
+        expected = _app_outputs(app, as_json, events, json_writers)
+        assert any(expected.values()), app.name
+        assert _app_outputs(app, as_avro, events, avro_writers) == expected, app.name
+    # the generator's Avro values are in the registry under the renamed topics' subjects
+    subjects = set(avro.registry.client().get_subjects())
+    assert {subject(t) for t in renamed.values()} <= subjects
+
+
+def _land(lake: Path, topic: str, records: list[KafkaRecord], raw: RawFormat, source: str) -> Any:
+    with locked(lake, topic) as manifest:
+        decode = value_decoder(topic, raw, source)
+        land_partition(lake, manifest, 0, records, len(records), raw, decode)
+    # the hive partition column aside: the columns the files were written with
+    return pq.read_table(lake / topic).drop_columns(["event_hour"]).sort_by("_offset")
+
+
+def test_the_lake_lands_avro_as_it_lands_json(schema_registry, tmp_path: Path) -> None:
+    """The same records once as JSON and once in Avro: the same Parquet rows with the same
+    column types (the Avro topic's types from its schema), malformed values kept as raw
+    text either way; a registry that cannot be reached fails the landing."""
+    events = generate_events(CONFIG.with_(duration_s=600, customers=40))
+    avro = RawFormat("avro", SchemaRegistry(schema_registry.url))
+    tag = uuid.uuid4().hex[:8]
+    for topic in domain.RAW_TOPICS:
+        source = f"{topic}-lake-{tag}"
+        mine = [e for e in events if e.topic == topic]
+        writer = avro.writer_serde(topic)
+
+        def record(offset: int, event: Any, value: bytes) -> KafkaRecord:
+            key = None if event.key is None else event.key.encode()
+            return KafkaRecord(0, offset, event.timestamp, key, value)
+
+        as_json = [record(i, e, e.value) for i, e in enumerate(mine)]
+        as_avro = [
+            record(i, e, e.value if e.record is None else writer.serialize(source, e.record))
+            for i, e in enumerate(mine)
+        ]
+        landed_json = _land(tmp_path / "json", topic, as_json, JSON, source)
+        landed_avro = _land(tmp_path / "avro", topic, as_avro, avro, source)
+        assert landed_avro.schema == arrow_schema(topic, avro)
+        assert landed_avro.schema.equals(landed_json.schema), topic
+        assert landed_avro.to_pylist() == landed_json.to_pylist(), topic
+        valid = landed_avro.column("_valid").to_pylist()
+        assert sum(valid) == sum(e.record is not None for e in mine) > 0
+        if topic == domain.ORDERS:
+            assert not all(valid)  # the malformed orders land as invalid rows
+    order = next(e.record for e in events if e.topic == domain.ORDERS and e.record)
+    data = avro.writer_serde(domain.ORDERS).serialize(f"o-{tag}", order)
+    with LocalSchemaRegistry() as gone:
+        unreachable = RawFormat("avro", SchemaRegistry(gone.url))
+    decode = value_decoder(domain.ORDERS, unreachable, f"o-{tag}", max_stall_s=0.5)
+    with pytest.raises(RuntimeError, match="schema registry was unavailable"):
+        decode(data)
