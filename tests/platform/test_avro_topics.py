@@ -257,3 +257,48 @@ def test_the_lake_lands_avro_as_it_lands_json(schema_registry, tmp_path: Path) -
     decode = value_decoder(domain.ORDERS, unreachable, f"o-{tag}", max_stall_s=0.5)
     with pytest.raises(RuntimeError, match="schema registry was unavailable"):
         decode(data)
+
+
+def test_the_catalog_shows_each_raw_topics_schema(schema_registry) -> None:
+    """Declared on the raw topic assets: the ``.avsc`` fields; recorded when the topics are
+    Avro: the subject, version, id and fields the registry holds (a new version too)."""
+    import json
+
+    from assets.keys import kafka_key
+    from assets.streams import generator
+    from assets.topic_schemas import registered_schema_metadata
+    from sensors.topic_materializations import grown_topics
+
+    specs = {spec.key: spec for spec in generator.specs}
+    for topic in domain.RAW_TOPICS:
+        columns = specs[kafka_key(topic)].metadata["dagster/column_schema"].columns
+        assert [c.name for c in columns] == [f["name"] for f in avro_schema(topic)["fields"]]
+    orders = {
+        c.name: c for c in specs[kafka_key(domain.ORDERS)].metadata["dagster/column_schema"].columns
+    }
+    assert orders["amount"].type == "double" and not orders["amount"].constraints.nullable
+    assert orders["location"].type == "string" and orders["location"].constraints.nullable
+
+    avro = RawFormat("avro", SchemaRegistry(schema_registry.url))
+    topic = f"orders-meta-{uuid.uuid4().hex[:8]}"
+    assert registered_schema_metadata(JSON, topic) == {}
+    avro.register({domain.ORDERS: topic})
+    meta = registered_schema_metadata(avro, topic)
+    assert meta["schema_subject"] == subject(topic) and meta["schema_version"] == 1
+    assert meta["schema_id"] == avro.register({domain.ORDERS: topic})[subject(topic)]
+    assert [c.name for c in meta["dagster/column_schema"].columns] == list(
+        domain.SCHEMAS[domain.ORDERS]
+    )
+    # a compatible new version (a field with a default) is what the catalog shows next
+    evolved = avro_schema(domain.ORDERS)
+    evolved["fields"].append({"name": "channel", "type": "string", "default": "web"})
+    from confluent_kafka.schema_registry import Schema
+
+    avro.registry.client().register_schema(subject(topic), Schema(json.dumps(evolved), "AVRO"))
+    meta = registered_schema_metadata(avro, topic)
+    assert meta["schema_version"] == 2
+    assert meta["dagster/column_schema"].columns[-1].name == "channel"
+    # the sensor's runless materializations carry it too
+    (event,) = grown_topics({topic: {0: 5}}, {}, lambda t: registered_schema_metadata(avro, t))
+    assert event.metadata["schema_version"].value == 2
+    assert event.metadata["schema_subject"].value == subject(topic)
