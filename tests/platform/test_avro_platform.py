@@ -191,3 +191,61 @@ def test_spark_recomputes_from_avro_and_the_stream_reconciles(avro_platform) -> 
         report = reconcile_revenue(HOUR, lake, source=batch)
         assert report.passed and report.stats["unexplained"] == 0, (batch, report.summary())
         assert report.stats["matched"] >= 12 * 2, (batch, report.summary())
+
+
+def test_spark_reads_each_record_with_the_version_it_was_written_with(
+    kafka_cluster, avro_platform
+) -> None:
+    """Records written with two versions of the schema (the second adds a field) all read
+    as the ``.avsc``'s columns; a value framed with an id the subject does not have, and one
+    without the header, are invalid and dropped."""
+    import json
+
+    from confluent_kafka import Producer
+
+    from pipelines.batch.kafka_source import KafkaSource
+    from pipelines.schemas import avro_schema
+    from streaming.serdes import AvroSerde
+
+    avro = avro_platform["avro"]
+    topic = f"orders-versions-{uuid.uuid4().hex[:8]}"
+    kafka_cluster.create_topic(topic, partitions=1)
+    evolved = avro_schema(domain.ORDERS)
+    evolved["fields"].append({"name": "channel", "type": "string", "default": "web"})
+    v1 = avro.writer_serde(domain.ORDERS)
+    v2 = AvroSerde(avro.registry.client_config(), json.dumps(evolved))
+
+    def order(n: int, **extra: Any) -> dict[str, Any]:
+        return {
+            "order_id": f"o-{n}",
+            "customer_id": "c-1",
+            "amount": 1.5 * n,
+            "region": "EU",
+            "location": None if n == 2 else "Paris",
+            "event_time": 1_000 * n,
+            **extra,
+        }
+
+    first = v1.serialize(topic, order(1))
+    values = [
+        first,
+        v1.serialize(topic, order(2)),
+        v2.serialize(topic, order(3, channel="app")),
+        v2.serialize(topic, order(4)),
+        b"\x00" + (2**31 - 1).to_bytes(4, "big") + first[5:],  # an id nobody registered
+        first[5:],  # no header
+    ]
+    assert values[2][1:5] != first[1:5]  # two schema ids
+    producer = Producer({"bootstrap.servers": avro_platform["boot"]})
+    for n, value in enumerate(values, start=1):
+        producer.produce(topic, key=f"o-{n}".encode(), value=value, timestamp=1_000 * n)
+    assert producer.flush(30) == 0
+
+    source = KafkaSource(avro_platform["boot"], {domain.ORDERS: topic}, raw_format=avro)
+    rows = source.read_all(_spark(), domain.ORDERS).toPandas().sort_values("order_id")
+    assert list(rows["order_id"]) == ["o-1", "o-2", "o-3", "o-4"]
+    assert list(rows.columns[: len(domain.SCHEMAS[domain.ORDERS])]) == list(
+        domain.SCHEMAS[domain.ORDERS]
+    )
+    assert list(rows["amount"]) == [1.5, 3.0, 4.5, 6.0]
+    assert rows["location"].isna().tolist() == [False, True, False, False]

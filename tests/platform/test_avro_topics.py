@@ -302,3 +302,33 @@ def test_the_catalog_shows_each_raw_topics_schema(schema_registry) -> None:
     (event,) = grown_topics({topic: {0: 5}}, {}, lambda t: registered_schema_metadata(avro, t))
     assert event.metadata["schema_version"].value == 2
     assert event.metadata["schema_subject"].value == subject(topic)
+
+
+def test_a_registry_behind_basic_auth_and_tls_through_the_kafka_resource() -> None:
+    """The resource's registry settings reach every client: the generator's writer, the
+    stream applications' and the lake's readers; wrong credentials are refused, not taken
+    for bad records."""
+    from resources.kafka import KafkaResource
+    from streaming.errors import StreamsException
+
+    order = next(e.record for e in fixture_events() if e.topic == domain.ORDERS and e.record)
+    with LocalSchemaRegistry(users={"app": "s3cret"}, tls=True) as secured:
+        resource = KafkaResource(
+            value_format="avro",
+            schema_registry_url=secured.url,
+            schema_registry_username="app",
+            schema_registry_password="s3cret",
+            schema_registry_ssl_ca_location=str(secured.ca_path),
+        )
+        raw = resource.raw_format
+        assert raw.registry is not None and raw.registry.url.startswith("https://")
+        topic = f"orders-secured-{uuid.uuid4().hex[:8]}"
+        assert subject(topic) in raw.register({domain.ORDERS: topic})
+        data = raw.writer_serde(domain.ORDERS).serialize(topic, order)
+        assert raw.reader_serde(domain.ORDERS).deserialize(topic, data) == order
+        assert value_decoder(domain.ORDERS, raw, topic)(data) == domain.typed_record(
+            domain.ORDERS, order
+        )
+        wrong = resource.model_copy(update={"schema_registry_password": "wrong"}).raw_format
+        with pytest.raises(StreamsException, match="refused the credentials"):
+            wrong.reader_serde(domain.ORDERS).deserialize(topic, data)
