@@ -21,8 +21,8 @@ The lake path (``pipelines.batch.read``) reads a topic's event hours from the Pa
   Confluent-framed: the 5-byte header (magic byte 0, 4-byte big-endian schema id) is
   stripped (``substring(value, 6)``) and the payload read with Spark's ``from_avro``
   (the spark-avro package, fetched with the Kafka source's jars), the writer schema the id
-  names (every version registered under the topic's subject, asked of the registry on the
-  driver), resolved to the topic's ``.avsc``. A value without the header, with an unknown
+  names (the ids in the range, collected first, asked of the registry on the driver),
+  resolved to the topic's ``.avsc``. A value without the header, with an unknown
   id or a payload ``from_avro`` cannot read is invalid and dropped, as below.
 - **Decoding**: the value is parsed with ``from_json`` and the topic's schema
   (``read.value_ddl``, from ``domain.SCHEMAS``). A record whose value is not a JSON object
@@ -53,7 +53,7 @@ from pipelines.batch.session import ensure_kafka_source
 from pipelines.batch.store import KAFKA
 from pipelines.connection import Kafka, KafkaConnection
 from pipelines.generator import GeneratorConfig
-from pipelines.schemas import JSON, RawFormat, avro_schema_text, subject
+from pipelines.schemas import JSON, RawFormat, avro_schema_text
 
 #: how long after its event time the generator may send a record (its late events)
 LATE_MAX_MS = GeneratorConfig.late_max_ms
@@ -166,23 +166,35 @@ def resolve_offsets(
     return OffsetRange(topic, start, end, start_ms, end_ms)
 
 
-def writer_schemas(raw_format: RawFormat, kafka_topic: str) -> dict[int, str]:
-    """Schema id -> schema text of every version registered under ``kafka_topic``'s value
-    subject (the writer schemas its Avro records may name; empty when none is)."""
+def schema_ids(raw: Any) -> list[int]:
+    """The schema ids the Confluent-framed values of Spark Kafka rows ``raw`` name."""
+    from pyspark.sql import functions as F
+
+    value = F.col("value")
+    framed = (F.length(value) > 5) & (F.substring(value, 1, 1) == F.unhex(F.lit("00")))
+    ids = raw.filter(framed).select(
+        F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("long").alias("id")
+    )
+    return sorted(int(row["id"]) for row in ids.distinct().collect())
+
+
+def writer_schemas(raw_format: RawFormat, ids: list[int]) -> dict[int, str]:
+    """Schema id -> schema text of each of ``ids`` the registry knows (the writer schemas,
+    found by id as Confluent's deserializers find them; an unknown id is left out, so its
+    records are invalid)."""
     from confluent_kafka.schema_registry.error import SchemaRegistryError
 
     if raw_format.registry is None:
         return {}
     client = raw_format.registry.client()
-    name = subject(kafka_topic)
-    try:
-        versions = client.get_versions(name)
-    except SchemaRegistryError as exc:
-        if exc.http_status_code == 404:
-            return {}
-        raise
-    registered = (client.get_version(name, version) for version in versions)
-    return {r.schema_id: r.schema.schema_str for r in registered}
+    writers = {}
+    for schema_id in ids:
+        try:
+            writers[schema_id] = client.get_schema(schema_id).schema_str
+        except SchemaRegistryError as exc:
+            if exc.http_status_code != 404:
+                raise
+    return writers
 
 
 def avro_value(topic: str, writers: Mapping[int, str]) -> Any:
@@ -277,10 +289,11 @@ def read_offsets(
     }
     for key, value in settings.items():
         reader = reader.option(key, value)
+    raw = reader.load()
     writers = (
-        writer_schemas(raw_format, offsets.topic) if raw_format.is_avro(schema_topic) else None
+        writer_schemas(raw_format, schema_ids(raw)) if raw_format.is_avro(schema_topic) else None
     )
-    return decode(reader.load(), schema_topic, writers)
+    return decode(raw, schema_topic, writers)
 
 
 @dataclass
