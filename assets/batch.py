@@ -129,7 +129,7 @@ def kafka_batch_asset(result: str) -> AssetsDefinition:
         from pipelines.batch.session import ensure_kafka_source
 
         spark = ensure_kafka_source(pyspark_kafka.spark_session)
-        source = KafkaSource(kafka.connection, dict(config.topics))
+        source = KafkaSource(kafka.connection, dict(config.topics), raw_format=kafka.raw_format)
         outputs = [
             recompute(result, key, lake.path, spark, source=source)
             for key in context.partition_keys

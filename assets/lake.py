@@ -38,7 +38,7 @@ def lake_asset(topic: str) -> AssetsDefinition:
         kafka.connection.verify()  # a refused login fails here, saying why
         root = lake.path
         ensure_layout(root, [topic])
-        result = sink_topic(kafka.connection, topic, root)
+        result = sink_topic(kafka.connection, topic, root, raw_format=kafka.raw_format)
         if result.cluster_change:
             # loud: the offsets in the lake referred to another cluster (or topic)
             context.log.warning(f"{topic}: {result.cluster_change}")

@@ -2,7 +2,9 @@
 
 - Raw topics (``kafka/orders``, ``kafka/customers``, ``kafka/payments``, ``kafka/clicks``) are
   materialised by the ``generator`` asset (a burst of synthetic events; ``make run`` also
-  runs the generator continuously outside Dagster).
+  runs the generator continuously outside Dagster), in JSON or Avro (the kafka resource's
+  ``value_format``); each declares its ``.avsc`` fields as its column schema, and a burst in
+  Avro records the subject, version and id the registry holds (``assets.topic_schemas``).
 - Each stream application (DSL or SQL, ``apps.STREAM_APPS``; a SQL application's input and
   output topics are read from its statements) is a long-running streaming asset producing
   its output topics
@@ -56,6 +58,7 @@ from assets.stream_health import (
     health_check_spec,
     watermark_and_health_metadata,
 )
+from assets.topic_schemas import column_schema, registered_schema_metadata
 from pipelines import domain
 from pipelines.streams import kappa, monitor
 from pipelines.streams.apps import STREAM_APPS, StreamApp
@@ -123,7 +126,9 @@ def burst_config(config: GeneratorRunConfig, now_ms: int | None = None) -> "Gene
             kafka_key(t),
             group_name=RAW_GROUP,
             kinds={"kafka"},
-            description=f"Raw `{t}` events (JSON), written by the generator",
+            description=f"Raw `{t}` events (JSON, or Avro under the kafka resource's "
+            "value_format), written by the generator",
+            metadata=column_schema(t),
         )
         for t in domain.RAW_TOPICS
     ],
@@ -140,7 +145,7 @@ def generator(context: AssetExecutionContext, config: GeneratorRunConfig, kafka:
     counts: dict[str, int] = {}
     for event in iter_events(gen):
         counts[event.topic] = counts.get(event.topic, 0) + 1
-    sent = produce(gen, kafka.connection)
+    sent = produce(gen, kafka.connection, raw_format=kafka.raw_format)
     context.log.info("sent %d events (run %s, seed %d)", sent, run_id(gen), gen.seed)
     for topic in domain.RAW_TOPICS:
         yield MaterializeResult(
@@ -151,6 +156,9 @@ def generator(context: AssetExecutionContext, config: GeneratorRunConfig, kafka:
                 "first_event_time": start,
                 "generator_run_id": run_id(gen),
                 "seed": str(gen.seed),  # text: a 63-bit seed overflows GraphQL Int
+                "value_format": kafka.value_format,
+                # Avro: the subject, version and fields the registry holds
+                **registered_schema_metadata(kafka.raw_format, topic),
             },
         )
 
@@ -287,6 +295,7 @@ def build_stream_asset(app: StreamApp) -> Any:
             kafka.connection,
             instance=f"run-{context.run.run_id[:8]}",
             application_id=config.application_id or None,
+            raw_format=kafka.raw_format,
         )
         with RunTermination() as termination:
             runner.start()
@@ -462,7 +471,7 @@ def kappa_replay(
 ):
     app = STREAM_APPS[config.app]
     suffix = f"replay-{context.run.run_id[:8]}-{uuid.uuid4().hex[:4]}"
-    base = stream_apps.app_config()
+    base = stream_apps.app_config(kafka.raw_format)
     runner = stream_apps.runner(
         app.name,
         kafka.connection,

@@ -283,6 +283,12 @@ def parse_record(topic: str, value: bytes | None) -> dict[str, Any] | None:
         data = orjson.loads(value)
     except orjson.JSONDecodeError:
         return None
+    return typed_record(topic, data)
+
+
+def typed_record(topic: str, data: Any) -> dict[str, Any] | None:
+    """``data`` (a decoded value) as the typed record of ``topic``, or ``None`` if invalid:
+    not an object, or a required column missing."""
     if not isinstance(data, dict):
         return None
     schema = SCHEMAS.get(topic)

@@ -9,7 +9,7 @@ them to Kafka (optionally paced in real time). From the command line::
 What it injects (shares of orders, see :class:`GeneratorConfig`): out-of-order events
 (event time up to ``out_of_order_max_ms`` before sending, within the stream grace), late
 events (event time minutes before sending, beyond the grace), duplicates (the same record
-sent again seconds later), malformed records (undecodable JSON), unknown customers, and the
+sent again seconds later), malformed records (undecodable bytes), unknown customers, and the
 three fraud patterns: amounts over 10,000, bursts of more than three orders per customer
 within five minutes, and a location the customer's profile does not know.
 
@@ -47,17 +47,21 @@ import orjson
 
 from pipelines import domain
 from pipelines.connection import Kafka, KafkaConnection
+from pipelines.schemas import JSON, RawFormat, raw_format_from_env
 
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One record to send: topic, key, JSON value bytes, record timestamp, send time."""
+    """One record to send: topic, key, JSON value bytes, record timestamp, send time, and
+    the record the value encodes (None for a malformed value: its bytes are sent as they
+    are, whatever the topics' format)."""
 
     topic: str
     key: str | None
     value: bytes
     timestamp: int
     emit_ms: int
+    record: dict[str, Any] | None = None
 
 
 def fresh_seed() -> int:
@@ -107,6 +111,10 @@ def _dumps(value: dict[str, Any]) -> bytes:
     return orjson.dumps(value)
 
 
+def _event(topic: str, key: str, record: dict[str, Any], timestamp: int, emit_ms: int) -> Event:
+    return Event(topic, key, _dumps(record), timestamp, emit_ms, record)
+
+
 RUN_ID_HEX_DIGITS = 12
 
 
@@ -151,10 +159,10 @@ def iter_events(config: GeneratorConfig) -> Iterator[Event]:
         heapq.heappush(pending, (event.emit_ms, next(seq), event))
 
     for profile in customers:
-        yield Event(
+        yield _event(
             domain.CUSTOMERS,
             profile["customer_id"],
-            _dumps(profile),
+            profile,
             profile["event_time"],
             profile["event_time"],
         )
@@ -212,7 +220,7 @@ def iter_events(config: GeneratorConfig) -> Iterator[Event]:
             "location": location,
             "event_time": event_time,
         }
-        order_event = Event(domain.ORDERS, order_id, _dumps(order), event_time, now)
+        order_event = _event(domain.ORDERS, order_id, order, event_time, now)
         yield order_event
         if rng.random() < config.duplicate_share:
             schedule(replace(order_event, emit_ms=now + rng.randint(500, 20_000)))
@@ -227,7 +235,7 @@ def iter_events(config: GeneratorConfig) -> Iterator[Event]:
                 "status": "failed" if rng.random() < 0.05 else "captured",
                 "event_time": paid,
             }
-            schedule(Event(domain.PAYMENTS, payment["payment_id"], _dumps(payment), paid, paid))
+            schedule(_event(domain.PAYMENTS, payment["payment_id"], payment, paid, paid))
         clicked = now
         for _ in range(rng.randint(0, config.max_clicks_per_order)):
             clicked += rng.randint(5_000, 180_000)
@@ -236,7 +244,7 @@ def iter_events(config: GeneratorConfig) -> Iterator[Event]:
                 "page": rng.choice(domain.PAGES),
                 "event_time": clicked,
             }
-            schedule(Event(domain.CLICKS, customer_id, _dumps(click), clicked, clicked))
+            schedule(_event(domain.CLICKS, customer_id, click, clicked, clicked))
     while pending:
         event = heapq.heappop(pending)[2]
         if config.until_ms is not None and event.emit_ms > config.until_ms:
@@ -263,9 +271,14 @@ def produce(
     producer_config: dict[str, Any] | None = None,
     topics: dict[str, str] | None = None,
     keep_up: Callable[[], None] | None = None,
+    raw_format: RawFormat = JSON,
 ) -> int:
     """Send the events of ``config`` to Kafka; ``topics`` renames topics (platform name ->
     topic written).
+
+    ``raw_format``: the values as JSON (the default) or, for ``avro``, each record in Avro
+    with its topic's ``.avsc`` (``pipelines.schemas``), registered first under the subject
+    ``<topic written>-value``; malformed values are sent as the bytes they are either way.
 
     ``realtime``: each event goes at its ``emit_ms`` by the wall clock, so the events of a
     ``start_ms`` in the past (a backlog) go at once, then the rest in real time. ``keep_up``
@@ -286,6 +299,8 @@ def produce(
         }
     )
     rename = topics or {}
+    raw_format.register({t: rename.get(t, t) for t in domain.RAW_TOPICS})
+    writers = {t: raw_format.writer_serde(t) for t in domain.RAW_TOPICS if raw_format.is_avro(t)}
     sent = 0
     slice_end = config.start_ms + CATCH_UP_SLICE_MS
     try:
@@ -302,12 +317,19 @@ def produce(
                 if delay > 0:
                     producer.poll(0)
                     time.sleep(delay)
+            topic = rename.get(event.topic, event.topic)
+            writer = writers.get(event.topic)
+            value = (
+                event.value
+                if writer is None or event.record is None
+                else writer.serialize(topic, event.record)
+            )
             while True:
                 try:
                     producer.produce(
-                        rename.get(event.topic, event.topic),
+                        topic,
                         key=None if event.key is None else event.key.encode(),
-                        value=event.value,
+                        value=value,
                         timestamp=event.timestamp,
                     )
                     break
@@ -366,7 +388,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--fast", action="store_true", help="send as fast as possible")
     parser.add_argument("--create-topics", action="store_true", help="create the topics first")
+    parser.add_argument(
+        "--format",
+        choices=("json", "avro"),
+        default=os.environ.get("PLATFORM_VALUE_FORMAT") or "json",
+        help="the raw topics' value format (avro: with the schema registry of SCHEMA_REGISTRY_URL)",
+    )
     args = parser.parse_args(argv)
+    if args.format == "avro" and not os.environ.get("SCHEMA_REGISTRY_URL"):
+        parser.error("--format avro needs a schema registry: set SCHEMA_REGISTRY_URL")
     if args.duration is None and args.fast:
         parser.error("--fast needs --duration")
     if args.catch_up_from is not None and (args.start_ms is not None or args.fast):
@@ -408,7 +438,8 @@ def main(argv: list[str] | None = None) -> int:
         keep_up = stream_apps_keep_up(kafka)
         behind = (time.time() * 1000 - args.catch_up_from) / 60_000
         print(f"catching up {behind:.0f} minutes of events first", file=sys.stderr)
-    sent = produce(config, kafka, realtime=not args.fast, keep_up=keep_up)
+    raw_format = raw_format_from_env(os.environ, args.format)
+    sent = produce(config, kafka, realtime=not args.fast, keep_up=keep_up, raw_format=raw_format)
     print(f"sent {sent} events", file=sys.stderr)
     return 0
 

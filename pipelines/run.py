@@ -13,7 +13,8 @@
    re-read from the earliest offsets by themselves;
    A schema registry (``streaming.testing.LocalSchemaRegistry``, in memory) starts beside it
    unless ``SCHEMA_REGISTRY_URL`` points at one; the children get its URL in
-   ``SCHEMA_REGISTRY_URL``;
+   ``SCHEMA_REGISTRY_URL`` (with ``PLATFORM_VALUE_FORMAT=avro`` they write and read the raw
+   topics in Avro through it);
 2. creates the topics of ``platform/topics.yaml``;
 3. starts the generator (``python -m pipelines.generator``, real time) and the stream
    applications (``python -m pipelines.streams.supervisor``);
@@ -166,7 +167,7 @@ def hold_run_lock(path: Path | None = None) -> Any:
 
 def start_local_registry() -> Any:
     """A local schema registry (in memory, on a free port), or None with a warning when it
-    cannot start: nothing of the platform needs it yet, its Avro topics are opt-in."""
+    cannot start: only Avro raw topics (``PLATFORM_VALUE_FORMAT=avro``) need it."""
     from streaming.testing.schema_registry import LocalSchemaRegistry, SchemaRegistryError
 
     try:
@@ -1063,6 +1064,9 @@ def main(argv: list[str] | None = None) -> int:
         if not registry_url:
             registry = start_local_registry()
             registry_url = registry.url if registry is not None else None
+        if os.environ.get("PLATFORM_VALUE_FORMAT") == "avro" and not registry_url:
+            _log("PLATFORM_VALUE_FORMAT=avro needs a schema registry: set SCHEMA_REGISTRY_URL")
+            return 1
         # an external cluster's TLS/SASL settings come from the environment, as the stream
         # applications, the generator and Dagster's resources read them
         kafka = KafkaConnection.from_env({**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap})

@@ -9,8 +9,12 @@ configuration enters the platform.
   fields of the resources, and by environment variables, which win over the file
   (``ENVIRONMENT``, ``SPARK_ENVIRONMENT``). Secrets are only ever read from the environment,
   at run time (Dagster ``EnvVar``s), so they never appear in the UI or the run storage: the
-  SASL password (``KAFKA_SASL_PASSWORD``) and the query servers' token
-  (``STREAM_QUERY_TOKEN``).
+  SASL password (``KAFKA_SASL_PASSWORD``), the schema registry's password
+  (``SCHEMA_REGISTRY_PASSWORD``) and the query servers' token (``STREAM_QUERY_TOKEN``).
+- both: the raw topics' value format (``kafka.value_format``, ``PLATFORM_VALUE_FORMAT``:
+  ``json``, the default, or ``avro``) and the schema registry of the Avro schemas
+  (``kafka.schema_registry_url``, ``SCHEMA_REGISTRY_URL``, which ``make run`` sets to the
+  local registry it starts; basic auth user and TLS CA beside it).
 
 Assets, checks and sensors receive these resources; nothing below them reads the
 environment for configuration.
@@ -36,6 +40,8 @@ from resources.stream_apps import StreamAppsResource
 DEPLOYMENT_VAR = "DAGSTER_DEPLOYMENT"
 CONFIG_VAR = "PLATFORM_CONFIG"
 PASSWORD_VAR = "KAFKA_SASL_PASSWORD"
+#: the schema registry's basic auth password (a secret: read at run time)
+REGISTRY_PASSWORD_VAR = "SCHEMA_REGISTRY_PASSWORD"
 #: the interactive-query servers' bearer token (a secret: read at run time)
 QUERY_TOKEN_VAR = "STREAM_QUERY_TOKEN"
 DEFAULT_PARTITIONS_START = "2025-01-01-00:00"
@@ -47,6 +53,10 @@ ENVIRONMENT = {
     "KAFKA_SASL_MECHANISM": ("kafka", "sasl_mechanism"),
     "KAFKA_SASL_USERNAME": ("kafka", "sasl_username"),
     "KAFKA_SSL_CA_LOCATION": ("kafka", "ssl_ca_location"),
+    "PLATFORM_VALUE_FORMAT": ("kafka", "value_format"),
+    "SCHEMA_REGISTRY_URL": ("kafka", "schema_registry_url"),
+    "SCHEMA_REGISTRY_USERNAME": ("kafka", "schema_registry_username"),
+    "SCHEMA_REGISTRY_SSL_CA_LOCATION": ("kafka", "schema_registry_ssl_ca_location"),
     "LAKE_ROOT": ("lake", "root"),
     "DUCKDB_PATH": ("lake", "duckdb_path"),
     "SPARK_MASTER_URL": ("spark", "master"),
@@ -130,6 +140,13 @@ def _resources(conf: Mapping[str, dict[str, Any]], env: Mapping[str, str]) -> di
         )
     if str(kafka.get("security_protocol", "")).upper().startswith("SASL_"):
         kafka["sasl_password"] = EnvVar(PASSWORD_VAR)
+    if "schema_registry_password" in kafka:
+        raise ValueError(
+            f"the schema registry password is read from ${REGISTRY_PASSWORD_VAR} only, never "
+            "from a file: remove kafka.schema_registry_password from the configuration"
+        )
+    if kafka.get("schema_registry_username"):
+        kafka["schema_registry_password"] = EnvVar(REGISTRY_PASSWORD_VAR)
     stream_apps = dict(conf["stream_apps"])
     if env.get(QUERY_TOKEN_VAR):
         stream_apps["query_token"] = EnvVar(QUERY_TOKEN_VAR)
@@ -140,6 +157,7 @@ def _resources(conf: Mapping[str, dict[str, Any]], env: Mapping[str, str]) -> di
         raise ValueError(f"unknown spark settings {sorted(spark)}; use 'master' and 'settings'")
     kafka_resource = KafkaResource(**kafka)
     _ = kafka_resource.connection  # misconfigured security fails at load, not in a run
+    _ = kafka_resource.raw_format  # so does the avro format without a registry
     return {
         "kafka": kafka_resource,
         "lake": LakeResource(**conf["lake"]),

@@ -1,6 +1,8 @@
 """``KafkaResource``: the cluster the platform reads and writes, with its TLS and SASL
 settings; every Kafka client of the platform (stream applications, generator, lake sink,
-sensors, Spark's Kafka source) connects through ``connection``."""
+sensors, Spark's Kafka source) connects through ``connection``. The raw topics' value
+format (``json`` or ``avro``) and the schema registry of the Avro schemas are part of it:
+every client of those topics reads them through ``raw_format``."""
 
 from typing import Any
 
@@ -8,6 +10,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from pipelines.connection import KafkaConnection
+from pipelines.schemas import RawFormat, SchemaRegistry
 from pipelines.streams import monitor
 
 
@@ -28,6 +31,23 @@ class KafkaResource(ConfigurableResource):
     ssl_ca_location: str | None = Field(
         default=None, description="PEM file of the CA that signed the brokers' certificates"
     )
+    value_format: str = Field(
+        default="json",
+        description="the raw topics' value format: json, or avro (Confluent's wire format, "
+        "the schemas in the schema registry below)",
+    )
+    schema_registry_url: str | None = Field(
+        default=None, description="the schema registry (needed by the avro format)"
+    )
+    schema_registry_username: str | None = Field(
+        default=None, description="basic auth user of the schema registry"
+    )
+    schema_registry_password: str | None = Field(
+        default=None, repr=False, description="use an EnvVar, never a literal"
+    )
+    schema_registry_ssl_ca_location: str | None = Field(
+        default=None, description="PEM file of the CA that signed the registry's certificate"
+    )
 
     @property
     def connection(self) -> KafkaConnection:
@@ -40,6 +60,23 @@ class KafkaResource(ConfigurableResource):
             sasl_password=self.sasl_password,
             ssl_ca_location=self.ssl_ca_location,
         )
+
+    @property
+    def schema_registry(self) -> SchemaRegistry | None:
+        """The schema registry, when configured."""
+        if not self.schema_registry_url:
+            return None
+        return SchemaRegistry(
+            url=self.schema_registry_url,
+            username=self.schema_registry_username,
+            password=self.schema_registry_password,
+            ssl_ca_location=self.schema_registry_ssl_ca_location,
+        )
+
+    @property
+    def raw_format(self) -> RawFormat:
+        """How the raw topics' values are written (and read)."""
+        return RawFormat(self.value_format, self.schema_registry)
 
     def client_config(self, **extra: Any) -> dict[str, Any]:
         """confluent-kafka settings for this cluster plus ``extra``."""

@@ -5,6 +5,7 @@ status file read from there.
 """
 
 import socket
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from pipelines.connection import Kafka
+from pipelines.schemas import RawFormat
 from pipelines.streams.apps import STREAM_APPS
 from pipelines.streams.config import StreamAppConfig
 from pipelines.streams.supervisor import (
@@ -86,9 +88,11 @@ class StreamAppsResource(ConfigurableResource):
             return self.query_urls[app]
         return self.query_url_template.format(app=app) if self.query_url_template else None
 
-    def app_config(self) -> StreamAppConfig:
-        """Topics and business parameters of the applications."""
-        return StreamAppConfig.of(self.app_settings)
+    def app_config(self, raw_format: RawFormat | None = None) -> StreamAppConfig:
+        """Topics and business parameters of the applications; ``raw_format``: how the raw
+        topics are written (the kafka resource's ``raw_format``; JSON when not given)."""
+        config = StreamAppConfig.of(self.app_settings)
+        return config if raw_format is None else replace(config, raw_format=raw_format)
 
     def runner(
         self,
@@ -100,13 +104,15 @@ class StreamAppsResource(ConfigurableResource):
         config: StreamAppConfig | None = None,
         extra: dict[str, Any] | None = None,
         query_port: int | None = None,
+        raw_format: RawFormat | None = None,
     ) -> StreamAppRunner:
         """A runner for application ``app`` with state under ``<state_root>/<instance>``.
 
         Every instance serves interactive queries (on ``query_port``, by default a free
         port) and registers it as ``application.server``: an instance sharing the
         supervisor's ``application.id`` answers for its partitions, and each forwards keys
-        it does not host to their owner."""
+        it does not host to their owner. ``raw_format``: how the raw topics are written
+        (replaces ``config``'s)."""
         settings = RunnerSettings(
             bootstrap_servers=kafka,
             advertised_host=self.advertised_host,
@@ -123,7 +129,9 @@ class StreamAppsResource(ConfigurableResource):
         return StreamAppRunner(
             STREAM_APPS[app],
             settings,
-            config or self.app_config(),
+            self.app_config(raw_format)
+            if config is None
+            else (config if raw_format is None else replace(config, raw_format=raw_format)),
             application_id=application_id,
             query_port=query_port or free_port(),
         )

@@ -3,13 +3,15 @@ supervisor's stream applications write their topics outside any Dagster run.
 
 Each tick reads the end offsets of the raw topics and of every application's outputs; a
 topic that grew since the last tick (the cursor keeps the end offsets) is reported as
-materialized, with how many records it holds and how many are new. Lineage then shows the
+materialized, with how many records it holds and how many are new (and, for a raw topic in
+Avro, the subject, version and fields of its registered schema). Lineage then shows the
 topics as they are (not "never materialized"), launching a downstream asset needs no
 "upstream not materialized" confirmation, and freshness policies have something to judge.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -23,6 +25,7 @@ from dagster import (
 )
 
 from assets.keys import kafka_key
+from assets.topic_schemas import registered_schema_metadata
 from pipelines import domain
 from pipelines.streams.apps import STREAM_APPS
 from pipelines.streams.config import StreamAppConfig
@@ -37,10 +40,13 @@ def platform_topics(config: StreamAppConfig | None = None) -> list[str]:
 
 
 def grown_topics(
-    ends: dict[str, dict[int, int]], previous: dict[str, dict[str, int]]
+    ends: dict[str, dict[int, int]],
+    previous: dict[str, dict[str, int]],
+    schema_of: Callable[[str], dict[str, Any]] = lambda topic: {},
 ) -> list[AssetMaterialization]:
     """A materialization per topic whose end offsets moved past ``previous`` (a topic
-    re-created with fewer records counts as moved: its offsets are not comparable)."""
+    re-created with fewer records counts as moved: its offsets are not comparable), with
+    ``schema_of(topic)``'s metadata (the schema registered for it, if any)."""
     events = []
     for topic, offsets in ends.items():
         before = previous.get(topic, {})
@@ -57,10 +63,33 @@ def grown_topics(
             AssetMaterialization(
                 asset_key=kafka_key(topic),
                 description=f"{new:,} new records on {topic!r} (written outside Dagster runs)",
-                metadata={"records": records, "new_records": new, "partitions": len(offsets)},
+                metadata={
+                    "records": records,
+                    "new_records": new,
+                    "partitions": len(offsets),
+                    **schema_of(topic),
+                },
             )
         )
     return events
+
+
+def _schema_reader(
+    context: SensorEvaluationContext, kafka: KafkaResource
+) -> Callable[[str], dict[str, Any]]:
+    """The registered schema's metadata of a raw topic in Avro (nothing for the other
+    topics, or when the registry does not answer: a tick still reports the growth)."""
+
+    def schema_of(topic: str) -> dict[str, Any]:
+        if not kafka.raw_format.is_avro(topic):
+            return {}
+        try:
+            return registered_schema_metadata(kafka.raw_format, topic)
+        except Exception as exc:
+            context.log.warning(f"no schema metadata for {topic}: {exc}")
+            return {}
+
+    return schema_of
 
 
 def build_topic_materializations_sensor(
@@ -88,7 +117,7 @@ def build_topic_materializations_sensor(
                 ends[topic] = kafka.end_offsets(topic)
             except Exception:  # not created yet
                 continue
-        events = grown_topics(ends, previous)
+        events = grown_topics(ends, previous, _schema_reader(context, kafka))
         cursor = orjson.dumps(
             {**previous, **{t: {str(p): o for p, o in e.items()} for t, e in ends.items()}}
         ).decode()

@@ -17,6 +17,13 @@ The lake path (``pipelines.batch.read``) reads a topic's event hours from the Pa
   ``endingOffsets`` (Spark wants every partition of an assigned topic in both).
 - **read_committed** (``kafka.isolation.level``): aborted transactions are never read,
   as in the lake sink.
+- **Avro**: when the raw topics are Avro (``KafkaSource.raw_format``), a value is
+  Confluent-framed: the 5-byte header (magic byte 0, 4-byte big-endian schema id) is
+  stripped (``substring(value, 6)``) and the payload read with Spark's ``from_avro``
+  (the spark-avro package, fetched with the Kafka source's jars), the writer schema the id
+  names (the ids in the range, collected first, asked of the registry on the driver),
+  resolved to the topic's ``.avsc``. A value without the header, with an unknown
+  id or a payload ``from_avro`` cannot read is invalid and dropped, as below.
 - **Decoding**: the value is parsed with ``from_json`` and the topic's schema
   (``read.value_ddl``, from ``domain.SCHEMAS``). A record whose value is not a JSON object
   of that schema, or lacks a required column (``domain.REQUIRED``), is invalid and dropped
@@ -46,6 +53,7 @@ from pipelines.batch.session import ensure_kafka_source
 from pipelines.batch.store import KAFKA
 from pipelines.connection import Kafka, KafkaConnection
 from pipelines.generator import GeneratorConfig
+from pipelines.schemas import JSON, RawFormat, avro_schema_text
 
 #: how long after its event time the generator may send a record (its late events)
 LATE_MAX_MS = GeneratorConfig.late_max_ms
@@ -158,14 +166,73 @@ def resolve_offsets(
     return OffsetRange(topic, start, end, start_ms, end_ms)
 
 
-def decode(raw: Any, topic: str) -> Any:
+def schema_ids(raw: Any) -> list[int]:
+    """The schema ids the Confluent-framed values of Spark Kafka rows ``raw`` name."""
+    from pyspark.sql import functions as F
+
+    value = F.col("value")
+    framed = (F.length(value) > 5) & (F.substring(value, 1, 1) == F.unhex(F.lit("00")))
+    ids = raw.filter(framed).select(
+        F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("long").alias("id")
+    )
+    return sorted(int(row["id"]) for row in ids.distinct().collect())
+
+
+def writer_schemas(raw_format: RawFormat, ids: list[int]) -> dict[int, str]:
+    """Schema id -> schema text of each of ``ids`` the registry knows (the writer schemas,
+    found by id as Confluent's deserializers find them; an unknown id is left out, so its
+    records are invalid)."""
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    if raw_format.registry is None:
+        return {}
+    client = raw_format.registry.client()
+    writers = {}
+    for schema_id in ids:
+        try:
+            writers[schema_id] = client.get_schema(schema_id).schema_str
+        except SchemaRegistryError as exc:
+            if exc.http_status_code != 404:
+                raise
+    return writers
+
+
+def avro_value(topic: str, writers: Mapping[int, str]) -> Any:
+    """The Avro value of Confluent-framed Kafka rows as a struct of ``topic``'s ``.avsc``
+    fields: the 5-byte header (magic byte 0, 4-byte schema id) stripped, the payload read by
+    ``from_avro`` with the writer schema its id names, resolved to the ``.avsc`` (Avro's
+    rules); NULL for a value without the header or with an id not in ``writers``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    value = F.col("value")
+    framed = (F.length(value) > 5) & (F.substring(value, 1, 1) == F.unhex(F.lit("00")))
+    schema_id = F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("long")
+    payload = F.expr("substring(value, 6)")
+    options = {"mode": "PERMISSIVE", "avroSchema": avro_schema_text(topic)}
+    parsed: Any = None
+    for writer_id, writer in sorted(writers.items()):
+        condition = framed & (schema_id == F.lit(writer_id))
+        branch = from_avro(payload, writer, options)
+        parsed = F.when(condition, branch) if parsed is None else parsed.when(condition, branch)
+    if parsed is None:  # nothing registered: no value decodes
+        parsed = F.from_json(F.lit(None).cast("string"), value_ddl(topic))
+    return parsed
+
+
+def decode(raw: Any, topic: str, writers: Mapping[int, str] | None = None) -> Any:
     """Spark Kafka rows (``key``, ``value``, ``partition``, ``offset``, ``timestamp``) as
-    the valid rows of ``topic``'s lake table (``read.spark_ddl``'s columns)."""
+    the valid rows of ``topic``'s lake table (``read.spark_ddl``'s columns): JSON values,
+    or, with ``writers`` (schema id -> writer schema), Avro ones (``avro_value``)."""
     from pyspark.sql import functions as F
 
     columns = list(domain.SCHEMAS[topic])
     time_column = domain.EVENT_TIME_COLUMN.get(topic, "event_time")
-    parsed = F.from_json(F.col("value").cast("string"), value_ddl(topic), {"mode": "PERMISSIVE"})
+    parsed = (
+        F.from_json(F.col("value").cast("string"), value_ddl(topic), {"mode": "PERMISSIVE"})
+        if writers is None
+        else avro_value(topic, writers)
+    )
     valid = F.col("_value").isNotNull()
     for name in domain.REQUIRED.get(topic, ()):
         valid = valid & F.col(f"_value.`{name}`").isNotNull()
@@ -205,9 +272,12 @@ def read_offsets(
     kafka: Kafka,
     schema_topic: str,
     options: Mapping[str, str] | None = None,
+    raw_format: RawFormat = JSON,
 ) -> Any:
     """The valid rows of ``offsets`` (records of topic ``offsets.topic`` decoded with
-    ``schema_topic``'s schema), read with Spark's Kafka source under read_committed."""
+    ``schema_topic``'s schema), read with Spark's Kafka source under read_committed; an
+    Avro topic (``raw_format``) with ``from_avro`` and the writer schemas registered for
+    it."""
     if offsets.records == 0:
         return spark.createDataFrame([], spark_ddl(schema_topic))
     ensure_kafka_source(spark)
@@ -219,7 +289,11 @@ def read_offsets(
     }
     for key, value in settings.items():
         reader = reader.option(key, value)
-    return decode(reader.load(), schema_topic)
+    raw = reader.load()
+    writers = (
+        writer_schemas(raw_format, schema_ids(raw)) if raw_format.is_avro(schema_topic) else None
+    )
+    return decode(raw, schema_topic, writers)
 
 
 @dataclass
@@ -240,6 +314,8 @@ class KafkaSource:
     consumer_config: Mapping[str, Any] = field(default_factory=dict)
     timeout: float = 30.0
     ranges: list[OffsetRange] = field(default_factory=list)
+    #: how the raw topics' values are written (Avro ones are read with ``from_avro``)
+    raw_format: RawFormat = JSON
     #: the batch source name its results are stored under (``pipelines.batch.store``)
     name: ClassVar[str] = KAFKA
 
@@ -262,7 +338,9 @@ class KafkaSource:
     def _read(self, spark: Any, topic: str, start_ms: int | None, end_ms: int | None) -> Any:
         offsets = self.offsets(topic, start_ms, end_ms)
         self.ranges.append(offsets)
-        return read_offsets(spark, offsets, self.bootstrap_servers, topic, self.options)
+        return read_offsets(
+            spark, offsets, self.bootstrap_servers, topic, self.options, self.raw_format
+        )
 
     def read_hours(self, spark: Any, topic: str, start_ms: int, end_ms: int) -> Any:
         """Valid rows of ``topic`` with event times in ``[start_ms, end_ms)``."""

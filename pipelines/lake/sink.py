@@ -23,8 +23,9 @@ from typing import Any
 from pipelines.connection import Kafka, KafkaConnection
 from pipelines.lake.manifest import locked
 from pipelines.lake.paths import lake_root
-from pipelines.lake.records import KafkaRecord
+from pipelines.lake.records import Decoder, KafkaRecord, value_decoder
 from pipelines.lake.writer import land_partition
+from pipelines.schemas import JSON, RawFormat
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +76,14 @@ def sink_topic(
     timeout: float = 60.0,
     consumer_config: dict[str, Any] | None = None,
     lake_topic: str | None = None,
+    raw_format: RawFormat = JSON,
 ) -> SinkResult:
     """Land everything of ``topic`` not yet in the lake; returns what was landed.
 
     ``lake_topic``: the lake topic to land it as (default ``topic``), e.g. a renamed copy of
     a platform topic (``orders`` written to ``run-7-orders``) landed as the platform topic,
-    typed by its schema.
+    typed by its schema. ``raw_format``: how the raw topics' values are written (Avro ones
+    are read through the schema registry and typed by their ``.avsc``).
     """
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -97,6 +100,7 @@ def sink_topic(
             **(consumer_config or {}),
         }
     )
+    decode = value_decoder(lake_topic or topic, raw_format, topic)
     try:
         with locked(lake, lake_topic or topic) as manifest:
             cluster = consumer.list_topics(topic, timeout=timeout)
@@ -139,6 +143,7 @@ def sink_topic(
                 result.next_offsets = dict(manifest.next_offsets)
                 return result
             consumer.assign([TopicPartition(topic, p, o) for p, o in starts.items()])
+            lander = _Lander(raw_format, decode)
             buffers: dict[int, list[KafkaRecord]] = {p: [] for p in targets}
             positions = dict(starts)
             done: set[int] = set()
@@ -184,14 +189,22 @@ def sink_topic(
                     if positions[partition] >= targets[partition]:
                         done.add(partition)
                     if len(buffers[partition]) >= batch_size:
-                        _flush(lake, manifest, partition, buffers, positions, result)
+                        _flush(lake, manifest, partition, buffers, positions, result, lander)
             for partition in targets:
-                _flush(lake, manifest, partition, buffers, positions, result)
+                _flush(lake, manifest, partition, buffers, positions, result, lander)
             result.total_rows = manifest.total_rows()
             result.next_offsets = dict(manifest.next_offsets)
             return result
     finally:
         consumer.close()
+
+
+@dataclass(frozen=True)
+class _Lander:
+    """How the sink's records are read: the values' format and their decoder."""
+
+    raw_format: RawFormat
+    decode: Decoder
 
 
 def _flush(
@@ -201,13 +214,24 @@ def _flush(
     buffers: dict[int, list[KafkaRecord]],
     positions: dict[int, int],
     result: SinkResult,
+    lander: _Lander,
 ) -> None:
     """Land the buffered records of ``partition`` and advance the manifest."""
     records = buffers[partition]
     buffers[partition] = []
     if not records and positions[partition] <= manifest.next_offset(partition):
         return
-    result.files.extend(land_partition(lake, manifest, partition, records, positions[partition]))
+    result.files.extend(
+        land_partition(
+            lake,
+            manifest,
+            partition,
+            records,
+            positions[partition],
+            lander.raw_format,
+            lander.decode,
+        )
+    )
     result.records += len(records)
     if records:
         first, _ = result.ranges.get(partition, (records[0].offset, 0))

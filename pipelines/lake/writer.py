@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 
 from pipelines.lake.manifest import Manifest, locked
 from pipelines.lake.paths import hour_dir, part_file_name, topic_dir
-from pipelines.lake.records import KafkaRecord, arrow_schema, to_row
+from pipelines.lake.records import Decoder, KafkaRecord, arrow_schema, to_row, value_decoder
+from pipelines.schemas import JSON, RawFormat
 
 
 def write_table(path: Path, table: pa.Table) -> None:
@@ -31,19 +32,24 @@ def land_partition(
     partition: int,
     records: Sequence[KafkaRecord],
     next_offset: int,
+    raw_format: RawFormat = JSON,
+    decode: Decoder | None = None,
 ) -> list[Path]:
     """Write ``records`` (one partition, offset order) and advance the manifest.
 
     The caller holds the topic's lock. Records below the manifest's ``next_offset`` are
-    skipped, so landing the same range twice writes nothing the second time.
+    skipped, so landing the same range twice writes nothing the second time. ``raw_format``
+    says how the values are written (``decode`` reads them; by default as ``raw_format``
+    says, from the lake's topic).
     """
     start = manifest.next_offset(partition)
     fresh = [r for r in records if r.offset >= start]
     by_hour: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    decode = decode or value_decoder(manifest.topic, raw_format)
     for record in fresh:
-        hour, row = to_row(manifest.topic, record)
+        hour, row = to_row(manifest.topic, record, decode)
         by_hour[hour].append(row)
-    schema = arrow_schema(manifest.topic)
+    schema = arrow_schema(manifest.topic, raw_format)
     written = []
     for hour, rows in sorted(by_hour.items()):
         first = min(r["_offset"] for r in rows)

@@ -1,7 +1,8 @@
 """What every stream application of the platform shares: serdes, event time, validation,
 the dead-letter path.
 
-Records on the raw topics are JSON objects (see ``pipelines/generator.py``):
+Records on the raw topics are JSON objects (see ``pipelines/generator.py``), or Avro
+records of the same fields when ``StreamAppConfig.raw_format`` says so (``raw_serde``):
 
 - ``orders``: key order id; ``order_id, customer_id, amount, region, location, event_time``
 - ``customers`` (compacted): key customer id; ``customer_id, name, tier, known_locations,
@@ -31,12 +32,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pipelines.streams.config import StreamAppConfig
 from streaming import Branched, FixedKeyProcessor, Produced, Record, serdes
 from streaming.time import FieldTimestampExtractor
 
 KEY_SERDE = serdes.String()
 VALUE_SERDE = serdes.Json()
 EVENT_TIME = FieldTimestampExtractor("event_time")
+
+
+def raw_serde(config: StreamAppConfig, topic: str) -> Any:
+    """The value serde of raw topic ``topic`` (``domain.ORDERS``, ...) under ``config``'s
+    ``raw_format``: JSON, or Avro through the schema registry (any registered version, read
+    as the topic's ``.avsc``). What the applications write stays JSON."""
+    return config.raw_format.reader_serde(topic)
+
 
 # KIP-1034's dead-letter headers (the names streaming.runtime.errors writes too)
 HEADER_EXCEPTION = "__streams.errors.exception"

@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from pipelines import domain
+from pipelines.schemas import JSON, RawFormat
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class StreamAppConfig:
     dedup_window_ms: int = domain.DEDUP_WINDOW_MS
     # records with an event time further ahead of the wall clock go to the dead-letter topic
     max_event_time_ahead_ms: int = domain.MAX_EVENT_TIME_AHEAD_MS
+    # how the raw topics' values are written: JSON, or Avro with a schema registry
+    raw_format: RawFormat = JSON
 
     @staticmethod
     def of(config: StreamAppConfig | Mapping[str, Any] | None = None) -> StreamAppConfig:

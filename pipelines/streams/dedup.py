@@ -13,12 +13,14 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pipelines import domain
 from pipelines.streams.common import (
     EVENT_TIME,
     KEY_SERDE,
     VALUE_SERDE,
     dead_letter_gate,
     order_problem,
+    raw_serde,
 )
 from pipelines.streams.config import StreamAppConfig
 from streaming import FixedKeyProcessor, Produced, Record, StreamsBuilder, Topology
@@ -75,7 +77,7 @@ def build_orders_dedup(config: StreamAppConfig | Mapping[str, Any] | None = None
     orders = builder.stream(
         cfg.orders_topic,
         key_serde=KEY_SERDE,
-        value_serde=VALUE_SERDE,
+        value_serde=raw_serde(cfg, domain.ORDERS),
         timestamp_extractor=EVENT_TIME,
     )
     usable = dead_letter_gate(

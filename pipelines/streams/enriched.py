@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pipelines import domain
 from pipelines.streams.common import (
     EVENT_TIME,
     KEY_SERDE,
@@ -26,6 +27,7 @@ from pipelines.streams.common import (
     VALUE_SERDE,
     dead_letter_gate,
     order_problem,
+    raw_serde,
 )
 from pipelines.streams.config import StreamAppConfig
 from streaming import Materialized, Produced, Repartitioned, StreamsBuilder, Topology
@@ -57,7 +59,7 @@ def customers_table(builder: StreamsBuilder, cfg: StreamAppConfig, store: str) -
     return builder.table(
         cfg.customers_topic,
         key_serde=KEY_SERDE,
-        value_serde=VALUE_SERDE,
+        value_serde=raw_serde(cfg, domain.CUSTOMERS),
         timestamp_extractor=TABLE_TIME,
         materialized=Materialized.as_(store)
         .with_key_serde(KEY_SERDE)
@@ -71,7 +73,7 @@ def orders_by_customer(builder: StreamsBuilder, cfg: StreamAppConfig, app: str) 
     orders = builder.stream(
         cfg.orders_topic,
         key_serde=KEY_SERDE,
-        value_serde=VALUE_SERDE,
+        value_serde=raw_serde(cfg, domain.ORDERS),
         timestamp_extractor=EVENT_TIME,
     )
     usable = dead_letter_gate(

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pipelines import domain
 from pipelines.streams.common import (
     EVENT_TIME,
     KEY_SERDE,
@@ -26,6 +27,7 @@ from pipelines.streams.common import (
     cents,
     dead_letter_gate,
     order_problem,
+    raw_serde,
 )
 from pipelines.streams.config import StreamAppConfig
 from pipelines.streams.late import report_late
@@ -77,7 +79,7 @@ def build_windowed_revenue(config: StreamAppConfig | Mapping[str, Any] | None = 
     orders = builder.stream(
         cfg.orders_topic,
         key_serde=KEY_SERDE,
-        value_serde=VALUE_SERDE,
+        value_serde=raw_serde(cfg, domain.ORDERS),
         timestamp_extractor=EVENT_TIME,
     )
     usable = dead_letter_gate(

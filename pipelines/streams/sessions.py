@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pipelines import domain
 from pipelines.streams.common import (
     EVENT_TIME,
     KEY_SERDE,
     VALUE_SERDE,
     click_problem,
     dead_letter_gate,
+    raw_serde,
 )
 from pipelines.streams.config import StreamAppConfig
 from streaming import (
@@ -70,7 +72,7 @@ def build_click_sessions(config: StreamAppConfig | Mapping[str, Any] | None = No
     clicks = builder.stream(
         cfg.clicks_topic,
         key_serde=KEY_SERDE,
-        value_serde=VALUE_SERDE,
+        value_serde=raw_serde(cfg, domain.CLICKS),
         timestamp_extractor=EVENT_TIME,
     )
     usable = dead_letter_gate(

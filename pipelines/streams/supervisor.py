@@ -36,12 +36,13 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pipelines.connection import ENV_VARS, Kafka, KafkaConnection
+from pipelines.schemas import raw_format_from_env
 from pipelines.streams import monitor
 from pipelines.streams.apps import STREAM_APPS, StreamApp
 from pipelines.streams.bad_records import DeadLetterSummary
@@ -708,6 +709,12 @@ def main(argv: list[str] | None = None) -> int:
         help="StreamAppConfig override of every app (e.g. orders_topic=orders-2)",
     )
     parser.add_argument(
+        "--format",
+        choices=("json", "avro"),
+        default=env.get("PLATFORM_VALUE_FORMAT") or "json",
+        help="the raw topics' value format (avro: with the schema registry of SCHEMA_REGISTRY_URL)",
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -726,6 +733,7 @@ def main(argv: list[str] | None = None) -> int:
             sasl_password=env.get(ENV_VARS["sasl_password"]),
             ssl_ca_location=args.ssl_ca_location,
         )
+        raw_format = raw_format_from_env(env, args.format)
     except ValueError as exc:
         parser.error(str(exc))
     settings = RunnerSettings(
@@ -753,7 +761,7 @@ def main(argv: list[str] | None = None) -> int:
     supervisor = Supervisor(
         settings,
         names,
-        StreamAppConfig.of(app_settings),
+        replace(StreamAppConfig.of(app_settings), raw_format=raw_format),
         status_interval_s=args.status_interval,
         watch_interval_s=args.watch_interval,
     )

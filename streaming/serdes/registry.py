@@ -88,8 +88,23 @@ def schema_registry_client(
     with _CLIENTS_LOCK:
         client = _CLIENTS.get(cache_key)
         if client is None:
-            client = _CLIENTS[cache_key] = SchemaRegistryClient(config)
+            client = _CLIENTS[cache_key] = SchemaRegistryClient(_without_credentials_source(config))
         return client
+
+
+def _without_credentials_source(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` without ``basic.auth.credentials.source``, which Java's serdes take and
+    ``SchemaRegistryClient`` refuses: ``USER_INFO`` (``basic.auth.user.info``) is the only
+    source it has, so another one is refused here, by name."""
+    source = config.get("basic.auth.credentials.source")
+    if source is None:
+        return config
+    if str(source).upper() != "USER_INFO":
+        raise ValueError(
+            f"basic.auth.credentials.source={source!r} is not supported: give the "
+            "credentials in basic.auth.user.info (USER_INFO)"
+        )
+    return {k: v for k, v in config.items() if k != "basic.auth.credentials.source"}
 
 
 def is_unavailable(exc: BaseException) -> bool:

@@ -5,7 +5,9 @@ streaming sql``); ``SqlApp.build(config)`` compiles it with every table's topic 
 after ``config`` (a table over ``orders`` reads ``config.orders_topic``). Its append
 sources go through the same dead-letter gate as the DSL applications' (``common.
 dead_letter_gate``): orders missing a field, or stamped too far ahead of the wall clock,
-go to ``<app>-dlq``. The compiled SQL catalog is registered with the topology, so the
+go to ``<app>-dlq``. When the raw topics are Avro (``StreamAppConfig.raw_format``), the
+tables over them read the ``avro-confluent`` format from the platform's schema registry
+instead of the file's ``json``. The compiled SQL catalog is registered with the topology, so the
 query server answers pull and push queries (``POST /sql``) on it.
 """
 
@@ -17,6 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from pipelines import domain
 from pipelines.streams.common import click_problem, dead_letter_gate, order_problem
 from pipelines.streams.config import StreamAppConfig
 from pipelines.streams.sql.lineage import SqlLineage, read_lineage
@@ -75,19 +78,23 @@ class PlatformSqlCompiler(Compiler):
         topics: Mapping[str, str],
         builder: StreamsBuilder,
         late_topic: str | None = None,
+        formats: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         super().__init__(source, late_topic=late_topic)
         self.builder = builder
         self.topics = dict(topics)
+        self.formats = dict(formats or {})
 
     def declare_table(self, table: TableDef) -> TableDef:
         """A declared table reads or writes the deployed topic: renamed as it enters the
         catalog, so a ``CREATE TABLE ... AS SELECT`` writes it too, and every INSERT after
-        it sees the renamed catalog."""
+        it sees the renamed catalog. A table over a topic of ``formats`` (the file's topic
+        -> format options) reads it in that format (the raw topics in Avro)."""
         topic = self.topics.get(table.topic, table.topic)
-        if not table.topic or topic == table.topic:
+        formats = self.formats.get(table.topic, {})
+        if not table.topic or (topic == table.topic and not formats):
             return table
-        return replace(table, topic=topic, options={**table.options, "topic": topic})
+        return replace(table, topic=topic, options={**table.options, **formats, "topic": topic})
 
 
 @dataclass(frozen=True)
@@ -148,7 +155,13 @@ class SqlApp:
             gates, cfg.dead_letter_topic(self.name), cfg.max_event_time_ahead_ms
         )
         late_topic = cfg.late_topic(self.name) if self.reports_late else None
-        compiler = PlatformSqlCompiler(self.text, renames, builder, late_topic)
+        registry = cfg.raw_format.registry
+        formats = (
+            {topic: registry.sql_options() for topic in domain.RAW_TOPICS}
+            if cfg.raw_format.avro and registry is not None
+            else {}
+        )
+        compiler = PlatformSqlCompiler(self.text, renames, builder, late_topic, formats)
         compiler.compile_all()
         return compiler
 

@@ -23,6 +23,7 @@ CREATE TABLE orders (
   order_id STRING,
   customer_id STRING,
   amount DOUBLE,
+  region STRING,  -- not used here: the dead-letter gate checks every order has one
   location STRING,
   event_time BIGINT,
   WATERMARK FOR event_time AS event_time - INTERVAL '1' MINUTE

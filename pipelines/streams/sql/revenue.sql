@@ -11,6 +11,7 @@ CREATE TABLE orders (
   customer_id STRING,
   region STRING,
   amount DOUBLE,
+  location STRING,  -- not summed: the late records it reports carry the whole order
   event_time BIGINT,
   WATERMARK FOR event_time AS event_time - INTERVAL '1' MINUTE
 ) WITH (

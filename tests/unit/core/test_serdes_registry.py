@@ -40,6 +40,22 @@ def test_client_config_takes_confluents_serde_setting_names():
         client_config({"bootstrap.servers": "broker:9092"})
 
 
+def test_a_client_is_built_with_the_credentials_source_java_names():
+    """``basic.auth.credentials.source=USER_INFO`` (what Java's serdes and Flink's
+    ``avro-confluent`` set) builds a client; a source it does not have is refused by name."""
+    from streaming.serdes.registry import schema_registry_client
+
+    config = {
+        "schema.registry.url": "https://registry.example:8081",
+        "basic.auth.user.info": "app:secret",
+        "basic.auth.credentials.source": "USER_INFO",
+    }
+    client = schema_registry_client(config)
+    assert client.config()["basic.auth.user.info"] == "app:secret"
+    with pytest.raises(ValueError, match=r"SASL_INHERIT.*is not supported"):
+        schema_registry_client({**config, "basic.auth.credentials.source": "SASL_INHERIT"})
+
+
 @pytest.mark.parametrize(
     ("name", "strategy"),
     [
