@@ -22,6 +22,12 @@ the next starts: user functions are called in the same order as on the per-recor
 an exception surfaces at the same record, with the same type and message (its traceback, and
 so a dead letter's stack-trace header, shows the fused function's frames instead of the
 processors').
+
+When every node the chains hand records to is a sink or a cached time-window aggregation,
+those aggregations fold each window's records while the entry runs and write each window
+once (``window_fold``; the exact conditions are in ``window_aggregate``'s docstring): the
+entry turns the folds on, writes what they hold back before handling a failure, and at
+its end; the task writes it before firing a punctuation.
 """
 
 from __future__ import annotations
