@@ -169,7 +169,60 @@ class WindowFold:
         """The per-record path's fetch, aggregate and put of one window, the put deferred
         while its cache bytes fit the budget."""
         try:
-            self._update(key, window_start, timestamp, value)
+            if type(key) is str:
+                kb = self._key_bytes.get(key)
+                if kb is None:
+                    kb = self._key_bytes[key] = self.raw_key(key)
+            else:
+                kb = self.raw_key(key)
+            pk = (kb, window_start)
+            pending = self.pending
+            entry = pending.get(pk)
+            if entry is None:
+                raw = self.caching.fetch(kb, window_start)
+                vat = None if raw is None else self.value_from(raw)
+                agg, agg_ts = (None, 0) if vat is None else vat
+            else:
+                agg, agg_ts = entry[0], entry[1]
+            if agg is None:
+                agg = self.initializer()
+                new_ts = timestamp
+            else:
+                new_ts = timestamp if timestamp > agg_ts else agg_ts
+            new_agg = self.aggregator(key, value, agg)
+            size = self.scalar(new_agg)
+            raw = None
+            if size < 0:
+                # serialized now, as the per-record path's put would, and read back as the
+                # next record's fetch would see it
+                raw = self.raw_value(ValueAndTimestamp.make(new_agg, new_ts))
+                if raw is None:
+                    size, agg = -8, None
+                else:
+                    size = len(raw) - 8
+                    vat = self.value_from(raw)
+                    agg = None if vat is None else vat.value
+            else:
+                agg = new_agg
+            context = self.context
+            rc = context._record_context
+            last_rc, rc_size = self._context_size
+            if rc is not last_rc:
+                rc_size = context_size(rc)
+                self._context_size = (rc, rc_size)
+            bound = self.key_overhead + len(kb) + size + rc_size
+            batch = self.batch
+            cache = batch.cache
+            if cache.size_bytes + batch.reserved + bound > cache.max_bytes:
+                # this put could make the cache evict: from the state the per-record path has
+                # now, the put itself
+                batch.flush()
+                self.store.put(key, ValueAndTimestamp.make(new_agg, new_ts), window_start)
+                return
+            batch.reserved += bound
+            if entry is not None:
+                del pending[pk]
+            pending[pk] = [agg, new_ts, rc, raw]
         except BaseException:
             # the per-record path failed at this window, its puts so far made and this
             # window read (which refreshes its place in the cache's LRU order)
@@ -177,62 +230,6 @@ class WindowFold:
             with contextlib.suppress(Exception):
                 self.store.fetch(key, window_start)
             raise
-
-    def _update(self, key: Any, window_start: int, timestamp: int, value: Any) -> None:
-        if type(key) is str:
-            kb = self._key_bytes.get(key)
-            if kb is None:
-                kb = self._key_bytes[key] = self.raw_key(key)
-        else:
-            kb = self.raw_key(key)
-        pk = (kb, window_start)
-        pending = self.pending
-        entry = pending.get(pk)
-        if entry is None:
-            raw = self.caching.fetch(kb, window_start)
-            vat = None if raw is None else self.value_from(raw)
-            agg, agg_ts = (None, 0) if vat is None else vat
-        else:
-            agg, agg_ts = entry[0], entry[1]
-        if agg is None:
-            agg = self.initializer()
-            new_ts = timestamp
-        else:
-            new_ts = timestamp if timestamp > agg_ts else agg_ts
-        new_agg = self.aggregator(key, value, agg)
-        size = self.scalar(new_agg)
-        raw = None
-        if size < 0:
-            # serialized now, as the per-record path's put would, and read back as the
-            # next record's fetch would see it
-            raw = self.raw_value(ValueAndTimestamp.make(new_agg, new_ts))
-            if raw is None:
-                size, agg = -8, None
-            else:
-                size = len(raw) - 8
-                vat = self.value_from(raw)
-                agg = None if vat is None else vat.value
-        else:
-            agg = new_agg
-        context = self.context
-        rc = context._record_context
-        last_rc, rc_size = self._context_size
-        if rc is not last_rc:
-            rc_size = context_size(rc)
-            self._context_size = (rc, rc_size)
-        bound = self.key_overhead + len(kb) + size + rc_size
-        batch = self.batch
-        cache = batch.cache
-        if cache.size_bytes + batch.reserved + bound > cache.max_bytes:
-            # this put could make the cache evict: from the state the per-record path has
-            # now, the put itself
-            batch.flush()
-            self.store.put(key, ValueAndTimestamp.make(new_agg, new_ts), window_start)
-            return
-        batch.reserved += bound
-        if entry is not None:
-            del pending[pk]
-        pending[pk] = [agg, new_ts, rc, raw]
 
     def flush(self) -> None:
         """Put the pending windows, each with the record context of its last record."""
