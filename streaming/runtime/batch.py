@@ -22,6 +22,12 @@ the next starts: user functions are called in the same order as on the per-recor
 an exception surfaces at the same record, with the same type and message (its traceback, and
 so a dead letter's stack-trace header, shows the fused function's frames instead of the
 processors').
+
+When every node the chains hand records to is a sink or a cached time-window aggregation,
+those aggregations fold each window's records while the entry runs and write each window
+once (``window_fold``; the exact conditions are in ``window_aggregate``'s docstring): the
+entry turns the folds on, writes what they hold back before handling a failure, and at
+its end; the task writes it before firing a punctuation.
 """
 
 from __future__ import annotations
@@ -31,9 +37,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from streaming.dsl.processors import stateless
+from streaming.dsl.processors.window_aggregate import KStreamWindowAggregateProcessor
+from streaming.dsl.processors.window_fold import BatchFolds, WindowFold, fold_store
 from streaming.errors import StreamsException
 from streaming.runtime.config_keys import PROCESSING_BATCH_ENABLED
-from streaming.runtime.nodes import FixedKeyNode, ProcessorNode, SourceNode
+from streaming.runtime.nodes import FixedKeyNode, ProcessorNode, SinkNode, SourceNode
+from streaming.state.caching import CachingWindowStore
 from streaming.topology.processor import Record, RecordContext
 
 if TYPE_CHECKING:
@@ -207,10 +216,14 @@ def compile_source(
 
 
 def _queue_entry(
-    task: StreamTask, source: SourceNode, fused: Callable[[Any, Any, int, Any], None]
+    task: StreamTask,
+    source: SourceNode,
+    fused: Callable[[Any, Any, int, Any], None],
+    folds: BatchFolds | None,
 ) -> BatchEntry:
     """The batch entry of one source: ``StreamTask._process_queue``'s steps with
-    ``process_stamped``'s body inlined around the fused chain."""
+    ``process_stamped``'s body inlined around the fused chain, the task's window
+    aggregations folding their windows while it runs (``folds``, if any)."""
     context = task.context
     group = task.partition_group
     punctuation_queue = context.stream_time_punctuations
@@ -252,6 +265,8 @@ def _queue_entry(
         rec = None
         popleft = queue.popleft
         punctuations = punctuation_queue.heap
+        if folds is not None:
+            folds.begin()
         try:
             while n < limit and queue:
                 if until is not None and queue[0].timestamp > until:
@@ -267,6 +282,8 @@ def _queue_entry(
                 except Exception as exc:
                     context.current_node = None
                     context._record_context = None
+                    if folds is not None:
+                        folds.flush()
                     if on_error is None:
                         if isinstance(exc, StreamsException):
                             raise
@@ -293,10 +310,42 @@ def _queue_entry(
         finally:
             if rec is not None:
                 group.processed_offsets[tp] = rec.offset
+            if folds is not None:
+                folds.end()
         return n
 
     entry.run_one = run_one  # type: ignore[attr-defined]
     return entry
+
+
+def _batch_folds(task: StreamTask, tails: list[str]) -> BatchFolds | None:
+    """The folds of the window aggregations fused chains hand records to, when every node
+    a chain hands records to is a sink or such an aggregation (``window_aggregate``'s
+    conditions); else None."""
+    nodes = [task.nodes[name] for name in dict.fromkeys(tails)]
+    folding: list[tuple[ProcessorNode, CachingWindowStore]] = []
+    for node in nodes:
+        if type(node) is SinkNode:
+            continue
+        processor = node.processor
+        if (
+            type(node) is not ProcessorNode
+            or type(processor) is not KStreamWindowAggregateProcessor
+        ):
+            return None
+        caching = fold_store(processor)
+        if caching is None:
+            return None
+        folding.append((node, caching))
+    if not folding:
+        return None
+    caches = {id(caching.cache): caching.cache for _, caching in folding}
+    if len(caches) != 1:
+        return None
+    folds = BatchFolds(next(iter(caches.values())))
+    for node, caching in folding:
+        WindowFold(node.processor, node, caching, folds)  # type: ignore[arg-type]
+    return folds
 
 
 class BatchPlan:
@@ -308,10 +357,17 @@ class BatchPlan:
         #: (source name, names of the fused nodes, names of the chain's receivers)
         self.chains: list[tuple[str, list[str], list[str]]] = []
         sources = {id(s): s for s in task.nodes.values() if isinstance(s, SourceNode)}
-        for key, source in sources.items():
-            fused, inline, tails = compile_source(source, task.context)
-            self._entries[key] = _queue_entry(task, source, fused)
-            self.chains.append((source.name, inline, tails))
+        compiled = {key: compile_source(s, task.context) for key, s in sources.items()}
+        #: the task's window aggregations that fold their windows per batch, if any
+        self.folds = _batch_folds(task, [t for _, _, tails in compiled.values() for t in tails])
+        for key, (fused, inline, tails) in compiled.items():
+            self._entries[key] = _queue_entry(task, sources[key], fused, self.folds)
+            self.chains.append((sources[key].name, inline, tails))
+
+    def flush_folds(self) -> None:
+        """Write the windows the folds hold back (before something else runs mid-batch)."""
+        if self.folds is not None:
+            self.folds.flush()
 
     def entry(self, source: SourceNode) -> BatchEntry | None:
         return self._entries.get(id(source))

@@ -575,6 +575,9 @@ class StreamTask:
 
     def _fire(self, sched: PunctuationSchedule, now: int) -> None:
         context = self.context
+        if self.batch_plan is not None:
+            # a punctuator may read the stores: the windows a batch folds are written first
+            self.batch_plan.flush_folds()
         context.current_node = sched.node
         context._record_context = RecordContext(now)
         try:

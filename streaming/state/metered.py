@@ -58,6 +58,16 @@ class MeteredStore(WrappedStateStore):
         if caching is not None:
             caching.flush_cache()
 
+    @property
+    def resolved_key_serde(self) -> Any:
+        """The key serde in use (the given one, else the context's default), once opened."""
+        return self._key_serde
+
+    @property
+    def resolved_value_serde(self) -> Any:
+        """The value serde in use, as the store layers below see it, once opened."""
+        return self._value_serde
+
     def raw_key(self, key: Any) -> bytes:
         return self._kser(self.topic, key)
 

@@ -7,6 +7,54 @@ Ports of Kafka Streams 4.1
 
 ``count`` and ``reduce`` come through here as well: the DSL passes Kafka's
 ``countInitializer``/``countAggregator`` and ``reduceInitializer``/``reduceAggregator``.
+
+Pre-aggregation within a batch (``window_fold``): while a task's batch entry
+(``streaming.runtime.batch``) runs, a time-window aggregation may fold the records of
+each (key, window) into one pending aggregate, read from the store at the window's first
+record and written to it once, instead of a fetch and a put per record. It does so exactly
+when all of these hold, decided once when the task builds its batch plan:
+
+- the processor is a ``KStreamWindowAggregateProcessor`` (exact class) over
+  ``TimeWindows``, and updates are not forwarded per record: the store is cached or the
+  emit strategy is on window close;
+- its store is a ``TimestampedWindowStore`` (exact class, without duplicates) right
+  over a ``CachingWindowStore`` of a ``ThreadCache``: puts reach nothing but the cache, and
+  the cache reaches the changelog, the store below and the flush listener only when it
+  flushes (a commit, outside the batch) or evicts;
+- its key serde and its value serde (inside the timestamp wrapper) are built-in serdes
+  whose serialize and deserialize are pure functions (Long, Integer, Short, Double, Float,
+  String, Bytes, Json);
+- every node that a fused chain of the task hands records to (see ``batch``) is a sink or
+  such a processor: nothing else touches a cache while the batch runs, except what these
+  processors forward themselves.
+
+Every record is still processed in turn, where it comes: stream time, grace, the
+retention rules, the late-record and emitted-before-a-restart checks, the emit throttle and
+each window's timestamp (the largest of its records) are computed per record as on the
+per-record path; only the store reads and writes of the windows move. What the per-record
+path would have written is written, with each window's last record context, in the order
+of each window's last update (which the per-record path's cache leaves as the LRU and
+dirty order), and before anything else could see the store or the cache:
+
+- before an emit-on-close fetch, a late record forwarded to a side output, a punctuation
+  (the task flushes all folds before firing one) and at the end of the batch entry's run;
+- when a record fails (its user function, its serde or the store), from that record's
+  point of view: the windows before it written, its window read again (which moves it in
+  the cache's LRU order, as the per-record path's read did), then the error goes on;
+- when the cache could evict: each deferred put counts the most bytes the per-record
+  path's put could have added (cache key, node overhead, value, record context); when the
+  cache's size plus what the batch's pending puts may take would pass the cache budget,
+  everything pending is written and that put is made at once, as on the per-record path
+  (which it then is, evictions included).
+
+The aggregate handed to the next record's aggregator is what the store's round trip gives
+back: the aggregate itself when the serde gives back an equal value of the same type (a
+64-bit int for Long and Json, a finite float for Double and Json, a bool for Json, a 32-bit
+int for Integer), otherwise the aggregate serialized (failing as the put would) and read
+back. A ``None`` aggregate deletes the window, as the put of ``None`` does. What differs
+from the per-record path is invisible to the output: the store's read and write counts,
+and an interactive query reading the store from another thread while the batch runs (it
+sees the state at the start of the batch or at a flush).
 """
 
 from __future__ import annotations
@@ -23,6 +71,7 @@ from streaming.dsl.processors.late import LateRecordReporter
 from streaming.dsl.processors.quiet_close import schedule_quiet_close
 from streaming.dsl.processors.table import WindowedAggregateSupplier
 from streaming.dsl.processors.value_getters import ValueGetter, ValueGetterSupplier
+from streaming.dsl.processors.window_fold import WindowFold
 from streaming.dsl.windows import EmitStrategy, TimeWindows, window_size_and_retention
 from streaming.state import ValueAndTimestamp, Windowed
 from streaming.state.segmented_bytes_store import SegmentedBytesStore
@@ -112,6 +161,8 @@ class AbstractTimeWindowAggregateProcessor(Processor):
         self.emit_before_puts_after = MAX_TIMESTAMP
         #: whether updates are forwarded as they happen (set in ``init``)
         self.forward_updates = False
+        #: the pending windows of the batch being run, while this processor folds them
+        self.folding: WindowFold | None = None
 
     #: the least retention the store may have (the builder refuses less)
     min_retention_ms: int
@@ -231,6 +282,8 @@ class AbstractTimeWindowAggregateProcessor(Processor):
     def _fetch_and_emit(
         self, record: Record, window_close_time: int, lower: int, upper: int
     ) -> None:
+        if self.folding is not None:
+            self.folding.batch.flush()
         forward = self.tuple_forwarder.maybe_forward
         headers = record.headers
         for windowed, vat in self.window_store.fetch_all(lower, upper):
@@ -255,6 +308,8 @@ class AbstractTimeWindowAggregateProcessor(Processor):
     ) -> None:
         """Leave ``record`` out of ``window``, which closed at ``window_expire``: counted,
         logged as Kafka logs it, and sent to the late side output if there is one."""
+        if self.folding is not None and self.late_output is not None:
+            self.folding.batch.flush()
         self.late.dropped(record, window, self.observed_stream_time)
         level = self.late.log_level
         if not log.isEnabledFor(level):
@@ -389,15 +444,21 @@ class KStreamWindowAggregateProcessor(AbstractTimeWindowAggregateProcessor):
 
         # update the windows whose end is still after the close time (creating the missing ones)
         emitted = self.last_emit_window_close_time if self.emit_final else NO_TIMESTAMP
+        folding = self.folding
         for window_start in starts:
             window_end = window_start + size if matched is None else matched[window_start].end
             if window_end > window_close_time:
                 if window_end <= emitted:  # emitted before a restart: never again
+                    if folding is not None and self.late_output is not None:
+                        folding.batch.flush()
                     self.late.left_out(
                         record,
                         self._window(window_start, window_end, matched),
                         self.observed_stream_time,
                     )
+                if folding is not None:
+                    folding.update(key, window_start, timestamp, value)
+                    continue
                 old = store.fetch(key, window_start)
                 old_agg = None if old is None else old.value
                 if old_agg is None:
