@@ -21,6 +21,12 @@ watermark of its own source partitions once per processing pass. Worker processe
 theirs through an ``AlignmentTable``, a file of the client's state directory they all map.
 The other instances of the application count as one more report, ``PEERS``, that the
 client's ``AlignmentExchange`` keeps current (``runtime.alignment_exchange``).
+
+What a thread reports bounds what it will still append to the repartition topics, so with
+other producers aligning with it (exactly-once, where every record's delivery is reported)
+it reports at most the oldest timestamp of its records not acknowledged yet
+(``runtime.in_flight``): records already processed may wait in the producer while the
+others append later event times first.
 """
 
 from __future__ import annotations
@@ -174,15 +180,31 @@ class EventTimeAlignment:
             return dict(self._reports)
 
     def report(
-        self, key: Any, low: int | None, backlog: int, queued: bool, now_ms: int
+        self,
+        key: Any,
+        low: int | None,
+        backlog: int,
+        queued: bool,
+        now_ms: int,
+        in_flight: int | None = None,
     ) -> tuple[int | None, bool]:
         """Record a thread's low watermark (None: no partition holds the others back), its
         source backlog and whether it has source records queued; the event time its tasks
         may process up to (None: no bound), and whether another thread has source records
-        queued."""
-        reports = self._exchange(key, AlignmentReport(low, backlog, queued), now_ms)
+        queued.
+
+        ``in_flight``: the oldest timestamp of the records the thread wrote to the
+        repartition topics that are not acknowledged yet. The others see the lower of it
+        and ``low``: what they append must not pass what this thread still appends. The
+        thread's own bound counts ``low`` only (its producer appends its records in the
+        order it wrote them)."""
+        published = (
+            low if in_flight is None or (low is not None and low <= in_flight) else in_flight
+        )
+        reports = self._exchange(key, AlignmentReport(published, backlog, queued), now_ms)
         queued_elsewhere = any(r.queued for k, r in reports.items() if k != key)
-        lows = [r.low for r in reports.values() if r.low is not None]
+        marks = (low if k == key else r.low for k, r in reports.items())
+        lows = [mark for mark in marks if mark is not None]
         if not lows:
             return None, queued_elsewhere
         low = min(lows)
@@ -221,6 +243,9 @@ class ThreadAlignment:
         self.key: Any = (slot if slot < PEERS_SLOT else -1) if shared.table is not None else name
         self.settings = shared.settings
         self._queued_elsewhere = False
+        #: the oldest timestamp of the thread's records written to the repartition topics
+        #: and not acknowledged yet (None: not kept: no other producer aligns with it)
+        self.in_flight: Callable[[], int | None] | None = None
         #: since when (wall clock ms) each source partition has had nothing queued
         self._empty_since: dict[TopicPartition, int] = {}
 
@@ -262,7 +287,10 @@ class ThreadAlignment:
             mark = group.stream_time if group.stream_time >= 0 else BEFORE_ANY
             if low is None or mark < low:
                 low = mark
-        until, self._queued_elsewhere = self.shared.report(self.key, low, backlog, queued, now_ms)
+        in_flight = self.in_flight() if self.in_flight is not None else None
+        until, self._queued_elsewhere = self.shared.report(
+            self.key, low, backlog, queued, now_ms, in_flight
+        )
         return until
 
     def hold(self) -> None:

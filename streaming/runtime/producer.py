@@ -26,7 +26,7 @@ from __future__ import annotations
 import datetime
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -45,6 +45,7 @@ from streaming.runtime.failures import (
     error_of,
     kafka_exception_behind,
 )
+from streaming.runtime.in_flight import InFlightTimestamps
 from streaming.runtime.partitioner import default_partition
 from streaming.runtime.topic_limits import TopicLimits
 
@@ -89,6 +90,9 @@ class RecordCollector:
         self.sent = 0
         self.skipped = 0
         self.on_send: Callable[[], None] | None = None
+        #: the topics whose unacknowledged records' timestamps are kept (``track_in_flight``)
+        self._tracked: Container[str] | None = None
+        self._in_flight = InFlightTimestamps()
 
     def _read_limits(self, topic: str) -> TopicLimits:
         assert self._topic_limits is not None
@@ -104,6 +108,18 @@ class RecordCollector:
         self._poll = producer.poll
         self._failure = None
         self.acked = {}
+        self._in_flight.clear()  # the old producer's reports no longer reach the collector
+
+    def track_in_flight(self, topics: Container[str]) -> None:
+        """Keep the timestamps of the records written to ``topics`` until their delivery
+        reports (exactly-once: every record is reported) for ``in_flight_low``."""
+        self._tracked = topics
+
+    def in_flight_low(self) -> int | None:
+        """The smallest timestamp of a record written to a tracked topic and not reported yet
+        (None: none), after serving the delivery reports that arrived."""
+        self.poll()
+        return self._in_flight.low()
 
     def new_transaction(self) -> None:
         """A transaction begins (after a commit or an abort): no record of it is
@@ -188,6 +204,8 @@ class RecordCollector:
                     produce(topic, value, key, partition)
                 else:
                     produce(topic, value, key, partition, headers=hdrs)
+                if timestamp >= 0 and self._tracked is not None and topic in self._tracked:
+                    self._in_flight.add(timestamp)
                 break
             except BufferError:
                 # local queue full (brokers slow or away): serve delivery reports, retry
@@ -226,6 +244,8 @@ class RecordCollector:
         """librdkafka delivery report: an acknowledged record (exactly-once only) moves its
         partition's ``acked`` offset; a failure is kept for ``check``. An idempotent
         producer's acknowledgements of a partition come in the order of its records."""
+        if self._tracked is not None and msg.topic() in self._tracked:
+            self._in_flight.done(msg.timestamp()[1])
         if err is None:
             self.acked[msg.topic(), msg.partition()] = msg.offset()
             return
@@ -405,6 +425,9 @@ class RecordCollector:
                 f"flushing the producer failed inside confluent-kafka ({exc}); replacing it"
             ) from exc
         self.check()
+        if not remaining:
+            # every record was reported (a timestamp the broker replaced is gone too)
+            self._in_flight.clear()
         if remaining:
             raise RetriableStreamsException(
                 f"{remaining} records were not acknowledged within {timeout:.0f} s"

@@ -198,6 +198,20 @@ class StreamThread(threading.Thread):
             ),
             uncommitted_limit=cfg.thread_uncommitted_max_bytes,
         )
+        alignment = self.task_manager.alignment
+        if (
+            alignment is not None
+            and eos
+            and (
+                cfg.num_stream_threads > 1
+                or cfg.alignment.across_instances
+                or services.alignment.table is not None
+            )
+        ):
+            # other producers align with this thread's report: it counts the records this
+            # thread wrote to the repartition topics that are not appended yet
+            self.collector.track_in_flight(self.plan.internal_topics)
+            alignment.in_flight = self.collector.in_flight_low
         #: commits the tasks, and holds the recovery steps still to do before processing
         self.committer = Committer(
             name=self.name,
