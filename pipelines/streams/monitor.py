@@ -420,26 +420,26 @@ def closed_window_watermark(
 def ensure_topics(
     kafka: Kafka, topics: Mapping[str, int], replication_factor: int = 1, timeout: float = 30.0
 ) -> list[str]:
-    """Create the topics of ``topics`` (name -> partitions) that do not exist; return them."""
+    """Create the topics of ``topics`` (name -> partitions) that do not exist; return them.
+    Brokers that refuse for a while (all fenced on a busy machine) are asked again for up to
+    ``timeout`` seconds (``streaming.runtime.topics.create_topics``)."""
     from confluent_kafka.admin import AdminClient, NewTopic
+
+    from streaming.runtime.topics import create_topics
 
     admin = AdminClient(_client_config(kafka))
     existing = set(admin.list_topics(timeout=timeout).topics)
     missing = [name for name in topics if name not in existing]
     if not missing:
         return []
-    futures = admin.create_topics(
+    create_topics(
+        admin,
         [
             NewTopic(n, num_partitions=topics[n], replication_factor=replication_factor)
             for n in missing
-        ]
+        ],
+        timeout,
     )
-    for _name, future in futures.items():
-        try:
-            future.result(timeout)
-        except Exception as exc:  # created concurrently by someone else: fine
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise
     return missing
 
 

@@ -33,6 +33,49 @@ class MissingSinkTopicError(ValueError):
     """A topic the topology writes to does not exist, and the brokers will not create it."""
 
 
+class TopicCreationError(Exception):
+    """A topic the brokers refused to create (its name first in the message)."""
+
+
+#: creation errors the brokers' state explains and time cures: every broker fenced or not
+#: yet registered with the controller (a KRaft broker whose heartbeats were late on a busy
+#: machine), the controller moving
+_TRANSIENT_CREATE_ERRORS = ("INVALID_REPLICATION_FACTOR", "NOT_CONTROLLER", "REQUEST_TIMED_OUT")
+
+
+def _transient(exc: BaseException) -> bool:
+    err = exc.args[0] if exc.args else None
+    retriable = getattr(err, "retriable", None)
+    name = getattr(err, "name", lambda: "")()
+    return bool(retriable is not None and retriable()) or name in _TRANSIENT_CREATE_ERRORS
+
+
+def create_topics(admin: Any, new: list[Any], timeout: float, backoff_s: float = 0.5) -> None:
+    """Create the ``NewTopic``s in ``new``: one that exists already is fine; one the brokers
+    refuse for a while (all of them fenced, a controller moving) is asked again until
+    ``timeout`` seconds have passed, as an outage stalls a start instead of failing it; any
+    other refusal raises ``TopicCreationError`` at once."""
+    deadline = time.monotonic() + timeout
+    pending = list(new)
+    while pending:
+        futures = admin.create_topics(pending, request_timeout=timeout, operation_timeout=timeout)
+        retry = []
+        for topic, future in futures.items():
+            try:
+                future.result(timeout=timeout)
+            except Exception as exc:
+                err = exc.args[0] if exc.args else None
+                if getattr(err, "name", lambda: "")() == "TOPIC_ALREADY_EXISTS":
+                    continue  # another instance or process created it first
+                if not _transient(exc) or time.monotonic() + backoff_s > deadline:
+                    raise TopicCreationError(f"{topic}: {exc}") from exc
+                log.info("Creating topic %s: %s; asking again", topic, exc)
+                retry.append(topic)
+        pending = [t for t in pending if t.topic in retry]
+        if pending:
+            time.sleep(backoff_s)
+
+
 class InternalTopicManager:
     """Reads partition counts and creates the internal topics of a ``TopologyPlan``."""
 
@@ -123,17 +166,10 @@ class InternalTopicManager:
         if not new:
             return
         log.info("Creating internal topics %s", [t.topic for t in new])
-        futures = self.admin.create_topics(
-            new, request_timeout=self.timeout, operation_timeout=self.timeout
-        )
-        for topic, future in futures.items():
-            try:
-                future.result(timeout=self.timeout)
-            except Exception as exc:
-                err = exc.args[0] if exc.args else None
-                if getattr(err, "name", lambda: "")() == "TOPIC_ALREADY_EXISTS":
-                    continue  # another instance created it first
-                raise InternalTopicError(f"could not create internal topic {topic}: {exc}") from exc
+        try:
+            create_topics(self.admin, new, self.timeout)
+        except TopicCreationError as exc:
+            raise InternalTopicError(f"could not create internal topic {exc}") from exc
         self._wait_for_leaders({t.topic: t.num_partitions for t in new})
 
     def _wait_for_leaders(self, topics: dict[str, int]) -> None:

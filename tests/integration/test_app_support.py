@@ -16,6 +16,7 @@ from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
     KafkaError,
+    KafkaException,
     Producer,
     TopicPartition,
 )
@@ -183,6 +184,15 @@ def group_assignment(admin: Any, group: str) -> dict[str, set[tuple[str, int]]]:
     }
 
 
+#: OffsetFetch errors of a coordinator that moves or loads (a broker busy or restarting)
+_COORDINATOR_MOVING = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError._TIMED_OUT,
+)
+
+
 def group_caught_up(bootstrap: str, group: str, topics: list[str]) -> bool:
     """Whether ``group`` committed every record of ``topics``: read ``read_committed`` from its
     committed offsets, each partition is at its end. (A processed-records counter does not
@@ -204,11 +214,18 @@ def group_caught_up(bootstrap: str, group: str, topics: list[str]) -> bool:
             for topic in topics
             for p in consumer.list_topics(topic, timeout=10).topics[topic].partitions
         ]
+        try:
+            committed = offsets.committed(parts, timeout=10)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            if err is not None and (err.retriable() or err.code() in _COORDINATOR_MOVING):
+                return False  # the group's coordinator is moving or loading: ask again
+            raise
         start = [
             TopicPartition(
                 tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
             )
-            for tp in offsets.committed(parts, timeout=10)
+            for tp in committed
         ]
         consumer.assign(start)
         at_end: set[tuple[str, int]] = set()
