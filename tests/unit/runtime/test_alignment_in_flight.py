@@ -107,7 +107,9 @@ class _Producer:
         return 0
 
 
-def _collector() -> tuple[RecordCollector, _Producer]:
+def _collector(tracked: bool = True) -> tuple[RecordCollector, _Producer]:
+    """An exactly-once collector over a producer that acknowledges when told; ``tracked``:
+    it holds the timestamps of the repartition topic's records in flight."""
     producer = _Producer()
     collector = RecordCollector(
         producer,  # type: ignore[arg-type]
@@ -117,7 +119,8 @@ def _collector() -> tuple[RecordCollector, _Producer]:
         exactly_once=True,
     )
     producer.collector = collector
-    collector.track_in_flight({REPARTITION})
+    if tracked:
+        collector.track_in_flight({REPARTITION})
     return collector, producer
 
 
@@ -148,14 +151,6 @@ def test_a_flush_or_a_new_producer_leaves_nothing_in_flight():
 
 
 def test_untracked_the_collector_keeps_nothing():
-    producer = _Producer()
-    collector = RecordCollector(
-        producer,  # type: ignore[arg-type]
-        production_handler=None,  # type: ignore[arg-type]
-        dead_letter_topic=None,
-        partition_counts=lambda topic: 1,
-        exactly_once=True,
-    )
-    producer.collector = collector
+    collector, _producer = _collector(tracked=False)
     collector.send(REPARTITION, b"k", b"v", OLD)
     assert collector.in_flight_low() is None
