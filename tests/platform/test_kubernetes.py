@@ -11,7 +11,9 @@
   promises (state on the pod's volume, ``application.server`` = the pod's DNS name,
   standby replicas, the query port that readiness and Prometheus use);
 - Dagster: the instance is the cluster deployment's (``platform/cluster/dagster.yaml``) plus
-  the ``K8sRunLauncher``, and every name it refers to exists in the rendered manifests.
+  the ``K8sRunLauncher``, and every name it refers to exists in the rendered manifests; the
+  ``cluster`` resources built from the ConfigMap and the Secret carry the raw topics' format
+  and the schema registry, and every pod that runs the platform's code sees the CA files;
 
 kustomize and kubeconform come from ``make setup`` (``.tools/bin``, built from the Go module
 proxy); a missing tool fails the tests. The schemas are the ones the pinned
@@ -27,12 +29,15 @@ import importlib
 import json
 import re
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from dagster import EnvVar
 
+from pipelines.schemas import RawFormat, SchemaRegistry
 from pipelines.streams import supervisor
 from pipelines.streams.apps import STREAM_APPS
 from pipelines.streams.config import StreamAppConfig
@@ -55,8 +60,23 @@ KAFKA_ENV = (
     "KAFKA_SASL_PASSWORD",
     "KAFKA_SSL_CA_LOCATION",
 )
+#: the raw topics' value format and the schema registry the `cluster` deployment reads
+REGISTRY_ENV = (
+    "PLATFORM_VALUE_FORMAT",
+    "SCHEMA_REGISTRY_URL",
+    "SCHEMA_REGISTRY_USERNAME",
+    "SCHEMA_REGISTRY_PASSWORD",
+    "SCHEMA_REGISTRY_SSL_CA_LOCATION",
+)
+#: the files a pod of the platform's code reads its TLS trust from
+CA_ENV = ("KAFKA_SSL_CA_LOCATION", "SCHEMA_REGISTRY_SSL_CA_LOCATION")
 #: the supervisor's environment defaults: unset unless the container sets them
-SUPERVISOR_ENV = ("KAFKA_BOOTSTRAP_SERVERS", "STREAM_STATE_DIR", "STREAM_QUERY_BASE_PORT")
+SUPERVISOR_ENV = (
+    "KAFKA_BOOTSTRAP_SERVERS",
+    "STREAM_STATE_DIR",
+    "STREAM_QUERY_BASE_PORT",
+    *REGISTRY_ENV,
+)
 #: status.podIP of a pod, for the kubelet's expansion
 POD_IP = "10.1.2.3"
 
@@ -169,6 +189,32 @@ def one(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
 
 def secret_example() -> dict[str, Any]:
     return yaml.safe_load(SECRETS_EXAMPLE.read_text())
+
+
+def platform_env(docs: list[dict[str, Any]]) -> dict[str, str]:
+    """What every pod of the platform reads: the ConfigMap platform-env and the Secret."""
+    return {
+        **one(docs, "ConfigMap", "platform-env")["data"],
+        **secret_example()["stringData"],
+    }
+
+
+def raw_format_of(env: dict[str, str]) -> RawFormat:
+    """The raw topics' format and registry that ``env`` describes."""
+    return RawFormat(
+        env["PLATFORM_VALUE_FORMAT"],
+        SchemaRegistry(
+            env["SCHEMA_REGISTRY_URL"],
+            env["SCHEMA_REGISTRY_USERNAME"],
+            env["SCHEMA_REGISTRY_PASSWORD"],
+            env["SCHEMA_REGISTRY_SSL_CA_LOCATION"],
+        ),
+    )
+
+
+def ca_folders(env: dict[str, str]) -> set[str]:
+    """The folders holding the CA files ``env`` names."""
+    return {str(Path(env[name]).parent) for name in CA_ENV}
 
 
 # -- schemas ------------------------------------------------------------------------------
@@ -352,7 +398,10 @@ def test_stream_app_container_runs_the_supervisor_on_its_app(
     [runner] = run.runners
     assert runner.app is STREAM_APPS[app]
     assert runner.application_id == app
-    assert runner.config == StreamAppConfig()
+    # the raw topics in the format of the ConfigMap, through its schema registry
+    assert runner.config == replace(StreamAppConfig(), raw_format=raw_format_of(env))
+    assert runner.config.raw_format.avro
+    assert not any(env["SCHEMA_REGISTRY_PASSWORD"] in a for a in args)
     s = run.settings
     kafka = s.bootstrap_servers
     assert kafka.bootstrap_servers == env["KAFKA_BOOTSTRAP_SERVERS"]
@@ -370,6 +419,10 @@ def test_stream_app_container_runs_the_supervisor_on_its_app(
     claims = {c["metadata"]["name"] for c in spec["volumeClaimTemplates"]}
     mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
     assert mounts[str(s.state_root)] in claims
+    # the brokers' and the registry's CA files on a mounted Secret
+    volumes = {v["name"]: v for v in pod_spec["volumes"]}
+    for folder in ca_folders(env):
+        assert "secret" in volumes[mounts[folder]]
     streams = runner.streams_config()
     assert streams["security.protocol"] == kafka.security_protocol
     assert streams["sasl.password"] == env["KAFKA_SASL_PASSWORD"]
@@ -441,6 +494,9 @@ def test_every_pod_reads_the_platform_config(objects: dict[str, list[dict[str, A
         config = one(docs, "ConfigMap", "platform-env")["data"]
         assert config["DAGSTER_DEPLOYMENT"] == "cluster"
         assert set(KAFKA_ENV) <= set(config) | set(secret["stringData"])
+        assert set(REGISTRY_ENV) <= set(config) | set(secret["stringData"])
+        assert config["PLATFORM_VALUE_FORMAT"] in ("json", "avro")
+        assert config["SCHEMA_REGISTRY_URL"].startswith("https://")
         assert config["KAFKA_SECURITY_PROTOCOL"] in ("SASL_SSL", "SASL_PLAINTEXT", "SSL")
         assert config["SPARK_MASTER_URL"].startswith(("spark://", "k8s://"))
         for workload in find(docs, "StatefulSet") + find(docs, "Deployment"):
@@ -556,3 +612,54 @@ def test_dagster_deployments_fit_together(
     role = one(docs, "Role", binding["roleRef"]["name"])
     jobs = next(r for r in role["rules"] if "jobs" in r["resources"])
     assert {"create", "delete", "get", "list", "watch"} <= set(jobs["verbs"])
+
+
+@pytest.mark.parametrize("kustomization", KUSTOMIZATIONS)
+def test_cluster_resources_read_the_format_and_the_registry(
+    objects: dict[str, list[dict[str, Any]]], kustomization: str
+) -> None:
+    from resources import platform_resources
+
+    env = platform_env(objects[kustomization])
+    kafka = platform_resources(env)["kafka"]
+    assert kafka.bootstrap_servers == env["KAFKA_BOOTSTRAP_SERVERS"]
+    assert kafka.value_format == env["PLATFORM_VALUE_FORMAT"] == "avro"
+    assert kafka.schema_registry_url == env["SCHEMA_REGISTRY_URL"]
+    assert kafka.schema_registry_username == env["SCHEMA_REGISTRY_USERNAME"]
+    assert kafka.schema_registry_ssl_ca_location == env["SCHEMA_REGISTRY_SSL_CA_LOCATION"]
+    # the password is read from the pod's environment (the Secret) when a run starts
+    assert kafka.schema_registry_password == EnvVar("SCHEMA_REGISTRY_PASSWORD")
+    with_password = kafka.model_copy(
+        update={"schema_registry_password": env["SCHEMA_REGISTRY_PASSWORD"]}
+    )
+    assert with_password.raw_format == raw_format_of(env)
+    assert with_password.raw_format.registry is not None
+    client = with_password.raw_format.registry.client_config()
+    assert client["basic.auth.user.info"] == (
+        f"{env['SCHEMA_REGISTRY_USERNAME']}:{env['SCHEMA_REGISTRY_PASSWORD']}"
+    )
+    assert client["schema.registry.ssl.ca.location"] == env["SCHEMA_REGISTRY_SSL_CA_LOCATION"]
+
+
+@pytest.mark.parametrize("kustomization", KUSTOMIZATIONS)
+def test_pods_running_the_platform_code_see_the_ca_files(
+    objects: dict[str, list[dict[str, Any]]], kustomization: str
+) -> None:
+    # the code server evaluates the sensors (topics, schema metadata), the run pods run the
+    # assets, the stream apps and the topics Job their commands: each reads both CA files
+    docs = objects[kustomization]
+    folders = ca_folders(platform_env(docs))
+    pods = [one(docs, "Deployment", "dagster-user-code")["spec"]["template"]["spec"]]
+    pods += [d["spec"]["template"]["spec"] for d in find(docs, "StatefulSet") + find(docs, "Job")]
+    for pod in pods:
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        [container] = pod["containers"]
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        for folder in folders:
+            assert folder in mounts, f"{container['name']} does not mount {folder}"
+            assert volumes[mounts[folder]]["secret"]["secretName"] == "kafka-ca"
+    launcher = yaml.safe_load(K8S_INSTANCE.read_text())["run_launcher"]["config"]
+    run_volumes = {v["name"]: v for v in launcher["volumes"]}
+    run_mounts = {m["mount_path"]: m["name"] for m in launcher["volume_mounts"]}
+    for folder in folders:
+        assert run_volumes[run_mounts[folder]]["secret"]["secret_name"] == "kafka-ca"
