@@ -13,7 +13,7 @@
 - Dagster: the instance is the cluster deployment's (``platform/cluster/dagster.yaml``) plus
   the ``K8sRunLauncher``, and every name it refers to exists in the rendered manifests; the
   ``cluster`` resources built from the ConfigMap and the Secret carry the raw topics' format
-  and the schema registry, and every pod that runs the platform's code sees the CA files;
+  and the schema registry, and every pod that runs the platform's code sees the CA files.
 
 kustomize and kubeconform come from ``make setup`` (``.tools/bin``, built from the Go module
 proxy); a missing tool fails the tests. The schemas are the ones the pinned
