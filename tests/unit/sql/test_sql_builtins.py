@@ -3,6 +3,8 @@ IN predicate, compiled and run on rows (Nexmark's q10, q14, q15-q17, q21 and q22
 
 from __future__ import annotations
 
+import duckdb
+import pandas as pd
 import pytest
 
 from streaming import TopologyTestDriver, serdes
@@ -120,8 +122,6 @@ def test_comparing_in_with_other_types_is_an_error():
 @pytest.mark.parametrize(
     "call",
     [
-        "DATE_FORMAT(ts, 'yyyy')",
-        "CAST(HOUR(ts) AS STRING)",
         "SPLIT_INDEX(url, '/', 1)",
         "REGEXP_EXTRACT(url, 'a(b)', 1)",
     ],
@@ -132,3 +132,32 @@ def test_batch_translation_refuses_them_by_name(call: str):
     name = call.removeprefix("CAST(").split("(")[0]
     with pytest.raises(SqlError, match=f"{name} is not translated to batch SQL yet"):
         to_duckdb(sql(f"SELECT id, {call} FROM bids", 1))
+
+
+def test_batch_translation_of_date_format_and_hour_gives_the_streams_rows():
+    """DATE_FORMAT (Java pattern letters, quoted text, a literal %) and HOUR in DuckDB
+    give what the stream gives, NULL timestamps and the last millisecond of a day included."""
+    select = (
+        "SELECT id, DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss.SSS'), "
+        "DATE_FORMAT(ts, 'yy/MM/dd ''at'' HH 100%'), CAST(HOUR(ts) AS STRING) FROM bids"
+    )
+    query = to_duckdb(sql(select, 3))
+    con = duckdb.connect()
+    try:
+        batch = query.run(con, {"bids": pd.DataFrame(ROWS)})
+    finally:
+        con.close()
+    stream = run(select)
+    assert sorted(batch, key=lambda r: r["id"]) == stream
+    assert stream[0] == {
+        "id": "1",
+        "a": "2024-03-05 07:08:09.045",
+        "b": "24/03/05 at 07 100%",
+        "c": "7",
+    }
+    assert stream[2] == {"id": "3", "a": None, "b": None, "c": None}
+
+
+def test_batch_translation_of_date_format_needs_a_literal_pattern():
+    with pytest.raises(SqlError, match="DATE_FORMAT is translated to batch SQL with a literal"):
+        to_duckdb(sql("SELECT id, DATE_FORMAT(ts, channel) FROM bids", 1))
