@@ -11,7 +11,8 @@ Windows follow the engine's semantics (``reference``); q17's ``avg_price`` is a 
 AVG returns here (Flink's AVG of a BIGINT truncates), and so is q4's ``final``. Ties: q18 keeps the last row of
 its latest ``dateTime``, q19 ranks equal prices in input order. q12's windows are on
 processing time: its check sums each bidder's counts over the windows (all bids, once
-every window closed) and checks that the windows are 10 s tumbling ones.
+every window closed: none lost or counted twice) and checks that the windows are 10 s
+tumbling ones, each bidder's once.
 
 q10, q13 and q14 (``TRANSLATED``) are checked against ``streaming.sql.batch.to_duckdb``'s
 translation of Nexmark's own text, the way the platform reconciles a SQL application
@@ -329,10 +330,12 @@ def check(
 def _bidder_totals(
     records: list[tuple[str | None, dict[str, Any] | None]],
 ) -> tuple[list[tuple[str | None, dict[str, Any] | None]], list[str]]:
-    """q12's rows summed per bidder (each bid counted in one processing-time window), and
-    the rows whose window is not a 10 s window aligned to 10 s."""
+    """q12's rows summed per bidder (each bid counted in one processing-time window: the
+    sums equal the bids of each bidder when none was lost or counted twice), and the rows
+    whose window is not a 10 s window aligned to 10 s or comes a second time."""
     totals: Counter[Any] = Counter()
     problems = []
+    windows: set[tuple[Any, Any]] = set()
     for _key, row in records:
         if row is None:
             problems.append("a delete in an append-only result")
@@ -340,6 +343,9 @@ def _bidder_totals(
         start, end = parse_timestamp(row["starttime"]), parse_timestamp(row["endtime"])
         if start is None or end is None or start % TEN_SECONDS_MS or end - start != TEN_SECONDS_MS:
             problems.append(f"not a 10 s tumbling window: {row}")
+        if (row["bidder"], start) in windows:
+            problems.append(f"a second row of a bidder's window: {row}")
+        windows.add((row["bidder"], start))
         totals[row["bidder"]] += row["bid_count"]
     rows = [{"bidder": bidder, "bid_count": n} for bidder, n in totals.items()]
     return [(None, row) for row in rows], problems

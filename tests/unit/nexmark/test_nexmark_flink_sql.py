@@ -159,6 +159,12 @@ def test_the_check_sees_a_difference(events: list[Event], nexmark_dir: Path) -> 
     key, row = q12[0]
     assert check("q12", events, q12[1:])
     assert check("q12", events, [(key, {**row, "starttime": row["endtime"]}), *q12[1:]])
+    # a window's count in two rows: the totals hold, the second row of the window does not
+    at, (key, row) = next((i, r) for i, r in enumerate(q12) if r[1]["bid_count"] >= 2)
+    split = [(key, {**row, "bid_count": 1}), (key, {**row, "bid_count": row["bid_count"] - 1})]
+    assert check("q12", events, [*q12[:at], *split, *q12[at + 1 :]]) == [
+        f"a second row of a bidder's window: {split[1][1]}"
+    ]
     q17 = run("q17", events, nexmark_dir)
     key, row = q17[-1]
     assert check("q17", events, [*q17, (key, {**row, "max_price": row["max_price"] + 1})])
