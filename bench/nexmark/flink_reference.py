@@ -14,15 +14,17 @@ processing time: its check sums each bidder's counts over the windows (all bids,
 every window closed: none lost or counted twice) and checks that the windows are 10 s
 tumbling ones, each bidder's once.
 
-q10, q13 and q14 (``TRANSLATED``) are checked against ``streaming.sql.batch.to_duckdb``'s
-translation of Nexmark's own text, the way the platform reconciles a SQL application
-with its batch run: q10's SELECT into its 'filesystem' sink's columns (partition columns
-included; the engine's rows are those in its sink's files, partition columns from their
-directories), q13's lookup join with its side input read from Nexmark's file by DuckDB's
-``read_csv`` (the file as it is when the check runs: it does not change), q14's
-``count_char`` the Python stand-in registered in DuckDB. Their hand-written SQL in ``SQL``
-stays as an independent cross-check of the translation (tests/unit/nexmark): q13's side
-input read by ``read_csv``, q14's ``count_char`` DuckDB's count of ``'c'`` in ``extra``.
+q10, q13, q14, q21 and q22 (``TRANSLATED``) are checked against
+``streaming.sql.batch.to_duckdb``'s translation of Nexmark's own text, the way the
+platform reconciles a SQL application with its batch run: q10's SELECT into its
+'filesystem' sink's columns (partition columns included; the engine's rows are those in
+its sink's files, partition columns from their directories), q13's lookup join with its
+side input read from Nexmark's file by DuckDB's ``read_csv`` (the file as it is when the
+check runs: it does not change), q14's ``count_char`` the Python stand-in registered in
+DuckDB, q21's REGEXP_EXTRACT and q22's SPLIT_INDEX the stream's own functions. Their
+hand-written SQL in ``SQL`` stays as an independent cross-check of the translation
+(tests/unit/nexmark): q13's side input read by ``read_csv``, q14's ``count_char``
+DuckDB's count of ``'c'`` in ``extra``, q21's and q22's DuckDB's regex and string functions.
 
 q5's sink has no window columns, so the check leaves out the rows of the closing bids'
 auction (-1) and the expected rows count only windows that start at or before the last
@@ -83,7 +85,7 @@ _RANKED_COUNTS = ", ".join(
 )
 
 #: the queries whose expected rows are ``to_duckdb``'s translation of Nexmark's text
-TRANSLATED: tuple[str, ...] = ("q10", "q13", "q14")
+TRANSLATED: tuple[str, ...] = ("q10", "q13", "q14", "q21", "q22")
 #: the event tables the batch queries read, by name
 TABLES = (("person", PERSON_TOPIC), ("auction", AUCTION_TOPIC), ("bid", BID_TOPIC))
 
@@ -283,7 +285,7 @@ def translated_results(query: str, events: list[Event]) -> list[dict[str, Any]]:
             con.close()
 
 
-def _compared(query: str, row: dict[str, Any] | None) -> bool:
+def compared(query: str, row: dict[str, Any] | None) -> bool:
     """Whether ``row`` is compared: not q5's and q19's rows of the closing bids' auction
     (q19: their prices all tie, so their ranks are any order)."""
     closing = row is not None and row.get("auction") == CLOSING_AUCTION
@@ -311,7 +313,7 @@ def check(
     """The differences between an engine's output ``records`` of verbatim query ``query``
     and DuckDB's rows (empty: correct): the rows as a multiset for an append-only sink,
     the final row of each primary key for an upsert sink (``SINK_KEYS``)."""
-    want = [row for row in expected_results(query, events) if _compared(query, row)]
+    want = [row for row in expected_results(query, events) if compared(query, row)]
     if not want:
         return [f"{query}: the expected result is empty: the input is too small to test it"]
     problems: list[str] = []
@@ -321,7 +323,7 @@ def check(
     if keys is not None:
         records = [(None, row) for row in final_table(keys, records).values()]
     expected = Counter(row_key(None, row) for row in want)
-    got = Counter(row_key(None, row) for _key, row in records if _compared(query, row))
+    got = Counter(row_key(None, row) for _key, row in records if compared(query, row))
     problems += [f"missing {row.decode()} x{n}" for row, n in (expected - got).items()]
     problems += [f"unexpected {row.decode()} x{n}" for row, n in (got - expected).items()]
     return problems

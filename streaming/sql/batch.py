@@ -51,7 +51,7 @@ What is rewritten, and why (sqlglot transpiles the rest):
 - into a ``filesystem`` sink, the query gives the rows its files hold: the sink's
   columns, partition columns included;
 - ``HOUR`` and ``DATE_FORMAT`` (a literal pattern) are DuckDB expressions computing what
-  the built-ins compute (``batch_builtins``);
+  the built-ins compute (``batch_builtins``; SPLIT_INDEX and REGEXP_EXTRACT: below);
 - query columns are named after the sink's columns, by position;
 - a table's computed and METADATA columns are added to its relation (``batch_columns``):
   its METADATA columns read the relation's ``_timestamp``, ``_partition`` and ``_offset``
@@ -69,8 +69,10 @@ connection under its SQL name while the query runs (``BatchQuery.run``), its par
 and result types from its type hints. DuckDB's DECIMAL results (arithmetic with a decimal
 literal) come back as floats, the DOUBLEs the stream computes.
 
-Not translated (``SqlError``): the Flink built-ins SPLIT_INDEX and REGEXP_EXTRACT, windows
-on processing time (a window TVF over a ``PROCTIME()`` column: they depend on when the
+The Flink built-ins SPLIT_INDEX and REGEXP_EXTRACT run in DuckDB as the stream's own
+Python functions, registered the same way under internal names (``batch_builtins``).
+
+Not translated (``SqlError``): windows on processing time (a window TVF over a ``PROCTIME()`` column: they depend on when the
 rows are processed), SESSION windows, other views and subqueries, Python table
 and aggregate functions, MATCH_RECOGNIZE (DuckDB has no row pattern matching), and
 anything the compiler rejects (the statements are compiled first). Known differences:
@@ -279,6 +281,12 @@ def _batch_functions(
     its parameters, is a ``SqlError`` (at its call in ``insert`` if there, else ``at``)."""
     found: dict[str, BatchFunction] = {}
     for call in calls:
+        builtin = batch_builtins.python_builtin(call.name)
+        if builtin is not None:
+            found[builtin.name] = BatchFunction(
+                builtin.name, builtin.fn, builtin.parameters, builtin.returns
+            )
+            continue
         function = functions.get(call.name)
         written = [c for c in insert.find_all(exp.Anonymous) if c.name.lower() == call.name.lower()]
         offset = node_offset(written[0]) if written else at
@@ -695,12 +703,13 @@ class _Translation:
         def rewrite(node: exp.Expr) -> exp.Expr:
             if isinstance(node, exp.Anonymous) and node.name.upper() in _BOUND_FUNCTIONS:
                 return exp.column(_BOUND_FUNCTIONS[node.name.upper()])
-            if isinstance(node, exp.Hour | exp.Anonymous):
+            if batch_builtins.called_builtin(node) is not None:
                 called = node.copy()
-                for i, arg in enumerate(called.expressions):
-                    called.expressions[i] = arg.transform(rewrite)
-                if isinstance(called, exp.Hour):
-                    called.set("this", called.this.transform(rewrite))
+                for key, value in list(called.args.items()):
+                    if isinstance(value, exp.Expr):
+                        called.set(key, value.transform(rewrite))
+                    elif isinstance(value, list):
+                        called.set(key, [v.transform(rewrite) for v in value])
                 translated = batch_builtins.translate(called, _timestamp_ms_sql, self.error)
                 if translated is not None:
                     return translated
