@@ -366,6 +366,45 @@ def read_output(
     return out
 
 
+def wait_output(
+    bootstrap: str,
+    topic: str,
+    done: Callable[[list[tuple[bytes | None, bytes | None]]], bool],
+    deadline: float,
+    proc: subprocess.Popen[bytes] | None = None,
+) -> list[tuple[bytes | None, bytes | None]]:
+    """Read ``topic``'s committed records (read_committed) as a runner writes them until
+    ``done(records so far)``; RuntimeError if the deadline passes first or ``proc`` (the
+    runner) exits. For output whose last records come on the wall clock, not the input
+    (windows on processing time)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-waiter-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.subscribe([topic])
+    out: list[tuple[bytes | None, bytes | None]] = []
+    try:
+        while not done(out):
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"the runner exited while {topic} was awaited")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{topic}: {len(out)} records, the awaited ones never came")
+            for msg in consumer.consume(num_messages=5000, timeout=0.5):
+                error = msg.error()
+                if error is None:
+                    out.append((msg.key(), msg.value()))
+                elif error.code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(error)
+    finally:
+        consumer.close()
+    return out
+
+
 # -- the runner side -----------------------------------------------------------------------
 
 

@@ -8,8 +8,9 @@ Starts one broker (``LocalKafkaCluster``), produces the events once (``bench.nex
 runs each query as its own process under exactly-once v2, checks every query's output
 against DuckDB and prints a table with Flink 1.13's published events/s per core beside ours.
 ``--engine sql`` runs the queries' SQL versions (``bench.nexmark.sql_queries``: Nexmark's
-Flink SQL text unchanged, every query of q0-q22 that runs here but q12, on processing
-time: all but q6 and q12; q10 writes files, checked once the query stopped),
+Flink SQL text unchanged, every query of q0-q22 that runs here: all but q6; q10 writes
+files, checked once the query stopped; q12's windows are on processing time, checked per
+bidder once its rows count every bid),
 ``--engine both`` each query's DSL and then its SQL version, side by
 side in the table. Without ``--queries``, every query the engine(s) have.
 Exits 1 if any query failed or gave a wrong result. ``--json PATH`` also writes every

@@ -41,23 +41,39 @@ What is rewritten, and why (sqlglot transpiles the rest):
   retractions applied) are the batch rows, an upsert table's relation holding its current
   rows; ``SELECT *`` / ``t.*`` over a join is the tables' declared columns, as the stream
   expands it (not the relations' helper columns);
+- ``JOIN r FOR SYSTEM_TIME AS OF l.proctime`` (a ``PROCTIME()`` column, or one a merged
+  subquery adds, as Nexmark's q13 writes it) is Flink's lookup join on processing time:
+  each row meets the table's rows as they are when it is processed; here an ordinary
+  [LEFT] join against the relation as given, so the batch meets the table as it is when
+  it runs. A ``filesystem`` table (a bounded lookup table) not given as a relation is
+  read from its files when the query runs (``batch_files``: DuckDB's ``read_csv`` /
+  ``read_json`` with its declared columns, partition columns from the directories);
+- into a ``filesystem`` sink, the query gives the rows its files hold: the sink's
+  columns, partition columns included;
+- ``HOUR`` and ``DATE_FORMAT`` (a literal pattern) are DuckDB expressions computing what
+  the built-ins compute (``batch_builtins``; SPLIT_INDEX and REGEXP_EXTRACT: below);
 - query columns are named after the sink's columns, by position;
 - a table's computed and METADATA columns are added to its relation (``batch_columns``):
   its METADATA columns read the relation's ``_timestamp``, ``_partition`` and ``_offset``
   columns (the record's metadata as the lake stores it).
 
-A view or subquery in FROM (the only relation) that projects and filters one table is merged
-into the query (its columns replaced by their expressions, its WHERE ANDed in). A Top-N or
+A view or subquery in FROM (the first relation) that projects and filters one table is
+merged into the query (its columns replaced by their expressions, its WHERE ANDed in). A Top-N or
 deduplication subquery (``ROW_NUMBER()`` / ``RANK()`` / ``DENSE_RANK()`` over one table, its
 window TVF or a GROUP BY of one) runs as written, its time attribute ordered as epoch ms
 (``batch_rank``).
 
-A Python scalar function (``streaming.sql.functions``) is registered on the DuckDB
-connection while the query runs (``BatchQuery.run``), its parameter and result types
-from its type hints.
+A Python scalar function (``streaming.sql.functions``, a ``CREATE FUNCTION`` of a Java
+class's Python stand-in included: ``java_functions``) is registered on the DuckDB
+connection under its SQL name while the query runs (``BatchQuery.run``), its parameter
+and result types from its type hints. DuckDB's DECIMAL results (arithmetic with a decimal
+literal) come back as floats, the DOUBLEs the stream computes.
 
-Not translated (``SqlError``): the Flink built-ins of ``streaming.sql.builtins``
-(DATE_FORMAT, HOUR, SPLIT_INDEX, REGEXP_EXTRACT), SESSION windows, other views and subqueries, Python table
+The Flink built-ins SPLIT_INDEX and REGEXP_EXTRACT run in DuckDB as the stream's own
+Python functions, registered the same way under internal names (``batch_builtins``).
+
+Not translated (``SqlError``): windows on processing time (a window TVF over a ``PROCTIME()`` column: they depend on when the
+rows are processed), SESSION windows, other views and subqueries, Python table
 and aggregate functions, MATCH_RECOGNIZE (DuckDB has no row pattern matching), and
 anything the compiler rejects (the statements are compiled first). Known differences:
 MIN/MAX of TIMESTAMP text compare the text (chronological for one format, as the platform
@@ -72,12 +88,20 @@ import inspect
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import sqlglot
 from sqlglot import exp
 
-from streaming.sql import batch_rank, batch_window_join, builtins, window_join
+from streaming.sql import (
+    batch_builtins,
+    batch_files,
+    batch_rank,
+    batch_window_join,
+    builtins,
+    window_join,
+)
 from streaming.sql.batch_columns import columns_relation
 from streaming.sql.catalog import TableDef
 from streaming.sql.compiler import Compiler, fill_columns, parse
@@ -140,12 +164,18 @@ class BatchQuery:
 
     def run(self, con: Any, relations: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The result rows over ``relations`` (table name -> anything DuckDB can register:
-        a pandas DataFrame, an Arrow table, a relation) on connection ``con``."""
-        missing = [t.name for t in self.tables if t.name not in relations]
+        a pandas DataFrame, an Arrow table, a relation) on connection ``con``; a
+        ``filesystem`` table not in ``relations`` is read from its files as they are now
+        (``batch_files``)."""
+        given = dict(relations)
+        for table in self.tables:
+            if table.is_file and table.name not in given:
+                given[table.name] = con.sql(batch_files.read_sql(table))
+        missing = [t.name for t in self.tables if t.name not in given]
         if missing:
             raise ValueError(f"no relation for table(s) {missing}")
         for table in self.tables:
-            con.register(table.name, relations[table.name])
+            con.register(table.name, given[table.name])
         for function in self.functions:
             # NULLs reach the function, as in the stream
             con.create_function(
@@ -158,12 +188,21 @@ class BatchQuery:
         try:
             cursor = con.execute(self.sql)
             names = [d[0] for d in cursor.description]
-            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+            return [
+                dict(zip(names, map(_as_stream_value, row), strict=True))
+                for row in cursor.fetchall()
+            ]
         finally:
             for table in self.tables:
                 con.unregister(table.name)
             for function in self.functions:
                 con.remove_function(function.name)
+
+
+def _as_stream_value(value: Any) -> Any:
+    """A result value as the stream holds it: DuckDB's DECIMAL (its type of arithmetic
+    with a decimal literal, ``0.908 * price``) as a float, the DOUBLE the stream computes."""
+    return float(value) if isinstance(value, Decimal) else value
 
 
 def to_duckdb(
@@ -242,6 +281,12 @@ def _batch_functions(
     its parameters, is a ``SqlError`` (at its call in ``insert`` if there, else ``at``)."""
     found: dict[str, BatchFunction] = {}
     for call in calls:
+        builtin = batch_builtins.python_builtin(call.name)
+        if builtin is not None:
+            found[builtin.name] = BatchFunction(
+                builtin.name, builtin.fn, builtin.parameters, builtin.returns
+            )
+            continue
         function = functions.get(call.name)
         written = [c for c in insert.find_all(exp.Anonymous) if c.name.lower() == call.name.lower()]
         offset = node_offset(written[0]) if written else at
@@ -340,12 +385,21 @@ class _Translation:
         if joins and not window_join.joins_subqueries(select):
             expand_join_star(select, lambda node: self.tables[node.name], self.source)
         fill_columns(self.insert, select, self.sink, self.source)
+        tvf = self.statement.window_tvf
+        windowed = self.tables.get(tvf.table) if tvf is not None else None
+        if tvf is not None and windowed is not None and windowed.proctime == tvf.column:
+            raise self.error(
+                tvf.offset,
+                f"{tvf.kind} over {tvf.column}, the processing time of {tvf.table} "
+                "(PROCTIME()), is not translated to batch SQL: its windows depend on when "
+                "the rows are processed",
+            )
         if window_join.joins_subqueries(select):
             sql, read_tables = batch_window_join.translate(self, select)
             return BatchQuery(sql, read_tables, self.sink)
+        while self._inline(select, from_):
+            pass
         if not joins:
-            while self._inline(select, from_):
-                pass
             ranking = batch_rank.find(from_.this, self.tables)
             if ranking is not None:
                 sql = batch_rank.translate(self, select, ranking, EVENT_MS)
@@ -355,7 +409,6 @@ class _Translation:
             self.scope[node.alias_or_name] = self._source_table(node)
         self._no_processing_time(select)
         window = self._group_window(select)
-        tvf = self.statement.window_tvf
         if tvf is not None and tvf.kind == "SESSION":
             raise self.error(tvf.offset, "SESSION windows are not translated to batch SQL")
         bounds = ("window_start", "window_end") if tvf is not None else None
@@ -400,11 +453,12 @@ class _Translation:
         return None
 
     def _inline(self, select: exp.Select, from_: exp.Expr) -> bool:
-        """Merge a simple view or subquery in FROM (the only relation) into ``select``: a
+        """Merge a simple view or subquery in FROM (the first relation) into ``select``: a
         projection and filter of one declared table (or of another such view), no GROUP BY,
         DISTINCT, aggregates, joins or windows. Its columns become their expressions over
-        the table (under the view's alias) and its WHERE joins the outer one. True if
-        merged."""
+        the table (under the view's alias; in the joins' ON and AS OF too, an unqualified
+        name of a joined table's column left to that table) and its WHERE joins the outer
+        one. True if merged."""
         node = from_.this
         if isinstance(node, exp.Subquery):
             inner = node.this
@@ -448,8 +502,18 @@ class _Translation:
                 expression = item.this if isinstance(item, exp.Alias) else item
                 mapping[item.alias_or_name] = requalify(expression)
 
+        # an unqualified name of a joined table's column is that table's
+        joined = {
+            column
+            for join in select.args.get("joins") or []
+            if isinstance(join.this, exp.Table) and join.this.name in self.tables
+            for column in self.tables[join.this.name].columns
+        }
+
         def substitute(n: exp.Expr) -> exp.Expr:
             if not isinstance(n, exp.Column) or n.table not in ("", alias):
+                return n
+            if not n.table and n.name in joined:
                 return n
             if n.name not in mapping:
                 return n  # a window TVF's window_start / window_end (compiled: no others)
@@ -462,6 +526,10 @@ class _Translation:
                 select.set(key, [v.transform(substitute) for v in value])
             elif value is not None:
                 select.set(key, value.transform(substitute))
+        for join in select.args.get("joins") or []:
+            for key in ("on", "this"):
+                if join.args.get(key) is not None:
+                    join.set(key, join.args[key].transform(substitute))
         inner_where = inner.args.get("where")
         if inner_where is not None:
             condition = requalify(inner_where.this)
@@ -578,6 +646,11 @@ class _Translation:
             join.set("on", self._times_as_ms(on).transform(self._instants))
         if version is None:
             return
+        if self._as_of_proctime(version.expression):
+            # a lookup join (Flink's, on processing time): each row meets the table's rows
+            # as they are when it is processed; here, as they are when the batch runs
+            table.set("version", None)
+            return
         if definition.watermark is None:
             raise self.error(table, f"FOR SYSTEM_TIME AS OF needs a WATERMARK on {definition.name}")
         # the time of the row AS OF names (in a chain, any table joined before)
@@ -590,6 +663,18 @@ class _Translation:
         )
         join.set("on", exp.and_(join.args.get("on"), as_of))
         join.set("method", "ASOF")
+
+    def _as_of_proctime(self, at: exp.Expr) -> bool:
+        """Whether ``FOR SYSTEM_TIME AS OF at`` is on processing time: ``PROCTIME()`` (a
+        merged subquery's column) or a table's PROCTIME() column."""
+        while isinstance(at, exp.Paren):
+            at = at.this
+        if isinstance(at, exp.Anonymous) and at.name.upper() == "PROCTIME":
+            return True
+        if not isinstance(at, exp.Column):
+            return False
+        tables = [self.scope[at.table]] if at.table in self.scope else list(self.scope.values())
+        return any(t.proctime == at.name for t in tables)
 
     def _times_as_ms(self, condition: exp.Expr) -> exp.Expr:
         """``condition`` with time attribute columns as ``__event_ms`` and INTERVALs as ms."""
@@ -618,6 +703,16 @@ class _Translation:
         def rewrite(node: exp.Expr) -> exp.Expr:
             if isinstance(node, exp.Anonymous) and node.name.upper() in _BOUND_FUNCTIONS:
                 return exp.column(_BOUND_FUNCTIONS[node.name.upper()])
+            if batch_builtins.called_builtin(node) is not None:
+                called = node.copy()
+                for key, value in list(called.args.items()):
+                    if isinstance(value, exp.Expr):
+                        called.set(key, value.transform(rewrite))
+                    elif isinstance(value, list):
+                        called.set(key, [v.transform(rewrite) for v in value])
+                translated = batch_builtins.translate(called, _timestamp_ms_sql, self.error)
+                if translated is not None:
+                    return translated
             if not isinstance(node, exp.Cast | exp.Div | exp.Mod):
                 return node
             # the operands first: sqlglot does not descend into a returned replacement

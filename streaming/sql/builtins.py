@@ -18,8 +18,8 @@ from streaming.sql.functions import ScalarFunction
 from streaming.sql.timestamps import parse_timestamp
 
 #: Java ``SimpleDateFormat`` letters (runs of them) and their ``strftime`` forms
-_JAVA_PATTERN = re.compile(r"yyyy|yy|MM|dd|HH|mm|ss|SSS|'[^']*'")
-_STRFTIME = {"yyyy": "%Y", "yy": "%y", "MM": "%m", "dd": "%d", "HH": "%H", "mm": "%M", "ss": "%S"}
+JAVA_PATTERN = re.compile(r"yyyy|yy|MM|dd|HH|mm|ss|SSS|'[^']*'")
+STRFTIME = {"yyyy": "%Y", "yy": "%y", "MM": "%m", "dd": "%d", "HH": "%H", "mm": "%M", "ss": "%S"}
 
 
 def _moment(value: Any) -> datetime | None:
@@ -39,9 +39,9 @@ def date_format(value: Any, pattern: str | None) -> str | None:
         token = match.group(0)
         if token.startswith("'"):
             return token[1:-1]
-        return millis if token == "SSS" else moment.strftime(_STRFTIME[token])
+        return millis if token == "SSS" else moment.strftime(STRFTIME[token])
 
-    return _JAVA_PATTERN.sub(part, pattern)
+    return JAVA_PATTERN.sub(part, pattern)
 
 
 def hour(value: Any) -> int | None:

@@ -70,6 +70,7 @@ from streaming.dsl import (
     Materialized,
     Named,
     Produced,
+    Repartitioned,
     SessionWindows,
     StreamsBuilder,
     Suppressed,
@@ -107,7 +108,6 @@ from streaming.sql.scopes import GroupScope, RowScope, row_of
 from streaming.sql.settings import Settings
 from streaming.sql.stars import expand_stars
 from streaming.sql.timestamps import (
-    ColumnTimestamper,
     ColumnTimestampExtractor,
     ProctimeStamper,
     format_timestamp,
@@ -951,17 +951,11 @@ class Compiler:
         key_fns = [key.fn for key in group_keys]
         rows_in = self.source_of(source).filter(lambda k, v: isinstance(v, dict) and where(v))
         on_proctime = window is not None and window.column == source.proctime
-        if on_proctime:
-            assert window is not None
-            # a window over the processing time: each row at the time it was read
-            rows_in = rows_in.process_values(
-                lambda column=window.column: ColumnTimestamper(column),
-                named=Named.as_(self.unique(f"{sink.name}-proctime")),
-            )
+        group_name = self.unique(f"{sink.name}-group-by")
         grouping = Grouped.with_(
             key_serde=serdes.Json(),
             value_serde=serdes.Json(),
-            name=self.unique(f"{sink.name}-group-by"),
+            name=group_name,
         )
         # a processing-time window has no late rows to wait for
         grace = source.watermark.delay_ms if source.watermark and not on_proctime else 0
@@ -977,7 +971,19 @@ class Compiler:
         # up); a second aggregation into the same sink gets a suffixed name.
         store_name = self.unique(sink.name)
         emit_on_close = time_windows is not None and final
-        if source.is_upsert:
+        if on_proctime:
+            assert window is not None
+            # a window over the processing time assigns each row when the aggregation
+            # processes it, after the repartition, as Flink's window operator does: a row
+            # that waited in the repartition topic is never late for its window
+            repartitioned = rows_in.select_key(lambda k, v: [fn(v) for fn in key_fns]).repartition(
+                Repartitioned.with_(serdes.Json(), serdes.Json()).with_name(group_name)
+            )
+            grouped = repartitioned.process_values(
+                lambda column=window.column: ProctimeStamper(column, stamp_record=True),
+                named=Named.as_(self.unique(f"{sink.name}-proctime")),
+            ).group_by_key(grouping)
+        elif source.is_upsert:
             # an updating input: KGroupedTable.aggregate takes each old row back
             grouped = rows_in.group_by(lambda k, v: ([fn(v) for fn in key_fns], v), grouping)
         else:

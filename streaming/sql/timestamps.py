@@ -83,15 +83,18 @@ class ColumnTimestamper(FixedKeyProcessor):
 class ProctimeStamper(FixedKeyProcessor):
     """Sets a row's ``name AS PROCTIME()`` column to the processing time: the wall clock
     (epoch ms) of the stream thread when the row is read, as Flink's ``PROCTIME()``. The
-    record keeps its timestamp: a window over the column takes the record time from it
-    (``ColumnTimestamper``)."""
+    record keeps its timestamp, unless ``stamp_record``: a window over the processing time
+    stamps it so right before its aggregation (the record time is the row's window)."""
 
-    def __init__(self, column: str) -> None:
+    def __init__(self, column: str, *, stamp_record: bool = False) -> None:
         self.column = column
+        self.stamp_record = stamp_record
 
     def process(self, record: Record) -> None:
         value = record.value
         if isinstance(value, dict):
-            value = {**value, self.column: self.context.current_system_time_ms()}
-            record = record.with_value(value)
+            now = self.context.current_system_time_ms()
+            record = record.with_value({**value, self.column: now})
+            if self.stamp_record:
+                record = record.with_timestamp(now)
         self.context.forward(record)

@@ -39,7 +39,8 @@ def events() -> list[Event]:
 
 def test_the_sql_engine_has_every_query_but_q6() -> None:
     assert set(QUERIES) - {"q6"} <= set(SQL_QUERIES)
-    assert tuple(q for q in RUNS_VERBATIM if q != "q12") == SQL_QUERIES
+    assert RUNS_VERBATIM == SQL_QUERIES
+    assert "q12" in SQL_QUERIES  # on processing time: checked by its per-bidder totals
     assert queries_of("sql") == SQL_QUERIES
     assert queries_of("dsl") == tuple(QUERIES)
     assert set(ALL_QUERIES) == set(QUERIES) | set(SQL_QUERIES)
@@ -49,8 +50,6 @@ def test_the_sql_engine_has_every_query_but_q6() -> None:
 def test_a_query_that_does_not_run_says_why() -> None:
     with pytest.raises(KeyError, match="q6 does not run in SQL here: ROW_NUMBER over a join"):
         topology("q6", CTX)
-    with pytest.raises(KeyError, match="q12 does not run in SQL here: its windows are on proc"):
-        topology("q12", CTX)
     with pytest.raises(ValueError, match="unknown engine"):
         build("flink", "q0", CTX)
 

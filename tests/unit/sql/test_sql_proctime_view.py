@@ -45,6 +45,17 @@ def test_a_window_over_the_views_processing_time_follows_the_wall_clock():
     assert 3 <= len({r["starttime"] for r in rows}) <= 4
 
 
+def test_the_window_takes_the_processing_time_after_the_repartition():
+    """As Flink's window operator, the aggregation assigns each row to the window of the
+    wall clock when it processes it: the stamping runs in the sub-topology that reads the
+    repartition topic, so a row that waited there is never late for its window."""
+    topology = compile(DDL + QUERY)
+    stamping = [names for names in topology.subtopologies() if "out-proctime" in names]
+    assert len(stamping) == 1
+    assert "out-group-by-repartition-source" in stamping[0]
+    assert "KSTREAM-SOURCE-0000000000" not in stamping[0]
+
+
 @pytest.mark.parametrize(
     "query",
     [
