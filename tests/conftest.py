@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from streaming.testing import LocalKafkaCluster, LocalSchemaRegistry
+from tests.process_cpu import tree_cpu_seconds
 
 #: (seconds, "what  test") of every broker start and node restart in this process
 _BROKER_STARTS: list[tuple[float, str]] = []
@@ -119,6 +120,8 @@ _CHAOS_FIGURES: list[str] = []
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """On the xdist controller: keep a finished worker's chaos figures."""
     _CHAOS_FIGURES.extend(getattr(node, "workeroutput", {}).get("chaos_figures", []))
+    for module, seconds in getattr(node, "workeroutput", {}).get("module_cpu", {}).items():
+        _MODULE_CPU[module] = _MODULE_CPU.get(module, 0.0) + seconds
     _BROKER_STARTS.extend(
         (seconds, what)
         for seconds, what in getattr(node, "workeroutput", {}).get("broker_starts", [])
@@ -130,8 +133,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     controller of a ``--dist loadgroup`` run: fail it if a module's tests ran on more than
     one worker (each worker would build the module's fixtures again)."""
     workeroutput = getattr(session.config, "workeroutput", None)
+    _close_module_cpu()
     if workeroutput is not None:
         workeroutput["broker_starts"] = list(_BROKER_STARTS)
+        workeroutput["module_cpu"] = dict(_MODULE_CPU)
     elif _grouped(session.config) and _split_modules() and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -153,6 +158,34 @@ _WORKER_SECONDS: dict[str, float] = {}
 _MODULE_WORKERS: dict[str, set[str]] = {}
 
 
+#: CPU seconds per module of the process that ran it and the processes below it (brokers,
+#: Spark, Dagster), and the module running now with the figure at its start. On a machine
+#: whose cores every worker shares, this, not a module's wall time, is what it costs the
+#: run; ``MODULE_CPU_LOG=FILE`` appends each module's figure as it ends.
+_MODULE_CPU: dict[str, float] = {}
+_CURRENT_MODULE: list[tuple[str, float]] = []
+
+
+def _close_module_cpu() -> None:
+    """Charge the CPU used since the running module started to that module."""
+    if _CURRENT_MODULE:
+        module, began = _CURRENT_MODULE.pop()
+        seconds = tree_cpu_seconds() - began
+        _MODULE_CPU[module] = _MODULE_CPU.get(module, 0.0) + seconds
+        if log := os.environ.get("MODULE_CPU_LOG"):
+            with open(log, "a") as f:
+                f.write(f"{seconds:.1f}\t{module}\n")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> None:
+    """At a module's first test, close the CPU account of the module before it."""
+    module = item.nodeid.split("::", 1)[0]
+    if not _CURRENT_MODULE or _CURRENT_MODULE[0][0] != module:
+        _close_module_cpu()
+        _CURRENT_MODULE.append((module, tree_cpu_seconds()))
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Add a test phase's duration to its module's and its worker's totals."""
     module = report.nodeid.split("::", 1)[0]
@@ -172,6 +205,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(f"busy: {busy}")
         slowest = sorted(_MODULE_SECONDS.items(), key=lambda kv: -kv[1])[:25]
         for module, seconds in slowest:
+            terminalreporter.write_line(f"{seconds:8.1f} s  {module}")
+    if _MODULE_CPU:
+        total = sum(_MODULE_CPU.values())
+        terminalreporter.section(f"CPU per module: {total:.0f} s in all; the most")
+        for module, seconds in sorted(_MODULE_CPU.items(), key=lambda kv: -kv[1])[:25]:
             terminalreporter.write_line(f"{seconds:8.1f} s  {module}")
     if _grouped(terminalreporter.config) and (split := _split_modules()):
         terminalreporter.section("modules split across workers (the run fails)", red=True)
