@@ -11,7 +11,6 @@ over the lake's orders.
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import pandas as pd
 from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
@@ -89,6 +88,8 @@ _TIME_COLUMNS = frozenset(
 
 
 def _cell(column: str, value: Any) -> str:
+    import pandas as pd
+
     if pd.isna(value):
         return ""
     if column in _TIME_COLUMNS:

@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # imported where used: a Dagster code location loads without pandas
+    import pandas as pd
 
 from pipelines import domain
 from pipelines.lake.records import META_FIELDS
@@ -66,6 +67,8 @@ def _columns(topic: str) -> list[str]:
 
 def _distinct_per(frame: pd.DataFrame, keys: list[str], values: list[str]) -> pd.Series:
     """Per row: how many distinct ``values`` combinations share the row's ``keys``."""
+    import pandas as pd
+
     if frame.empty:
         return pd.Series([], dtype="int64", index=frame.index)
     distinct = frame[keys + values].drop_duplicates()

@@ -11,9 +11,10 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # imported where used: a Dagster code location loads without pandas
+    import pandas as pd
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from pipelines.reconcile.tolerance import Tolerance
+
+if TYPE_CHECKING:  # imported where used: a Dagster code location loads without pandas
+    import pandas as pd
 
 MATCH = "match"
 VALUE_DIFF = "value_diff"
@@ -17,6 +19,12 @@ MISSING_IN_STREAM = "missing_in_stream"
 MISSING_IN_BATCH = "missing_in_batch"
 #: a final result the stream wrote more than once (its values may agree)
 DUPLICATE_IN_STREAM = "duplicate_in_stream"
+
+
+def _empty_frame() -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame()
 
 
 @dataclass
@@ -27,7 +35,7 @@ class Reconciliation:
     passed: bool
     stats: dict[str, Any]
     table: pd.DataFrame
-    worst: pd.DataFrame = field(default_factory=pd.DataFrame)
+    worst: pd.DataFrame = field(default_factory=_empty_frame)
 
     def summary(self) -> str:
         """One line for logs and check descriptions."""
@@ -49,6 +57,8 @@ def latest_per_key(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
 
 
 def _int_keys(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    import pandas as pd
+
     for key in keys:
         if pd.api.types.is_numeric_dtype(frame[key]):
             frame[key] = frame[key].astype("int64")
@@ -83,6 +93,8 @@ def compare_keyed(
     (without ``count_column``: a key the stream lacks that has late records). Everything else
     that differs is *unexplained*; ``tolerance`` decides how much of it passes.
     """
+    import pandas as pd
+
     tolerance = tolerance or Tolerance()
     keys = list(keys)
     values = list(values)

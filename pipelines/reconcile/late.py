@@ -13,7 +13,11 @@ read would otherwise be counted against a batch that never saw the order.
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where used: a Dagster code location loads without pandas
+    import pandas as pd
+
 
 LATE_COLUMNS = ["window_start", "late_count", "late_cents", "max_lateness_ms"]
 
@@ -22,6 +26,8 @@ def of_orders(late_records: pd.DataFrame, orders: pd.DataFrame) -> pd.DataFrame:
     """The late records whose order is among ``orders``: per result, order and window, at
     most as many as ``orders`` holds copies of that order (a duplicate order is dropped,
     and reported, once per copy)."""
+    import pandas as pd
+
     if late_records.empty:
         return late_records
     copies = orders["order_id"].value_counts() if not orders.empty else pd.Series(dtype="int64")
@@ -39,6 +45,8 @@ def late_report(
 ) -> pd.DataFrame:
     """Dropped records of ``result`` per ``(key, window_start)``: ``late_count``,
     ``late_cents`` and the largest lateness (stream time minus event time)."""
+    import pandas as pd
+
     columns = [key, *LATE_COLUMNS]
     if late_records.empty:
         return pd.DataFrame(columns=columns)

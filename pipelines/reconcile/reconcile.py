@@ -7,10 +7,9 @@ computed straight from the Kafka topics (``pipelines.batch.kafka_source``, the k
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import pandas as pd
 
 from pipelines import domain
 from pipelines.batch.store import LAKE, read_result, read_result_cuts
@@ -20,6 +19,9 @@ from pipelines.lake.paths import HOUR_MS, hour_of, hour_start_ms
 from pipelines.reconcile.compare import Reconciliation, compare_keyed
 from pipelines.reconcile.late import late_report, of_orders
 from pipelines.reconcile.tolerance import Tolerance
+
+if TYPE_CHECKING:  # imported where used: a Dagster code location loads without pandas
+    import pandas as pd
 
 # What the reconciliation compares: batch result -> stream topic, keys, values.
 REVENUE_KEYS = ("region", "window_start")
@@ -82,6 +84,8 @@ def _explainable_bursts(batch_bursts: pd.DataFrame, late: pd.DataFrame) -> pd.Da
     """Batch burst alerts the stream could not raise: without the records it dropped as
     late, the customer's window held no more than the limit (``rule``, ``customer_id``,
     ``ref``, ``late_count``)."""
+    import pandas as pd
+
     columns = ["rule", "customer_id", "ref", "late_count"]
     per_window = late_report(late, "rapid_burst", key="customer_id")
     if batch_bursts.empty or per_window.empty:
@@ -99,6 +103,8 @@ def closed_mask(
 ) -> pd.Series:
     """Which rows' windows (or sessions) are closed at ``watermark``: ``end + wait_ms`` at
     or before it (all of them without a watermark)."""
+    import pandas as pd
+
     if watermark is None:
         return pd.Series(True, index=frame.index)
     return frame[end_column].astype("int64") + wait_ms <= watermark
@@ -162,6 +168,8 @@ def reconcile_fraud(
     source: str = LAKE,
 ) -> Reconciliation:
     """Fraud alerts of ``hour``: the same (rule, customer, order | window) alerts?"""
+    import pandas as pd
+
     start = hour_start_ms(hour)
     lake_hour = hour_of(start)
     batch = batch_result("fraud_alerts", lake_hour, lake, source).copy()

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from pipelines import domain
 from pipelines.batch.store import LAKE
@@ -42,6 +41,9 @@ from pipelines.reconcile.reconcile import (
 from pipelines.reconcile.tolerance import Tolerance
 from pipelines.streams.sql import REVENUE_SQL
 from streaming.sql.batch import BatchQuery, to_duckdb
+
+if TYPE_CHECKING:  # imported where used: a Dagster code location loads without pandas
+    import pandas as pd
 
 #: the result both applications' late records name (the batch result, the SQL sink table)
 RESULT = "revenue_5m"
@@ -168,6 +170,7 @@ def duckdb_revenue(
     (every window starting in the hour, whose orders all lie in the hour; only the files
     within ``orders_cut``, when given)."""
     import duckdb
+    import pandas as pd
 
     start = hour_start_ms(hour)
     orders = read_topic_hours(domain.ORDERS, [hour_of(start)], lake, cut=orders_cut)

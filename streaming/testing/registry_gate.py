@@ -17,8 +17,6 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from streaming.testing.tls import write_server_tls
-
 _FORWARDED_HEADERS = ("Content-Type", "Accept")
 
 
@@ -76,6 +74,9 @@ class RegistryGate:
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         if tls_dir is not None:
+            # cryptography (certificate generation) loads only for a TLS gate
+            from streaming.testing.tls import write_server_tls
+
             tls = write_server_tls(tls_dir)
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(tls.keystore_path)
