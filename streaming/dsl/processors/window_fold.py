@@ -20,6 +20,7 @@ from streaming.state.cache import ThreadCache, context_size
 from streaming.state.caching import CachingWindowStore
 from streaming.state.value_and_timestamp import ValueAndTimestampSerde
 from streaming.state.window_store import TimestampedWindowStore, WindowStore
+from streaming.topology.processor import Record
 
 if TYPE_CHECKING:
     from streaming.dsl.processors.window_aggregate import KStreamWindowAggregateProcessor
@@ -157,6 +158,8 @@ class WindowFold:
         self.value_from = store.value_from
         self.initializer = processor.s.initializer
         self.aggregator = processor.s.aggregator
+        self.size_ms: int = processor.size_ms
+        self.advance_ms: int = processor.advance_ms
         self.scalar = _SCALARS.get(type(store.resolved_value_serde.inner), _no_scalar)
         # cache key: 8-byte segment prefix + the schema key around the key bytes
         self.key_overhead = 8 + len(caching.key_schema.store_key(b"", 0, 0)) + _PUT_OVERHEAD
@@ -164,6 +167,46 @@ class WindowFold:
         self._key_bytes: dict[str, bytes] = {}
         self._context_size = (None, 0)
         batch.folds.append(self)
+
+    def process(self, key: Any, value: Any, timestamp: int, headers: Any) -> None:
+        """The processor's ``process`` of the record ``(key, value, timestamp, headers)``
+        without building a ``Record``, where the record takes the plain path: folding on,
+        a key, no emit before expiry, every window of the record open and not emitted
+        before a restart. Any other record goes to ``process`` itself, which decides the
+        same way from the same state (only the stream time may be advanced already, as
+        ``process`` advances it first)."""
+        proc = self.processor
+        if proc.folding is None or key is None:
+            proc.process(Record(key, value, timestamp, headers))
+            return
+        if timestamp > proc.observed_stream_time:
+            if timestamp > proc.emit_before_puts_after:
+                proc.process(Record(key, value, timestamp, headers))
+                return
+            proc.observed_stream_time = timestamp
+        window_close_time = proc.observed_stream_time - proc.grace_ms
+        size = self.size_ms
+        advance = self.advance_ms
+        window_start = max(0, timestamp - size + advance) // advance * advance
+        first_end = window_start + size
+        emit_final = proc.emit_final
+        if first_end <= window_close_time or (
+            emit_final and first_end <= proc.last_emit_window_close_time
+        ):
+            # a window closed, or emitted before a restart: the late-record paths
+            proc.process(Record(key, value, timestamp, headers))
+            return
+        # window ends grow with their starts: every later window is open too
+        update = self.update
+        if advance == size and window_start <= timestamp:
+            update(key, window_start, timestamp, value)
+        else:
+            for start in range(window_start, timestamp + 1, advance):
+                update(key, start, timestamp, value)
+        if emit_final:
+            proc.maybe_forward_final_result(
+                Record(key, value, timestamp, headers), window_close_time
+            )
 
     def update(self, key: Any, window_start: int, timestamp: int, value: Any) -> None:
         """The per-record path's fetch, aggregate and put of one window, the put deferred
