@@ -45,7 +45,7 @@ from streaming.errors import StreamsException
 from streaming.runtime.config_keys import PROCESSING_BATCH_ENABLED
 from streaming.runtime.nodes import FixedKeyNode, ProcessorNode, SinkNode, SourceNode
 from streaming.state.caching import CachingWindowStore
-from streaming.topology.processor import Record, RecordContext
+from streaming.topology.processor import Record, RecordContext, new_record_context
 
 if TYPE_CHECKING:
     from streaming.runtime.context import TaskContext
@@ -288,6 +288,7 @@ def _queue_entry(
         rec = None
         popleft = queue.popleft
         punctuations = punctuation_queue.heap
+        new_rc = new_record_context
         if folds is not None:
             folds.begin()
         try:
@@ -298,7 +299,7 @@ def _queue_entry(
                 topic, partition, offset, ts, key, value, h, _, _ = rec
                 if ts > group.stream_time:
                     group.stream_time = ts
-                context._record_context = RecordContext(ts, offset, partition, topic, h)
+                context._record_context = new_rc(RecordContext, (ts, offset, partition, topic, h))
                 try:
                     fused(key, value, ts, h)
                 except Exception as exc:

@@ -79,6 +79,14 @@ _SCALARS: dict[type, Callable[[Any], int]] = {
 }
 
 
+_UNSET = object()
+
+
+def _last_update(item: tuple[Any, list[Any]]) -> int:
+    seq: int = item[1][4]
+    return seq
+
+
 def _no_scalar(v: Any) -> int:
     return -1
 
@@ -135,8 +143,8 @@ class BatchFolds:
 
 class WindowFold:
     """One processor's pending windows: (key bytes, window start) -> [aggregate, timestamp,
-    record context of the last record folded in, its bytes if already serialized], in the
-    order of their last update."""
+    record context of the last record folded in, its bytes if already serialized, the
+    number of its last update]."""
 
     def __init__(
         self,
@@ -165,7 +173,10 @@ class WindowFold:
         self.key_overhead = 8 + len(caching.key_schema.store_key(b"", 0, 0)) + _PUT_OVERHEAD
         self.pending: dict[tuple[bytes, int], list[Any]] = {}
         self._key_bytes: dict[str, bytes] = {}
-        self._context_size = (None, 0)
+        #: (topic, headers, size) of the last record context measured
+        self._context_size: tuple[Any, Any, int] = (_UNSET, _UNSET, 0)
+        #: update counter: a pending window's last update, the order they are written in
+        self._seq = 0
         batch.folds.append(self)
 
     def process(self, key: Any, value: Any, timestamp: int, headers: Any) -> None:
@@ -247,12 +258,14 @@ class WindowFold:
                     agg = None if vat is None else vat.value
             else:
                 agg = new_agg
-            context = self.context
-            rc = context._record_context
-            last_rc, rc_size = self._context_size
-            if rc is not last_rc:
+            rc = self.context._record_context
+            # a context's size depends on its topic and headers only: records of one
+            # partition without new headers share it
+            topic, headers, rc_size = self._context_size
+            if rc is None or rc.topic is not topic or rc.headers is not headers:
                 rc_size = context_size(rc)
-                self._context_size = (rc, rc_size)
+                if rc is not None and type(rc.headers) is tuple:
+                    self._context_size = (rc.topic, rc.headers, rc_size)
             bound = self.key_overhead + len(kb) + size + rc_size
             batch = self.batch
             cache = batch.cache
@@ -263,9 +276,11 @@ class WindowFold:
                 self.store.put(key, ValueAndTimestamp.make(new_agg, new_ts), window_start)
                 return
             batch.reserved += bound
-            if entry is not None:
-                del pending[pk]
-            pending[pk] = [agg, new_ts, rc, raw]
+            self._seq = seq = self._seq + 1
+            if entry is None:
+                pending[pk] = [agg, new_ts, rc, raw, seq]
+            else:
+                entry[0], entry[1], entry[2], entry[3], entry[4] = agg, new_ts, rc, raw, seq
         except BaseException:
             # the per-record path failed at this window, its puts so far made and this
             # window read (which refreshes its place in the cache's LRU order)
@@ -284,7 +299,10 @@ class WindowFold:
         make = ValueAndTimestamp.make
         pending = self.pending
         try:
-            for (kb, window_start), (agg, ts, rc, raw) in pending.items():
+            # in the order of their last update
+            for (kb, window_start), (agg, ts, rc, raw, _) in sorted(
+                pending.items(), key=_last_update
+            ):
                 context._record_context = rc
                 put(kb, raw if raw is not None else raw_value(make(agg, ts)), window_start)
         finally:
