@@ -16,7 +16,9 @@ become one generated function, without a ``Record``, a ``forward`` or a processo
 hop. A node of any other kind (a user processor, ``peek``, ``split``, a stateful or emitting
 node, a sink) ends its chain and gets each record through its ordinary ``process`` with the
 record context set, so punctuation, caches, suppression and every other per-record
-behaviour stay as they are. Records still go
+behaviour stay as they are; a sink of JSON keys and values (``SinkNode.direct``) and a
+folding window aggregation (``WindowFold.process``) take the record's key, value,
+timestamp and headers instead of a ``Record``, and do what ``process`` does with it. Records still go
 through the fused chain one at a time, in queue order, each reaching the chain's end before
 the next starts: user functions are called in the same order as on the per-record path, and
 an exception surfaces at the same record, with the same type and message (its traceback, and
@@ -43,7 +45,7 @@ from streaming.errors import StreamsException
 from streaming.runtime.config_keys import PROCESSING_BATCH_ENABLED
 from streaming.runtime.nodes import FixedKeyNode, ProcessorNode, SinkNode, SourceNode
 from streaming.state.caching import CachingWindowStore
-from streaming.topology.processor import Record, RecordContext
+from streaming.topology.processor import Record, RecordContext, new_record_context
 
 if TYPE_CHECKING:
     from streaming.runtime.context import TaskContext
@@ -114,7 +116,12 @@ class _Generator:
     bound as a name), nested under its parent in ``forward``'s order (children in turn,
     depth first), and each other node handed the record as ``forward`` hands it."""
 
-    def __init__(self, context: TaskContext) -> None:
+    def __init__(
+        self, context: TaskContext, direct: dict[str, Callable[..., None]] | None = None
+    ) -> None:
+        #: node name -> a callable taking ``(key, value, timestamp, headers)`` in place of
+        #: the node's ``handle`` taking a ``Record`` (the window folds' ``process``)
+        self.direct = direct or {}
         self.names: dict[str, Any] = {
             "Record": Record,
             "context": context,
@@ -137,6 +144,14 @@ class _Generator:
         for node in nodes:
             if fusable(node):
                 self.node(node, k, v, indent)
+                continue
+            direct = self.direct.get(node.name)
+            if direct is not None:
+                tail = self._name("t", node)
+                call = self._name("d", direct)
+                self.lines.append(f"{indent}context.current_node = {tail}")
+                self.lines.append(f"{indent}{call}({k}, {v}, ts, h)")
+                self.tails.append(node.name)
                 continue
             if record is None:
                 # one Record for every receiver of this forward, as forward passes one
@@ -206,11 +221,15 @@ class _Generator:
 
 
 def compile_source(
-    source: SourceNode, context: TaskContext
+    source: SourceNode,
+    context: TaskContext,
+    direct: dict[str, Callable[..., None]] | None = None,
 ) -> tuple[Callable[[Any, Any, int, Any], None], list[str], list[str]]:
     """The fused function ``(key, value, timestamp, headers)`` of ``source``'s records, the
-    names of the nodes it runs inline and of the nodes it hands records to."""
-    gen = _Generator(context)
+    names of the nodes it runs inline and of the nodes it hands records to (``direct``:
+    node name -> what takes ``(key, value, timestamp, headers)`` instead of its
+    ``handle``)."""
+    gen = _Generator(context, direct)
     gen.children(source.children, "k0", "v0", "    ")
     return gen.compile(), gen.fused, gen.tails
 
@@ -260,25 +279,29 @@ def _queue_entry(
         on_error: ProcessingErrorHandler | None,
         until: int | None,
     ) -> int:
-        # run_one inlined: one call less per record
+        # run_one inlined: one call less per record. Between two records nothing reads the
+        # current node or record context (a punctuation sets its own), so they are cleared
+        # once, when the run ends or a record fails; the processed count and commit flag
+        # too, once, for the records that went through
         n = 0
+        ok = 0
         rec = None
         popleft = queue.popleft
         punctuations = punctuation_queue.heap
+        new_rc = new_record_context
         if folds is not None:
             folds.begin()
         try:
             while n < limit and queue:
-                if until is not None and queue[0].timestamp > until:
+                if until is not None and queue[0][3] > until:
                     break
                 rec = popleft()
-                ts = rec.timestamp
+                topic, partition, offset, ts, key, value, h, _, _ = rec
                 if ts > group.stream_time:
                     group.stream_time = ts
-                h = rec.headers
-                context._record_context = RecordContext(ts, rec.offset, rec.partition, rec.topic, h)
+                context._record_context = new_rc(RecordContext, (ts, offset, partition, topic, h))
                 try:
-                    fused(rec.key, rec.value, ts, h)
+                    fused(key, value, ts, h)
                 except Exception as exc:
                     context.current_node = None
                     context._record_context = None
@@ -295,21 +318,19 @@ def _queue_entry(
                             raise failure(rec, exc) from exc
                         except StreamsException as wrapped:
                             on_error(rec, wrapped)
-                except BaseException:
-                    context.current_node = None
-                    context._record_context = None
-                    raise
                 else:
-                    context.current_node = None
-                    context._record_context = None
-                    task.processed += 1
-                    task.commit_needed = True
+                    ok += 1
                 if punctuations:
                     punctuate()
                 n += 1
         finally:
+            context.current_node = None
+            context._record_context = None
+            if ok:
+                task.processed += ok
+                task.commit_needed = True
             if rec is not None:
-                group.processed_offsets[tp] = rec.offset
+                group.processed_offsets[tp] = rec[2]
             if folds is not None:
                 folds.end()
         return n
@@ -357,9 +378,21 @@ class BatchPlan:
         #: (source name, names of the fused nodes, names of the chain's receivers)
         self.chains: list[tuple[str, list[str], list[str]]] = []
         sources = {id(s): s for s in task.nodes.values() if isinstance(s, SourceNode)}
-        compiled = {key: compile_source(s, task.context) for key, s in sources.items()}
+        # the chains hand their records to sinks and window folds without a Record
+        direct: dict[str, Callable[..., None]] = {}
+        for name, node in task.nodes.items():
+            if type(node) is SinkNode:
+                sink = node.direct()
+                if sink is not None:
+                    direct[name] = sink
+        #: node name -> what the fused chains call instead of the node's ``handle``
+        self.direct = direct
+        compiled = {key: compile_source(s, task.context, direct) for key, s in sources.items()}
         #: the task's window aggregations that fold their windows per batch, if any
         self.folds = _batch_folds(task, [t for _, _, tails in compiled.values() for t in tails])
+        if self.folds is not None:
+            direct.update((fold.node.name, fold.process) for fold in self.folds.folds)
+            compiled = {key: compile_source(s, task.context, direct) for key, s in sources.items()}
         for key, (fused, inline, tails) in compiled.items():
             self._entries[key] = _queue_entry(task, sources[key], fused, self.folds)
             self.chains.append((sources[key].name, inline, tails))

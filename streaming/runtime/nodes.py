@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streaming.errors import SerializationError, StreamsException
+from streaming.serdes import fast as fast_serdes
 from streaming.serdes import resolve
 from streaming.topology.processor import Processor, Record
 
@@ -138,3 +139,42 @@ class SinkNode(ProcessorNode):
                 f"Pass matching serdes to to(...) / the sink."
             ) from exc
         context.send(topic, key, value, timestamp, record.headers, record, self.partitioner)
+
+    def direct(self) -> Callable[[Any, Any, int, Any], None] | None:
+        """What a fused chain calls with ``(key, value, timestamp, headers)`` instead of
+        ``process`` with a ``Record``, for a sink of a fixed topic whose serdes both have
+        one-argument equivalents (``streaming.serdes.fast``); else None. It sends what
+        ``process`` sends (the ``Record`` argument of ``send`` is built only for a
+        partitioner, its one reader) and hands any record it cannot write as such (a
+        negative timestamp, a value the serde refuses) to ``process``, which raises."""
+        topic = self.topic
+        fast_key = fast_serdes.serializer(self.key_serde)
+        fast_value = fast_serdes.serializer(self.value_serde)
+        if topic is None or fast_key is None or fast_value is None:
+            return None
+        send = self._context.send
+        partitioner = self.partitioner
+        process = self.process
+        refused = (SerializationError, TypeError, AttributeError, ValueError)
+
+        def sink(key: Any, value: Any, timestamp: int, headers: Any) -> None:
+            if timestamp >= 0:
+                try:
+                    kb = None if key is None else fast_key(key)
+                    vb = None if value is None else fast_value(value)
+                except refused:
+                    pass
+                else:
+                    send(
+                        topic,
+                        kb,
+                        vb,
+                        timestamp,
+                        headers,
+                        None if partitioner is None else Record(key, value, timestamp, headers),
+                        partitioner,
+                    )
+                    return
+            process(Record(key, value, timestamp, headers))
+
+        return sink

@@ -138,7 +138,8 @@ class RecordCollector:
         record: Any = None,
         partitioner: Any = None,
     ) -> None:
-        """Write one record of a sink (``partitioner(topic, key, value, n)`` if given)."""
+        """Write one record of a sink (``partitioner(topic, key, value, n)`` if given, with
+        the key and value of ``record``, which a sink without a partitioner may leave out)."""
         partition = -1
         if partitioner is not None:
             n = self._partition_counts(topic)

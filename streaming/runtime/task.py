@@ -14,8 +14,9 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from streaming import serdes as serdes_mod
 from streaming.errors import SerializationError, StreamsException
@@ -25,6 +26,7 @@ from streaming.runtime.nodes import FixedKeyNode, ProcessorNode, SinkNode, Sourc
 from streaming.runtime.partition_group import UNKNOWN, PartitionGroup
 from streaming.runtime.processor_metadata import ProcessorMetadata
 from streaming.runtime.punctuation import PunctuationSchedule
+from streaming.serdes import fast as fast_serdes
 from streaming.time import RecordTimestampExtractor, as_extractor
 from streaming.topology import graph, nodes
 from streaming.topology.processor import NO_HEADERS, Headers, Record, RecordContext
@@ -60,43 +62,51 @@ class _Consumed:
         self.value = value
 
 
-class StampedRecord:
-    """A deserialised record waiting in a queue, with its extracted timestamp."""
+class _Input:
+    """How one input partition's records are decoded and stamped: its serdes'
+    ``deserialize``, its timestamp extractor (None: the record's own timestamp), the
+    serdes' one-argument equivalents (None unless both have one) and its queue's
+    ``append`` (None until a record of it is queued)."""
 
-    __slots__ = (
-        "headers",
-        "key",
-        "offset",
-        "partition",
-        "raw_key",
-        "raw_value",
-        "timestamp",
-        "topic",
-        "value",
-    )
+    __slots__ = ("append", "extractor", "fast", "key_de", "tp", "value_de")
 
     def __init__(
         self,
-        topic: str,
-        partition: int,
-        offset: int,
-        timestamp: int,
-        key: Any,
-        value: Any,
-        headers: Headers,
-        raw_key: bytes | None = None,
-        raw_value: bytes | None = None,
+        tp: tuple[str, int],
+        key_de: Callable[[str, Any], Any],
+        value_de: Callable[[str, Any], Any],
+        extractor: Any,
+        fast: tuple[Callable[[Any], Any], Callable[[Any], Any]] | None,
     ) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        self.timestamp = timestamp
-        self.key = key
-        self.value = value
-        self.headers = headers
-        # the bytes as consumed: a processing error's dead letter carries them (KIP-1034)
-        self.raw_key = raw_key
-        self.raw_value = raw_value
+        self.tp = tp
+        self.key_de = key_de
+        self.value_de = value_de
+        self.extractor = extractor
+        self.fast = fast
+        self.append: Callable[[StampedRecord], None] | None = None
+
+
+class StampedRecord(NamedTuple):
+    """A deserialised record waiting in a queue, with its extracted timestamp.
+
+    A named tuple: the hot path builds one with ``tuple.__new__`` (no Python frame) and
+    reads its fields by unpacking."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: Any
+    value: Any
+    headers: Headers
+    #: the bytes as consumed: a processing error's dead letter carries them (KIP-1034)
+    raw_key: bytes | None = None
+    raw_value: bytes | None = None
+
+
+#: ``_new_stamped(StampedRecord, (topic, partition, offset, timestamp, key, value, headers,
+#: raw_key, raw_value))``: a record built without the generated ``__new__``'s frame
+_new_stamped: Any = tuple.__new__
 
 
 DeserializationHandler = Callable[[ConsumerRecord, Exception], str]
@@ -313,100 +323,158 @@ class StreamTask:
 
     # -- input ------------------------------------------------------------------------
 
+    def _input(self, tp: tuple[str, int]) -> _Input:
+        """How records of ``tp`` are decoded and stamped (looked up once per call)."""
+        source = self.source_for(tp[0])
+        if source is None:
+            raise StreamsException(f"task {self.id} does not consume topic {tp[0]}")
+        extractor = source.timestamp_extractor or self._default_extractor
+        if extractor.__class__ is RecordTimestampExtractor:
+            extractor = None
+        key_serde, value_serde = source.key_serde, source.value_serde
+        fast_key, fast_value = (
+            fast_serdes.deserializer(key_serde),
+            fast_serdes.deserializer(value_serde),
+        )
+        fast = None if fast_key is None or fast_value is None else (fast_key, fast_value)
+        found = _Input(tp, key_serde.deserialize, value_serde.deserialize, extractor, fast)
+        queue = self.partition_group.queues.get(tp)
+        if queue is not None:
+            found.append = queue.append
+        return found
+
     def add_records(self, records: Iterable[ConsumerRecord]) -> None:
         """Deserialise, time-stamp and queue consumed records (the source, its serdes and
-        extractor looked up once per partition and call)."""
-        group = self.partition_group
-        #: (topic, partition) -> (source, key deserializer, value deserializer, extractor
-        #: or None for the record's own timestamp)
-        resolved: dict[tuple[str, int], tuple[SourceNode, Any, Any, Any]] = {}
-        appends: dict[tuple[str, int], Callable[[StampedRecord], None]] = {}
+        extractor looked up once per partition and call).
+
+        A record of a built-in pure key and value serde and the record-time extractor
+        (the common case) is decoded by the serdes' one-argument equivalents
+        (``streaming.serdes.fast``) and queued at once; any other record, or one they
+        refuse, goes through ``_add_record``, the serdes, the extractor and the handlers."""
+        inputs: dict[tuple[str, int], _Input] = {}
+        topic: Any = None
+        partition = -1
+        found: Any = None
+        fast: Any = None
+        append: Any = None
         for raw in records:
-            tp = (raw.topic, raw.partition)
-            found = resolved.get(tp)
-            if found is None:
-                source = self.source_for(raw.topic)
-                if source is None:
-                    raise StreamsException(f"task {self.id} does not consume topic {raw.topic}")
-                extractor = source.timestamp_extractor or self._default_extractor
-                if extractor.__class__ is RecordTimestampExtractor:
-                    extractor = None
-                found = resolved[tp] = (
-                    source,
-                    source.key_serde.deserialize,
-                    source.value_serde.deserialize,
-                    extractor,
-                )
-            source, key_de, value_de, extractor = found
-            try:
-                key = key_de(raw.topic, raw.key)
-                value = value_de(raw.topic, raw.value)
-            except (SerializationError, ValueError, TypeError) as exc:
-                if self._deserialization_handler(raw, exc) == "continue":
-                    # the handler tells the user (log_and_continue: a WARNING per record)
-                    log.debug(
-                        "Skipping record %s-%s@%s: deserialization failed: %s",
-                        raw.topic,
-                        raw.partition,
-                        raw.offset,
-                        exc,
-                    )
-                    if self._on_skipped is not None:
-                        self._on_skipped("deserialization-error", raw)
-                    continue
-                raise StreamsException(
-                    f"Deserialization exception handler is set to fail upon a deserialization "
-                    f"error. A deserialization error occurred for {raw.topic}-{raw.partition} at "
-                    f"offset {raw.offset}: {exc}"
-                ) from exc
-            if extractor is None:
+            if raw.topic is not topic or raw.partition != partition:
+                topic, partition = raw.topic, raw.partition
+                tp = (topic, partition)
+                found = inputs.get(tp)
+                if found is None:
+                    found = inputs[tp] = self._input(tp)
+                fast = found.fast if found.extractor is None else None
+                append = found.append
+            if fast is not None and append is not None:
                 timestamp = raw.timestamp
-            else:
-                partition_time = group.partition_time(tp)
-                timestamp = extractor.extract(_Consumed(raw, key, value), partition_time)
-            stamped = StampedRecord(
+                if timestamp >= 0:
+                    raw_key = raw.key
+                    raw_value = raw.value
+                    try:
+                        key = fast[0](raw_key)
+                        value = fast[1](raw_value)
+                    except fast_serdes.FALLBACK_ERRORS:
+                        pass
+                    else:
+                        append(
+                            _new_stamped(
+                                StampedRecord,
+                                (
+                                    topic,
+                                    partition,
+                                    raw.offset,
+                                    timestamp,
+                                    key,
+                                    value,
+                                    raw.headers,
+                                    raw_key,
+                                    raw_value,
+                                ),
+                            )
+                        )
+                        continue
+            self._add_record(raw, found)
+            append = found.append
+
+    def _add_record(self, raw: ConsumerRecord, found: _Input) -> None:
+        """Deserialise, time-stamp and queue one record through its serdes, extractor and
+        the handlers (a failure's handler may skip it)."""
+        try:
+            key = found.key_de(raw.topic, raw.key)
+            value = found.value_de(raw.topic, raw.value)
+        except (SerializationError, ValueError, TypeError) as exc:
+            if self._deserialization_handler(raw, exc) == "continue":
+                # the handler tells the user (log_and_continue: a WARNING per record)
+                log.debug(
+                    "Skipping record %s-%s@%s: deserialization failed: %s",
+                    raw.topic,
+                    raw.partition,
+                    raw.offset,
+                    exc,
+                )
+                if self._on_skipped is not None:
+                    self._on_skipped("deserialization-error", raw)
+                return
+            raise StreamsException(
+                f"Deserialization exception handler is set to fail upon a deserialization "
+                f"error. A deserialization error occurred for {raw.topic}-{raw.partition} at "
+                f"offset {raw.offset}: {exc}"
+            ) from exc
+        extractor = found.extractor
+        if extractor is None:
+            timestamp = raw.timestamp
+        else:
+            partition_time = self.partition_group.partition_time(found.tp)
+            timestamp = extractor.extract(_Consumed(raw, key, value), partition_time)
+        stamped = StampedRecord(
+            raw.topic,
+            raw.partition,
+            raw.offset,
+            timestamp,
+            key,
+            value,
+            raw.headers,
+            raw.key,
+            raw.value,
+        )
+        if timestamp < 0:
+            log.warning(
+                "Skipping record %s-%s@%s due to invalid (negative) timestamp %s",
                 raw.topic,
                 raw.partition,
                 raw.offset,
                 timestamp,
-                key,
-                value,
-                raw.headers,
-                raw.key,
-                raw.value,
             )
-            if timestamp < 0:
-                log.warning(
-                    "Skipping record %s-%s@%s due to invalid (negative) timestamp %s",
-                    raw.topic,
-                    raw.partition,
-                    raw.offset,
-                    timestamp,
-                )
-                if self._on_skipped is not None:
-                    self._on_skipped("negative-timestamp", stamped)
-                continue
-            append = appends.get(tp)
-            if append is None:
-                # the queue exists once a record of its partition is queued
-                append = appends[tp] = group.queue(tp).append
-            append(stamped)
+            if self._on_skipped is not None:
+                self._on_skipped("negative-timestamp", stamped)
+            return
+        if found.append is None:
+            # the queue exists once a record of its partition is queued
+            found.append = self.partition_group.queue(found.tp).append
+        found.append(stamped)
 
     def add_messages(self, topic: str, partition: int, msgs: Iterable[Any]) -> None:
         """``add_records`` straight from confluent-kafka ``Message`` objects of one input
         partition (the hot path).
 
         The common case (record-time extractor, key and value deserialise, timestamp >= 0)
-        queues the stamped record directly; anything else goes through ``add_records``.
-        """
+        queues the stamped record directly, decoded by the serdes' one-argument equivalents
+        where they have them (``streaming.serdes.fast``); anything else goes through
+        ``add_records``."""
         source = self.source_for(topic)
         if source is None:
             raise StreamsException(f"task {self.id} does not consume topic {topic}")
-        key_de = source.key_serde.deserialize
-        value_de = source.value_serde.deserialize
+        key_de = fast_serdes.deserializer(source.key_serde)
+        if key_de is None:
+            key_de = partial(source.key_serde.deserialize, topic)
+        value_de = fast_serdes.deserializer(source.value_serde)
+        if value_de is None:
+            value_de = partial(source.value_serde.deserialize, topic)
         extractor = source.timestamp_extractor or self._default_extractor
         plain = extractor.__class__ is RecordTimestampExtractor
         append = self.partition_group.queue((topic, partition)).append
+        new = _new_stamped
         for msg in msgs:
             headers = msg.headers()
             headers = tuple(headers) if headers else NO_HEADERS
@@ -415,22 +483,25 @@ class StreamTask:
             raw_value = msg.value()
             if plain and timestamp >= 0:
                 try:
-                    key = key_de(topic, raw_key)
-                    value = value_de(topic, raw_value)
+                    key = key_de(raw_key)
+                    value = value_de(raw_value)
                 except (SerializationError, ValueError, TypeError):
                     pass  # the handlers run in add_records
                 else:
                     append(
-                        StampedRecord(
-                            topic,
-                            partition,
-                            msg.offset(),
-                            timestamp,
-                            key,
-                            value,
-                            headers,
-                            raw_key,
-                            raw_value,
+                        new(
+                            StampedRecord,
+                            (
+                                topic,
+                                partition,
+                                msg.offset(),
+                                timestamp,
+                                key,
+                                value,
+                                headers,
+                                raw_key,
+                                raw_value,
+                            ),
                         )
                     )
                     continue

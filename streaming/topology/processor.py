@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 Headers = tuple[tuple[str, bytes | None], ...]
 NO_HEADERS: Headers = ()
@@ -51,24 +51,17 @@ class Record:
         return f"Record(key={self.key!r}, value={self.value!r}, timestamp={self.timestamp})"
 
 
-class RecordContext:
-    """Where the record being processed came from (Kafka's ``ProcessorRecordContext``)."""
+class RecordContext(NamedTuple):
+    """Where the record being processed came from (Kafka's ``ProcessorRecordContext``).
 
-    __slots__ = ("headers", "offset", "partition", "timestamp", "topic")
+    Immutable, a named tuple: the runtime builds one per record with ``tuple.__new__``,
+    without a Python frame (``new_record_context``)."""
 
-    def __init__(
-        self,
-        timestamp: int,
-        offset: int = -1,
-        partition: int = -1,
-        topic: str | None = None,
-        headers: Headers = NO_HEADERS,
-    ) -> None:
-        self.timestamp = timestamp
-        self.offset = offset
-        self.partition = partition
-        self.topic = topic
-        self.headers = headers
+    timestamp: int
+    offset: int = -1
+    partition: int = -1
+    topic: str | None = None
+    headers: Headers = NO_HEADERS
 
     def __repr__(self) -> str:
         return (
@@ -77,10 +70,21 @@ class RecordContext:
         )
 
 
+#: ``new_record_context(RecordContext, (timestamp, offset, partition, topic, headers))``
+new_record_context: Any = tuple.__new__
+
+
 class RecordMetadata(Protocol):
-    topic: str | None
-    partition: int
-    offset: int
+    """Where the current record came from (read-only)."""
+
+    @property
+    def topic(self) -> str | None: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def offset(self) -> int: ...
 
 
 class PunctuationType(enum.Enum):

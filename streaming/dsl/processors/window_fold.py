@@ -20,6 +20,7 @@ from streaming.state.cache import ThreadCache, context_size
 from streaming.state.caching import CachingWindowStore
 from streaming.state.value_and_timestamp import ValueAndTimestampSerde
 from streaming.state.window_store import TimestampedWindowStore, WindowStore
+from streaming.topology.processor import Record
 
 if TYPE_CHECKING:
     from streaming.dsl.processors.window_aggregate import KStreamWindowAggregateProcessor
@@ -78,6 +79,14 @@ _SCALARS: dict[type, Callable[[Any], int]] = {
 }
 
 
+_UNSET = object()
+
+
+def _last_update(item: tuple[Any, list[Any]]) -> int:
+    seq: int = item[1][4]
+    return seq
+
+
 def _no_scalar(v: Any) -> int:
     return -1
 
@@ -134,8 +143,8 @@ class BatchFolds:
 
 class WindowFold:
     """One processor's pending windows: (key bytes, window start) -> [aggregate, timestamp,
-    record context of the last record folded in, its bytes if already serialized], in the
-    order of their last update."""
+    record context of the last record folded in, its bytes if already serialized, the
+    number of its last update]."""
 
     def __init__(
         self,
@@ -157,13 +166,58 @@ class WindowFold:
         self.value_from = store.value_from
         self.initializer = processor.s.initializer
         self.aggregator = processor.s.aggregator
+        self.size_ms: int = processor.size_ms
+        self.advance_ms: int = processor.advance_ms
         self.scalar = _SCALARS.get(type(store.resolved_value_serde.inner), _no_scalar)
         # cache key: 8-byte segment prefix + the schema key around the key bytes
         self.key_overhead = 8 + len(caching.key_schema.store_key(b"", 0, 0)) + _PUT_OVERHEAD
         self.pending: dict[tuple[bytes, int], list[Any]] = {}
         self._key_bytes: dict[str, bytes] = {}
-        self._context_size = (None, 0)
+        #: (topic, headers, size) of the last record context measured
+        self._context_size: tuple[Any, Any, int] = (_UNSET, _UNSET, 0)
+        #: update counter: a pending window's last update, the order they are written in
+        self._seq = 0
         batch.folds.append(self)
+
+    def process(self, key: Any, value: Any, timestamp: int, headers: Any) -> None:
+        """The processor's ``process`` of the record ``(key, value, timestamp, headers)``
+        without building a ``Record``, where the record takes the plain path: folding on,
+        a key, no emit before expiry, every window of the record open and not emitted
+        before a restart. Any other record goes to ``process`` itself, which decides the
+        same way from the same state (only the stream time may be advanced already, as
+        ``process`` advances it first)."""
+        proc = self.processor
+        if proc.folding is None or key is None:
+            proc.process(Record(key, value, timestamp, headers))
+            return
+        if timestamp > proc.observed_stream_time:
+            if timestamp > proc.emit_before_puts_after:
+                proc.process(Record(key, value, timestamp, headers))
+                return
+            proc.observed_stream_time = timestamp
+        window_close_time = proc.observed_stream_time - proc.grace_ms
+        size = self.size_ms
+        advance = self.advance_ms
+        window_start = max(0, timestamp - size + advance) // advance * advance
+        first_end = window_start + size
+        emit_final = proc.emit_final
+        if first_end <= window_close_time or (
+            emit_final and first_end <= proc.last_emit_window_close_time
+        ):
+            # a window closed, or emitted before a restart: the late-record paths
+            proc.process(Record(key, value, timestamp, headers))
+            return
+        # window ends grow with their starts: every later window is open too
+        update = self.update
+        if advance == size and window_start <= timestamp:
+            update(key, window_start, timestamp, value)
+        else:
+            for start in range(window_start, timestamp + 1, advance):
+                update(key, start, timestamp, value)
+        if emit_final:
+            proc.maybe_forward_final_result(
+                Record(key, value, timestamp, headers), window_close_time
+            )
 
     def update(self, key: Any, window_start: int, timestamp: int, value: Any) -> None:
         """The per-record path's fetch, aggregate and put of one window, the put deferred
@@ -204,12 +258,14 @@ class WindowFold:
                     agg = None if vat is None else vat.value
             else:
                 agg = new_agg
-            context = self.context
-            rc = context._record_context
-            last_rc, rc_size = self._context_size
-            if rc is not last_rc:
+            rc = self.context._record_context
+            # a context's size depends on its topic and headers only: records of one
+            # partition without new headers share it
+            topic, headers, rc_size = self._context_size
+            if rc is None or rc.topic is not topic or rc.headers is not headers:
                 rc_size = context_size(rc)
-                self._context_size = (rc, rc_size)
+                if rc is not None and type(rc.headers) is tuple:
+                    self._context_size = (rc.topic, rc.headers, rc_size)
             bound = self.key_overhead + len(kb) + size + rc_size
             batch = self.batch
             cache = batch.cache
@@ -220,9 +276,11 @@ class WindowFold:
                 self.store.put(key, ValueAndTimestamp.make(new_agg, new_ts), window_start)
                 return
             batch.reserved += bound
-            if entry is not None:
-                del pending[pk]
-            pending[pk] = [agg, new_ts, rc, raw]
+            self._seq = seq = self._seq + 1
+            if entry is None:
+                pending[pk] = [agg, new_ts, rc, raw, seq]
+            else:
+                entry[0], entry[1], entry[2], entry[3], entry[4] = agg, new_ts, rc, raw, seq
         except BaseException:
             # the per-record path failed at this window, its puts so far made and this
             # window read (which refreshes its place in the cache's LRU order)
@@ -241,7 +299,10 @@ class WindowFold:
         make = ValueAndTimestamp.make
         pending = self.pending
         try:
-            for (kb, window_start), (agg, ts, rc, raw) in pending.items():
+            # in the order of their last update
+            for (kb, window_start), (agg, ts, rc, raw, _) in sorted(
+                pending.items(), key=_last_update
+            ):
                 context._record_context = rc
                 put(kb, raw if raw is not None else raw_value(make(agg, ts)), window_start)
         finally:

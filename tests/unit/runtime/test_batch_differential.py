@@ -89,12 +89,14 @@ def run_task(
     cache_bytes: int = families.CACHE_BYTES,
     extra_config: dict[str, Any] | None = None,
     skip_failures: bool = False,
+    encode: Any = None,
 ) -> dict[str, Any]:
     """The trace through one ``StreamTask`` of the whole topology (a family's, or the given
     topology), in random batches with random commits (``cuts`` decides them, the same way
     for both paths): every record sent and every changelog write, in order, plus the error
     that stopped the run, if any (``skip_failures``: a failing record is noted, as the
-    exception handlers of a running application do, and the run goes on)."""
+    exception handlers of a running application do, and the run goes on). ``encode`` gives
+    the bytes of a trace record's key and value (default: UTF-8 and a Long)."""
     if isinstance(family, str):
         topology, _ = families.build(family, params, optimize)
     else:
@@ -114,8 +116,18 @@ def run_task(
         offsets[topic] = offset + 1
         return ConsumerRecord(topic, 0, offset, ts, key, value, tuple(headers))
 
-    def send(topic: str, key: Any, value: Any, ts: int, headers: Any, *rest: Any) -> None:
-        sent.append((topic, key, value, ts, tuple(headers)))
+    def send(
+        topic: str,
+        key: Any,
+        value: Any,
+        ts: int,
+        headers: Any,
+        record: Any = None,
+        partitioner: Any = None,
+    ) -> None:
+        # a sink's partitioner sees the record's key and value (the collector's call)
+        chosen = None if partitioner is None else partitioner(topic, record.key, record.value, 4)
+        sent.append((topic, key, value, ts, tuple(headers), chosen))
         if task.source_for(topic) is not None:
             pending.append(consumed(topic, key, value, ts, headers))
 
@@ -188,8 +200,11 @@ def run_task(
                 i += len(batch)
                 records = []
                 for r in batch:
-                    key = None if r["key"] is None else r["key"].encode()
-                    value = None if r["value"] is None else _LONG.pack(r["value"])
+                    if encode is not None:
+                        key, value = encode(r)
+                    else:
+                        key = None if r["key"] is None else r["key"].encode()
+                        value = None if r["value"] is None else _LONG.pack(r["value"])
                     if global_task is not None and r["topic"] in global_task.topics:
                         global_task.update(r["topic"], key, value, r["ts"], ())
                         continue
@@ -261,6 +276,13 @@ def test_batch_path_writes_what_the_per_record_path_writes(family: str) -> None:
                 optimize=optimize,
                 batched=batched,
                 cuts=random.Random(cut_seed),
+                extra_config=dict(
+                    zip(
+                        ("default.key.serde", "default.value.serde"),
+                        families.DEFAULT_SERDES[defaults],
+                        strict=True,
+                    )
+                ),
             )
             for batched in (True, False)
         ]
@@ -625,3 +647,206 @@ def test_a_failing_record_leaves_its_window_where_the_per_record_path_left_it() 
     out = [(key[:1], value) for topic, key, value, *_ in runs[1]["sent"] if topic == "out"]
     assert out[:2] == [(b"b", b"\x00" * 7 + b"\x64"), (b"a", b"\x00" * 7 + b"\x64")]
     assert len(runs[1]["skipped"]) == 1
+
+
+# -- JSON serdes: sinks and window folds the fused chain calls without a Record ------------
+
+
+def json_topology(p: dict[str, Any]) -> Any:
+    """JSON in -> filter -> map_values (a set now and then, which JSON cannot write) ->
+    a sink (with a partitioner, as drawn) and, rekeyed, a cached 5-wide window
+    aggregation (tumbling or hopping) -> out."""
+    from streaming import Materialized, StreamsBuilder, TimeWindows
+
+    b = StreamsBuilder()
+    json = serdes.Json()
+    stream = (
+        b.stream("input", key_serde=json, value_serde=json)
+        .filter(lambda k, v: v is None or v.get("n") != 2)
+        .map_values(lambda v: v if v is None or v["n"] != p["unwritable"] else {1, 2})
+    )
+    partitioner = (lambda topic, k, v, n: len(str(k)) % n) if p["partitioner"] else None
+    stream.to("out", key_serde=json, value_serde=json, partitioner=partitioner)
+    windows = TimeWindows.of_size_and_grace(5, p["grace"])
+    if p["advance"] is not None:
+        windows = windows.advance_by(p["advance"])
+    (
+        stream.select_key(lambda k, v: None if v is None else v["region"])
+        .group_by_key()
+        .windowed_by(windows)
+        .aggregate(
+            lambda: 0,
+            lambda k, v, agg: agg + (0 if v is None or isinstance(v, set) else v["n"]),
+            materialized=Materialized.as_("json-store").with_value_serde(json),
+        )
+        .to_stream()
+        .to("windows", key_serde=serdes.TimeWindowedSerde(json, 5), value_serde=json)
+    )
+    return b.build()
+
+
+def _json_bytes(r: dict[str, Any], bad: int | None) -> tuple[bytes | None, bytes | None]:
+    """A trace record as JSON: its key, and its value as an object with a region (None
+    stays a tombstone; the value ``bad`` is written as bytes that are not JSON)."""
+    import orjson
+
+    key = None if r["key"] is None else orjson.dumps(r["key"])
+    n = r["value"]
+    if n is None:
+        return key, None
+    if n == bad:
+        return key, b'{"n": '
+    return key, orjson.dumps({"n": n, "region": "r" + str(n % 3)})
+
+
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(
+    params=st.fixed_dictionaries(
+        {
+            "unwritable": st.sampled_from((None, 3, 4)),
+            "partitioner": st.booleans(),
+            "grace": st.integers(0, 10),
+            "advance": st.sampled_from((None, 1, 2, 5)),
+        }
+    ),
+    bad=st.sampled_from((None, None, 5)),
+    trace=traces.traces(("input",), max_records=60),
+    skip_failures=st.booleans(),
+    cut_seed=st.integers(0, 2**32 - 1),
+)
+def test_json_sinks_and_folds_write_what_the_per_record_path_writes(
+    params: dict[str, Any],
+    bad: int | None,
+    trace: list[dict[str, Any]],
+    skip_failures: bool,
+    cut_seed: int,
+) -> None:
+    runs = [
+        run_task(
+            json_topology(params),
+            params,
+            trace,
+            caching=True,
+            optimize=False,
+            batched=batched,
+            cuts=random.Random(cut_seed),
+            skip_failures=skip_failures,
+            encode=lambda r: _json_bytes(r, bad),
+        )
+        for batched in (True, False)
+    ]
+    assert runs[0] == runs[1]
+
+
+def test_json_sinks_and_folds_are_called_directly() -> None:
+    from streaming.runtime.nodes import SinkNode
+
+    params = {"unwritable": None, "partitioner": True, "grace": 0, "advance": None}
+    with TopologyTestDriver(json_topology(params)) as driver:
+        plan = driver._task.batch_plan
+        assert plan is not None and plan.folds is not None
+        # each sink and the aggregation get (key, value, timestamp, headers), no Record
+        # the sinks of JSON keys and values ("out" and the repartition topic's), not the
+        # windowed one (its key serde has no one-argument equivalent)
+        sinks = [
+            name
+            for name, node in driver._task.nodes.items()
+            if type(node) is SinkNode and type(node.key_serde) is serdes.Json
+        ]
+        assert len(sinks) == 2
+        assert sorted(plan.direct) == sorted([*sinks, plan.folds.folds[0].node.name])
+
+
+# -- input: the serdes' one-argument equivalents queue what the serdes would ---------------
+
+
+class _Message:
+    """What ``add_messages`` reads of a confluent-kafka ``Message``."""
+
+    def __init__(self, raw: ConsumerRecord) -> None:
+        self._raw = raw
+
+    def headers(self) -> Any:
+        return list(self._raw.headers) or None
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, self._raw.timestamp)
+
+    def key(self) -> bytes | None:
+        return self._raw.key
+
+    def value(self) -> bytes | None:
+        return self._raw.value
+
+    def offset(self) -> int:
+        return self._raw.offset
+
+
+_RAW = st.one_of(
+    st.none(),
+    st.binary(max_size=6),
+    st.sampled_from((b"1", b'"a"', b"[1,2]", b'{"n":1}', b"\xff\xfe", b"{", b"null", b"")),
+)
+_SERDES = {"json": serdes.Json, "string": serdes.String, "bytes": serdes.Bytes, "long": serdes.Long}
+
+
+@settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(
+    key_serde=st.sampled_from(sorted(_SERDES)),
+    value_serde=st.sampled_from(sorted(_SERDES)),
+    raws=st.lists(st.tuples(_RAW, _RAW, st.integers(-2, 50)), max_size=20),
+    messages=st.booleans(),
+)
+def test_input_is_queued_as_the_serdes_decode_it(
+    key_serde: str, value_serde: str, raws: list[Any], messages: bool
+) -> None:
+    from streaming import StreamsBuilder
+    from streaming.runtime.task import StampedRecord
+
+    key_de, value_de = _SERDES[key_serde](), _SERDES[value_serde]()
+    b = StreamsBuilder()
+    b.stream("in", key_serde=key_de, value_serde=value_de).to("out")
+    handled: list[tuple[int, str]] = []
+
+    def handler(raw: ConsumerRecord, exc: Exception) -> str:
+        handled.append((raw.offset, _describe(exc)))
+        return "continue"
+
+    records = [
+        ConsumerRecord("in", 0, offset, ts, key, value, (("h", b"1"),) if offset % 2 else ())
+        for offset, (key, value, ts) in enumerate(raws)
+    ]
+    task = StreamTask(
+        "0_0",
+        b.build(),
+        ["KSTREAM-SOURCE-0000000000"],
+        application_id="input",
+        config={},
+        send=lambda *a: None,
+        clock=lambda: 0,
+        deserialization_handler=handler,
+    )
+    task.initialize_stores()
+    if messages:
+        task.add_messages("in", 0, [_Message(r) for r in records])
+    else:
+        task.add_records(records)
+    expected: list[Any] = []
+    expected_handled: list[tuple[int, str]] = []
+    for r in records:
+        try:
+            key = key_de.deserialize("in", r.key)
+            value = value_de.deserialize("in", r.value)
+        except Exception as exc:
+            expected_handled.append((r.offset, _describe(exc)))
+            continue
+        if r.timestamp >= 0:
+            expected.append(
+                StampedRecord("in", 0, r.offset, r.timestamp, key, value, r.headers, r.key, r.value)
+            )
+    queued = list(task.partition_group.queues.get(("in", 0), ()))
+    assert [tuple(rec) for rec in queued] == [tuple(rec) for rec in expected]
+    assert [type(rec.key) for rec in queued] == [type(rec.key) for rec in expected]
+    assert [type(rec.value) for rec in queued] == [type(rec.value) for rec in expected]
+    assert handled == expected_handled
+    task.close()
