@@ -304,33 +304,39 @@ CHILD = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("ending", ["atexit", "sigkill"])
-def test_a_dying_owner_leaves_no_broker_behind(ending):
-    """Leaving without stop(): atexit stops the broker; SIGKILL of the owner kills it too."""
+def start_child(ending: str, procs: list) -> tuple[subprocess.Popen, Path, list[int]]:
+    """A Python process owning a cluster (added to ``procs``), its directory and broker
+    pids, once its cluster started; ``ending`` "hang" keeps it running, "exit" ends it."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, "exit" if ending == "atexit" else "hang"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        text=True,
+        [sys.executable, "-c", CHILD, ending], cwd=REPO, stdout=subprocess.PIPE, text=True
     )
+    procs.append(proc)
+    line = proc.stdout.readline().split()
+    assert line, "the child did not start a cluster"
+    return proc, Path(line[0]), [int(p) for p in line[1:]]
+
+
+def test_a_dying_owner_leaves_no_broker_behind():
+    """Leaving without stop(): SIGKILL of the owner kills its broker, and the next cluster
+    started sweeps the directory it could not clean up; atexit stops the broker and removes
+    the directory. The second owner's cluster is the next one started after the first."""
+    procs: list[subprocess.Popen] = []
     try:
-        line = proc.stdout.readline().split()
-        assert line, "the child did not start a cluster"
-        directory, pids = Path(line[0]), [int(p) for p in line[1:]]
-        if ending == "sigkill":
-            proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
+        killed, killed_dir, killed_pids = start_child("hang", procs)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=60)
+        assert wait_dead(killed_pids) == []
+
+        exiting, directory, pids = start_child("exit", procs)
+        assert not killed_dir.exists()  # swept by the start of the second owner's cluster
+        exiting.wait(timeout=60)
         assert wait_dead(pids) == []
-        if ending == "atexit":
-            assert not directory.exists()
-        else:
-            # The owner could not clean up; the next cluster started sweeps its directory.
-            with LocalKafkaCluster():
-                assert not directory.exists()
+        assert not directory.exists()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def test_kept_data_dir_survives_a_restart(tmp_path):
