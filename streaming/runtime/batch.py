@@ -282,27 +282,39 @@ def _queue_entry(
         # run_one inlined: one call less per record. Between two records nothing reads the
         # current node or record context (a punctuation sets its own), so they are cleared
         # once, when the run ends or a record fails; the processed count and commit flag
-        # too, once, for the records that went through
-        n = 0
-        ok = 0
+        # too, once, for the records that went through. Nothing adds to or takes from the
+        # queue while the entry runs, so the records it takes are counted before it starts
+        # (at most ``limit``, and with ``until`` those before the first later one), and
+        # the stream time is kept in a local between records and written as it moves
+        queued = len(queue)
+        count = limit if limit < queued else queued
+        if until is not None:
+            taken = 0
+            for head in queue:
+                if taken == count or head[3] > until:
+                    break
+                taken += 1
+            count = taken
+        failed = 0
         rec = None
         popleft = queue.popleft
         punctuations = punctuation_queue.heap
         new_rc = new_record_context
+        rc_type = RecordContext
+        stream_time = group.stream_time
         if folds is not None:
             folds.begin()
         try:
-            while n < limit and queue:
-                if until is not None and queue[0][3] > until:
-                    break
+            for _ in range(count):
                 rec = popleft()
                 topic, partition, offset, ts, key, value, h, _, _ = rec
-                if ts > group.stream_time:
-                    group.stream_time = ts
-                context._record_context = new_rc(RecordContext, (ts, offset, partition, topic, h))
+                if ts > stream_time:
+                    stream_time = group.stream_time = ts
+                context._record_context = new_rc(rc_type, (ts, offset, partition, topic, h))
                 try:
                     fused(key, value, ts, h)
                 except Exception as exc:
+                    failed += 1
                     context.current_node = None
                     context._record_context = None
                     if folds is not None:
@@ -318,16 +330,14 @@ def _queue_entry(
                             raise failure(rec, exc) from exc
                         except StreamsException as wrapped:
                             on_error(rec, wrapped)
-                else:
-                    ok += 1
                 if punctuations:
                     punctuate()
-                n += 1
         finally:
             context.current_node = None
             context._record_context = None
-            if ok:
-                task.processed += ok
+            n = queued - len(queue)
+            if n > failed:
+                task.processed += n - failed
                 task.commit_needed = True
             if rec is not None:
                 group.processed_offsets[tp] = rec[2]
