@@ -10,9 +10,9 @@ import time
 
 from tests.process_cpu import tree_cpu_seconds
 
-#: burns half a CPU second, then waits for its stdin to close
+#: burns a CPU second, then waits for its stdin to close
 BURN = (
-    "import sys, time\nend = time.process_time() + 0.5\n"
+    "import sys, time\nend = time.process_time() + 1.0\n"
     "while time.process_time() < end: pass\nsys.stdin.read()\n"
 )
 IDLE = "import sys\nsys.stdin.read()\n"
@@ -24,7 +24,7 @@ def _start(code: str) -> subprocess.Popen[bytes]:
 
 def _until_burnt(child: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 60
-    while tree_cpu_seconds(root=child.pid) < 0.45:
+    while tree_cpu_seconds(root=child.pid) < 0.95:
         assert child.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
 
@@ -41,15 +41,16 @@ def test_a_child_counts_while_alive_and_once_reaped() -> None:
     alive = tree_cpu_seconds() - before - (_own_seconds() - own_before)
     child.communicate(b"")
     reaped = tree_cpu_seconds() - before - (_own_seconds() - own_before)
-    assert alive >= 0.45
-    assert reaped >= 0.45
+    # (clock ticks of 10 ms, and this process's own time read apart from the tree's: a margin)
+    assert alive >= 0.8
+    assert reaped >= 0.8
 
 
 def test_a_process_outside_the_tree_is_not_counted() -> None:
     busy, idle = _start(BURN), _start(IDLE)
     try:
         _until_burnt(busy)
-        assert tree_cpu_seconds(root=idle.pid) < 0.3  # the busy sibling is not below it
+        assert tree_cpu_seconds(root=idle.pid) < 0.5  # the busy sibling is not below it
     finally:
         busy.communicate(b"")
         idle.communicate(b"")
