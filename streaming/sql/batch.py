@@ -98,6 +98,7 @@ from streaming.sql import (
     batch_builtins,
     batch_files,
     batch_rank,
+    batch_sessions,
     batch_window_join,
     builtins,
     window_join,
@@ -127,6 +128,8 @@ _BOUND_FUNCTIONS = {
     "TUMBLE_END": GROUP_WINDOW_END,
     "HOP_START": GROUP_WINDOW_START,
     "HOP_END": GROUP_WINDOW_END,
+    "SESSION_START": GROUP_WINDOW_START,
+    "SESSION_END": GROUP_WINDOW_END,
 }
 _INTEGER_TYPES = {"BIGINT", "INT", "SMALLINT", "TINYINT"}
 _TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%g"
@@ -409,12 +412,13 @@ class _Translation:
             self.scope[node.alias_or_name] = self._source_table(node)
         self._no_processing_time(select)
         window = self._group_window(select)
-        if tvf is not None and tvf.kind == "SESSION":
-            raise self.error(tvf.offset, "SESSION windows are not translated to batch SQL")
         bounds = ("window_start", "window_end") if tvf is not None else None
         if window is not None:
             bounds = (GROUP_WINDOW_START, GROUP_WINDOW_END)
         spec = (tvf.kind, tvf.size_ms, tvf.slide_ms) if tvf is not None else window
+        if spec is not None and bounds is not None and spec[0] == "SESSION":
+            sql = batch_sessions.translate(self, select, from_, spec[1], bounds, EVENT_MS)
+            return BatchQuery(sql, (self.tables[read[0].name],), self.sink)
         from_.set("this", self._relation(from_.this, spec, bounds))
         for join in joins:
             self._join(join, from_.this.alias_or_name)
@@ -561,7 +565,7 @@ class _Translation:
     # -- windows -------------------------------------------------------------------------
 
     def _group_window(self, select: exp.Select) -> tuple[str, int, int] | None:
-        """A TUMBLE/HOP group-window function in GROUP BY, replaced by the internal window
+        """A TUMBLE/HOP/SESSION group-window function in GROUP BY, replaced by the internal window
         bound columns: ``(kind, size_ms, slide_ms)``, or None."""
         group = select.args.get("group")
         if group is None:
@@ -571,12 +575,10 @@ class _Translation:
             if not isinstance(item, exp.Anonymous):
                 continue
             name = item.name.upper()
-            if name == SESSION_ALIAS:
-                raise self.error(item, "SESSION windows are not translated to batch SQL")
-            if name not in ("TUMBLE", "HOP"):
+            if name not in ("TUMBLE", "HOP", SESSION_ALIAS):
                 continue
             intervals = [interval_ms(a, self.source) for a in item.expressions[1:]]
-            found = (name, intervals[-1], intervals[0])
+            found = ("SESSION" if name == SESSION_ALIAS else name, intervals[-1], intervals[0])
             item.replace(exp.column(GROUP_WINDOW_START))
             group.append("expressions", exp.column(GROUP_WINDOW_END))
         return found

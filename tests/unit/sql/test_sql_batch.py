@@ -306,19 +306,6 @@ def test_as_of_join_agrees_with_duckdb_asof_join() -> None:
     assert {"unknown", "gold"} <= tiers
 
 
-def test_session_windows_are_not_translated() -> None:
-    sql = (
-        ORDERS
-        + """
-CREATE TABLE s (region STRING, n BIGINT) WITH ('connector' = 'kafka', 'topic' = 's');
-INSERT INTO s SELECT region, COUNT(*) FROM orders
-GROUP BY SESSION(ts, INTERVAL '5' MINUTE), region EMIT FINAL;
-"""
-    )
-    with pytest.raises(SqlError, match="SESSION windows are not translated"):
-        to_duckdb(sql)
-
-
 def test_the_statements_are_compiled_first_and_relations_are_required() -> None:
     with pytest.raises(SqlError, match="unknown table"):
         to_duckdb(
