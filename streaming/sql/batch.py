@@ -97,6 +97,7 @@ from sqlglot import exp
 from streaming.sql import (
     batch_builtins,
     batch_files,
+    batch_order,
     batch_rank,
     batch_sessions,
     batch_window_join,
@@ -159,6 +160,8 @@ class BatchQuery:
     sink: TableDef
     #: the Python scalar functions it calls, registered on the connection while it runs
     functions: tuple[BatchFunction, ...] = ()
+    #: the tables read with their input order (``batch_order``: a ranking's ties)
+    input_order: tuple[str, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -178,7 +181,7 @@ class BatchQuery:
         if missing:
             raise ValueError(f"no relation for table(s) {missing}")
         for table in self.tables:
-            con.register(table.name, given[table.name])
+            batch_order.register(con, table.name, given[table.name], table.name in self.input_order)
         for function in self.functions:
             # NULLs reach the function, as in the stream
             con.create_function(
@@ -197,7 +200,7 @@ class BatchQuery:
             ]
         finally:
             for table in self.tables:
-                con.unregister(table.name)
+                batch_order.unregister(con, table.name, table.name in self.input_order)
             for function in self.functions:
                 con.remove_function(function.name)
 
@@ -251,7 +254,9 @@ def to_duckdb(
     _refuse_builtins(text, statement.start, insert, tree, compiler.functions)
     calls = list(tree.find_all(exp.Anonymous))
     registered = _batch_functions(text, statement.start, insert, calls, compiler.functions)
-    return dataclasses.replace(translated, functions=registered)
+    ordered = batch_order.INPUT_ORDER in translated.sql
+    input_order = tuple(t.name for t in translated.tables) if ordered else ()
+    return dataclasses.replace(translated, functions=registered, input_order=input_order)
 
 
 def _refuse_builtins(

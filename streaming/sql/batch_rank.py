@@ -10,8 +10,16 @@ too), over the table's timed relation (with the window bounds of a window TVF, a
 ``batch`` builds it), the time attribute in ORDER BY read as epoch ms (an instant, as the
 stream orders it). Its result is what the stream's result ends with: each key's first or
 last row, each partition's top rows once its updates are applied (the last value per
-sink key), each window's. Rows that tie on the ORDER BY columns come in the stream in the
-order read, which a batch relation does not keep: DuckDB picks among them.
+sink key), each window's.
+
+``ROW_NUMBER()`` over the table (or its window TVF) breaks ties on its ORDER BY as the
+stream does, by the order it reads the rows (``batch_order.INPUT_ORDER``: the offset):
+a deduplication that keeps the last row (``ORDER BY`` the time attribute ``DESC``,
+filtered on 1) keeps the last row read among those of the latest time (Flink's rule, as
+``dedup`` and ``window_rank`` apply it); every other ranking puts a row after the rows it
+ties with (Top-N, window Top-N, keep-first deduplication: the first row read wins).
+``RANK()`` and ``DENSE_RANK()`` number ties alike, and a ranking of a GROUP BY's rows
+orders the aggregation's updates, which no relation records: DuckDB picks among ties.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from streaming.sql.batch_order import INPUT_ORDER
 from streaming.sql.catalog import TableDef
 
 #: the ranking functions of Top-N and deduplication
@@ -120,6 +129,8 @@ def translate(translation: Any, select: exp.Select, ranking: RankingSubquery, ev
             column = ordered.this
             if isinstance(column, exp.Column) and column.name == watermark:
                 ordered.set("this", exp.column(event_ms, table=column.table or None))
+    if ranking.aggregate is None:
+        _break_ties(select, ranking, event_ms)
     _expand_star(select, ranking, list(columns))
     translation._rewrite_expressions(ranking.inner)
     translation._rewrite_expressions(select)
@@ -143,3 +154,43 @@ def _expand_star(select: exp.Select, ranking: RankingSubquery, columns: list[str
         else:
             items.append(item)
     select.set("expressions", items)
+
+
+def _break_ties(select: exp.Select, ranking: RankingSubquery, event_ms: str) -> None:
+    """``ROW_NUMBER()``'s ORDER BY followed by the input order: descending for a
+    deduplication that keeps the last row (the last read of the latest time), else
+    ascending (ties in the order read)."""
+    for window in ranking.inner.find_all(exp.Window):
+        if not isinstance(window.this, exp.RowNumber):
+            continue
+        order = window.args.get("order")
+        if order is None:
+            order = exp.Order(expressions=[])
+            window.set("order", order)
+        ordered = order.expressions
+        keeps_last = (
+            len(ordered) == 1
+            and isinstance(ordered[0].this, exp.Column)
+            and ordered[0].this.name == event_ms
+            and bool(ordered[0].args.get("desc"))
+            and _first_row_only(select, ranking.rank_column)
+        )
+        order.append("expressions", exp.Ordered(this=exp.column(INPUT_ORDER), desc=keeps_last))
+
+
+def _first_row_only(select: exp.Select, rank_column: str) -> bool:
+    """Whether ``select``'s WHERE keeps row number 1 only (``rn = 1``, ``rn <= 1``,
+    ``rn < 2``), as a deduplication does."""
+    where = select.args.get("where")
+    terms = where.this.flatten() if where is not None and isinstance(where.this, exp.And) else []
+    if where is not None and not terms:
+        terms = [where.this]
+    for term in terms:
+        if not isinstance(term, exp.EQ | exp.LTE | exp.LT):
+            continue
+        column, bound = term.this, term.expression
+        if isinstance(column, exp.Column) and column.name == rank_column:
+            limit = "2" if isinstance(term, exp.LT) else "1"
+            if isinstance(bound, exp.Literal) and not bound.is_string and bound.this == limit:
+                return True
+    return False

@@ -1,8 +1,10 @@
 """streaming.sql.batch over Top-N and deduplication (``batch_rank``): the DuckDB result is
 what the streaming result ends with (its updates applied, the last row per sink key).
 
-The traces have no ties on the ORDER BY columns (the stream keeps tied rows in the order
-read, which a batch relation does not know) and no rows later than the WATERMARK delay.
+The traces have no rows later than the WATERMARK delay. ``trace`` has no ties on the
+ORDER BY columns; ``tied_trace`` has many, which the translation breaks as the stream does,
+by the order the rows are read: their position in the relation, or its ``_offset``
+column (``batch_order``).
 """
 
 from __future__ import annotations
@@ -254,6 +256,123 @@ SELECT window_start, window_end, customer, id, amount, ts FROM (
         stream = [r.value for r in driver.create_output_topic("out").read_records_to_list()]
     last = max(row["ts"] for row in rows)
     # the windows that closed: those that end a minute (the delay) before the last row
+    closed_until = format_timestamp(int(pd.Timestamp(last).value // 1_000_000) - 60_000 + 1)
+    expected = [r for r in batch(sql, rows) if r["window_end"] < closed_until]
+    assert ordered(stream) == ordered(expected)
+    assert len(expected) > 20
+
+
+def tied_trace(seed: int, n: int = 150) -> list[dict[str, Any]]:
+    """Orders whose times (some out of order within the delay) and amounts repeat: many
+    rows of a customer tie on each."""
+    rng = random.Random(seed)
+    rows, clock = [], T0
+    for i in range(n):
+        clock += rng.choice([0, 0, 10_000, 30_000])
+        rows.append(
+            {
+                "id": f"o{i}",
+                "customer": rng.choice(["ann", "bob", "cid"]),
+                "amount": float(rng.choice([1, 2, 3])),
+                "ts": format_timestamp(clock - rng.choice([0, 0, 10_000])),
+            }
+        )
+    return rows
+
+
+def ties(rows: list[dict[str, Any]], *columns: str) -> int:
+    """How many rows tie with an earlier row of their customer on ``columns``."""
+    keys = [tuple(r[c] for c in ("customer", *columns)) for r in rows]
+    return len(keys) - len(set(keys))
+
+
+def batch_with_offsets(sql: str, rows: list[dict[str, Any]]) -> list[dict]:
+    """The batch rows over ``rows`` with their ``_offset`` (their order), shuffled."""
+    frame = pd.DataFrame(rows).assign(_offset=range(len(rows))).sample(frac=1, random_state=1)
+    con = duckdb.connect()
+    try:
+        return to_duckdb(sql).run(con, {"orders": frame})
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("direction", ["ASC", "DESC"])
+def test_deduplication_breaks_ties_as_the_stream(seed: int, direction: str) -> None:
+    """Keep-last keeps the last row read among those of the latest time, keep-first the
+    first read of the earliest."""
+    sql = (
+        ORDERS
+        + DEDUP_SINK
+        + f"""
+INSERT INTO out
+SELECT customer, id, amount, ts FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY ts {direction}) AS rn
+  FROM orders
+) WHERE rn <= 1
+"""
+    )
+    rows = tied_trace(seed)
+    closing = {"id": "end", "customer": "zed", "amount": 0.0, "ts": format_timestamp(T0 + 10**8)}
+    stream = stream_final(sql, [*rows, closing])
+    expected = batch(sql, [*rows, closing])
+    if direction == "ASC":  # the closing row's own key waits for a later watermark
+        expected = [r for r in expected if r["customer"] != "zed"]
+    assert ties(rows, "ts") > 20
+    assert ordered(stream) == ordered(expected)
+    offsets = batch_with_offsets(sql, [*rows, closing])
+    assert ordered(offsets) == ordered(batch(sql, [*rows, closing]))
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_top_n_breaks_ties_as_the_stream(seed: int) -> None:
+    """Rows of one amount rank in the order read."""
+    sql = (
+        ORDERS
+        + TOP_SINK
+        + """
+INSERT INTO out
+SELECT * FROM (
+  SELECT customer, id, amount,
+    ROW_NUMBER() OVER (PARTITION BY customer ORDER BY amount DESC) AS rn
+  FROM orders
+) WHERE rn <= 3
+"""
+    )
+    rows = tied_trace(seed)
+    expected = batch(sql, rows)
+    assert ties(rows, "amount") > 100
+    assert ordered(stream_final(sql, rows)) == ordered(expected)
+    assert ordered(batch_with_offsets(sql, rows)) == ordered(expected)
+    # the first three rows read of each customer's largest amount
+    first = {}
+    for row in rows:
+        if row["amount"] == 3.0:
+            first.setdefault(row["customer"], []).append(row["id"])
+    assert sorted(r["id"] for r in expected) == sorted(i for ids in first.values() for i in ids[:3])
+
+
+@pytest.mark.parametrize(("order", "limit"), [("ts DESC", 1), ("ts", 1), ("amount DESC", 2)])
+def test_window_ranking_over_a_tvf_breaks_ties_as_the_stream(order: str, limit: int) -> None:
+    sql = (
+        ORDERS
+        + WINDOW_SINK
+        + f"""
+INSERT INTO out
+SELECT window_start, window_end, customer, id, amount, ts FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end, customer
+                               ORDER BY {order}) AS rn
+  FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' MINUTES))
+) WHERE rn <= {limit}
+"""
+    )
+    rows = tied_trace(5)
+    with TopologyTestDriver(compile_sql(sql)) as driver:
+        source = driver.create_input_topic("orders", key_serde=serdes.String())
+        for row in rows:
+            source.pipe_input(None, row)
+        stream = [r.value for r in driver.create_output_topic("out").read_records_to_list()]
+    last = max(row["ts"] for row in rows)
     closed_until = format_timestamp(int(pd.Timestamp(last).value // 1_000_000) - 60_000 + 1)
     expected = [r for r in batch(sql, rows) if r["window_end"] < closed_until]
     assert ordered(stream) == ordered(expected)
