@@ -21,6 +21,10 @@ What is rewritten, and why (sqlglot transpiles the rest):
   after it); the
   group-window functions ``TUMBLE(ts, size)`` / ``HOP(ts, slide, size)`` in GROUP BY do the
   same under internal names, and ``TUMBLE_START/END`` / ``HOP_START/END`` read them;
+- ``SESSION(ts, gap)`` in GROUP BY (``SESSION_START/END``) and the SESSION TVF: each row
+  gets its session's bounds, the sessions of each GROUP BY key merged as the stream merges
+  them (rows at most the gap apart, inclusive; the end is the last row plus the gap:
+  ``batch_sessions``);
 - a window bound (or a BIGINT column) written to a TIMESTAMP sink column is formatted as
   ``'yyyy-MM-dd HH:mm:ss.SSS'`` (UTC), as the streaming sink writes it;
 - ``CAST`` is ``TRY_CAST`` (a value that does not convert is NULL) and a cast to an
@@ -61,7 +65,11 @@ A view or subquery in FROM (the first relation) that projects and filters one ta
 merged into the query (its columns replaced by their expressions, its WHERE ANDed in). A Top-N or
 deduplication subquery (``ROW_NUMBER()`` / ``RANK()`` / ``DENSE_RANK()`` over one table, its
 window TVF or a GROUP BY of one) runs as written, its time attribute ordered as epoch ms
-(``batch_rank``).
+(``batch_rank``), ``ROW_NUMBER()``'s ties broken by the order the stream reads the rows
+(``batch_order``: the relation's ``_offset``, else its rows' order). A window join of two
+window TVF subqueries, or of their window aggregations (whatever the bounds' names, an
+aggregation of such an aggregation included), joins each side's rows or final window
+results as written (``batch_window_join``).
 
 A Python scalar function (``streaming.sql.functions``, a ``CREATE FUNCTION`` of a Java
 class's Python stand-in included: ``java_functions``) is registered on the DuckDB
@@ -73,11 +81,13 @@ The Flink built-ins SPLIT_INDEX and REGEXP_EXTRACT run in DuckDB as the stream's
 Python functions, registered the same way under internal names (``batch_builtins``).
 
 Not translated (``SqlError``): windows on processing time (a window TVF over a ``PROCTIME()`` column: they depend on when the
-rows are processed), SESSION windows, other views and subqueries, Python table
+rows are processed), other views and subqueries, Python table
 and aggregate functions, MATCH_RECOGNIZE (DuckDB has no row pattern matching), and
 anything the compiler rejects (the statements are compiled first). Known differences:
 MIN/MAX of TIMESTAMP text compare the text (chronological for one format, as the platform
-writes); AVG and SUM of DOUBLEs may differ in the last bits (summation order). EMIT FINAL / CHANGES are ignored: a batch
+writes); AVG and SUM of DOUBLEs may differ in the last bits (summation order); the
+stream joins window results whose bounds are renamed (Nexmark q5, q8) as an interval join,
+which drops a side's row that comes out later than its grace allows (the batch joins it). EMIT FINAL / CHANGES are ignored: a batch
 result is final.
 """
 
