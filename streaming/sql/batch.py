@@ -87,8 +87,8 @@ anything the compiler rejects (the statements are compiled first). Known differe
 MIN/MAX of TIMESTAMP text compare the text (chronological for one format, as the platform
 writes); AVG and SUM of DOUBLEs may differ in the last bits (summation order); the
 stream joins window results whose bounds are renamed (Nexmark q5, q8) as an interval join,
-which drops a side's row that comes out later than its grace allows (the batch joins it). EMIT FINAL / CHANGES are ignored: a batch
-result is final.
+which drops a side's row that comes out later than its grace allows (the batch joins it).
+EMIT FINAL / CHANGES are ignored: a batch result is final.
 """
 
 from __future__ import annotations
