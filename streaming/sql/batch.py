@@ -77,13 +77,15 @@ connection under its SQL name while the query runs (``BatchQuery.run``), its par
 and result types from its type hints. DuckDB's DECIMAL results (arithmetic with a decimal
 literal) come back as floats, the DOUBLEs the stream computes.
 
+MATCH_RECOGNIZE over a table runs the stream's own matcher over each partition's rows
+in DuckDB (``batch_match``).
+
 The Flink built-ins SPLIT_INDEX and REGEXP_EXTRACT run in DuckDB as the stream's own
 Python functions, registered the same way under internal names (``batch_builtins``).
 
 Not translated (``SqlError``): windows on processing time (a window TVF over a ``PROCTIME()`` column: they depend on when the
 rows are processed), other views and subqueries, Python table
-and aggregate functions, MATCH_RECOGNIZE (DuckDB has no row pattern matching), and
-anything the compiler rejects (the statements are compiled first). Known differences:
+and aggregate functions, and anything the compiler rejects (the statements are compiled first). Known differences:
 MIN/MAX of TIMESTAMP text compare the text (chronological for one format, as the platform
 writes); AVG and SUM of DOUBLEs may differ in the last bits (summation order); the
 stream joins window results whose bounds are renamed (Nexmark q5, q8) as an interval join,
@@ -107,6 +109,7 @@ from sqlglot import exp
 from streaming.sql import (
     batch_builtins,
     batch_files,
+    batch_match,
     batch_order,
     batch_rank,
     batch_sessions,
@@ -244,12 +247,6 @@ def to_duckdb(
         what = f"an INSERT INTO {sink}" if sink else "exactly one INSERT"
         raise SqlError(f"expected {what} in the statements, found {len(chosen)}", line=1, column=1)
     statement, insert = chosen[0]
-    if statement.match_recognize:
-        raise error_at(
-            text,
-            statement.match_recognize[0].offset,
-            "MATCH_RECOGNIZE is not translated to batch SQL: DuckDB has no row pattern matching",
-        )
     if statement.laterals:
         lateral = statement.laterals[0]
         raise error_at(
@@ -266,7 +263,8 @@ def to_duckdb(
     registered = _batch_functions(text, statement.start, insert, calls, compiler.functions)
     ordered = batch_order.INPUT_ORDER in translated.sql
     input_order = tuple(t.name for t in translated.tables) if ordered else ()
-    return dataclasses.replace(translated, functions=registered, input_order=input_order)
+    every = (*translated.functions, *registered)
+    return dataclasses.replace(translated, functions=every, input_order=input_order)
 
 
 def _refuse_builtins(
@@ -417,6 +415,10 @@ class _Translation:
             return BatchQuery(sql, read_tables, self.sink)
         while self._inline(select, from_):
             pass
+        if self.statement.match_recognize:
+            sql, read_table, matches = batch_match.translate(self, select, from_, EVENT_MS)
+            function = BatchFunction(batch_match.FUNCTION, matches, ("VARCHAR",), "VARCHAR")
+            return BatchQuery(sql, (read_table,), self.sink, (function,))
         if not joins:
             ranking = batch_rank.find(from_.this, self.tables)
             if ranking is not None:

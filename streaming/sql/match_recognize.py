@@ -279,12 +279,26 @@ def _navigations(node: exp.Expr) -> exp.Expr:
     return node.transform(plain, copy=False)
 
 
-def match_view(
-    compiler: Any, select: exp.Select, source: TableDef, alias: str | None, clause: MatchClause
-) -> TableDef:
-    """The view of the matches of ``clause`` over ``source``'s rows: the PARTITION BY
-    columns then the MEASURES; ``SELECT *`` becomes those columns."""
-    text = compiler.source
+@dataclass(frozen=True)
+class CompiledMatch:
+    """A MATCH_RECOGNIZE clause compiled: its matcher, the view's row of a match, its
+    columns, and how the rows are ordered (the time column, the WATERMARK column or None
+    for PROCTIME(), further (column, DESC))."""
+
+    matcher: Matcher
+    output: Callable[[MatchContext], dict[str, Any]]
+    partition: list[str]
+    columns: dict[str, str]
+    order: str
+    rowtime: str | None
+    secondary: list[tuple[str, bool]]
+    #: the measures that are MATCH_ROWTIME() (the view's time attribute)
+    matched_rowtime: list[str]
+
+
+def compile_match(text: str, source: TableDef, clause: MatchClause) -> CompiledMatch:
+    """Compile ``clause`` over ``source``'s rows (``SqlError`` for what Flink refuses);
+    the stream (``match_view``) and the batch translation (``batch_match``) share it."""
     node = clause.node
     if source.is_upsert:
         raise error_at(
@@ -318,9 +332,29 @@ def match_view(
             raise error_at(text, clause.within_offset, "WITHIN needs a positive interval")
     columns = {c: source.columns[c] for c in partition}
     columns.update({name: compiled.kind for name, compiled in measures})
+    return CompiledMatch(
+        Matcher(elements, conditions, skip, within),
+        _output(partition, measures),
+        partition,
+        columns,
+        order,
+        rowtime,
+        secondary,
+        [name for name, _ in measures if _is_match_rowtime(node, name)],
+    )
+
+
+def match_view(
+    compiler: Any, select: exp.Select, source: TableDef, alias: str | None, clause: MatchClause
+) -> TableDef:
+    """The view of the matches of ``clause`` over ``source``'s rows: the PARTITION BY
+    columns then the MEASURES; ``SELECT *`` becomes those columns."""
+    compiled = compile_match(compiler.source, source, clause)
+    matcher, output, partition = compiled.matcher, compiled.output, compiled.partition
+    columns, order, rowtime = compiled.columns, compiled.order, compiled.rowtime
+    secondary, matched_rowtime = compiled.secondary, compiled.matched_rowtime
     if len(select.expressions) == 1 and isinstance(select.expressions[0], exp.Star):
         select.set("expressions", [exp.column(c, quoted=True) for c in columns])
-    matcher = Matcher(elements, conditions, skip, within)
     event_time = rowtime is not None
     delay = source.watermark.delay_ms if event_time and source.watermark else 0
     store = compiler.unique(f"{source.name}-match")
@@ -346,7 +380,6 @@ def match_view(
             )
         )
     )
-    matched_rowtime = [name for name, c in measures if _is_match_rowtime(node, name)]
     view = dataclasses.replace(
         source,
         name=compiler.unique(f"{source.name}-match-view"),
@@ -362,7 +395,6 @@ def match_view(
         proctime=None,
         window_bound=False,
     )
-    output = _output(partition, measures)
     compiler.views[view.name] = keyed.process(
         lambda: MatchRecognize(
             matcher, output, order, secondary, event_time, delay, store, waiting

@@ -232,6 +232,11 @@ class Matcher:
         times out (WITHIN) end, and the matches that waited for them come out."""
         return self._emit(self._alive(state, ts), list(state.get("completed", [])))
 
+    def finish(self, state: dict[str, Any]) -> list[MatchContext]:
+        """The end of the input (Flink's last watermark): every partial match ends, and
+        the matches that waited for them come out."""
+        return self._emit([], list(state.get("completed", [])))[1]
+
     def expires(self, state: dict[str, Any]) -> int | None:
         """When the first of the state's partial matches times out (None: never)."""
         threads = state.get("threads", [])

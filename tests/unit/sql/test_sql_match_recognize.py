@@ -18,7 +18,6 @@ from flink_itcases import flink_rows
 
 from streaming import TopologyTestDriver, serdes
 from streaming.sql import SqlError, compile
-from streaming.sql.batch import to_duckdb
 
 
 def run(
@@ -973,15 +972,6 @@ def test_errors_name_the_construct_and_point_at_it(sql, where, message):
 def _position(text: str, offset: int) -> tuple[int, int]:
     line = text.count("\n", 0, offset) + 1
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
-
-
-def test_batch_translation_refuses_match_recognize():
-    # DuckDB has no row pattern matching: to_duckdb says so, at the clause
-    sql = small_then_large()
-    with pytest.raises(SqlError) as info:
-        to_duckdb(sql)
-    assert "MATCH_RECOGNIZE is not translated to batch SQL" in info.value.message
-    assert (info.value.line, info.value.column) == _position(sql, sql.index("MATCH_RECOGNIZE"))
 
 
 def test_match_recognize_in_a_pull_or_push_query_is_refused():
