@@ -83,9 +83,12 @@ in DuckDB (``batch_match``).
 The Flink built-ins SPLIT_INDEX and REGEXP_EXTRACT run in DuckDB as the stream's own
 Python functions, registered the same way under internal names (``batch_builtins``).
 
+A Python aggregate function in a GROUP BY is a registered scalar function over the
+group's arguments in input order, calling what the stream calls (``batch_aggregates``).
+
 Not translated (``SqlError``): windows on processing time (a window TVF over a ``PROCTIME()`` column: they depend on when the
 rows are processed), other views and subqueries, Python table
-and aggregate functions, and anything the compiler rejects (the statements are compiled first). Known differences:
+functions, and anything the compiler rejects (the statements are compiled first). Known differences:
 MIN/MAX of TIMESTAMP text compare the text (chronological for one format, as the platform
 writes); AVG and SUM of DOUBLEs may differ in the last bits (summation order); the
 stream joins window results whose bounds are renamed (Nexmark q5, q8) as an interval join,
@@ -107,6 +110,7 @@ import sqlglot
 from sqlglot import exp
 
 from streaming.sql import (
+    batch_aggregates,
     batch_builtins,
     batch_files,
     batch_match,
@@ -127,6 +131,7 @@ from streaming.sql.functions import (
     ScalarFunction,
     active,
     hint_kind,
+    is_aggregate_call,
 )
 from streaming.sql.join_star import expand_join_star
 from streaming.sql.rewrite import SESSION_ALIAS, Statement, interval_ms, split_statements
@@ -297,6 +302,15 @@ def _batch_functions(
     its parameters, is a ``SqlError`` (at its call in ``insert`` if there, else ``at``)."""
     found: dict[str, BatchFunction] = {}
     for call in calls:
+        udaf = functions.get(batch_aggregates.aggregate_name(call.name) or "")
+        if isinstance(udaf, AggregateFunction):
+            found[call.name.lower()] = BatchFunction(
+                call.name.lower(),
+                batch_aggregates.scalar(udaf),
+                ("VARCHAR",),
+                _DUCKDB_TYPES.get(udaf.result_kind, "VARCHAR"),
+            )
+            continue
         builtin = batch_builtins.python_builtin(call.name)
         if builtin is not None:
             found[builtin.name] = BatchFunction(
@@ -720,6 +734,9 @@ class _Translation:
         bound functions -> the internal bound columns."""
 
         def rewrite(node: exp.Expr) -> exp.Expr:
+            if isinstance(node, exp.Anonymous) and is_aggregate_call(node):
+                args = [a.transform(rewrite) for a in node.expressions]
+                return batch_aggregates.call(node, args, [self._kind(a) for a in node.expressions])
             if isinstance(node, exp.Anonymous) and node.name.upper() in _BOUND_FUNCTIONS:
                 return exp.column(_BOUND_FUNCTIONS[node.name.upper()])
             if batch_builtins.called_builtin(node) is not None:

@@ -204,17 +204,3 @@ def test_aggregate_arity_is_checked():
     )
     with pytest.raises(SqlError, match=r"longest.accumulate takes \(value\), not 2 arguments"):
         compile(sql)
-
-
-def test_batch_translation_refuses_a_python_aggregate():
-    from streaming.sql.batch import to_duckdb
-
-    sql = (
-        WORDS
-        + KEYED_SINK
-        + ("INSERT INTO out SELECT grp, longest(word), 1.0 FROM words GROUP BY grp;")
-    )
-    with pytest.raises(
-        SqlError, match=r"longest \(a Python aggregate function\) is not translated"
-    ):
-        to_duckdb(sql)
