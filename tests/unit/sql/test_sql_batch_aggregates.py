@@ -177,3 +177,36 @@ def test_the_rows_are_accumulated_in_offset_order():
         {"id": "3", "grp": "a", "word": None, "n": None, "ts": "1970-01-01 00:00:03", "_offset": 1},
     ]
     assert batch_rows(sql, rows) == [{"grp": "a", "trail": "yo:2|None:None|hi:1", "top": "yo"}]
+
+
+def test_over_an_updating_table_the_batch_accumulates_the_final_rows():
+    # the stream retracts 'hello' when row 1 is replaced; the relation holds the table's
+    # final rows, from which the batch accumulates the stream's final value
+    sql = """
+CREATE TABLE latest (id STRING, grp STRING, word STRING, n BIGINT, PRIMARY KEY (id) NOT ENFORCED)
+WITH ('connector' = 'upsert-kafka', 'topic' = 'latest', 'key.format' = 'raw',
+      'value.format' = 'json');
+CREATE FUNCTION longest AS 'sql_udfs.Longest' LANGUAGE PYTHON;
+CREATE TABLE out (grp STRING, top STRING, total BIGINT, PRIMARY KEY (grp) NOT ENFORCED)
+WITH ('connector' = 'upsert-kafka', 'topic' = 'out', 'key.format' = 'json',
+      'value.format' = 'json');
+INSERT INTO out SELECT grp, longest(word), SUM(n) FROM latest GROUP BY grp;
+"""
+    rows = [
+        {"id": "1", "grp": "a", "word": "hello", "n": 2},
+        {"id": "2", "grp": "a", "word": "hi", "n": 4},
+        {"id": "1", "grp": "a", "word": "yo", "n": 6},
+    ]
+    with TopologyTestDriver(compile(sql)) as driver:
+        source = driver.create_input_topic("latest", key_serde=serdes.String())
+        for row in rows:
+            source.pipe_input(row["id"], row)
+        out = driver.create_output_topic("out", key_serde=serdes.Json())
+        final = out.read_records_to_list()[-1].value
+    current = pd.DataFrame([rows[1], rows[2]])
+    con = duckdb.connect()
+    try:
+        batch = to_duckdb(sql).run(con, {"latest": current})
+    finally:
+        con.close()
+    assert batch == [final] == [{"grp": "a", "top": "yo", "total": 10}]

@@ -257,3 +257,49 @@ def test_fraud_sql_alerts_equal_the_batch_alerts(seed):
     batch = fraud_batch(not_late(rows, "event_time", MINUTE))
     assert {r["rule"] for r in batch} == {"small_then_large", "impossible_travel"}
     assert ordered(stream) == ordered(batch)
+
+
+def test_a_row_the_stream_drops_as_late_is_matched_by_the_batch():
+    # seq 3 comes after the watermark passed its time: the stream drops it, the batch
+    # (no late rows) matches it
+    sql = query("A B", "SKIP PAST LAST ROW", "A AS A.price < 30, B AS B.price >= 30", "")
+    rows = [
+        {"sym": "A", "seq": 1, "price": 40.0, "tag": None, "ts": 1_000},
+        {"sym": "B", "seq": 2, "price": 40.0, "tag": None, "ts": 60_000},
+        {"sym": "A", "seq": 3, "price": 20.0, "tag": None, "ts": 2_000},
+        {"sym": "A", "seq": 4, "price": 70.0, "tag": None, "ts": 70_000},
+    ]
+    assert stream_rows(sql, rows, {}) == []
+    match = {"sym": "A", "first_seq": 3, "last_seq": 4, "n": 2, "total": 90.0, "last_tag": None}
+    assert batch_rows(sql, {"ticks": rows}) == [match]
+    assert batch_rows(sql, {"ticks": not_late(rows, "ts", DELAY)}) == []
+
+
+class Spread:
+    """MAX - MIN of the prices (a Python aggregate function in MEASURES)."""
+
+    def create_accumulator(self) -> list:
+        return []
+
+    def accumulate(self, acc: list, value: float | None) -> None:
+        if value is not None:
+            acc.append(value)
+
+    def get_value(self, acc: list) -> float | None:
+        return max(acc) - min(acc) if acc else None
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_python_aggregates_in_measures_match_as_the_stream_does(seed):
+    sql = query(
+        "A B+? C",
+        "SKIP TO NEXT ROW",
+        "A AS A.price < 40, C AS big(C.price)",
+        " WITHIN INTERVAL '20' SECOND",
+    ).replace("SUM(price) AS total", "spread(B.price) AS total")
+    rows = ticks_trace(seed)
+    functions = {"big": big, "spread": Spread}
+    stream = stream_rows(sql, rows, functions)
+    batch = batch_rows(sql, {"ticks": not_late(rows, "ts", DELAY)}, functions)
+    assert batch
+    assert ordered(stream) == ordered(batch)
