@@ -98,6 +98,7 @@ from streaming.sql import (
     batch_builtins,
     batch_files,
     batch_rank,
+    batch_subqueries,
     batch_window_join,
     builtins,
     window_join,
@@ -404,6 +405,9 @@ class _Translation:
             if ranking is not None:
                 sql = batch_rank.translate(self, select, ranking, EVENT_MS)
                 return BatchQuery(sql, (self.tables[ranking.table.name],), self.sink)
+        if batch_subqueries.reads_subquery(select):
+            sql, read_tables = batch_subqueries.translate(self, select, EVENT_MS)
+            return BatchQuery(sql, read_tables, self.sink)
         read = [from_.this, *(j.this for j in joins)]
         for node in read:
             self.scope[node.alias_or_name] = self._source_table(node)

@@ -91,11 +91,8 @@ def test_verbatim_query_matches_duckdb(query: str, events: list[Event], nexmark_
 
 #: the verbatim queries ``to_duckdb`` does not translate: what its ``SqlError`` names
 NOT_TRANSLATED = {
-    "q4": "a subquery in FROM",
     "q5": "a window join is translated to batch SQL over the rows of two window TVFs",
-    "q7": "a subquery in FROM",
     "q8": "a window join is translated to batch SQL over the rows of two window TVFs",
-    "q9": "a subquery in FROM",
     "q11": "SESSION windows are not translated",
     "q12": "TUMBLE over p_time, the processing time of B",
 }
