@@ -14,14 +14,16 @@ processing time: its check sums each bidder's counts over the windows (all bids,
 every window closed: none lost or counted twice) and checks that the windows are 10 s
 tumbling ones, each bidder's once.
 
-q10, q13, q14, q21 and q22 (``TRANSLATED``) are checked against
+q4, q7, q9, q10, q13, q14, q21 and q22 (``TRANSLATED``) are checked against
 ``streaming.sql.batch.to_duckdb``'s translation of Nexmark's own text, the way the
 platform reconciles a SQL application with its batch run: q10's SELECT into its
 'filesystem' sink's columns (partition columns included; the engine's rows are those in
 its sink's files, partition columns from their directories), q13's lookup join with its
 side input read from Nexmark's file by DuckDB's ``read_csv`` (the file as it is when the
 check runs: it does not change), q14's ``count_char`` the Python stand-in registered in
-DuckDB, q21's REGEXP_EXTRACT and q22's SPLIT_INDEX the stream's own functions. Their
+DuckDB, q21's REGEXP_EXTRACT and q22's SPLIT_INDEX the stream's own functions, q4's,
+q7's and q9's subqueries translated each on its own (``streaming.sql.batch_subqueries``).
+Their
 hand-written SQL in ``SQL`` stays as an independent cross-check of the translation
 (tests/unit/nexmark): q13's side input read by ``read_csv``, q14's ``count_char``
 DuckDB's count of ``'c'`` in ``extra``, q21's and q22's DuckDB's regex and string functions.
@@ -29,7 +31,8 @@ DuckDB's count of ``'c'`` in ``extra``, q21's and q22's DuckDB's regex and strin
 q5's sink has no window columns, so the check leaves out the rows of the closing bids'
 auction (-1) and the expected rows count only windows that start at or before the last
 generated bid (``reference.compared_keys``: the last windows of the closing bids stay
-open); q7 and q8, q11 count every window (session) closed by ``$close``.
+open); q7 and q8, q11 count every window (session) closed by ``$close``. q7's translation
+counts every window, so its check leaves out the closing bids' rows too (``compared``).
 """
 
 from __future__ import annotations

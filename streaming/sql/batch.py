@@ -61,7 +61,8 @@ A view or subquery in FROM (the first relation) that projects and filters one ta
 merged into the query (its columns replaced by their expressions, its WHERE ANDed in). A Top-N or
 deduplication subquery (``ROW_NUMBER()`` / ``RANK()`` / ``DENSE_RANK()`` over one table, its
 window TVF or a GROUP BY of one) runs as written, its time attribute ordered as epoch ms
-(``batch_rank``).
+(``batch_rank``). Any other subquery in FROM or JOIN is translated on its own and read as a
+relation (``batch_subqueries``).
 
 A Python scalar function (``streaming.sql.functions``, a ``CREATE FUNCTION`` of a Java
 class's Python stand-in included: ``java_functions``) is registered on the DuckDB
@@ -73,7 +74,7 @@ The Flink built-ins SPLIT_INDEX and REGEXP_EXTRACT run in DuckDB as the stream's
 Python functions, registered the same way under internal names (``batch_builtins``).
 
 Not translated (``SqlError``): windows on processing time (a window TVF over a ``PROCTIME()`` column: they depend on when the
-rows are processed), SESSION windows, other views and subqueries, Python table
+rows are processed), SESSION windows, other views, a window over a subquery, Python table
 and aggregate functions, MATCH_RECOGNIZE (DuckDB has no row pattern matching), and
 anything the compiler rejects (the statements are compiled first). Known differences:
 MIN/MAX of TIMESTAMP text compare the text (chronological for one format, as the platform

@@ -113,11 +113,27 @@ def translate(
             from_.set("this", translation._relation(node, None, None))
         else:
             read.append(translation.tables[node.name])
+            _refuse_as_of_subquery(translation, node, nodes)
             translation._join(joins[i - 1], nodes[0].alias_or_name)
     translation._rewrite_expressions(select)
     translation._name_columns(select, None)
     unique = {table.name: table for table in read}
     return select.sql("duckdb"), tuple(unique.values())
+
+
+def _refuse_as_of_subquery(translation: Any, table: exp.Expr, nodes: list[exp.Expr]) -> None:
+    """A ``SqlError`` for ``JOIN t FOR SYSTEM_TIME AS OF q.ts`` on the event time of a
+    subquery ``q``'s rows: their relation has no event time to meet the versions at."""
+    version = table.args.get("version")
+    if version is None or translation._as_of_proctime(version.expression):
+        return
+    at = version.expression
+    left = at.table if isinstance(at, exp.Column) and at.table else nodes[0].alias_or_name
+    if any(isinstance(n, exp.Subquery) and n.alias_or_name == left for n in nodes):
+        raise translation.error(
+            table,
+            "FOR SYSTEM_TIME AS OF the time of a subquery's rows is not translated to batch SQL",
+        )
 
 
 def _parse(sql: str) -> exp.Expr:

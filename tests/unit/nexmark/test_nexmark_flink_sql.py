@@ -4,7 +4,7 @@ Each query that runs verbatim is compiled from Nexmark's text (only its blackhol
 swapped for a Kafka topic), run through the ``TopologyTestDriver`` on generated events
 (4,000 over 20 s of event time, plus the closing events) and its rows checked against
 DuckDB (``bench.nexmark.flink_reference``); q10's rows are read from the files of its
-'filesystem' sink. For q10, q13, q14, q21 and q22 (``TRANSLATED``) DuckDB runs
+'filesystem' sink. For q4, q7, q9, q10, q13, q14, q21 and q22 (``TRANSLATED``) DuckDB runs
 ``streaming.sql.batch.to_duckdb``'s translation of Nexmark's text (stream == batch, as
 the platform reconciles a SQL application); every query's translation is checked against
 its hand-written SQL, or the ``SqlError`` naming what is not translated. Each other query raises a ``SqlError`` naming

@@ -262,3 +262,26 @@ def test_star_over_a_ranking_of_a_join_agrees() -> None:
     batch = batch_rows(sql, events)
     assert len(batch) >= 10
     assert ordered(stream) == ordered(batch)
+
+
+def test_a_temporal_join_at_a_subquerys_time_is_not_translated() -> None:
+    sql = (
+        TABLES
+        + "CREATE TABLE rate (item BIGINT, r BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts, "
+        "PRIMARY KEY (item) NOT ENFORCED) WITH ('connector' = 'upsert-kafka', "
+        "'topic' = 'rate', 'key.format' = 'json', 'value.format' = 'json');\n"
+        "CREATE TABLE out (item BIGINT, top BIGINT, r BIGINT) WITH ('connector' = 'kafka', "
+        "'topic' = 'out', 'format' = 'json');\n"
+        + """
+        INSERT INTO out
+        SELECT W.item, W.top, R.r
+        FROM (
+          SELECT item, MAX(price) AS top, window_end AS ts
+          FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+          GROUP BY item, window_start, window_end
+        ) W
+        JOIN rate FOR SYSTEM_TIME AS OF W.ts AS R ON W.item = R.item;"""
+    )
+    compile(sql)  # the stream runs it
+    with pytest.raises(SqlError, match="AS OF the time of a subquery's rows is not translated"):
+        to_duckdb(sql)
