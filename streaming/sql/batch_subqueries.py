@@ -22,7 +22,9 @@ A ranking (``ROW_NUMBER()``, ...) over a join orders its TIMESTAMP columns as in
 Rows that tie on its ORDER BY come in the stream in the order the join emits them, the
 order in which the later of their two rows arrived: the batch breaks ties by that time
 (the greatest event time of the joined rows; the latest first for a deduplication that
-keeps the last row), and DuckDB picks among rows that tie on it too.
+keeps the last row), then by the event times of its rows in join order (the row that
+arrives meets the other side's rows in the order they came); among rows that tie on all
+of these too, DuckDB picks.
 
 Not translated (``SqlError``): a window (a window TVF or a group window) in the outer
 query of a subquery, a subquery that is not a SELECT, and ``*`` over a subquery that the
@@ -230,7 +232,9 @@ def _order_as_instants(
     sub: Any, select: exp.Select, scope: dict[str, TableDef], event_ms: str
 ) -> None:
     """A ranking's TIMESTAMP ORDER BY columns as epoch ms; over a join, ties broken by the
-    time the join emits the row (the greatest event time of its rows)."""
+    time the join emits the row (the greatest event time of its rows), then by its rows'
+    event times in join order (a row that arrives joins the other side's rows of its key
+    in their arrival order)."""
     timed = [alias for alias, table in scope.items() if table.watermark is not None]
     for window in select.find_all(exp.Window):
         if not isinstance(window.this, RANKINGS):
@@ -248,9 +252,10 @@ def _order_as_instants(
                 item.set("this", sub._as_ms(column))
         if len(timed) < 2 or order is None:
             continue
-        emitted = exp.func("GREATEST", *(exp.column(event_ms, table=a) for a in timed))
+        times = [exp.column(event_ms, table=a) for a in timed]
         last = _keeps_last(select, window, scope)
-        order.append("expressions", exp.Ordered(this=emitted, desc=last))
+        for tie_break in (exp.func("GREATEST", *times), *times):
+            order.append("expressions", exp.Ordered(this=tie_break.copy(), desc=last))
 
 
 def _time_attribute(table: TableDef) -> str | None:

@@ -245,6 +245,30 @@ def test_a_window_in_the_query_over_a_subquery_is_not_translated() -> None:
         to_duckdb(sql)
 
 
+def test_row_number_over_a_join_breaks_ties_in_the_order_the_join_emits() -> None:
+    # the items come after their bids: each item joins its bids at once, in the order the
+    # bids came, so the earliest bid of the highest price wins
+    sql = (
+        TABLES
+        + upsert_sink("id BIGINT, bidder BIGINT, price BIGINT", "id, bidder, price")
+        + """
+        INSERT INTO out
+        SELECT id, bidder, price FROM (
+          SELECT I.id, B.bidder, B.price,
+            ROW_NUMBER() OVER (PARTITION BY I.id ORDER BY B.price DESC) AS rownum
+          FROM item I JOIN bid B ON I.id = B.item
+        )
+        WHERE rownum = 1;"""
+    )
+    events = auction_events(7)
+    bids = [e for e in events if e[0] == "bid"]
+    items = [(topic, value, bids[-1][2] + SECOND) for topic, value, _ in events if topic == "item"]
+    stream = stream_rows(sql, bids + items, upsert=True)
+    batch = batch_rows(sql, bids + items)
+    assert len(batch) >= 5
+    assert ordered(stream) == ordered(batch)
+
+
 def test_star_over_a_ranking_of_a_join_agrees() -> None:
     sql = (
         TABLES
