@@ -9,14 +9,20 @@ on its own, as a query, and read by the outer query as a relation.
 
 A subquery (an aggregation, a window TVF aggregation, a join, a ranking over a join) is
 what the stream compiles into a view (``views``); its batch rows are the view's final
-rows: an aggregation's last value per group, a closed window's result, a Top-N's top
-rows once its updates are applied. The outer query then runs over those rows as the
+rows: an aggregation's last value per group, each window's result (every window, as
+for any window aggregation: the stream has those that closed), a Top-N's top rows once
+its updates are applied. The outer query then runs over those rows as the
 stream's runs over the view, so what the stream's result ends with (the last row per
 sink key of an updating result) is the batch result. The subquery's columns are named
 as the stream names them (alias, column name, else ``EXPR$i``); its window bounds stay
 epoch ms, so the outer query compares them with time attributes as instants (Nexmark
 q7's ``B.dateTime BETWEEN B1.dateTime - INTERVAL '10' SECOND AND B1.dateTime``, bounds
 included as in the stream's interval join) and formats them into a TIMESTAMP sink column.
+A stream joined (first, INNER or LEFT, on its key) with an updating subquery is the
+stream's lookup join: each stream row meets the view's rows as they are when it comes,
+the batch its final rows, as for a stream-table join (``batch``): the two agree once the
+view's rows no longer change after the stream rows that meet them (a regular join, the
+view first, follows its changes and agrees).
 
 A ranking (``ROW_NUMBER()``, ...) over a join orders its TIMESTAMP columns as instants.
 Rows that tie on its ORDER BY come in the stream in the order the join emits them, the
@@ -27,8 +33,9 @@ arrives meets the other side's rows in the order they came); among rows that tie
 of these too, DuckDB picks.
 
 Not translated (``SqlError``): a window (a window TVF or a group window) in the outer
-query of a subquery, a subquery that is not a SELECT, and ``*`` over a subquery that the
-stream does not expand either.
+query of a subquery, ``FOR SYSTEM_TIME AS OF`` the event time of a subquery's rows (their
+relation has none), a subquery that is not a SELECT, and ``*`` in a subquery over
+another subquery (the stream does not expand it either).
 """
 
 from __future__ import annotations

@@ -309,3 +309,24 @@ def test_a_temporal_join_at_a_subquerys_time_is_not_translated() -> None:
     compile(sql)  # the stream runs it
     with pytest.raises(SqlError, match="AS OF the time of a subquery's rows is not translated"):
         to_duckdb(sql)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_stream_joined_with_an_updating_aggregation_subquery_agrees(seed: int) -> None:
+    # the bids at their item's highest price: a regular join (the updating view first),
+    # which retracts its rows as an item's highest price and count change
+    sql = (
+        TABLES
+        + upsert_sink("item BIGINT, bidder BIGINT, price BIGINT, bids BIGINT", "item, bidder")
+        + """
+        INSERT INTO out
+        SELECT B.item, B.bidder, B.price, M.bids
+        FROM (SELECT item, MAX(price) AS top, COUNT(*) AS bids FROM bid GROUP BY item) M
+        JOIN bid B
+        ON B.item = M.item AND B.price = M.top;"""
+    )
+    events = [e for e in auction_events(seed) if e[0] == "bid"]
+    stream = stream_rows(sql, events, upsert=True)
+    batch = batch_rows(sql, events)
+    assert len(batch) >= 5
+    assert ordered(stream) == ordered(batch)
