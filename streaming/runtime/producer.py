@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import math
 import time
 from collections.abc import Callable, Container
 from typing import Any
@@ -50,6 +51,8 @@ from streaming.runtime.partitioner import default_partition
 from streaming.runtime.topic_limits import TopicLimits
 
 log = logging.getLogger(__name__)
+
+_time = time.time
 
 #: how long a full local producer queue may block a write (Kafka's ``max.block.ms``)
 MAX_BLOCK_S = 60.0
@@ -83,6 +86,11 @@ class RecordCollector:
         self._source_context = source_context
         self._topic_limits = topic_limits
         self._limits: dict[str, TopicLimits] = {}
+        #: per topic whose limits are known (or not checked), ``TopicLimits.acceptance_bounds``
+        #: for the common record's check in ``send``; filled by ``_send``
+        self._bounds: dict[str, tuple[float, float, float]] = {}
+        #: the wall clock (ms) when ``poll`` last ran: a lower bound of now
+        self._clock_ms = int(_time() * 1000)
         self._failure: BaseException | None = None
         #: exactly-once: the offset of the last record acknowledged per partition since the
         #: open transaction began (``new_transaction``)
@@ -99,7 +107,13 @@ class RecordCollector:
         limits = self._topic_limits(topic)
         if limits is not TopicLimits.defaults():
             self._limits[topic] = limits
+            self._bounds[topic] = limits.acceptance_bounds()
         return limits
+
+    def _forget_limits(self, topic: str) -> None:
+        """Read ``topic``'s limits again before its next record."""
+        self._limits.pop(topic, None)
+        self._bounds.pop(topic, None)
 
     def replace_producer(self, producer: Producer) -> None:
         """Write through ``producer`` from now on (the old one was fenced or failed)."""
@@ -139,7 +153,37 @@ class RecordCollector:
         partitioner: Any = None,
     ) -> None:
         """Write one record of a sink (``partitioner(topic, key, value, n)`` if given, with
-        the key and value of ``record``, which a sink without a partitioner may leave out)."""
+        the key and value of ``record``, which a sink without a partitioner may leave out).
+
+        The common record (no partitioner, no headers, a timestamp, within its topic's
+        limits as last read) is produced here in one frame; any other, or one ``produce``
+        refuses, takes ``_send``, which decides it as for every record. The "ahead" limit
+        is checked against ``_clock_ms``, the wall clock when the delivery reports were last
+        served, which is at most now: a record it refuses takes ``_send``, which reads the
+        clock (reading it costs about as much as a Python call here)."""
+        if partitioner is None and not headers and timestamp >= 0 and self.on_send is None:
+            bounds = self._bounds.get(topic)
+            if bounds is not None:
+                ahead, behind, max_size = bounds
+                size = (len(key) if key else 0) + (len(value) if value else 0)
+                if (
+                    timestamp - self._clock_ms <= ahead
+                    and size <= max_size
+                    and (behind == _UNBOUNDED or int(_time() * 1000) - timestamp <= behind)
+                ):
+                    try:
+                        self._produce(topic, value, key, -1, timestamp=timestamp)
+                    except (BufferError, KafkaException, SystemError):
+                        # nothing was queued: _send retries or decides what the refusal means
+                        self._send(topic, key, value, timestamp, headers, -1)
+                        return
+                    tracked = self._tracked
+                    if tracked is not None and topic in tracked:
+                        self._in_flight.add(timestamp)
+                    self.sent = sent = self.sent + 1
+                    if not sent & 0x3FF:
+                        self.poll()
+                    return
         partition = -1
         if partitioner is not None:
             n = self._partition_counts(topic)
@@ -178,7 +222,9 @@ class RecordCollector:
     ) -> None:
         if self.on_send is not None:
             self.on_send()
-        if self._topic_limits is not None and topic != self._dlq:
+        if self._topic_limits is None or topic == self._dlq:
+            self._bounds[topic] = _NO_BOUNDS
+        else:
             limits = self._limits.get(topic) or self._read_limits(topic)
             size = (len(key) if key else 0) + (len(value) if value else 0)
             if headers:
@@ -305,7 +351,7 @@ class RecordCollector:
         elif self._eos:
             # the transaction cannot commit with a failed write: roll back and retry, with
             # the topic's limits read again
-            self._limits.pop(topic, None)
+            self._forget_limits(topic)
             self._fail(
                 TaskCorruptedException(
                     f"the broker refused a record for {topic}: {exc}; the transaction is "
@@ -407,7 +453,9 @@ class RecordCollector:
             raise failure
 
     def poll(self) -> None:
-        """Serve the producer's delivery reports (failures are kept for ``check``)."""
+        """Serve the producer's delivery reports (failures are kept for ``check``); read
+        the wall clock for ``send``."""
+        self._clock_ms = int(_time() * 1000)
         with calling("serving the producer's delivery reports"):
             self._poll(0)
 
@@ -434,6 +482,10 @@ class RecordCollector:
                 f"{remaining} records were not acknowledged within {timeout:.0f} s"
             )
 
+
+_UNBOUNDED = math.inf
+#: no limit to check (a collector without ``topic_limits``, the dead-letter topic)
+_NO_BOUNDS = (_UNBOUNDED, _UNBOUNDED, _UNBOUNDED)
 
 #: a write the broker refused because of the record itself (the handler decides)
 _RECORD_CODES = frozenset(code for code in RECORD_CODES if code >= 0)

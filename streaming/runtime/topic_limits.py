@@ -13,6 +13,7 @@ read.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ DEFAULT_BEFORE_MAX_MS = 2**63 - 1
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_588
 #: bytes of a one-record batch besides its key, value and headers (batch and record headers)
 BATCH_OVERHEAD = 100
+#: no wall clock in ms reaches this (about 146 million years after 1970)
+UNREACHABLE_MS = 2**62
 #: records this close to the "before" bound are refused too: the broker checks a bit later
 BEFORE_MARGIN_MS = 60_000
 
@@ -44,6 +47,20 @@ class TopicLimits:
     def defaults() -> TopicLimits:
         """Kafka 4's defaults (the one shared instance, used while a topic's are unknown)."""
         return _DEFAULTS
+
+    def acceptance_bounds(self) -> tuple[float, float, float]:
+        """(ahead, behind, size): a record with a timestamp >= 0 passes ``refusal`` exactly
+        when ``timestamp - now_ms <= ahead``, ``now_ms - timestamp <= behind`` and its size
+        is at most ``size``. A bound no record can reach is ``math.inf`` (``behind`` with
+        the default ``before_max_ms``: no wall clock is that far past 0)."""
+        if self.log_append_time:
+            return math.inf, math.inf, self.max_message_bytes - BATCH_OVERHEAD
+        behind = self.before_max_ms - BEFORE_MARGIN_MS
+        return (
+            self.after_max_ms,
+            math.inf if behind >= UNREACHABLE_MS else behind,
+            self.max_message_bytes - BATCH_OVERHEAD,
+        )
 
     def refusal(self, timestamp: int, size: int, now_ms: int) -> tuple[str, str] | None:
         """Why the broker would refuse the record, as (error name, reason), or None."""

@@ -69,7 +69,8 @@ window TVF or a GROUP BY of one) runs as written, its time attribute ordered as 
 (``batch_order``: the relation's ``_offset``, else its rows' order). A window join of two
 window TVF subqueries, or of their window aggregations (whatever the bounds' names, an
 aggregation of such an aggregation included), joins each side's rows or final window
-results as written (``batch_window_join``).
+results as written (``batch_window_join``). Any other subquery in FROM or
+JOIN is translated on its own and read as a relation (``batch_subqueries``).
 
 A Python scalar function (``streaming.sql.functions``, a ``CREATE FUNCTION`` of a Java
 class's Python stand-in included: ``java_functions``) is registered on the DuckDB
@@ -87,7 +88,7 @@ A Python aggregate function in a GROUP BY is a registered scalar function over t
 group's arguments in input order, calling what the stream calls (``batch_aggregates``).
 
 Not translated (``SqlError``): windows on processing time (a window TVF over a ``PROCTIME()`` column: they depend on when the
-rows are processed), other views and subqueries, Python table
+rows are processed), other views, a window over a subquery, Python table
 functions, and anything the compiler rejects (the statements are compiled first). Known differences:
 MIN/MAX of TIMESTAMP text compare the text (chronological for one format, as the platform
 writes); AVG and SUM of DOUBLEs may differ in the last bits (summation order); the
@@ -117,6 +118,7 @@ from streaming.sql import (
     batch_order,
     batch_rank,
     batch_sessions,
+    batch_subqueries,
     batch_window_join,
     builtins,
     window_join,
@@ -438,6 +440,9 @@ class _Translation:
             if ranking is not None:
                 sql = batch_rank.translate(self, select, ranking, EVENT_MS)
                 return BatchQuery(sql, (self.tables[ranking.table.name],), self.sink)
+        if batch_subqueries.reads_subquery(select):
+            sql, read_tables = batch_subqueries.translate(self, select, EVENT_MS)
+            return BatchQuery(sql, read_tables, self.sink)
         read = [from_.this, *(j.this for j in joins)]
         for node in read:
             self.scope[node.alias_or_name] = self._source_table(node)

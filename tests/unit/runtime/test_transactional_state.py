@@ -296,6 +296,21 @@ def test_a_transactional_producer_reports_every_delivery_whatever_the_user_says(
     assert only_errors() is True  # at-least-once needs only the failures
 
 
+def test_a_transactional_producer_lingers_like_kafka_streams_unless_the_user_says_otherwise():
+    def settings(**given):
+        config = StreamsConfig.from_mapping({**BASE, **given})
+        transactional_id = "app-1" if config.exactly_once else None
+        return config.clients().producer(client_id="c", transactional_id=transactional_id)
+
+    eos = {"processing.guarantee": "exactly_once_v2"}
+    assert settings(**eos)["linger.ms"] == 100
+    assert settings(**eos, **{"producer.linger.ms": 7})["linger.ms"] == 7
+    assert settings(**eos, **{"linger.ms": 8})["linger.ms"] == 8
+    aliased = settings(**eos, **{"producer.queue.buffering.max.ms": 9})
+    assert "linger.ms" not in aliased and aliased["queue.buffering.max.ms"] == 9
+    assert "linger.ms" not in settings()  # at-least-once: librdkafka's default
+
+
 # -- the uncommitted-bytes limit ------------------------------------------------------------
 
 
