@@ -303,3 +303,15 @@ def test_python_aggregates_in_measures_match_as_the_stream_does(seed):
     batch = batch_rows(sql, {"ticks": not_late(rows, "ts", DELAY)}, functions)
     assert batch
     assert ordered(stream) == ordered(batch)
+
+
+def test_null_comes_first_ascending_in_the_further_order_by_columns():
+    # at one time: NULL tag first (ascending), then 'a', then 'b'
+    sql = query("A B", "SKIP PAST LAST ROW", "A AS A.price < 30", "", "ts, tag, seq DESC")
+    rows = [
+        {"sym": "A", "seq": 1, "price": 40.0, "tag": "b", "ts": 1_000},
+        {"sym": "A", "seq": 2, "price": 20.0, "tag": None, "ts": 1_000},
+        {"sym": "A", "seq": 3, "price": 50.0, "tag": "a", "ts": 1_000},
+    ]
+    match = {"sym": "A", "first_seq": 2, "last_seq": 3, "n": 2, "total": 70.0, "last_tag": "a"}
+    assert stream_rows(sql, rows, {}) == batch_rows(sql, {"ticks": rows}) == [match]
