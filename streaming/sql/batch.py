@@ -137,6 +137,7 @@ from streaming.sql.functions import (
 )
 from streaming.sql.join_star import expand_join_star
 from streaming.sql.rewrite import SESSION_ALIAS, Statement, interval_ms, split_statements
+from streaming.sql.stars import expand_over_subqueries
 from streaming.sql.timestamps import parse_timestamp
 
 #: internal column names of the translation (never a source column's)
@@ -412,6 +413,7 @@ class _Translation:
 
     def translate(self) -> BatchQuery:
         select = self.insert.expression.copy()
+        expand_over_subqueries(select, self.statement, self.tables, self.source)
         from_ = select.args.get("from_") or select.args.get("from")
         joins = select.args.get("joins") or []
         if joins and not window_join.joins_subqueries(select):

@@ -34,8 +34,8 @@ of these too, DuckDB picks.
 
 Not translated (``SqlError``): a window (a window TVF or a group window) in the outer
 query of a subquery, ``FOR SYSTEM_TIME AS OF`` the event time of a subquery's rows (their
-relation has none), a subquery that is not a SELECT, and ``*`` in a subquery over
-another subquery (the stream does not expand it either).
+relation has none), a subquery that is not a SELECT, and ``*`` over a subquery whose own
+list has a ``*`` left (``stars.expand_over_subqueries`` expands the others first).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from streaming.sql.batch_rank import RANKINGS
 from streaming.sql.catalog import TableDef
 from streaming.sql.derived import span
 from streaming.sql.join_star import expand_join_star
+from streaming.sql.stars import output_names
 
 #: the columns of a window's bounds (epoch ms in the translation)
 _BOUNDS = {"window_start", "window_end", "window_time", "__window_start", "__window_end"}
@@ -179,15 +180,7 @@ def _expand_star(select: exp.Select) -> None:
 
 def _names(select: exp.Select) -> list[str]:
     """The output names of ``select`` as the stream names a view's columns."""
-    names = []
-    for i, item in enumerate(select.expressions):
-        if isinstance(item, exp.Alias):
-            names.append(item.alias)
-        elif isinstance(item, exp.Column) and not isinstance(item.this, exp.Star):
-            names.append(item.name)
-        else:
-            names.append(f"EXPR${i}")
-    return names
+    return output_names(select)
 
 
 def _subquery(

@@ -106,7 +106,7 @@ from streaming.sql.rewrite import (
 )
 from streaming.sql.scopes import GroupScope, RowScope, row_of
 from streaming.sql.settings import Settings
-from streaming.sql.stars import expand_stars
+from streaming.sql.stars import expand_over_source, expand_stars
 from streaming.sql.timestamps import (
     ColumnTimestampExtractor,
     ProctimeStamper,
@@ -453,6 +453,7 @@ class Compiler:
     def compile_query(self, statement: Statement, select: exp.Select, sink: TableDef) -> None:
         """The topology of ``select`` writing into ``sink`` (a table's topic or a view)."""
         with self.derived.subqueries(statement, select) as outer:
+            expand_over_source(select, outer, self.tables)
             self.dispatch_query(outer, select, sink)
 
     def dispatch_query(self, statement: Statement, select: exp.Select, sink: TableDef) -> None:
@@ -523,8 +524,11 @@ class Compiler:
     ) -> Callable[[dict[str, Any]], dict[str, Any]]:
         """``row -> sink row``: the SELECT list mapped by position onto the sink's columns."""
         items = select.expressions
-        if any(isinstance(e, exp.Star) for e in items):
-            raise self.error(at, "SELECT * is not supported yet: name the columns")
+        star = next((e for e in items if isinstance(e, exp.Star)), None)
+        if star is not None:
+            raise self.error(
+                node_offset(star, at), "SELECT * is not supported yet: name the columns"
+            )
         names = list(sink.columns)
         if len(items) != len(names):
             raise self.error(

@@ -40,6 +40,7 @@ from sqlglot import exp
 
 from streaming import serdes
 from streaming.dsl import Named, Repartitioned
+from streaming.sql import rank_columns
 from streaming.sql.catalog import TableDef
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.timestamps import parse_timestamp
@@ -101,18 +102,28 @@ def find(select: exp.Select, subquery: exp.Expr) -> Dedup | None:
     return Dedup(
         window=window,
         row_number=name,
-        partition=tuple(p.name for p in partition),
-        order=PROCTIME_CALL if is_proctime_call(ordered[0].this) else ordered[0].this.name,
+        partition=tuple(rank_columns.reference(p) for p in partition),
+        order=(
+            PROCTIME_CALL
+            if is_proctime_call(ordered[0].this)
+            else rank_columns.reference(ordered[0].this)
+        ),
         descending=bool(ordered[0].args.get("desc")),
         condition=condition,
     )
 
 
-def by_time(dedup: Dedup, table: TableDef) -> bool:
-    """Whether the deduplication orders by a time attribute of ``table`` (else, with
-    ``= 1``, it is a Top-1: ``topn``)."""
+def by_time(dedup: Dedup, table: TableDef, alias: str) -> bool:
+    """Whether the deduplication orders by a time attribute of ``table`` (read as
+    ``alias``; a column qualified by another table is not one), else, with ``= 1``, it
+    is a Top-1 (``topn``)."""
+    if dedup.order == PROCTIME_CALL:
+        return True
+    qualifier, _, name = dedup.order.rpartition(".")
+    if qualifier not in ("", alias, table.name):
+        return False
     watermark = table.watermark.column if table.watermark is not None else None
-    return dedup.order in (table.proctime, watermark, PROCTIME_CALL)
+    return name in (table.proctime, watermark)
 
 
 def is_proctime_call(node: exp.Expr) -> bool:
@@ -156,7 +167,8 @@ def _mentions(select: exp.Select, name: str, condition: exp.Expr) -> bool:
 def prepare(inner: exp.Select, dedup: Dedup, source: TableDef | None) -> Dedup:
     """The subquery without its ``ROW_NUMBER()`` column (``*`` is the columns of its FROM
     table ``source``) and with the ORDER BY and PARTITION BY columns it does not select
-    as hidden ``$column`` outputs; returns the deduplication over the subquery's columns."""
+    as hidden outputs (``rank_columns``); returns the deduplication over the subquery's
+    columns."""
     items: list[exp.Expr] = []
     for item in inner.expressions:
         if isinstance(item, exp.Alias) and item.this is dedup.window:
@@ -165,19 +177,12 @@ def prepare(inner: exp.Select, dedup: Dedup, source: TableDef | None) -> Dedup:
             items.extend(exp.column(column) for column in source.columns)
             continue
         items.append(item)
-    names = {item.alias_or_name for item in items}
-
-    def output(column: str) -> str:
-        if column in names:
-            return column
-        items.append(exp.alias_(exp.column(column), f"${column}", quoted=True))
-        names.add(f"${column}")
-        return f"${column}"
-
     prepared = replace(
         dedup,
-        order=dedup.order if dedup.order == PROCTIME_CALL else output(dedup.order),
-        partition=tuple(output(column) for column in dedup.partition),
+        order=(
+            dedup.order if dedup.order == PROCTIME_CALL else rank_columns.output(items, dedup.order)
+        ),
+        partition=tuple(rank_columns.output(items, ref) for ref in dedup.partition),
     )
     inner.set("expressions", items)
     return prepared

@@ -2,7 +2,8 @@
 subqueries in FROM.
 
 The table's columns are the query's output columns, named by their alias, else the
-column's own name, else ``EXPR$i`` (``i`` its position from 0, as Flink names them). A
+column's own name, else ``EXPR$i`` (``i`` its position from 0, as Flink names them), a
+name taken already followed by 0, 1, ... (``ts``, ``ts0``: Flink's unique names). A
 column list in the statement names (and for CREATE TABLE types) them instead. Kinds not
 listed are ``INFERRED``: the compiler fills them in from the compiled SELECT list.
 
@@ -63,7 +64,9 @@ class QuerySources:
 
 
 def outputs(select: exp.Select, source: str) -> list[Output]:
-    """The named output columns of a SELECT (an error for ``*`` or a repeated name)."""
+    """The named output columns of a SELECT (an error for ``*``); a name already taken
+    gets the first free suffix 0, 1, ... (``ts``, ``ts0``), as Flink (Calcite) makes a
+    SELECT list's names unique."""
     result: list[Output] = []
     for i, item in enumerate(select.expressions):
         if isinstance(item, exp.Star) or (
@@ -78,12 +81,33 @@ def outputs(select: exp.Select, source: str) -> list[Output]:
             name, node = item.name, item
         else:
             name, node = f"EXPR${i}", item
-        if any(o.name == name for o in result):
-            raise error_at(
-                source, node_offset(item), f"duplicate output column {name}: name it with AS"
-            )
-        result.append(Output(name, node))
+        result.append(Output(unique_name(name, {o.name for o in result}), node))
     return result
+
+
+def output_names(items: list[exp.Expr]) -> list[str]:
+    """The output names of a SELECT list as ``outputs`` names them (``*`` and ``t.*``
+    as ``EXPR$i``)."""
+    names: list[str] = []
+    for i, item in enumerate(items):
+        if isinstance(item, exp.Alias):
+            name = item.alias
+        elif isinstance(item, exp.Column) and not isinstance(item.this, exp.Star):
+            name = item.name
+        else:
+            name = f"EXPR${i}"
+        names.append(unique_name(name, set(names)))
+    return names
+
+
+def unique_name(name: str, taken: set[str]) -> str:
+    """``name``, else the first of ``name0``, ``name1``, ... not in ``taken``."""
+    suffix = 0
+    unique = name
+    while unique in taken:
+        unique = f"{name}{suffix}"
+        suffix += 1
+    return unique
 
 
 def is_aggregation(select: exp.Select) -> bool:

@@ -47,7 +47,7 @@ from sqlglot import exp
 
 from streaming import serdes
 from streaming.dsl import Grouped, Materialized, Named, Repartitioned
-from streaming.sql import window_rank
+from streaming.sql import rank_columns, window_rank
 from streaming.sql.catalog import TableDef
 from streaming.sql.errors import error_at, node_offset
 from streaming.sql.timestamps import parse_timestamp
@@ -137,8 +137,8 @@ def find(select: exp.Select, subquery: exp.Expr) -> TopN | None:
     return TopN(
         window=window,
         row_number=name,
-        partition=tuple(p.name for p in partition),
-        order=tuple((o.this.name, bool(o.args.get("desc"))) for o in ordered),
+        partition=tuple(rank_columns.reference(p) for p in partition),
+        order=tuple((rank_columns.reference(o.this), bool(o.args.get("desc"))) for o in ordered),
         limit=n,
         condition=condition,
         by_window=bool(bounds),
@@ -181,7 +181,7 @@ def _limit(where: exp.Expr | None, name: str) -> tuple[exp.Expr, int] | None:
 def prepare(inner: exp.Select, topn: TopN, source: TableDef | None) -> TopN:
     """The subquery without its ``ROW_NUMBER()`` column (``*`` is the columns of its FROM
     table ``source``) and with the ORDER BY and PARTITION BY columns it does not select
-    as hidden ``$column`` outputs; returns the Top-N over the subquery's columns."""
+    as hidden outputs (``rank_columns``); returns the Top-N over the subquery's columns."""
     items: list[exp.Expr] = []
     for item in inner.expressions:
         if isinstance(item, exp.Alias) and item.this is topn.window:
@@ -190,19 +190,10 @@ def prepare(inner: exp.Select, topn: TopN, source: TableDef | None) -> TopN:
             items.extend(exp.column(column) for column in source.columns)
             continue
         items.append(item)
-    names = {item.alias_or_name for item in items}
-
-    def output(column: str) -> str:
-        if column in names:
-            return column
-        items.append(exp.alias_(exp.column(column), f"${column}", quoted=True))
-        names.add(f"${column}")
-        return f"${column}"
-
     prepared = dataclasses.replace(
         topn,
-        order=tuple((output(column), desc) for column, desc in topn.order),
-        partition=tuple(output(column) for column in topn.partition),
+        order=tuple((rank_columns.output(items, ref), desc) for ref, desc in topn.order),
+        partition=tuple(rank_columns.output(items, ref) for ref in topn.partition),
     )
     inner.set("expressions", items)
     return prepared
@@ -254,7 +245,8 @@ def rank(compiler: Any, table: TableDef, topn: TopN) -> TableDef:
             keep_last = (
                 topn.function == "ROW_NUMBER"
                 and topn.limit == 1
-                and [(c.lstrip("$"), d) for c, d in topn.order] == [(topn.tvf_time, True)]
+                and [(rank_columns.base_name(c), d) for c, d in topn.order]
+                == [(topn.tvf_time, True)]
             )
             ranking = Ranking(
                 topn.order,

@@ -60,6 +60,7 @@ from streaming.sql.derived import (
 )
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.rewrite import Statement, WindowTvf
+from streaming.sql.stars import expand_over_source
 from streaming.sql.timestamps import ColumnTimestamper, ProctimeStamper
 
 
@@ -131,7 +132,7 @@ class DerivedTables:
         if name in compiler.tables:
             raise self.error(name_node, f"table {name} already exists")
         with self.subqueries(statement, select) as outer:
-            self._expand_star(select)
+            expand_over_source(select, outer, compiler.tables)
             columns = outputs(select, self.source)
             if names and len(names) != len(columns):
                 raise self.error(
@@ -341,7 +342,11 @@ class DerivedTables:
                 read = (
                     self.from_table(inner_select) if isinstance(inner_select, exp.Select) else None
                 )
-                if dedup is not None and read is not None and not dedups.by_time(dedup, read):
+                if (
+                    dedup is not None
+                    and read is not None
+                    and not dedups.by_time(dedup, read, self.from_alias(inner_select))
+                ):
                     dedup = None  # ROW_NUMBER() = 1 ordered by another column: Top-1
                 topn = topns.find(select, node) if first and dedup is None else None
                 if dedup is not None:
@@ -405,23 +410,6 @@ class DerivedTables:
                 self.compiler.tables.pop(name, None)
                 self.compiler.window_join_inputs.pop(name, None)
 
-    def _expand_star(self, select: exp.Select) -> None:
-        """``*`` in the SELECT list of a query over one view (a subquery's, once compiled)
-        as the view's columns (without hidden ``$column`` outputs)."""
-        from_ = select.args.get("from_")
-        if from_ is None or not isinstance(from_.this, exp.Table) or select.args.get("joins"):
-            return
-        table = self.compiler.tables.get(from_.this.name)
-        if table is None or not table.is_view:
-            return
-        items: list[exp.Expr] = []
-        for item in select.expressions:
-            if isinstance(item, exp.Star):
-                items.extend(exp.column(c, quoted=True) for c in table.columns if c[:1] != "$")
-            else:
-                items.append(item)
-        select.set("expressions", items)
-
     @staticmethod
     def _over_tvf(statement: Statement, subquery: exp.Subquery) -> WindowTvf | None:
         """The window TVF the query of ``subquery`` reads directly (its FROM is the table
@@ -445,6 +433,13 @@ class DerivedTables:
         from_ = select.args.get("from_") or select.args.get("from")
         node = from_.this if from_ is not None else None
         return self.compiler.tables.get(node.name) if isinstance(node, exp.Table) else None
+
+    @staticmethod
+    def from_alias(select: exp.Select) -> str:
+        """The alias (else the name) of the table ``select`` reads FROM ("" for none)."""
+        from_ = select.args.get("from_") or select.args.get("from")
+        node = from_.this if from_ is not None else None
+        return str(node.alias_or_name) if isinstance(node, exp.Table) else ""
 
     def unnamed(self) -> exp.Identifier:
         """The name of a subquery in FROM without an alias: ``subquery$n``, ``n`` counting

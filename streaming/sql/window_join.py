@@ -7,9 +7,11 @@
 
 Each input is a subquery of a window TVF (TUMBLE, HOP or CUMULATE over the event time,
 the same window on both sides): its rows (``SELECT *`` or named columns, filtered by
-its WHERE), or a window aggregation over it (``GROUP BY window_start, window_end, ...``).
-The ON clause must equate both window bounds; its other equalities are the join key and
-its other conditions decide which rows of a window and key match.
+its WHERE), or a window aggregation over it (``GROUP BY window_start, window_end, ...``),
+or an aggregation of such results by their window (Nexmark q5's maximum per window). The
+ON clause must equate both window bounds, which an aggregation may rename (``window_start
+AS starttime``: ``bound_outputs``); its other equalities are the join key and its other
+conditions decide which rows of a window and key match.
 
 ``FROM (subquery) L WHERE [NOT] EXISTS (SELECT * FROM (subquery) R WHERE ...)`` and
 ``L.x IN (SELECT y FROM (subquery) R WHERE ...)`` are window semi and anti joins
@@ -38,7 +40,7 @@ from streaming import serdes
 from streaming.dsl import Named, Repartitioned
 from streaming.sql import window_rank
 from streaming.sql.catalog import TableDef
-from streaming.sql.derived import is_aggregation, span
+from streaming.sql.derived import is_aggregation, output_names, span
 from streaming.sql.join_conditions import JoinScope, OnClause, ScopeTable, _conjuncts, read_path
 from streaming.sql.join_state import change
 from streaming.sql.regular_join import OUTER, JoinedChanges, RegularJoin, _key_value
@@ -57,12 +59,19 @@ BOUNDS = ("window_start", "window_end")
 
 @dataclass(frozen=True)
 class WindowInput:
-    """One side of a window join: its window TVF, its WATERMARK delay and whether its
-    rows are a window aggregation's (at their window's end) rather than the TVF's."""
+    """One side of a window join: its window TVF, its WATERMARK delay, whether its
+    rows are a window aggregation's (at their window's end) rather than the TVF's, and
+    the names of its window bounds (renamed by an aggregation, ``window_start AS
+    starttime``; None: the side does not pass that bound through)."""
 
     tvf: WindowTvf
     delay_ms: int
     aggregated: bool
+    start: str | None = "window_start"
+    end: str | None = "window_end"
+    #: an aggregation of window results (a subquery of a window aggregation): its rows
+    #: come out after the other side's by its own window's delay
+    nested: bool = False
 
 
 def joins_subqueries(select: exp.Select) -> bool:
@@ -153,7 +162,11 @@ def prepare_input(
     if over is None or is_aggregation(inner):
         if own.kind not in ("TUMBLE", "HOP", "CUMULATE"):
             return False, None  # SESSION windows' results join as other views do
-        return False, WindowInput(own, 0, True)
+        bounds = bound_outputs(inner)
+        from_ = inner.args.get("from_") or inner.args.get("from")
+        nested = from_ is not None and isinstance(from_.this, exp.Subquery)
+        start, end = bounds.get(BOUNDS[0]), bounds.get(BOUNDS[1])
+        return False, WindowInput(own, 0, True, start, end, nested)
     view = window_rank.windowed_rows(compiler, inner, over, "a window join")
     with_time = dataclasses.replace(view, columns={**view.columns, "window_time": "BIGINT"})
     compiler.tables[view.name] = with_time
@@ -163,20 +176,71 @@ def prepare_input(
     return True, WindowInput(own, delay, False)
 
 
+def bound_outputs(select: exp.Select) -> dict[str, str]:
+    """Window bound (``window_start``, ``window_end``) -> the name of the output of
+    ``select`` that passes it through: a bound of its window TVF, or over a subquery in
+    FROM an output of the subquery that is a bound (Nexmark q5's ``GROUP BY
+    CountBids.starttime, CountBids.endtime``, both grouped: the windows stay windows)."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    node = from_.this if from_ is not None else None
+    if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
+        nested = bound_outputs(node.this)
+        group = select.args.get("group")
+        grouped = (
+            {c.name for c in group.expressions if isinstance(c, exp.Column)} if group else set()
+        )
+        if is_aggregation(select) and not set(nested.values()) <= grouped:
+            return {}
+    else:
+        nested = {bound: bound for bound in BOUNDS}
+    by_name = {name: bound for bound, name in nested.items()}
+    found: dict[str, str] = {}
+    for item, name in zip(select.expressions, output_names(select.expressions), strict=True):
+        column = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(column, exp.Column) and column.name in by_name:
+            found.setdefault(by_name[column.name], name)
+    return found
+
+
 def is_window_join(compiler: Any, select: exp.Select) -> bool:
-    """Whether ``select`` joins two window join inputs (``prepare_input``)."""
+    """Whether ``select`` joins two window join inputs (``prepare_input``) on both of
+    their window bounds; renamed bounds (Flink's windows keep their window properties
+    through a rename) when a side aggregates window results (Nexmark q5), whose rows come
+    out later than the other side's by more than an interval join's grace."""
     found = first_join(compiler, select)
     if found is None or len(select.args["joins"]) != 1:
         return False
     inputs = compiler.window_join_inputs
-    names = (found[0].name, found[1].this.name)
+    join = found[1]
+    names = (found[0].name, join.this.name)
     if not all(name in inputs for name in names):
         return False
-    # window aggregations whose bounds are renamed keep the joins of window results
-    # (``join_steps``: Nexmark q5 and q8)
-    return not any(
-        inputs[name].aggregated and not set(BOUNDS) <= set(compiler.tables[name].columns)
-        for name in names
+    sides = [inputs[name] for name in names]
+    if any(
+        side.start is None
+        or side.end is None
+        or not {side.start, side.end} <= set(compiler.tables[name].columns)
+        for side, name in zip(sides, names, strict=True)
+    ):
+        return False
+    if not any(side.aggregated for side in sides):
+        return True  # the TVFs' rows: the ON clause must equate the bounds (``step``)
+    renamed = any((side.start, side.end) != BOUNDS for side in sides)
+    if renamed and not any(side.nested for side in sides):
+        # window results renamed (Nexmark q8) come out at their windows' close on both
+        # sides: they join as other views do, an interval join whose grace covers that
+        return False
+    # window results whose ON clause does not equate both bounds join as other views do
+    on = join.args.get("on")
+    equalities = {
+        frozenset((term.this.name, term.expression.name))
+        for term in (_conjuncts(on) if on is not None else [])
+        if isinstance(term, exp.EQ)
+        and all(isinstance(c, exp.Column) for c in (term.this, term.expression))
+    }
+    return all(
+        frozenset((getattr(sides[0], b), getattr(sides[1], b))) in equalities
+        for b in ("start", "end")
     )
 
 
@@ -208,14 +272,16 @@ class WindowJoin(RegularJoin):
                 join, "a window join needs the same window (kind, size and step) on both sides"
             )
         pairs = [(k[1], k[2]) for k in keys]
-        if any((bound, bound) not in pairs for bound in BOUNDS):
+        starts = (sides[0].start, sides[1].start)
+        ends = (sides[0].end, sides[1].end)
+        if starts not in pairs or ends not in pairs:
             raise self.error(
                 join.args.get("on") or join,
-                f"a window join needs {scope.left_alias}.window_start = "
-                f"{scope.right_alias}.window_start AND {scope.left_alias}.window_end = "
-                f"{scope.right_alias}.window_end in its ON clause",
+                f"a window join needs {scope.left_alias}.{starts[0]} = "
+                f"{scope.right_alias}.{starts[1]} AND {scope.left_alias}.{ends[0]} = "
+                f"{scope.right_alias}.{ends[1]} in its ON clause",
             )
-        end_at = pairs.index(("window_end", "window_end"))
+        end_at = pairs.index(ends)
         null_safe = frozenset(self.null_safe)
         readers = [read_path(path[1:], column) for path, column, _ in keys]
         left_changes = left.changes.map(

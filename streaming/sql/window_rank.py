@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from streaming import serdes
 from streaming.dsl import Named, Repartitioned
+from streaming.sql import rank_columns
 from streaming.sql.catalog import TableDef
 from streaming.sql.errors import error_at
 from streaming.sql.rewrite import WindowTvf
@@ -128,8 +129,9 @@ def rank_tvf_windows(
             Stores.persistent_key_value_store(store), serdes.String(), serdes.Json()
         )
     )
-    rest = tuple(c for c in topn.partition if c.lstrip("$") not in ("window_start", "window_end"))
-    end = next(c for c in topn.partition if c.lstrip("$") == "window_end")
+    bound = rank_columns.base_name
+    rest = tuple(c for c in topn.partition if bound(c) not in ("window_start", "window_end"))
+    end = next(c for c in topn.partition if bound(c) == "window_end")
     keyed = (
         compiler.views[table.name]
         .filter(lambda k, v: isinstance(v, dict))

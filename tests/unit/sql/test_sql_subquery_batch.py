@@ -227,6 +227,76 @@ def test_row_number_over_a_join_in_an_unaliased_subquery_agrees(seed: int) -> No
     assert ordered(stream) == ordered(batch)
 
 
+@pytest.mark.parametrize(
+    ("columns", "selected"),
+    [
+        # the item's ts (I.*) selected, the bid's as bid_ts: B.ts is the bid's
+        (
+            "id, category, ts, expires, bidder, price, bid_ts",
+            "I.*, B.bidder, B.price, B.ts AS bid_ts",
+        ),
+        # the bid's ts not selected: a hidden column of the subquery, not ambiguous
+        ("id, bidder, price", "I.id, B.bidder, B.price"),
+    ],
+)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_row_number_over_a_join_orders_by_qualified_columns(
+    seed: int, columns: str, selected: str
+) -> None:
+    # both tables have ts: ORDER BY B.ts is the bid's time, the latest of a price first
+    kinds = {"id": "BIGINT", "category": "BIGINT", "bidder": "BIGINT", "price": "BIGINT"}
+    sql = (
+        TABLES
+        + upsert_sink(
+            ", ".join(f"{c} {kinds.get(c, 'TIMESTAMP(3)')}" for c in columns.split(", ")),
+            columns,
+        )
+        + f"""
+        INSERT INTO out
+        SELECT {columns} FROM (
+          SELECT {selected},
+            ROW_NUMBER() OVER (PARTITION BY I.id ORDER BY B.price DESC, B.ts DESC) AS rownum
+          FROM item I, bid B
+          WHERE I.id = B.item AND B.ts BETWEEN I.ts AND I.expires
+        )
+        WHERE rownum <= 1;"""
+    )
+    events = auction_events(seed)
+    stream = stream_rows(sql, events, upsert=True)
+    batch = batch_rows(sql, events)
+    assert len(batch) >= 5
+    assert ordered(stream) == ordered(batch)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_star_over_a_ranking_of_a_join_names_a_repeated_column_as_flink(seed: int) -> None:
+    # both tables have ts: the subquery's second ts is ts0 (Flink's unique names), and
+    # ORDER BY B.ts is the bid's
+    sql = (
+        TABLES
+        + upsert_sink(
+            "id BIGINT, category BIGINT, ts TIMESTAMP(3), expires TIMESTAMP(3), "
+            "bidder BIGINT, price BIGINT, ts0 TIMESTAMP(3), rownum BIGINT",
+            "id, rownum",
+        )
+        + """
+        INSERT INTO out
+        SELECT * FROM (
+          SELECT I.*, B.bidder, B.price, B.ts,
+            ROW_NUMBER() OVER (PARTITION BY I.id ORDER BY B.price DESC, B.ts DESC) AS rownum
+          FROM item I, bid B
+          WHERE I.id = B.item AND B.ts BETWEEN I.ts AND I.expires
+        )
+        WHERE rownum <= 1;"""
+    )
+    events = auction_events(seed)
+    stream = stream_rows(sql, events, upsert=True)
+    batch = batch_rows(sql, events)
+    assert len(batch) >= 5
+    assert all(row["ts0"] >= row["ts"] for row in batch)  # the bid's time, in the item's
+    assert ordered(stream) == ordered(batch)
+
+
 def test_a_window_in_the_query_over_a_subquery_is_not_translated() -> None:
     sql = (
         TABLES + "CREATE TABLE out (ws TIMESTAMP(3), n BIGINT) WITH ('connector' = 'kafka', "

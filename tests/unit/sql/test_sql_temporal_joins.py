@@ -31,8 +31,8 @@ Not ported (each raises a ``SqlError`` that names what is missing, pinned below)
   leave out order 6, whose delete needs a changelog on the probe side;
 - ``testEventTimeTemporalJoinWithMultiKeys``: a table whose PRIMARY KEY has two columns
   is joined on one column (the key of a stream-table join) only;
-- ``testEventTimeTemporalJoinWithFilter``: its view is ``SELECT *`` of the table;
-- ``...WithDeduplicateLastView`` and ``testMiniBatchEventTimeViewTemporalJoin``: a view
+- ``testEventTimeTemporalJoinWithFilter`` (a view ``SELECT *`` of the table),
+  ``...WithDeduplicateLastView`` and ``testMiniBatchEventTimeViewTemporalJoin``: a view
   is not read into a versioned store; ``...WithDeduplicateFirstView``: a keep-first
   deduplication is append-only, a stream, and two streams join only with a time bound.
 """
@@ -376,7 +376,7 @@ SELECT
             + " FROM orders_rowtime AS o "
             " JOIN v1 FOR SYSTEM_TIME AS OF o.order_time as r "
             " ON o.currency = r.currency WHERE rate < 115 ON CONFLICT DO DEDUPLICATE",
-            r"SELECT \* is not supported yet",
+            "FOR SYSTEM_TIME AS OF needs v1 read into a versioned store",
         ),
         (
             "testEventTimeTemporalJoinWithDeduplicateLastView",
