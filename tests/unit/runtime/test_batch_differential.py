@@ -757,6 +757,59 @@ def test_json_sinks_and_folds_are_called_directly() -> None:
         assert sorted(plan.direct) == sorted([*sinks, plan.folds.folds[0].node.name])
 
 
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(
+    keys=st.lists(
+        st.one_of(
+            st.sampled_from(("a", "b", "\ud800", "é")),
+            st.text(max_size=3),
+            st.integers(-2, 2),
+            st.none(),
+        ),
+        max_size=40,
+    ),
+    remembered=st.integers(1, 4),
+)
+def test_a_direct_sink_writes_each_key_as_process_does(keys: list[Any], remembered: int) -> None:
+    """A direct sink remembers the bytes of recent string keys: through it, repeats,
+    keys JSON cannot write (a lone surrogate) and a memory cleared when full (at most
+    ``remembered`` keys here) send what ``process`` sends, or fail as it fails."""
+    from types import SimpleNamespace
+
+    from streaming.errors import StreamsException
+    from streaming.runtime import nodes
+    from streaming.topology.processor import Record
+
+    def sent_by(direct: bool) -> list[Any]:
+        out: list[Any] = []
+        sink = nodes.SinkNode("sink", "out", None, serdes.Json(), serdes.Json(), None)
+        sink.init(
+            SimpleNamespace(  # type: ignore[arg-type]
+                default_key_serde=serdes.Json(),
+                default_value_serde=serdes.Json(),
+                send=lambda topic, k, v, ts, h, *rest: out.append((topic, k, v, ts, h)),
+            )
+        )
+        write = sink.direct()
+        assert write is not None
+        for i, key in enumerate(keys):
+            try:
+                if direct:
+                    write(key, {"i": i}, i, ())
+                else:
+                    sink.process(Record(key, {"i": i}, i, ()))
+            except StreamsException as exc:
+                out.append(str(exc))
+        return out
+
+    old = nodes._STR_BYTES_MAX
+    nodes._STR_BYTES_MAX = remembered
+    try:
+        assert sent_by(True) == sent_by(False)
+    finally:
+        nodes._STR_BYTES_MAX = old
+
+
 # -- input: the serdes' one-argument equivalents queue what the serdes would ---------------
 
 
