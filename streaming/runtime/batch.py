@@ -30,6 +30,13 @@ those aggregations fold each window's records while the entry runs and write eac
 once (``window_fold``; the exact conditions are in ``window_aggregate``'s docstring): the
 entry turns the folds on, writes what they hold back before handling a failure, and at
 its end; the task writes it before firing a punctuation.
+
+When every node a chain hands records to is such a sink or fold, the entry does not build
+each record's ``RecordContext``: it leaves the queued record in ``TaskContext.stamped``,
+and ``TaskContext.record_context()`` builds its context the first time something asks
+(the record collector on a failed send; a fold before handing a record to its
+processor's own code, and for each window it writes). The fused functions are given no
+context, so every reader gets the context the per-record path would have set.
 """
 
 from __future__ import annotations
@@ -239,10 +246,13 @@ def _queue_entry(
     source: SourceNode,
     fused: Callable[[Any, Any, int, Any], None],
     folds: BatchFolds | None,
+    lazy_context: bool,
 ) -> BatchEntry:
     """The batch entry of one source: ``StreamTask._process_queue``'s steps with
     ``process_stamped``'s body inlined around the fused chain, the task's window
-    aggregations folding their windows while it runs (``folds``, if any)."""
+    aggregations folding their windows while it runs (``folds``, if any). With
+    ``lazy_context``, a record's ``RecordContext`` is built only if something asks the
+    context for it (``TaskContext.stamped``)."""
     context = task.context
     group = task.partition_group
     punctuation_queue = context.stream_time_punctuations
@@ -310,13 +320,19 @@ def _queue_entry(
                 topic, partition, offset, ts, key, value, h, _, _ = rec
                 if ts > stream_time:
                     stream_time = group.stream_time = ts
-                context._record_context = new_rc(rc_type, (ts, offset, partition, topic, h))
+                if lazy_context:
+                    # a reader builds it (record_context()), at most once per record
+                    context.stamped = rec
+                    context._record_context = None
+                else:
+                    context._record_context = new_rc(rc_type, (ts, offset, partition, topic, h))
                 try:
                     fused(key, value, ts, h)
                 except Exception as exc:
                     failed += 1
                     context.current_node = None
                     context._record_context = None
+                    context.stamped = None
                     if folds is not None:
                         folds.flush()
                     if on_error is None:
@@ -331,10 +347,12 @@ def _queue_entry(
                         except StreamsException as wrapped:
                             on_error(rec, wrapped)
                 if punctuations:
+                    context.stamped = None
                     punctuate()
         finally:
             context.current_node = None
             context._record_context = None
+            context.stamped = None
             n = queued - len(queue)
             if n > failed:
                 task.processed += n - failed
@@ -379,6 +397,24 @@ def _batch_folds(task: StreamTask, tails: list[str]) -> BatchFolds | None:
     return folds
 
 
+def _lazy_context(
+    task: StreamTask,
+    tails: list[str],
+    direct: dict[str, Callable[..., None]],
+    folds: BatchFolds | None,
+) -> bool:
+    """Whether a chain may leave each record's ``RecordContext`` unbuilt until something
+    asks ``TaskContext.record_context()`` for it: every node the chain hands records to
+    is a sink called directly (``SinkNode.direct``: the record collector asks, on a
+    failed send) or a folding window aggregation (``WindowFold`` keeps the queued record
+    and asks before handing a record to the processor's own code). The fused stateless
+    nodes' functions are given no context."""
+    folding = set() if folds is None else {fold.node.name for fold in folds.folds}
+    return all(
+        name in folding or (type(task.nodes[name]) is SinkNode and name in direct) for name in tails
+    )
+
+
 class BatchPlan:
     """The batch entries of a task, one per source node, built once its processors are
     initialized; ``entry(topic)`` is None for a topic without one."""
@@ -404,7 +440,8 @@ class BatchPlan:
             direct.update((fold.node.name, fold.process) for fold in self.folds.folds)
             compiled = {key: compile_source(s, task.context, direct) for key, s in sources.items()}
         for key, (fused, inline, tails) in compiled.items():
-            self._entries[key] = _queue_entry(task, sources[key], fused, self.folds)
+            lazy = _lazy_context(task, tails, direct, self.folds)
+            self._entries[key] = _queue_entry(task, sources[key], fused, self.folds, lazy)
             self.chains.append((sources[key].name, inline, tails))
 
     def flush_folds(self) -> None:

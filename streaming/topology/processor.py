@@ -74,6 +74,15 @@ class RecordContext(NamedTuple):
 new_record_context: Any = tuple.__new__
 
 
+def context_of(record: Any) -> RecordContext:
+    """The ``RecordContext`` of a record that carries its own coordinates (a queued
+    ``StampedRecord``: ``timestamp``, ``offset``, ``partition``, ``topic``, ``headers``)."""
+    return new_record_context(
+        RecordContext,
+        (record.timestamp, record.offset, record.partition, record.topic, record.headers),
+    )
+
+
 class RecordMetadata(Protocol):
     """Where the current record came from (read-only)."""
 

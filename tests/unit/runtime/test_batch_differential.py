@@ -127,7 +127,9 @@ def run_task(
     ) -> None:
         # a sink's partitioner sees the record's key and value (the collector's call)
         chosen = None if partitioner is None else partitioner(topic, record.key, record.value, 4)
-        sent.append((topic, key, value, ts, tuple(headers), chosen))
+        # and where the collector sees the record come from (its dead letters' source)
+        source = task.context.record_context()
+        sent.append((topic, key, value, ts, tuple(headers), chosen, source))
         if task.source_for(topic) is not None:
             pending.append(consumed(topic, key, value, ts, headers))
 
@@ -732,6 +734,8 @@ def test_json_sinks_and_folds_write_what_the_per_record_path_writes(
             cuts=random.Random(cut_seed),
             skip_failures=skip_failures,
             encode=lambda r: _json_bytes(r, bad),
+            # JSON on the repartition topic too, as in the driver: its sink is direct
+            extra_config={"default.key.serde": "json", "default.value.serde": "json"},
         )
         for batched in (True, False)
     ]
