@@ -1,8 +1,8 @@
 """The batch entry of a task: the records it takes from one input queue, processed in one go.
 
 The boundary is narrow on purpose, so that a compiled core can implement it later without
-touching the DSL or the runtime: :class:`BatchEntry` takes the task's queued
-``StampedRecord``s of one input partition (records in) and returns how many it consumed; its
+touching the DSL or the runtime: :class:`BatchEntry` takes the task's queued records
+(``Queued`` tuples) of one input partition (records in) and returns how many it consumed; its
 effects leave through the task's two outputs only, the record collector
 (``TaskContext.send``: records out) and the stores' changelog writer
 (``TaskContext.log_change``: store writes out). Between the two, each record runs through
@@ -51,12 +51,14 @@ from streaming.dsl.processors.window_fold import BatchFolds, WindowFold, fold_st
 from streaming.errors import StreamsException
 from streaming.runtime.config_keys import PROCESSING_BATCH_ENABLED
 from streaming.runtime.nodes import FixedKeyNode, ProcessorNode, SinkNode, SourceNode
+from streaming.runtime.partition_group import OFFSET, TIMESTAMP, Queued, as_stamped
 from streaming.state.caching import CachingWindowStore
 from streaming.topology.processor import Record, RecordContext, new_record_context
 
 if TYPE_CHECKING:
     from streaming.runtime.context import TaskContext
-    from streaming.runtime.task import StampedRecord, StreamTask
+    from streaming.runtime.partition_group import StampedRecord
+    from streaming.runtime.task import StreamTask
 
 _MAP_RETURNED_NONE = "map() mapper returned None; return a (key, value) tuple"
 
@@ -84,7 +86,7 @@ class BatchEntry(Protocol):
     def __call__(
         self,
         tp: tuple[str, int],
-        queue: deque[StampedRecord],
+        queue: deque[Queued],
         limit: int,
         on_error: ProcessingErrorHandler | None,
         until: int | None,
@@ -284,7 +286,7 @@ def _queue_entry(
 
     def entry(
         tp: tuple[str, int],
-        queue: deque[StampedRecord],
+        queue: deque[Queued],
         limit: int,
         on_error: ProcessingErrorHandler | None,
         until: int | None,
@@ -301,7 +303,7 @@ def _queue_entry(
         if until is not None:
             taken = 0
             for head in queue:
-                if taken == count or head[3] > until:
+                if taken == count or head[TIMESTAMP] > until:
                     break
                 taken += 1
             count = taken
@@ -335,17 +337,18 @@ def _queue_entry(
                     context.stamped = None
                     if folds is not None:
                         folds.flush()
+                    stamped = as_stamped(rec)
                     if on_error is None:
                         if isinstance(exc, StreamsException):
                             raise
-                        raise failure(rec, exc) from exc
+                        raise failure(stamped, exc) from exc
                     if isinstance(exc, StreamsException):
-                        on_error(rec, exc)
+                        on_error(stamped, exc)
                     else:
                         try:
-                            raise failure(rec, exc) from exc
+                            raise failure(stamped, exc) from exc
                         except StreamsException as wrapped:
-                            on_error(rec, wrapped)
+                            on_error(stamped, wrapped)
                 if punctuations:
                     context.stamped = None
                     punctuate()
@@ -358,7 +361,7 @@ def _queue_entry(
                 task.processed += n - failed
                 task.commit_needed = True
             if rec is not None:
-                group.processed_offsets[tp] = rec[2]
+                group.processed_offsets[tp] = rec[OFFSET]
             if folds is not None:
                 folds.end()
         return n

@@ -19,7 +19,8 @@ from streaming.time import to_millis
 from streaming.topology.processor import PunctuationType, Record, RecordContext, context_of
 
 if TYPE_CHECKING:
-    from streaming.runtime.task import StampedRecord, StreamTask
+    from streaming.runtime.partition_group import Queued
+    from streaming.runtime.task import StreamTask
 
 
 class TaskContext:
@@ -53,7 +54,7 @@ class TaskContext:
         self._record_context: RecordContext | None = None
         #: the queued record being processed, while a batch entry leaves its record context
         #: unbuilt (``record_context()`` builds it when asked); None otherwise
-        self.stamped: StampedRecord | None = None
+        self.stamped: Queued | None = None
         self.stores: dict[str, Any] = {}
         #: name -> global store, set by whoever runs the global state (driver or runtime)
         self.global_stores: dict[str, Any] = {}

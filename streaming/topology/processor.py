@@ -74,12 +74,11 @@ class RecordContext(NamedTuple):
 new_record_context: Any = tuple.__new__
 
 
-def context_of(record: Any) -> RecordContext:
-    """The ``RecordContext`` of a record that carries its own coordinates (a queued
-    ``StampedRecord``: ``timestamp``, ``offset``, ``partition``, ``topic``, ``headers``)."""
+def context_of(queued: Any) -> RecordContext:
+    """The ``RecordContext`` of a queued record, a tuple ``(topic, partition, offset,
+    timestamp, key, value, headers, ...)`` (the runtime's ``Queued``)."""
     return new_record_context(
-        RecordContext,
-        (record.timestamp, record.offset, record.partition, record.topic, record.headers),
+        RecordContext, (queued[3], queued[2], queued[1], queued[0], queued[6])
     )
 
 

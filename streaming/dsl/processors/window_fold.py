@@ -91,6 +91,14 @@ def _no_scalar(v: Any) -> int:
     return -1
 
 
+def _built(rc: Any) -> RecordContext | None:
+    """A pending window's record context: ``rc`` itself, or that of the queued record (a
+    tuple) the batch entry left it unbuilt for."""
+    if isinstance(rc, tuple) and not isinstance(rc, RecordContext):
+        return context_of(rc)
+    return rc
+
+
 def fold_store(processor: KStreamWindowAggregateProcessor) -> CachingWindowStore | None:
     """The caching layer a processor's pending windows go to, when the processor may fold
     (window_aggregate's conditions on the store and the emit strategy), else None."""
@@ -267,18 +275,21 @@ class WindowFold:
             else:
                 agg = new_agg
             context = self.context
-            rc = context._record_context
-            if rc is None:
-                # left unbuilt by the batch entry: the queued record, whose context is
-                # built if the window is written with it
+            rc: Any = context._record_context
+            if rc is not None:
+                rc_topic, rc_headers = rc.topic, rc.headers
+            else:
+                # left unbuilt by the batch entry: the queued record (a tuple), whose
+                # context is built if the window is written with it
                 rc = context.stamped
+                rc_topic, rc_headers = (None, None) if rc is None else (rc[0], rc[6])
             # a context's size depends on its topic and headers only: records of one
             # partition without new headers share it
             topic, headers, rc_size = self._context_size
-            if rc is None or rc.topic is not topic or rc.headers is not headers:
-                rc_size = context_size(rc)
-                if rc is not None and type(rc.headers) is tuple:
-                    self._context_size = (rc.topic, rc.headers, rc_size)
+            if rc is None or rc_topic is not topic or rc_headers is not headers:
+                rc_size = context_size(_built(rc))
+                if rc is not None and type(rc_headers) is tuple:
+                    self._context_size = (rc_topic, rc_headers, rc_size)
             bound = self.key_overhead + len(kb) + size + rc_size
             batch = self.batch
             cache = batch.cache
@@ -316,9 +327,7 @@ class WindowFold:
             for (kb, window_start), (agg, ts, rc, raw, _) in sorted(
                 pending.items(), key=_last_update
             ):
-                if rc is not None and not isinstance(rc, RecordContext):
-                    rc = context_of(rc)
-                context._record_context = rc
+                context._record_context = _built(rc)
                 put(kb, raw if raw is not None else raw_value(make(agg, ts)), window_start)
         finally:
             pending.clear()

@@ -742,6 +742,54 @@ def test_json_sinks_and_folds_write_what_the_per_record_path_writes(
     assert runs[0] == runs[1]
 
 
+def json_sink_topology(p: dict[str, Any]) -> Any:
+    """JSON in -> map_values (a set now and then, which JSON cannot write) -> out: one
+    input partition, so each batch goes through the batch entry, its records queued as
+    plain tuples."""
+    from streaming import StreamsBuilder
+
+    b = StreamsBuilder()
+    json = serdes.Json()
+    (
+        b.stream("input", key_serde=json, value_serde=json)
+        .map_values(lambda v: v if v is None or v["n"] != p["unwritable"] else {1, 2})
+        .to("out", key_serde=json, value_serde=json)
+    )
+    return b.build()
+
+
+@settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(
+    unwritable=st.sampled_from((None, 3, 4)),
+    trace=traces.traces(("input",), max_records=40),
+    skip_failures=st.booleans(),
+    cut_seed=st.integers(0, 2**32 - 1),
+)
+def test_failures_of_records_queued_as_plain_tuples_are_reported_as_on_the_per_record_path(
+    unwritable: int | None, trace: list[dict[str, Any]], skip_failures: bool, cut_seed: int
+) -> None:
+    """The handlers and the error of a failing record get what the per-record path gives
+    them (a ``StampedRecord`` and its coordinates) when the record was queued as a plain
+    tuple."""
+    params = {"unwritable": unwritable}
+    runs = [
+        run_task(
+            json_sink_topology(params),
+            params,
+            trace,
+            caching=True,
+            optimize=False,
+            batched=batched,
+            cuts=random.Random(cut_seed),
+            skip_failures=skip_failures,
+            encode=lambda r: _json_bytes(r, None),
+            extra_config={"default.key.serde": "json", "default.value.serde": "json"},
+        )
+        for batched in (True, False)
+    ]
+    assert runs[0] == runs[1]
+
+
 def test_json_sinks_and_folds_are_called_directly() -> None:
     from streaming.runtime.nodes import SinkNode
 
@@ -903,7 +951,7 @@ def test_input_is_queued_as_the_serdes_decode_it(
             )
     queued = list(task.partition_group.queues.get(("in", 0), ()))
     assert [tuple(rec) for rec in queued] == [tuple(rec) for rec in expected]
-    assert [type(rec.key) for rec in queued] == [type(rec.key) for rec in expected]
-    assert [type(rec.value) for rec in queued] == [type(rec.value) for rec in expected]
+    assert [type(rec[4]) for rec in queued] == [type(rec.key) for rec in expected]
+    assert [type(rec[5]) for rec in queued] == [type(rec.value) for rec in expected]
     assert handled == expected_handled
     task.close()
