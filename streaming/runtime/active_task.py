@@ -41,6 +41,7 @@ from streaming.runtime.failures import (
     calling,
     translate,
 )
+from streaming.runtime.partition_group import StampedRecord
 from streaming.runtime.restore import RestoreRequest
 from streaming.runtime.state_directory import (
     TaskLock,
@@ -49,7 +50,7 @@ from streaming.runtime.state_directory import (
     write_checkpoint,
 )
 from streaming.runtime.store_offsets import commit_restored, prepare_task_dir, restore_start
-from streaming.runtime.task import ConsumerRecord, StampedRecord, StreamTask
+from streaming.runtime.task import ConsumerRecord, StreamTask
 from streaming.state.api import TransactionalStore, transactional_layer
 
 if TYPE_CHECKING:

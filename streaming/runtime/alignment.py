@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from streaming.runtime.partition_group import TIMESTAMP
+
 if TYPE_CHECKING:
     from streaming.runtime.partition_group import PartitionGroup
 
@@ -270,7 +272,7 @@ class ThreadAlignment:
                 empty_since.pop(tp, None)
                 backlog += len(queue)
                 queued = True
-                mark = queue[0].timestamp
+                mark = queue[0][TIMESTAMP]
                 if low is None or mark < low:
                     low = mark
             elif fetched_lag == 0:

@@ -1,8 +1,8 @@
 """The batch entry of a task: the records it takes from one input queue, processed in one go.
 
 The boundary is narrow on purpose, so that a compiled core can implement it later without
-touching the DSL or the runtime: :class:`BatchEntry` takes the task's queued
-``StampedRecord``s of one input partition (records in) and returns how many it consumed; its
+touching the DSL or the runtime: :class:`BatchEntry` takes the task's queued records
+(``Queued`` tuples) of one input partition (records in) and returns how many it consumed; its
 effects leave through the task's two outputs only, the record collector
 (``TaskContext.send``: records out) and the stores' changelog writer
 (``TaskContext.log_change``: store writes out). Between the two, each record runs through
@@ -30,6 +30,13 @@ those aggregations fold each window's records while the entry runs and write eac
 once (``window_fold``; the exact conditions are in ``window_aggregate``'s docstring): the
 entry turns the folds on, writes what they hold back before handling a failure, and at
 its end; the task writes it before firing a punctuation.
+
+When every node a chain hands records to is such a sink or fold, the entry does not build
+each record's ``RecordContext``: it leaves the queued record in ``TaskContext.stamped``,
+and ``TaskContext.record_context()`` builds its context the first time something asks
+(the record collector on a failed send; a fold before handing a record to its
+processor's own code, and for each window it writes). The fused functions are given no
+context, so every reader gets the context the per-record path would have set.
 """
 
 from __future__ import annotations
@@ -44,12 +51,14 @@ from streaming.dsl.processors.window_fold import BatchFolds, WindowFold, fold_st
 from streaming.errors import StreamsException
 from streaming.runtime.config_keys import PROCESSING_BATCH_ENABLED
 from streaming.runtime.nodes import FixedKeyNode, ProcessorNode, SinkNode, SourceNode
+from streaming.runtime.partition_group import OFFSET, TIMESTAMP, Queued, as_stamped
 from streaming.state.caching import CachingWindowStore
 from streaming.topology.processor import Record, RecordContext, new_record_context
 
 if TYPE_CHECKING:
     from streaming.runtime.context import TaskContext
-    from streaming.runtime.task import StampedRecord, StreamTask
+    from streaming.runtime.partition_group import StampedRecord
+    from streaming.runtime.task import StreamTask
 
 _MAP_RETURNED_NONE = "map() mapper returned None; return a (key, value) tuple"
 
@@ -77,7 +86,7 @@ class BatchEntry(Protocol):
     def __call__(
         self,
         tp: tuple[str, int],
-        queue: deque[StampedRecord],
+        queue: deque[Queued],
         limit: int,
         on_error: ProcessingErrorHandler | None,
         until: int | None,
@@ -239,10 +248,13 @@ def _queue_entry(
     source: SourceNode,
     fused: Callable[[Any, Any, int, Any], None],
     folds: BatchFolds | None,
+    lazy_context: bool,
 ) -> BatchEntry:
     """The batch entry of one source: ``StreamTask._process_queue``'s steps with
     ``process_stamped``'s body inlined around the fused chain, the task's window
-    aggregations folding their windows while it runs (``folds``, if any)."""
+    aggregations folding their windows while it runs (``folds``, if any). With
+    ``lazy_context``, a record's ``RecordContext`` is built only if something asks the
+    context for it (``TaskContext.stamped``)."""
     context = task.context
     group = task.partition_group
     punctuation_queue = context.stream_time_punctuations
@@ -274,7 +286,7 @@ def _queue_entry(
 
     def entry(
         tp: tuple[str, int],
-        queue: deque[StampedRecord],
+        queue: deque[Queued],
         limit: int,
         on_error: ProcessingErrorHandler | None,
         until: int | None,
@@ -291,7 +303,7 @@ def _queue_entry(
         if until is not None:
             taken = 0
             for head in queue:
-                if taken == count or head[3] > until:
+                if taken == count or head[TIMESTAMP] > until:
                     break
                 taken += 1
             count = taken
@@ -310,37 +322,46 @@ def _queue_entry(
                 topic, partition, offset, ts, key, value, h, _, _ = rec
                 if ts > stream_time:
                     stream_time = group.stream_time = ts
-                context._record_context = new_rc(rc_type, (ts, offset, partition, topic, h))
+                if lazy_context:
+                    # a reader builds it (record_context()), at most once per record
+                    context.stamped = rec
+                    context._record_context = None
+                else:
+                    context._record_context = new_rc(rc_type, (ts, offset, partition, topic, h))
                 try:
                     fused(key, value, ts, h)
                 except Exception as exc:
                     failed += 1
                     context.current_node = None
                     context._record_context = None
+                    context.stamped = None
                     if folds is not None:
                         folds.flush()
+                    stamped = as_stamped(rec)
                     if on_error is None:
                         if isinstance(exc, StreamsException):
                             raise
-                        raise failure(rec, exc) from exc
+                        raise failure(stamped, exc) from exc
                     if isinstance(exc, StreamsException):
-                        on_error(rec, exc)
+                        on_error(stamped, exc)
                     else:
                         try:
-                            raise failure(rec, exc) from exc
+                            raise failure(stamped, exc) from exc
                         except StreamsException as wrapped:
-                            on_error(rec, wrapped)
+                            on_error(stamped, wrapped)
                 if punctuations:
+                    context.stamped = None
                     punctuate()
         finally:
             context.current_node = None
             context._record_context = None
+            context.stamped = None
             n = queued - len(queue)
             if n > failed:
                 task.processed += n - failed
                 task.commit_needed = True
             if rec is not None:
-                group.processed_offsets[tp] = rec[2]
+                group.processed_offsets[tp] = rec[OFFSET]
             if folds is not None:
                 folds.end()
         return n
@@ -379,6 +400,24 @@ def _batch_folds(task: StreamTask, tails: list[str]) -> BatchFolds | None:
     return folds
 
 
+def _lazy_context(
+    task: StreamTask,
+    tails: list[str],
+    direct: dict[str, Callable[..., None]],
+    folds: BatchFolds | None,
+) -> bool:
+    """Whether a chain may leave each record's ``RecordContext`` unbuilt until something
+    asks ``TaskContext.record_context()`` for it: every node the chain hands records to
+    is a sink called directly (``SinkNode.direct``: the record collector asks, on a
+    failed send) or a folding window aggregation (``WindowFold`` keeps the queued record
+    and asks before handing a record to the processor's own code). The fused stateless
+    nodes' functions are given no context."""
+    folding = set() if folds is None else {fold.node.name for fold in folds.folds}
+    return all(
+        name in folding or (type(task.nodes[name]) is SinkNode and name in direct) for name in tails
+    )
+
+
 class BatchPlan:
     """The batch entries of a task, one per source node, built once its processors are
     initialized; ``entry(topic)`` is None for a topic without one."""
@@ -404,7 +443,8 @@ class BatchPlan:
             direct.update((fold.node.name, fold.process) for fold in self.folds.folds)
             compiled = {key: compile_source(s, task.context, direct) for key, s in sources.items()}
         for key, (fused, inline, tails) in compiled.items():
-            self._entries[key] = _queue_entry(task, sources[key], fused, self.folds)
+            lazy = _lazy_context(task, tails, direct, self.folds)
+            self._entries[key] = _queue_entry(task, sources[key], fused, self.folds, lazy)
             self.chains.append((sources[key].name, inline, tails))
 
     def flush_folds(self) -> None:

@@ -16,9 +16,10 @@ from streaming.runtime.nodes import FixedKeyNode, ProcessorNode
 from streaming.runtime.processor_metadata import ProcessorMetadata
 from streaming.runtime.punctuation import PunctuationQueue, PunctuationSchedule
 from streaming.time import to_millis
-from streaming.topology.processor import PunctuationType, Record, RecordContext
+from streaming.topology.processor import PunctuationType, Record, RecordContext, context_of
 
 if TYPE_CHECKING:
+    from streaming.runtime.partition_group import Queued
     from streaming.runtime.task import StreamTask
 
 
@@ -51,6 +52,9 @@ class TaskContext:
         self._clock = clock
         self.current_node: ProcessorNode | None = None
         self._record_context: RecordContext | None = None
+        #: the queued record being processed, while a batch entry leaves its record context
+        #: unbuilt (``record_context()`` builds it when asked); None otherwise
+        self.stamped: Queued | None = None
         self.stores: dict[str, Any] = {}
         #: name -> global store, set by whoever runs the global state (driver or runtime)
         self.global_stores: dict[str, Any] = {}
@@ -147,7 +151,7 @@ class TaskContext:
         return store
 
     def record_metadata(self) -> RecordContext | None:
-        rc = self._record_context
+        rc = self.record_context()
         if rc is None or rc.topic is None:
             return None
         return rc
@@ -175,7 +179,12 @@ class TaskContext:
     # -- StateStoreContext ------------------------------------------------------------
 
     def record_context(self) -> RecordContext | None:
-        return self._record_context
+        """The current record's context: the one set, else that of the queued record a
+        batch entry runs without building one (``stamped``), built now and kept as set."""
+        rc = self._record_context
+        if rc is None and self.stamped is not None:
+            rc = self._record_context = context_of(self.stamped)
+        return rc
 
     def set_record_context(self, rc: RecordContext | None) -> None:
         self._record_context = rc

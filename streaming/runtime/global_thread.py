@@ -21,8 +21,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from streaming.errors import StreamsException
 from streaming.runtime import errors
 from streaming.runtime.messages import topic_partition
+from streaming.runtime.partition_group import StampedRecord
 from streaming.runtime.state_directory import read_checkpoint, wipe_task_dir, write_checkpoint
-from streaming.runtime.task import ConsumerRecord, StampedRecord, StreamTask
+from streaming.runtime.task import ConsumerRecord, StreamTask
 from streaming.topology.processor import NO_HEADERS
 
 if TYPE_CHECKING:

@@ -14,6 +14,31 @@ if TYPE_CHECKING:
     from streaming.runtime.context import TaskContext
 
 
+class _StrBytes(dict[str, bytes]):
+    """The bytes a pure serializer wrote for the latest string keys (at most
+    ``_STR_BYTES_MAX``; cleared when full): a repeated key is written once. A ``str`` is
+    immutable and so are the ``bytes`` given back, so a repeat is what the serializer
+    would write again."""
+
+    __slots__ = ("serialize",)
+
+    def __init__(self, serialize: Callable[[Any], bytes]) -> None:
+        super().__init__()
+        self.serialize = serialize
+
+    def add(self, key: str) -> bytes:
+        """``serialize(key)``, remembered (raises what it raises, remembering nothing)."""
+        data = self.serialize(key)
+        if len(self) >= _STR_BYTES_MAX:
+            self.clear()
+        self[key] = data
+        return data
+
+
+#: how many string keys a direct sink remembers the bytes of
+_STR_BYTES_MAX = 4096
+
+
 class ProcessorNode:
     """A node instance: its processor and its children, in topology order."""
 
@@ -145,8 +170,9 @@ class SinkNode(ProcessorNode):
         ``process`` with a ``Record``, for a sink of a fixed topic whose serdes both have
         one-argument equivalents (``streaming.serdes.fast``); else None. It sends what
         ``process`` sends (the ``Record`` argument of ``send`` is built only for a
-        partitioner, its one reader) and hands any record it cannot write as such (a
-        negative timestamp, a value the serde refuses) to ``process``, which raises."""
+        partitioner, its one reader; a string key's bytes are remembered, ``_StrBytes``)
+        and hands any record it cannot write as such (a negative timestamp, a value the
+        serde refuses) to ``process``, which raises."""
         topic = self.topic
         fast_key = fast_serdes.serializer(self.key_serde)
         fast_value = fast_serdes.serializer(self.value_serde)
@@ -156,11 +182,17 @@ class SinkNode(ProcessorNode):
         partitioner = self.partitioner
         process = self.process
         refused = (SerializationError, TypeError, AttributeError, ValueError)
+        key_bytes = _StrBytes(fast_key)
 
         def sink(key: Any, value: Any, timestamp: int, headers: Any) -> None:
             if timestamp >= 0:
                 try:
-                    kb = None if key is None else fast_key(key)
+                    if type(key) is str:
+                        kb = key_bytes.get(key)
+                        if kb is None:
+                            kb = key_bytes.add(key)
+                    else:
+                        kb = None if key is None else fast_key(key)
                     vb = None if value is None else fast_value(value)
                 except refused:
                     pass

@@ -13,16 +13,57 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Final, NamedTuple
 
-if TYPE_CHECKING:
-    from streaming.runtime.task import StampedRecord
+from streaming.topology.processor import Headers
 
 UNKNOWN = -1
 #: how long a task waits for a partition whose lag is unknown before processing without it
 UNKNOWN_LAG_WAIT_MS = 500
 
 TopicPartition = tuple[str, int]
+
+
+class StampedRecord(NamedTuple):
+    """A deserialised record waiting in a queue, with its extracted timestamp.
+
+    The queues' hot path holds the same fields as a plain tuple (``Queued``: no named
+    tuple built and freed per record); code reading fields by name gets a
+    ``StampedRecord`` (``as_stamped``)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: Any
+    value: Any
+    headers: Headers
+    #: the bytes as consumed: a processing error's dead letter carries them (KIP-1034)
+    raw_key: bytes | None = None
+    raw_value: bytes | None = None
+
+
+#: a queued record: ``(topic, partition, offset, timestamp, key, value, headers, raw_key,
+#: raw_value)``, a plain tuple or a ``StampedRecord``
+Queued = tuple[str, int, int, int, Any, Any, Headers, bytes | None, bytes | None]
+#: field positions in a ``Queued``
+TOPIC: Final = 0
+PARTITION: Final = 1
+OFFSET: Final = 2
+TIMESTAMP: Final = 3
+HEADERS: Final = 6
+
+#: ``_new_stamped(StampedRecord, queued)``: a record built without the generated
+#: ``__new__``'s frame
+_new_stamped: Any = tuple.__new__
+
+
+def as_stamped(rec: Queued) -> StampedRecord:
+    """``rec`` as a ``StampedRecord`` (itself if it is one)."""
+    if type(rec) is StampedRecord:
+        return rec
+    stamped: StampedRecord = _new_stamped(StampedRecord, rec)
+    return stamped
 
 
 class PartitionGroup:
@@ -40,7 +81,7 @@ class PartitionGroup:
     def __init__(
         self, input_partitions: Iterable[TopicPartition] = (), max_idle_ms: int = 0
     ) -> None:
-        self.queues: dict[TopicPartition, deque[StampedRecord]] = {}
+        self.queues: dict[TopicPartition, deque[Queued]] = {}
         #: the largest timestamp taken so far (``UNKNOWN`` before the first record)
         self.stream_time = UNKNOWN
         #: offset of the last record taken from each input partition
@@ -49,7 +90,7 @@ class PartitionGroup:
         self.max_idle_ms = max_idle_ms
         self._idle_deadlines: dict[TopicPartition, int] = {}
 
-    def queue(self, tp: TopicPartition) -> deque[StampedRecord]:
+    def queue(self, tp: TopicPartition) -> deque[Queued]:
         """The queue of partition ``tp`` (created on first use)."""
         queue = self.queues.get(tp)
         if queue is None:
@@ -60,7 +101,7 @@ class PartitionGroup:
         """The timestamp of the last record queued for ``tp``, else the stream time (what a
         timestamp extractor gets as the partition time)."""
         queue = self.queues.get(tp)
-        return queue[-1].timestamp if queue else self.stream_time
+        return queue[-1][TIMESTAMP] if queue else self.stream_time
 
     def next_record(self, until: int | None = None) -> StampedRecord | None:
         """Take the queued record with the smallest timestamp (None when all are empty, or
@@ -75,12 +116,12 @@ class PartitionGroup:
             best_ts = 0
             for queue in queues.values():
                 if queue:
-                    ts = queue[0].timestamp
+                    ts = queue[0][TIMESTAMP]
                     if best is None or ts < best_ts:
                         best, best_ts = queue, ts
-        if not best or (until is not None and best[0].timestamp > until):
+        if not best or (until is not None and best[0][TIMESTAMP] > until):
             return None
-        rec = best.popleft()
+        rec = as_stamped(best.popleft())
         if rec.timestamp > self.stream_time:
             self.stream_time = rec.timestamp
         self.processed_offsets[(rec.topic, rec.partition)] = rec.offset
@@ -88,7 +129,7 @@ class PartitionGroup:
 
     def head_timestamp(self) -> int | None:
         """The smallest timestamp of the records at the queues' heads (None: all empty)."""
-        heads = [queue[0].timestamp for queue in self.queues.values() if queue]
+        heads = [queue[0][TIMESTAMP] for queue in self.queues.values() if queue]
         return min(heads) if heads else None
 
     def unseen(self, tp: TopicPartition, msgs: list[Any]) -> list[Any]:
@@ -96,7 +137,7 @@ class PartitionGroup:
         or processed for it: after a rebalance a kept partition is fetched again from its
         committed offset while records polled before the rebalance may be queued already."""
         queue = self.queues.get(tp)
-        floor = queue[-1].offset if queue else self.processed_offsets.get(tp)
+        floor = queue[-1][OFFSET] if queue else self.processed_offsets.get(tp)
         if floor is None or not msgs or msgs[0].offset() > floor:
             return msgs
         return [m for m in msgs if m.offset() > floor]

@@ -16,14 +16,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from streaming import serdes as serdes_mod
 from streaming.errors import SerializationError, StreamsException
 from streaming.runtime.batch import BatchPlan, batch_enabled
 from streaming.runtime.context import TaskContext
 from streaming.runtime.nodes import FixedKeyNode, ProcessorNode, SinkNode, SourceNode
-from streaming.runtime.partition_group import UNKNOWN, PartitionGroup
+from streaming.runtime.partition_group import (
+    TIMESTAMP,
+    UNKNOWN,
+    PartitionGroup,
+    Queued,
+    StampedRecord,
+    as_stamped,
+)
 from streaming.runtime.processor_metadata import ProcessorMetadata
 from streaming.runtime.punctuation import PunctuationSchedule
 from streaming.serdes import fast as fast_serdes
@@ -83,30 +90,7 @@ class _Input:
         self.value_de = value_de
         self.extractor = extractor
         self.fast = fast
-        self.append: Callable[[StampedRecord], None] | None = None
-
-
-class StampedRecord(NamedTuple):
-    """A deserialised record waiting in a queue, with its extracted timestamp.
-
-    A named tuple: the hot path builds one with ``tuple.__new__`` (no Python frame) and
-    reads its fields by unpacking."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    key: Any
-    value: Any
-    headers: Headers
-    #: the bytes as consumed: a processing error's dead letter carries them (KIP-1034)
-    raw_key: bytes | None = None
-    raw_value: bytes | None = None
-
-
-#: ``_new_stamped(StampedRecord, (topic, partition, offset, timestamp, key, value, headers,
-#: raw_key, raw_value))``: a record built without the generated ``__new__``'s frame
-_new_stamped: Any = tuple.__new__
+        self.append: Callable[[Queued], None] | None = None
 
 
 DeserializationHandler = Callable[[ConsumerRecord, Exception], str]
@@ -378,19 +362,16 @@ class StreamTask:
                         pass
                     else:
                         append(
-                            _new_stamped(
-                                StampedRecord,
-                                (
-                                    topic,
-                                    partition,
-                                    raw.offset,
-                                    timestamp,
-                                    key,
-                                    value,
-                                    raw.headers,
-                                    raw_key,
-                                    raw_value,
-                                ),
+                            (
+                                topic,
+                                partition,
+                                raw.offset,
+                                timestamp,
+                                key,
+                                value,
+                                raw.headers,
+                                raw_key,
+                                raw_value,
                             )
                         )
                         continue
@@ -474,7 +455,6 @@ class StreamTask:
         extractor = source.timestamp_extractor or self._default_extractor
         plain = extractor.__class__ is RecordTimestampExtractor
         append = self.partition_group.queue((topic, partition)).append
-        new = _new_stamped
         for msg in msgs:
             headers = msg.headers()
             headers = tuple(headers) if headers else NO_HEADERS
@@ -489,19 +469,16 @@ class StreamTask:
                     pass  # the handlers run in add_records
                 else:
                     append(
-                        new(
-                            StampedRecord,
-                            (
-                                topic,
-                                partition,
-                                msg.offset(),
-                                timestamp,
-                                key,
-                                value,
-                                headers,
-                                raw_key,
-                                raw_value,
-                            ),
+                        (
+                            topic,
+                            partition,
+                            msg.offset(),
+                            timestamp,
+                            key,
+                            value,
+                            headers,
+                            raw_key,
+                            raw_value,
                         )
                     )
                     continue
@@ -567,7 +544,7 @@ class StreamTask:
     def _process_queue(
         self,
         tp: tuple[str, int],
-        queue: deque[StampedRecord],
+        queue: deque[Queued],
         limit: int,
         on_error: Callable[[StampedRecord, Exception], None] | None,
         until: int | None = None,
@@ -582,9 +559,9 @@ class StreamTask:
         rec = None
         try:
             while n < limit and queue:
-                if until is not None and queue[0].timestamp > until:
+                if until is not None and queue[0][TIMESTAMP] > until:
                     break
-                rec = queue.popleft()
+                rec = as_stamped(queue.popleft())
                 if rec.timestamp > group.stream_time:
                     group.stream_time = rec.timestamp
                 if on_error is None:

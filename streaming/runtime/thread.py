@@ -308,7 +308,7 @@ class StreamThread(threading.Thread):
         task = self.task_manager.current_task
         if task is None:
             return None
-        rc = task.stream_task.context._record_context
+        rc = task.stream_task.context.record_context()
         if rc is None:
             return None
         from streaming.runtime.errors import ErrorHandlerContext

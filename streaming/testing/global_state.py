@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from streaming.runtime.task import StampedRecord, StreamTask
+from streaming.runtime.partition_group import StampedRecord
+from streaming.runtime.task import StreamTask
 from streaming.topology.graph import Topology
 from streaming.topology.processor import Headers
 

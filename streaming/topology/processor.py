@@ -74,6 +74,14 @@ class RecordContext(NamedTuple):
 new_record_context: Any = tuple.__new__
 
 
+def context_of(queued: Any) -> RecordContext:
+    """The ``RecordContext`` of a queued record, a tuple ``(topic, partition, offset,
+    timestamp, key, value, headers, ...)`` (the runtime's ``Queued``)."""
+    return new_record_context(
+        RecordContext, (queued[3], queued[2], queued[1], queued[0], queued[6])
+    )
+
+
 class RecordMetadata(Protocol):
     """Where the current record came from (read-only)."""
 

@@ -20,7 +20,7 @@ from streaming.state.cache import ThreadCache, context_size
 from streaming.state.caching import CachingWindowStore
 from streaming.state.value_and_timestamp import ValueAndTimestampSerde
 from streaming.state.window_store import TimestampedWindowStore, WindowStore
-from streaming.topology.processor import Record
+from streaming.topology.processor import Record, RecordContext, context_of
 
 if TYPE_CHECKING:
     from streaming.dsl.processors.window_aggregate import KStreamWindowAggregateProcessor
@@ -91,6 +91,14 @@ def _no_scalar(v: Any) -> int:
     return -1
 
 
+def _built(rc: Any) -> RecordContext | None:
+    """A pending window's record context: ``rc`` itself, or that of the queued record (a
+    tuple) the batch entry left it unbuilt for."""
+    if isinstance(rc, tuple) and not isinstance(rc, RecordContext):
+        return context_of(rc)
+    return rc
+
+
 def fold_store(processor: KStreamWindowAggregateProcessor) -> CachingWindowStore | None:
     """The caching layer a processor's pending windows go to, when the processor may fold
     (window_aggregate's conditions on the store and the emit strategy), else None."""
@@ -143,8 +151,9 @@ class BatchFolds:
 
 class WindowFold:
     """One processor's pending windows: (key bytes, window start) -> [aggregate, timestamp,
-    record context of the last record folded in, its bytes if already serialized, the
-    number of its last update]."""
+    record context of the last record folded in (or that record, queued, whose context is
+    built when the window is written), its bytes if already serialized, the number of its
+    last update]."""
 
     def __init__(
         self,
@@ -188,11 +197,11 @@ class WindowFold:
         ``process`` advances it first)."""
         proc = self.processor
         if proc.folding is None or key is None:
-            proc.process(Record(key, value, timestamp, headers))
+            self._process(key, value, timestamp, headers)
             return
         if timestamp > proc.observed_stream_time:
             if timestamp > proc.emit_before_puts_after:
-                proc.process(Record(key, value, timestamp, headers))
+                self._process(key, value, timestamp, headers)
                 return
             proc.observed_stream_time = timestamp
         window_close_time = proc.observed_stream_time - proc.grace_ms
@@ -205,7 +214,7 @@ class WindowFold:
             emit_final and first_end <= proc.last_emit_window_close_time
         ):
             # a window closed, or emitted before a restart: the late-record paths
-            proc.process(Record(key, value, timestamp, headers))
+            self._process(key, value, timestamp, headers)
             return
         # window ends grow with their starts: every later window is open too
         update = self.update
@@ -215,9 +224,16 @@ class WindowFold:
             for start in range(window_start, timestamp + 1, advance):
                 update(key, start, timestamp, value)
         if emit_final:
+            self.context.record_context()  # built for the forwards, if left unbuilt
             proc.maybe_forward_final_result(
                 Record(key, value, timestamp, headers), window_close_time
             )
+
+    def _process(self, key: Any, value: Any, timestamp: int, headers: Any) -> None:
+        """The processor's own ``process`` of the record, its record context built first
+        where the batch entry left it unbuilt (the processor reads it and forwards)."""
+        self.context.record_context()
+        self.processor.process(Record(key, value, timestamp, headers))
 
     def update(self, key: Any, window_start: int, timestamp: int, value: Any) -> None:
         """The per-record path's fetch, aggregate and put of one window, the put deferred
@@ -258,14 +274,22 @@ class WindowFold:
                     agg = None if vat is None else vat.value
             else:
                 agg = new_agg
-            rc = self.context._record_context
+            context = self.context
+            rc: Any = context._record_context
+            if rc is not None:
+                rc_topic, rc_headers = rc.topic, rc.headers
+            else:
+                # left unbuilt by the batch entry: the queued record (a tuple), whose
+                # context is built if the window is written with it
+                rc = context.stamped
+                rc_topic, rc_headers = (None, None) if rc is None else (rc[0], rc[6])
             # a context's size depends on its topic and headers only: records of one
             # partition without new headers share it
             topic, headers, rc_size = self._context_size
-            if rc is None or rc.topic is not topic or rc.headers is not headers:
-                rc_size = context_size(rc)
-                if rc is not None and type(rc.headers) is tuple:
-                    self._context_size = (rc.topic, rc.headers, rc_size)
+            if rc is None or rc_topic is not topic or rc_headers is not headers:
+                rc_size = context_size(_built(rc))
+                if rc is not None and type(rc_headers) is tuple:
+                    self._context_size = (rc_topic, rc_headers, rc_size)
             bound = self.key_overhead + len(kb) + size + rc_size
             batch = self.batch
             cache = batch.cache
@@ -303,7 +327,7 @@ class WindowFold:
             for (kb, window_start), (agg, ts, rc, raw, _) in sorted(
                 pending.items(), key=_last_update
             ):
-                context._record_context = rc
+                context._record_context = _built(rc)
                 put(kb, raw if raw is not None else raw_value(make(agg, ts)), window_start)
         finally:
             pending.clear()

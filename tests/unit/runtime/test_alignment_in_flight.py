@@ -3,14 +3,11 @@ topics (``runtime.in_flight``, ``RecordCollector.in_flight_low``, ``runtime.alig
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 from streaming.runtime.alignment import AlignmentSettings, EventTimeAlignment
 from streaming.runtime.in_flight import InFlightTimestamps
-from streaming.runtime.partition_group import PartitionGroup
+from streaming.runtime.partition_group import PartitionGroup, StampedRecord
 from streaming.runtime.producer import RecordCollector
 
-Stamped = namedtuple("Stamped", "timestamp topic partition offset")
 NOW = 1_800_000_000_000
 OLD = NOW - 3_600_000  # an hour behind the wall clock: a replay
 REPARTITION = "app-by-user-repartition"
@@ -18,7 +15,7 @@ REPARTITION = "app-by-user-repartition"
 
 def _sources(tp: tuple[str, int], timestamp: int) -> list[tuple[tuple[str, int], PartitionGroup]]:
     group = PartitionGroup([tp])
-    group.queue(tp).append(Stamped(timestamp, tp[0], tp[1], 0))
+    group.queue(tp).append(StampedRecord(tp[0], tp[1], 0, timestamp, None, None, ()))
     return [(tp, group)]
 
 

@@ -127,7 +127,9 @@ def run_task(
     ) -> None:
         # a sink's partitioner sees the record's key and value (the collector's call)
         chosen = None if partitioner is None else partitioner(topic, record.key, record.value, 4)
-        sent.append((topic, key, value, ts, tuple(headers), chosen))
+        # and where the collector sees the record come from (its dead letters' source)
+        source = task.context.record_context()
+        sent.append((topic, key, value, ts, tuple(headers), chosen, source))
         if task.source_for(topic) is not None:
             pending.append(consumed(topic, key, value, ts, headers))
 
@@ -732,6 +734,56 @@ def test_json_sinks_and_folds_write_what_the_per_record_path_writes(
             cuts=random.Random(cut_seed),
             skip_failures=skip_failures,
             encode=lambda r: _json_bytes(r, bad),
+            # JSON on the repartition topic too, as in the driver: its sink is direct
+            extra_config={"default.key.serde": "json", "default.value.serde": "json"},
+        )
+        for batched in (True, False)
+    ]
+    assert runs[0] == runs[1]
+
+
+def json_sink_topology(p: dict[str, Any]) -> Any:
+    """JSON in -> map_values (a set now and then, which JSON cannot write) -> out: one
+    input partition, so each batch goes through the batch entry, its records queued as
+    plain tuples."""
+    from streaming import StreamsBuilder
+
+    b = StreamsBuilder()
+    json = serdes.Json()
+    (
+        b.stream("input", key_serde=json, value_serde=json)
+        .map_values(lambda v: v if v is None or v["n"] != p["unwritable"] else {1, 2})
+        .to("out", key_serde=json, value_serde=json)
+    )
+    return b.build()
+
+
+@settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(
+    unwritable=st.sampled_from((None, 3, 4)),
+    trace=traces.traces(("input",), max_records=40),
+    skip_failures=st.booleans(),
+    cut_seed=st.integers(0, 2**32 - 1),
+)
+def test_failures_of_records_queued_as_plain_tuples_are_reported_as_on_the_per_record_path(
+    unwritable: int | None, trace: list[dict[str, Any]], skip_failures: bool, cut_seed: int
+) -> None:
+    """The handlers and the error of a failing record get what the per-record path gives
+    them (a ``StampedRecord`` and its coordinates) when the record was queued as a plain
+    tuple."""
+    params = {"unwritable": unwritable}
+    runs = [
+        run_task(
+            json_sink_topology(params),
+            params,
+            trace,
+            caching=True,
+            optimize=False,
+            batched=batched,
+            cuts=random.Random(cut_seed),
+            skip_failures=skip_failures,
+            encode=lambda r: _json_bytes(r, None),
+            extra_config={"default.key.serde": "json", "default.value.serde": "json"},
         )
         for batched in (True, False)
     ]
@@ -755,6 +807,59 @@ def test_json_sinks_and_folds_are_called_directly() -> None:
         ]
         assert len(sinks) == 2
         assert sorted(plan.direct) == sorted([*sinks, plan.folds.folds[0].node.name])
+
+
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(
+    keys=st.lists(
+        st.one_of(
+            st.sampled_from(("a", "b", "\ud800", "é")),
+            st.text(max_size=3),
+            st.integers(-2, 2),
+            st.none(),
+        ),
+        max_size=40,
+    ),
+    remembered=st.integers(1, 4),
+)
+def test_a_direct_sink_writes_each_key_as_process_does(keys: list[Any], remembered: int) -> None:
+    """A direct sink remembers the bytes of recent string keys: through it, repeats,
+    keys JSON cannot write (a lone surrogate) and a memory cleared when full (at most
+    ``remembered`` keys here) send what ``process`` sends, or fail as it fails."""
+    from types import SimpleNamespace
+
+    from streaming.errors import StreamsException
+    from streaming.runtime import nodes
+    from streaming.topology.processor import Record
+
+    def sent_by(direct: bool) -> list[Any]:
+        out: list[Any] = []
+        sink = nodes.SinkNode("sink", "out", None, serdes.Json(), serdes.Json(), None)
+        sink.init(
+            SimpleNamespace(  # type: ignore[arg-type]
+                default_key_serde=serdes.Json(),
+                default_value_serde=serdes.Json(),
+                send=lambda topic, k, v, ts, h, *rest: out.append((topic, k, v, ts, h)),
+            )
+        )
+        write = sink.direct()
+        assert write is not None
+        for i, key in enumerate(keys):
+            try:
+                if direct:
+                    write(key, {"i": i}, i, ())
+                else:
+                    sink.process(Record(key, {"i": i}, i, ()))
+            except StreamsException as exc:
+                out.append(str(exc))
+        return out
+
+    old = nodes._STR_BYTES_MAX
+    nodes._STR_BYTES_MAX = remembered
+    try:
+        assert sent_by(True) == sent_by(False)
+    finally:
+        nodes._STR_BYTES_MAX = old
 
 
 # -- input: the serdes' one-argument equivalents queue what the serdes would ---------------
@@ -846,7 +951,7 @@ def test_input_is_queued_as_the_serdes_decode_it(
             )
     queued = list(task.partition_group.queues.get(("in", 0), ()))
     assert [tuple(rec) for rec in queued] == [tuple(rec) for rec in expected]
-    assert [type(rec.key) for rec in queued] == [type(rec.key) for rec in expected]
-    assert [type(rec.value) for rec in queued] == [type(rec.value) for rec in expected]
+    assert [type(rec[4]) for rec in queued] == [type(rec.key) for rec in expected]
+    assert [type(rec[5]) for rec in queued] == [type(rec.value) for rec in expected]
     assert handled == expected_handled
     task.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import namedtuple
 from types import SimpleNamespace
 
 import pytest
@@ -18,9 +17,8 @@ from streaming.runtime.alignment import (
 )
 from streaming.runtime.alignment_exchange import PEER_STALE_MS, PeerReports, encode
 from streaming.runtime.config import StreamsConfig
-from streaming.runtime.partition_group import PartitionGroup
+from streaming.runtime.partition_group import PartitionGroup, StampedRecord
 
-Stamped = namedtuple("Stamped", "timestamp topic partition offset")
 NOW = 1_800_000_000_000
 OLD = NOW - 3_600_000  # an hour behind the wall clock: a replay
 
@@ -29,7 +27,7 @@ def _group(tp: tuple[str, int], *timestamps: int, stream_time: int = -1) -> Part
     group = PartitionGroup([tp])
     queue = group.queue(tp)
     for i, ts in enumerate(timestamps):
-        queue.append(Stamped(ts, tp[0], tp[1], i))
+        queue.append(StampedRecord(tp[0], tp[1], i, ts, None, None, ()))
     group.stream_time = stream_time
     return group
 
