@@ -30,6 +30,7 @@ faults, the verifier and the figures every scenario prints (this module holds no
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import logging
@@ -200,6 +201,8 @@ class Feeder(threading.Thread):
         self.first_wall: float | None = None
         self.last_wall: float | None = None
         self.unflushed = 0
+        #: seconds the last records took to be acknowledged once the feeder stopped
+        self.flush_s = 0.0
         self._stop_event = threading.Event()
         self._fatal = threading.Event()
         self._lock = threading.Lock()
@@ -272,7 +275,9 @@ class Feeder(threading.Thread):
                 i += 1
                 producer.poll(0)
         finally:
+            flushing = time.monotonic()
             self.unflushed = producer.flush(120)
+            self.flush_s = time.monotonic() - flushing
 
     def stop(self, timeout: float = 150.0) -> None:
         """Stop producing and wait for the records in flight (bounded)."""
@@ -287,6 +292,7 @@ class Feeder(threading.Thread):
             + (f", failed {failed}" if failed else "")
             + (f", producer replaced {self.replaced_producers}x" if self.replaced_producers else "")
             + (f", unflushed {self.unflushed}" if self.unflushed else "")
+            + (f", flushed in {self.flush_s:.0f}s" if self.flush_s >= 5 else "")
         )
 
 
@@ -870,6 +876,8 @@ def run_scenario(
     aborted still reports what reached the outputs), ``cleanup()``, and ``fig.finish()``
     (unless ``finish`` is False: the caller finishes, e.g. after parallel scenarios)."""
     aborted = False
+    began = time.monotonic()
+    phases: list[str] = []
     try:
         steps()
     except Exception as exc:
@@ -879,12 +887,18 @@ def run_scenario(
             f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in frames[::-1][:4]
         )
         fig.violations.append(f"scenario aborted: {type(exc).__name__}: {exc} (at {where})")
+    phases.append(f"faults {time.monotonic() - began:.0f}s")
+    began = time.monotonic()
     try:
         verify(aborted)
     except Exception as exc:
         fig.violations.append(f"verification failed: {type(exc).__name__}: {exc}")
     finally:
+        phases.append(f"verification {time.monotonic() - began:.0f}s")
+        began = time.monotonic()
         cleanup()
+        phases.append(f"cleanup {time.monotonic() - began:.0f}s")
+    fig.notes.append("phases: " + ", ".join(phases))
     fig.duration_s = time.monotonic() - fig.began
     if finish:
         fig.finish()
@@ -1021,10 +1035,11 @@ def drop_topics(cluster: Any, names: Iterable[str], app_ids: Iterable[str] = ())
             t for t in cluster.list_topics() if prefixes and t.startswith(prefixes)
         }
         if doomed:
-            futures = cluster.admin().delete_topics(sorted(doomed), operation_timeout=30)
-            for future in futures.values():
-                with contextlib.suppress(Exception):
-                    future.result(timeout=30)
+            # one request for every topic: its answers arrive together, so they are waited
+            # for together (30 s in all, not 30 s per topic), the client kept meanwhile
+            admin = cluster.admin()
+            futures = admin.delete_topics(sorted(doomed), operation_timeout=30)
+            concurrent.futures.wait(list(futures.values()), timeout=35)
 
 
 def ensure_nodes_up(cluster: Any) -> None:

@@ -1,6 +1,7 @@
 """The cluster deployment's Dagster instance (``platform/cluster/dagster.yaml``) on a real
-PostgreSQL: the code location served by ``dagster-webserver`` and ``dagster-daemon`` as a
-cluster runs them, every state in Postgres.
+PostgreSQL: ``dagster-webserver`` and ``dagster-daemon`` as a cluster runs them, both served
+by one code server (``dagster code-server start``, a ``grpc_server`` workspace entry: the
+Kubernetes deployment's user-code server), every state in Postgres.
 
 - the instance's run, event-log and schedule storages are Postgres, runs are queued;
 - partitioned runs of the ``hourly_batch_reconcile`` job (its reconciliation step, for two
@@ -70,6 +71,8 @@ class Platform:
     env: dict[str, str]
     url: str
     logs: Path
+    #: the workspace file naming the code server both services use
+    workspace: Path
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     #: the sensors running by default that the fixture stopped (PLATFORM_AUTOMATION=off
     #: starts the ones that launch runs stopped already)
@@ -78,7 +81,9 @@ class Platform:
     def start_daemon(self) -> None:
         """``dagster-daemon run`` (queued runs, sensors, schedules, run monitoring), once."""
         if "daemon" not in self.procs:
-            self.procs["daemon"] = _spawn("dagster-daemon", ["run"], self.env, self.logs)
+            self.procs["daemon"] = _spawn(
+                "dagster-daemon", ["run", "-w", str(self.workspace)], self.env, self.logs
+            )
 
     @property
     def daemon_started(self) -> bool:
@@ -94,11 +99,13 @@ class Platform:
             assert proc.poll() is None, f"{name} exited ({proc.returncode})\n{self.log_tail(name)}"
 
 
-def _spawn(exe: str, args: list[str], env: dict[str, str], logs: Path) -> subprocess.Popen:
-    name = exe.removeprefix("dagster-")
+def _spawn(
+    exe: str, args: list[str], env: dict[str, str], logs: Path, name: str | None = None
+) -> subprocess.Popen:
+    name = name or exe.removeprefix("dagster-")
     with open(logs / f"{name}.log", "ab") as out:
         return subprocess.Popen(
-            [str(Path(sys.executable).with_name(exe)), *args, "-w", "workspace.yaml"],
+            [str(Path(sys.executable).with_name(exe)), *args],
             cwd=REPO,
             env=env,
             stdout=out,
@@ -121,6 +128,20 @@ def _stop(procs: list[subprocess.Popen], timeout: float = 30.0) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
+
+
+def _code_server_serves(port: int) -> bool:
+    """Whether the code server on ``port`` answers with the code location's repositories
+    (it loaded the code)."""
+    from dagster._grpc.client import DagsterGrpcClient
+    from dagster._grpc.types import ListRepositoriesResponse
+    from dagster._serdes import deserialize_value
+
+    try:
+        answer = DagsterGrpcClient(port=port, host="127.0.0.1").list_repositories()
+    except Exception:  # not listening yet, or still loading the code
+        return False
+    return isinstance(deserialize_value(answer), ListRepositoriesResponse)
 
 
 def _no_data_batch_results(lake: Path, keys: tuple[str, ...]) -> None:
@@ -237,21 +258,56 @@ def platform(tmp_path_factory) -> Iterator[Platform]:
                 mp.setenv(key, env[key])
             # the instance of dagster.yaml, as every service of the deployment loads it
             instance = DagsterInstance.get()
+            # the code location's server, as the Kubernetes deployment runs it
+            # (platform/kubernetes/base/dagster/user-code.yaml); the webserver and the daemon
+            # both use it (their workspace's grpc_server entry), none starts one of its own
+            code_port = free_port()
+            procs["code-server"] = _spawn(
+                "dagster",
+                [
+                    "code-server",
+                    "start",
+                    "--host=127.0.0.1",
+                    f"--port={code_port}",
+                    f"--working-directory={REPO}",
+                    "--python-file=definitions.py",
+                    f"--location-name={LOCATION}",
+                ],
+                env,
+                logs,
+                name="code-server",
+            )
+            workspace = home / "workspace.yaml"
+            workspace.write_text(
+                "load_from:\n  - grpc_server:\n      host: 127.0.0.1\n"
+                f"      port: {code_port}\n      location_name: {LOCATION}\n"
+            )
             port = free_port()
             procs["webserver"] = _spawn(
-                "dagster-webserver", ["-h", "127.0.0.1", "-p", str(port)], env, logs
+                "dagster-webserver",
+                ["-h", "127.0.0.1", "-p", str(port), "-w", str(workspace)],
+                env,
+                logs,
             )
-            deployment = Platform(postgres, instance, env, f"http://127.0.0.1:{port}", logs, procs)
+            deployment = Platform(
+                postgres, instance, env, f"http://127.0.0.1:{port}", logs, workspace, procs
+            )
             deadline = time.monotonic() + LOAD_TIMEOUT_S
             reloads: list[str] = []
+            served = False
             while True:
                 deployment.check_alive()
+                # the webserver's first look may come before the code server loaded the
+                # code (an unreachable location, reloaded once it is served)
+                served = served or _code_server_serves(code_port)
                 with contextlib.suppress(requests.RequestException):
-                    if location_loaded(deployment.url, reloads):
+                    if served and location_loaded(deployment.url, reloads):
                         break
                 assert time.monotonic() < deadline, (
                     f"the code location did not load in {LOAD_TIMEOUT_S} s\n"
                     + deployment.log_tail("webserver")
+                    + "\n"
+                    + deployment.log_tail("code-server")
                 )
                 time.sleep(1)
             # quiet until a test starts one: every sensor is stopped before the daemon
@@ -262,7 +318,10 @@ def platform(tmp_path_factory) -> Iterator[Platform]:
                     deployment.stopped_sensors.add(name)
             yield deployment
     finally:
-        _stop(list(procs.values()))
+        _stop([proc for name, proc in procs.items() if name != "code-server"])
+        # then the code server: on SIGTERM it waits up to a minute for the calls in flight
+        # to end, and with its callers gone nothing is left to wait for
+        _stop([proc for name, proc in procs.items() if name == "code-server"], timeout=5)
         if instance is not None:
             instance.dispose()
         postgres.stop()

@@ -233,6 +233,13 @@ def _visit_for_screenshot(page: Any, url: str, name: str, *, full_page: bool = F
         _screenshot(page, name, full_page=full_page)
 
 
+def _park(page: Any) -> None:
+    """Leave the UI for a blank page while the test waits on a run through GraphQL: an open
+    Dagster page polls the webserver for live data every 2 s, keeping the renderer and the
+    webserver busy for nothing meanwhile."""
+    page.goto("about:blank")
+
+
 def _run_ids(url: str) -> set[str]:
     runs = graphql(url, "{ runsOrError(limit: 50) { ... on Runs { results { runId } } } }")
     return {r["runId"] for r in runs["runsOrError"]["results"]}
@@ -434,6 +441,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         page.goto(f"{url}/locations/{REPO_PATH}/asset-groups/kafka_raw", wait_until="networkidle")
         page.get_by_role("button", name="Materialize all").first.click(timeout=60_000)
         run_id = _new_run(url, before, page=page)
+        _park(page)
         status = _wait_run(url, run_id)
         assert status == "SUCCESS", (status, _step_failures(url, run_id))
         _visit_for_screenshot(page, f"{url}/runs/{run_id}", "dagster-materialization-run.png")
@@ -446,6 +454,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         # the multi-asset's other outputs (and, were they missing, upstream assets) are
         # confirmed in dialogs before the run is launched
         stream_run = _new_run(url, before, page=page)
+        _park(page)
         deadline = time.monotonic() + 300
         observed = False
         while not observed and time.monotonic() < deadline:
@@ -474,6 +483,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
             has_text=re.compile(r"^\s*Terminate")
         ).first.click(timeout=60_000)
         assert _wait_run(url, stream_run, timeout=180) == "CANCELED"
+        _park(page)
         failed = [
             e for e in _events(url, stream_run) if e["__typename"] == "ExecutionStepFailureEvent"
         ]
@@ -492,6 +502,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         page.goto(f"{url}/locations/{REPO_PATH}/asset-groups/lake", wait_until="networkidle")
         page.get_by_role("button", name="Materialize all").first.click(timeout=60_000)
         lake_run = _new_run(url, before, page=page)
+        _park(page)
         assert _wait_run(url, lake_run, timeout=900) == "SUCCESS"
         _visit_for_screenshot(page, f"{url}/runs/{lake_run}", "dagster-lake-run.png")
         phases.done("lake run from the UI")
@@ -520,6 +531,7 @@ def test_ui_generator_streaming_asset_backfill_and_checks(dagster_ui) -> None:
         )["launchPartitionBackfill"]
         assert result["__typename"] == "LaunchBackfillSuccess", result
         backfill_id = result["backfillId"]
+        _park(page)
         backfill = _wait_backfill(url, backfill_id)
         phases.done("backfill of two hours (batch + reconciliation)")
         # the backfill's page: its partition range, status and each asset's partitions
