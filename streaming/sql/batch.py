@@ -139,6 +139,7 @@ from streaming.sql.join_star import expand_join_star
 from streaming.sql.rewrite import SESSION_ALIAS, Statement, interval_ms, split_statements
 from streaming.sql.stars import expand_over_subqueries
 from streaming.sql.timestamps import parse_timestamp
+from streaming.sql.tvf_rows import expand_star, reads_tvf_rows, with_tvf_columns
 
 #: internal column names of the translation (never a source column's)
 EVENT_MS = "__event_ms"
@@ -414,6 +415,9 @@ class _Translation:
     def translate(self) -> BatchQuery:
         select = self.insert.expression.copy()
         expand_over_subqueries(select, self.statement, self.tables, self.source)
+        rows_tvf = reads_tvf_rows(self.statement, select)
+        if rows_tvf is not None:
+            expand_star(select, self.tables[rows_tvf.table])
         from_ = select.args.get("from_") or select.args.get("from")
         joins = select.args.get("joins") or []
         if joins and not window_join.joins_subqueries(select):
@@ -448,6 +452,11 @@ class _Translation:
         read = [from_.this, *(j.this for j in joins)]
         for node in read:
             self.scope[node.alias_or_name] = self._source_table(node)
+        if rows_tvf is not None:
+            # the window columns: TIMESTAMPs (epoch ms in the relation)
+            self.scope[from_.this.alias_or_name] = with_tvf_columns(
+                self.scope[from_.this.alias_or_name]
+            )
         self._no_processing_time(select)
         window = self._group_window(select)
         bounds = ("window_start", "window_end") if tvf is not None else None
@@ -458,10 +467,14 @@ class _Translation:
             sql = batch_sessions.translate(self, select, from_, spec[1], bounds, EVENT_MS)
             return BatchQuery(sql, (self.tables[read[0].name],), self.sink)
         from_.set("this", self._relation(from_.this, spec, bounds))
+        named: tuple[str, ...] | None = bounds
+        if rows_tvf is not None and bounds is not None:
+            from_.this.this.select("window_end - 1 AS window_time", copy=False)
+            named = (*bounds, "window_time")
         for join in joins:
             self._join(join, from_.this.alias_or_name)
         self._rewrite_expressions(select)
-        self._name_columns(select, bounds)
+        self._name_columns(select, named)
         return BatchQuery(
             select.sql("duckdb"),
             tuple(self.tables[n.name] for n in read),
@@ -816,6 +829,8 @@ class _Translation:
             )
         if isinstance(node, exp.Interval):
             return exp.Literal.number(interval_ms(node, self.source))
+        if isinstance(node, exp.Cast) and node.to.is_type("timestamp") and node.this.is_string:
+            return self._as_ms(node.this)  # TIMESTAMP '...'
         if isinstance(node, exp.Literal) and node.is_string:
             millis = parse_timestamp(node.this)
             return exp.null() if millis is None else exp.Literal.number(millis)
@@ -879,7 +894,7 @@ class _Translation:
         kinds = {self._kind(n) for n in nodes if n is not None and not isinstance(n, exp.Null)}
         return "BIGINT" if kinds == {"BIGINT"} else "OTHER"
 
-    def _name_columns(self, select: exp.Select, bounds: tuple[str, str] | None) -> None:
+    def _name_columns(self, select: exp.Select, bounds: tuple[str, ...] | None) -> None:
         """The SELECT list aliased by the sink's columns (by position); window bounds and
         BIGINT columns into TIMESTAMP sink columns formatted as the stream writes them."""
         names = list(self.sink.columns)

@@ -89,7 +89,7 @@ from streaming.sql.join_groups import aggregation_over_join
 from streaming.sql.join_star import expand_join_star
 from streaming.sql.joins import JoinCompiler
 from streaming.sql.late import late_row
-from streaming.sql.lateral import lateral_view, take_lateral
+from streaming.sql.lateral import expand_lateral_stars, lateral_view, take_lateral
 from streaming.sql.match_recognize import bind_clauses, match_view, take_match, unconsumed
 from streaming.sql.over import over_calls, over_view
 from streaming.sql.registry_tables import registry_columns, table_from_registry
@@ -112,6 +112,7 @@ from streaming.sql.timestamps import (
     ProctimeStamper,
     format_timestamp,
 )
+from streaming.sql.tvf_rows import expand_tvf_stars, reads_tvf_rows, tvf_rows_view
 from streaming.sql.unsupported import (
     NOT_YET,
     check_tokens,
@@ -329,7 +330,14 @@ class Compiler:
         semi_joins(tree, statement.window_tvfs)
         check_tree(tree, statement, self.source, over_aggregations=True)
         bind_clauses(tree, statement, self.source)
-        expand_stars(tree, self.tables, over_tvf=bool(statement.window_tvfs))
+        expand_stars(
+            tree,
+            self.tables,
+            over_tvf=bool(statement.window_tvfs),
+            lateral_after=frozenset(lateral.after for lateral in statement.laterals),
+        )
+        expand_lateral_stars(tree, statement, self.tables)
+        expand_tvf_stars(tree, statement, self.tables)
         if isinstance(tree, exp.Create) and str(tree.args.get("kind")).upper() == "FUNCTION":
             self.create_function(statement, tree)
         elif isinstance(tree, exp.Create) and tree.expression is not None:
@@ -479,6 +487,10 @@ class Compiler:
         if recognized is not None:
             source = match_view(self, select, source, alias, recognized)
             alias = alias or from_.this.name
+        tvf = reads_tvf_rows(statement, select)
+        if tvf is not None:
+            alias = alias or from_.this.name
+            source = tvf_rows_view(self, select, tvf)
         lateral = take_lateral(statement, alias or source.name)
         if lateral is not None:
             source = lateral_view(self, select, source, alias, lateral)

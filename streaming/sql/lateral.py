@@ -4,7 +4,8 @@
 row per row the function yields for a row of ``t``: ``t``'s columns and ``a``, ``b``;
 ``LEFT JOIN LATERAL TABLE(...) ON TRUE`` keeps a row of ``t`` for which the function
 yields none, with NULL in ``a`` and ``b``. Without column names the columns are ``f0``,
-``f1``, ... (Flink's). The joined rows are a view (``flat_map_values`` over ``t``'s
+``f1``, ... (Flink's). ``*`` stands for ``t``'s columns then the function's, as in
+Flink; ``t.*`` for ``t``'s and ``T.*`` for the function's. The joined rows are a view (``flat_map_values`` over ``t``'s
 stream, key and timestamp kept), so filters, projections, GROUP BY and windows over them
 compile as over any table.
 """
@@ -82,6 +83,53 @@ def lateral_view(
     expand = _expander(function, fns, names, lateral.left)
     compiler.views[view.name] = compiler.source_of(source).flat_map_values(expand)
     return view
+
+
+def expand_lateral_stars(tree: exp.Expr, statement: Statement, tables: dict[str, TableDef]) -> None:
+    """In each SELECT of ``tree`` over a table and a LATERAL TABLE of the statement,
+    ``*`` as the table's columns then the function's (Flink's order), ``t.*`` as the
+    table's and ``T.*`` (the LATERAL alias) as the function's, in place (before the
+    query's output names are read: a view of it). A call of an unknown function is
+    left to ``lateral_view`` to report."""
+    for select in tree.find_all(exp.Select):
+        from_ = select.args.get("from_")
+        node = from_.this if from_ is not None else None
+        if not isinstance(node, exp.Table) or node.name not in tables:
+            continue
+        alias = node.alias_or_name
+        lateral = next((t for t in statement.laterals if t.after == alias), None)
+        function = functions.lookup(lateral.call.name) if lateral is not None else None
+        if lateral is None or not isinstance(function, functions.TableFunction):
+            continue
+        width = len(function.result_kinds)
+        names = lateral.columns or tuple(f"f{i}" for i in range(width))
+        _expand_stars(select, tables[node.name], alias, lateral, names)
+
+
+def _expand_stars(
+    select: exp.Select,
+    source: TableDef,
+    alias: str | None,
+    lateral: LateralTable,
+    names: tuple[str, ...],
+) -> None:
+    """``*``, ``t.*`` and ``T.*`` of ``select`` as ``expand_lateral_stars`` says."""
+    own = [c for c in source.columns if c[:1] != "$"]
+    expanded: list[exp.Expr] = []
+    for item in select.expressions:
+        columns: list[str] | None = None
+        if isinstance(item, exp.Star):
+            columns = [*own, *names]
+        elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+            if lateral.alias is not None and item.table == lateral.alias:
+                columns = list(names)
+            elif item.table in (alias, source.name):
+                columns = own
+        if columns is None:
+            expanded.append(item)
+        else:
+            expanded += [exp.column(c, quoted=True) for c in columns]
+    select.set("expressions", expanded)
 
 
 def _expander(

@@ -46,12 +46,23 @@ def _columns(alias: str, table: TableDef) -> list[exp.Expr]:
     return [exp.column(name, table=alias, quoted=True) for name in table.columns if name[:1] != "$"]
 
 
-def expand_stars(tree: exp.Expr, tables: dict[str, TableDef], over_tvf: bool) -> None:
+def expand_stars(
+    tree: exp.Expr,
+    tables: dict[str, TableDef],
+    over_tvf: bool,
+    lateral_after: frozenset[str] = frozenset(),
+) -> None:
     """Expand ``t.*`` and ``*`` (as the module says) in every SELECT of ``tree``, in
-    place; nothing if the statement reads a window TVF (``over_tvf``)."""
+    place; nothing if the statement reads a window TVF (``over_tvf``), nor in a SELECT
+    whose FROM table (by alias or name) is in ``lateral_after``: its LATERAL TABLE's
+    columns are part of its ``*`` (``lateral``)."""
     if over_tvf:
         return
     for select in list(tree.find_all(exp.Select)):
+        from_ = select.args.get("from_")
+        first = from_.this if from_ is not None else None
+        if isinstance(first, exp.Table) and {first.alias_or_name, first.name} & lateral_after:
+            continue
         items = select.expressions
         qualified = [i for i in items if isinstance(i, exp.Column) and isinstance(i.this, exp.Star)]
         bare = [i for i in items if isinstance(i, exp.Star)]

@@ -22,7 +22,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.tokens import Token
 
-from streaming.sql import dedup, over, topn, window_join
+from streaming.sql import dedup, over, topn, tvf_rows, window_join
 from streaming.sql.errors import SqlError, error_at, node_offset
 from streaming.sql.rewrite import Statement, tokenize
 from streaming.sql.settings import is_state_ttl_hint, only_state_ttl
@@ -138,6 +138,7 @@ def _problem(node: exp.Expr, statement: Statement, overs: bool) -> tuple[int, st
         and node.name == "window_time"
         and statement.window_tvfs
         and not _in_window_join(node)
+        and not _reads_tvf_rows(node, statement)
     ):
         return node_offset(node, statement.start), (
             f"window_time {NOT_YET}: window_start and window_end are"
@@ -150,6 +151,13 @@ def _problem(node: exp.Expr, statement: Statement, overs: bool) -> tuple[int, st
                 "INSERT OVERWRITE is not supported: a Kafka topic is appended to (or upserted)"
             )
     return None
+
+
+def _reads_tvf_rows(node: exp.Expr, statement: Statement) -> bool:
+    """Whether ``node`` is in a query of a window TVF's rows as they are (``tvf_rows``),
+    which have a ``window_time``."""
+    select = node.find_ancestor(exp.Select)
+    return select is not None and tvf_rows.reads_tvf_rows(statement, select) is not None
 
 
 def _in_window_join(node: exp.Expr) -> bool:

@@ -181,3 +181,65 @@ def test_lateral_table_in_a_pull_or_push_query_is_refused():
         with pytest.raises(SqlError, match=r"LATERAL TABLE .* pull or push query") as error:
             plan(catalog, f"SELECT id, w FROM lines, LATERAL TABLE(words(line)) AS T(w, n){emit}")
         assert (error.value.line, error.value.column) == (1, 40)
+
+
+STAR_OUT = """
+CREATE TABLE out (id STRING, line STRING, ts TIMESTAMP(3), word STRING, len BIGINT)
+WITH ('connector' = 'kafka', 'topic' = 'out', 'format' = 'json');
+"""
+
+
+def _star_tables(sink: str = STAR_OUT) -> str:
+    return TABLES.replace(
+        """CREATE TABLE out (id STRING, word STRING, len BIGINT)
+WITH ('connector' = 'kafka', 'topic' = 'out', 'format' = 'json');
+""",
+        sink,
+    )
+
+
+def _joined(id_: str, word: str | None, length: int | None) -> dict:
+    line = next(row for row in LINES if row["id"] == id_)
+    return {**line, "word": word, "len": length}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT * FROM lines, LATERAL TABLE(words(line)) AS T(word, len)",
+        "SELECT * FROM lines CROSS JOIN LATERAL TABLE(words(line)) AS T(word, len)",
+        "SELECT l.*, T.* FROM lines AS l, LATERAL TABLE(words(line)) AS T(word, len)",
+    ],
+)
+def test_select_star_over_a_lateral_join_is_the_tables_columns_then_the_functions(query):
+    assert run(_star_tables() + f"INSERT INTO out {query};") == [
+        _joined("1", "to", 2),
+        _joined("1", "be", 2),
+        _joined("3", "or", 2),
+    ]
+
+
+def test_select_star_over_a_left_lateral_join_keeps_rows_with_nulls():
+    query = "SELECT * FROM lines LEFT JOIN LATERAL TABLE(words(line)) AS T(word, len) ON TRUE"
+    assert run(_star_tables() + f"INSERT INTO out {query};") == [
+        _joined("1", "to", 2),
+        _joined("1", "be", 2),
+        _joined("2", None, None),
+        _joined("3", "or", 2),
+    ]
+
+
+def test_a_star_beside_other_items_and_in_a_view_over_a_lateral_join():
+    sink = """
+CREATE TABLE out (id STRING, line STRING, ts TIMESTAMP(3), f0 STRING, f1 BIGINT, up STRING)
+WITH ('connector' = 'kafka', 'topic' = 'out', 'format' = 'json');
+"""
+    sql = _star_tables(sink) + (
+        "CREATE VIEW joined AS SELECT * FROM lines, LATERAL TABLE(words(line));"
+        "INSERT INTO out SELECT *, UPPER(f0) FROM joined;"
+    )
+    assert run(sql) == [
+        {**LINES[0], "f0": "to", "f1": 2, "up": "TO"},
+        {**LINES[0], "f0": "be", "f1": 2, "up": "BE"},
+        {**LINES[2], "f0": "or", "f1": 2, "up": "OR"},
+    ]

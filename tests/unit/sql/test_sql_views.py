@@ -366,12 +366,6 @@ OUT = "CREATE TABLE out (a STRING) WITH ('topic' = 'out');\n"
             "t lists 1 columns, its query has 2",
         ),
         (
-            "CREATE TABLE t WITH ('topic' = 't') AS SELECT * FROM "
-            "TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE));",
-            47,
-            "SELECT * is not supported yet: name the columns",
-        ),
-        (
             "CREATE VIEW v AS SELECT COUNT(*) AS n FROM orders;",
             25,
             "the result of v is updating but has no key: a view of an aggregation without "
