@@ -159,3 +159,14 @@ def test_create_table_as_select_star_of_the_rows():
     rows = run(sql, [("bid", bid(row)) for row in BIDS])
     assert list(rows[0]) == ["bidtime", "price", "item", *TVF_COLUMNS]
     assert engine_rows(rows, KINDS) == flink_rows([TUMBLE_ROWS[3]], KINDS)
+
+
+def test_each_row_comes_out_as_it_arrives_a_late_one_too_a_null_time_none():
+    # Flink's window TVF operator emits per record and drops a NULL time attribute only
+    late = ("2020-04-15 08:01:00.000", 7.0, "L")
+    rows = run(
+        BID + f"INSERT INTO out SELECT * FROM TABLE({TUMBLE})",
+        [("bid", bid(r)) for r in [*BIDS, late, (None, 8.0, "N")]],
+    )
+    assert [row["item"] for row in rows] == ["C", "A", "D", "B", "E", "F", "L"]
+    assert rows[-1]["window_start"] == "2020-04-15 08:00:00.000"
