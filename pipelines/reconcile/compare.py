@@ -182,3 +182,31 @@ def compare_keyed(
         worst_limit
     )
     return Reconciliation(name, tolerance.allows(unexplained, batch_keys), stats, table, worst)
+
+
+def explain_by_late_data(
+    report: Reconciliation,
+    explained: pd.Series,
+    tolerance: Tolerance | None = None,
+    worst_limit: int = 20,
+) -> Reconciliation:
+    """``report`` with the differing keys where ``explained`` (aligned with its table) is
+    True counted as explained by late data too, and judged again by ``tolerance``: for a
+    stream whose late data is known another way than a late report ``compare_keyed`` takes."""
+    tolerance = tolerance or Tolerance()
+    table = report.table.copy()
+    differs = table["status"] != MATCH
+    table["explained_by_late_data"] = table["explained_by_late_data"] | (explained & differs)
+    table["severity"] = np.where(~differs, 0.0, np.where(table["explained_by_late_data"], 1.0, 2.0))
+    differing = table[differs]
+    unexplained = int((~differing["explained_by_late_data"]).sum())
+    stats = {
+        **report.stats,
+        "explained_by_late_data": int(differing["explained_by_late_data"].sum()),
+        "unexplained": unexplained,
+    }
+    worst = differing.sort_values(["severity", "drift"], ascending=False, kind="stable").head(
+        worst_limit
+    )
+    passed = tolerance.allows(unexplained, stats["batch_rows"])
+    return Reconciliation(report.name, passed, stats, table, worst)
