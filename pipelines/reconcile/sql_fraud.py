@@ -24,7 +24,8 @@ dropped. A missing alert (on either side: a dropped order also joins its neighbo
 a pair the batch does not see) of a customer with such an order between the alert's
 first order less WITHIN and its last plus WITHIN is explained by late data; every other
 difference (another value, written twice) is unexplained, and the policy's tolerance
-decides how many pass.
+decides how many pass. An order dropped because the application read other partitions far
+ahead of its own is not visible in the lake: its alerts count as unexplained.
 """
 
 from __future__ import annotations
