@@ -7,6 +7,9 @@
   application's ``revenue_5m_sql_stream_matches_batch`` and ``revenue_5m_sql_matches_dsl``;
   ``reconcile/sql_vs_duckdb`` with ``revenue_5m_sql_matches_duckdb`` (the SQL app vs its
   query run by DuckDB over the lake's orders)
+- ``FRAUD_SQL_RECONCILE_ASSETS``: ``reconcile/fraud_sql_vs_duckdb`` (hourly, group
+  ``reconciliation``) with ``fraud_alerts_sql_matches_duckdb`` (the SQL fraud app's alerts
+  vs its MATCH_RECOGNIZE SQL run by DuckDB over the lake's orders)
 - ``KAFKA_BATCH_ASSETS`` + ``KAFKA_RECONCILE_ASSETS`` (group ``kappa_batch``): the same
   recompute read straight from the Kafka topics (``kappa_batch/<result>``, deps
   ``kafka/...``; resource ``pyspark_kafka``) and ``reconcile/stream_vs_kafka_batch`` with
@@ -34,12 +37,17 @@ from assets.dbt_assets import DBT_ASSETS
 from assets.keys import HOURLY_JOB
 from assets.lake import LAKE_ASSETS
 from assets.quality import GX_CHECKS
-from assets.reconcile import KAFKA_RECONCILE_ASSETS, RECONCILE_ASSETS
+from assets.reconcile import (
+    FRAUD_SQL_RECONCILE_ASSETS,
+    KAFKA_RECONCILE_ASSETS,
+    RECONCILE_ASSETS,
+)
 
 DATA_ASSETS = [
     *LAKE_ASSETS,
     *BATCH_ASSETS,
     *RECONCILE_ASSETS,
+    *FRAUD_SQL_RECONCILE_ASSETS,
     *KAFKA_BATCH_ASSETS,
     *KAFKA_RECONCILE_ASSETS,
     *DBT_ASSETS,
@@ -85,6 +93,7 @@ __all__ = [
     "DATA_ASSETS",
     "DATA_ASSET_CHECKS",
     "DBT_ASSETS",
+    "FRAUD_SQL_RECONCILE_ASSETS",
     "GX_CHECKS",
     "HOURLY",
     "HOURLY_JOB_DEF",

@@ -33,6 +33,7 @@ def kafka_batch_key(result: str) -> AssetKey:
 RECONCILIATION_KEY = AssetKey(["reconcile", "stream_vs_batch"])
 KAFKA_RECONCILIATION_KEY = AssetKey(["reconcile", "stream_vs_kafka_batch"])
 SQL_DUCKDB_KEY = AssetKey(["reconcile", "sql_vs_duckdb"])
+FRAUD_SQL_DUCKDB_KEY = AssetKey(["reconcile", "fraud_sql_vs_duckdb"])
 
 
 def dbt_key(model: str) -> AssetKey:

@@ -5,10 +5,11 @@
 with the DSL application's); ``reconcile/stream_vs_kafka_batch`` with the one read
 straight from Kafka (group ``kappa_batch``, checks ``<result>_stream_matches_kafka_batch``);
 ``reconcile/sql_vs_duckdb`` the SQL revenue application with its own query run by DuckDB
-over the lake's orders.
+over the lake's orders, ``reconcile/fraud_sql_vs_duckdb`` the SQL fraud application's
+alerts with its own SQL (both MATCH_RECOGNIZE rules) run the same way.
 """
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from dagster import (
@@ -27,6 +28,7 @@ from dagster import (
 
 from assets.batch import HOURLY
 from assets.keys import (
+    FRAUD_SQL_DUCKDB_KEY,
     KAFKA_RECONCILIATION_KEY,
     RECONCILIATION_KEY,
     SQL_DUCKDB_KEY,
@@ -38,6 +40,7 @@ from pipelines import domain
 from pipelines.batch.recompute import RESULTS
 from pipelines.batch.store import KAFKA, LAKE
 from pipelines.reconcile import sql as sql_reconcile
+from pipelines.reconcile import sql_fraud
 from pipelines.reconcile.compare import Reconciliation
 from pipelines.reconcile.reconcile import reconcile_hour, stream_watermark
 from resources.lake import LakeResource
@@ -52,6 +55,7 @@ SQL_CHECK_NAMES = {
     "revenue_5m_sql_vs_dsl": "revenue_5m_sql_matches_dsl",
 }
 DUCKDB_CHECK_NAMES = {"revenue_5m_sql_vs_duckdb": "revenue_5m_sql_matches_duckdb"}
+FRAUD_DUCKDB_CHECK_NAMES = {sql_fraud.NAME: "fraud_alerts_sql_matches_duckdb"}
 
 _LATE = (
     " A key that differs by exactly the records the stream reported dropping as late (its "
@@ -77,6 +81,14 @@ COMPARES = {
     "leaving out the windows where either reported late records.",
     "revenue_5m_sql_vs_duckdb": "The SQL application's windows against its own query run by "
     "DuckDB over the lake's orders." + _LATE + _ONCE,
+    sql_fraud.NAME: "The SQL fraud application's alerts of the hour per (rule, customer, "
+    "order, first order) against its own MATCH_RECOGNIZE SQL run by DuckDB over the lake's "
+    "orders, for the alerts whose orders are behind the stream's watermark plus the "
+    "pattern's WITHIN (the later ones the stream may still hold back). The application "
+    "does not report the orders it drops as late: an alert missing on a side is explained "
+    "by late data when its customer has an order near it that arrived more than the "
+    "WATERMARK delay behind an order before it in its partition (the stream may have "
+    "dropped it). Anything else is unexplained and fails the check." + _ONCE,
 }
 _WORST_COLUMNS = 8
 
@@ -309,27 +321,81 @@ def sql_vs_duckdb(
     context: AssetExecutionContext, lake: LakeResource, reconciliation: ReconciliationPolicy
 ) -> Iterator[Any]:
     """Compare the SQL revenue application's windows with its query run by DuckDB."""
+    yield from _vs_duckdb(
+        context,
+        lake,
+        reconciliation,
+        sql_reconcile.vs_duckdb,
+        sql_reconcile.revenue_batch_query().sql,
+        DUCKDB_CHECK_NAMES,
+    )
+
+
+def _vs_duckdb(
+    context: AssetExecutionContext,
+    lake: LakeResource,
+    policy: ReconciliationPolicy,
+    compare: Callable[..., Reconciliation],
+    duckdb_sql: str,
+    check_names: Mapping[str, str],
+) -> Iterator[Any]:
+    """A SQL application's results of the run's hours vs its SQL run by DuckDB
+    (``compare(hour, root, tolerance=..., watermark_ms=...)``): the materialization
+    (with the DuckDB SQL), then its check's result."""
     root = lake.path
     watermark = stream_watermark(root)
     by_hour = {
-        hour: sql_reconcile.vs_duckdb(
-            hour, root, tolerance=reconciliation.tolerance, watermark_ms=watermark
-        )
+        hour: compare(hour, root, tolerance=policy.tolerance, watermark_ms=watermark)
         for hour in context.partition_keys
     }
     metadata: dict[str, Any] = {
         "watermark_ms": watermark or 0,
-        "duckdb_sql": MetadataValue.md(f"```sql\n{sql_reconcile.revenue_batch_query().sql}\n```"),
+        "duckdb_sql": MetadataValue.md(f"```sql\n{duckdb_sql}\n```"),
     }
     for hour, report in by_hour.items():
         context.log.info(f"{hour} {report.summary()}")
         if len(by_hour) == 1:
             metadata.update({k: v for k, v in report.stats.items() if isinstance(v, int | float)})
     yield MaterializeResult(metadata=metadata)
-    for name, check in DUCKDB_CHECK_NAMES.items():
+    for name, check in check_names.items():
         yield check_result(name, by_hour, {name: check})
+
+
+@asset(
+    key=FRAUD_SQL_DUCKDB_KEY,
+    deps=[lake_key(domain.ORDERS), lake_key(domain.FRAUD_ALERTS_SQL)],
+    partitions_def=HOURLY,
+    backfill_policy=BackfillPolicy.single_run(),
+    group_name="reconciliation",
+    kinds={"duckdb", "sql"},
+    check_specs=[
+        AssetCheckSpec(check, asset=FRAUD_SQL_DUCKDB_KEY, blocking=True, description=COMPARES[name])
+        for name, check in FRAUD_DUCKDB_CHECK_NAMES.items()
+    ],
+    description=(
+        "The lambda check applied to the SQL fraud application: both INSERTs of "
+        "`pipelines/streams/sql/fraud.sql` (MATCH_RECOGNIZE), translated to DuckDB "
+        "(`streaming.sql.batch`) and run over the lake's orders around each hour, give the "
+        "alerts the application wrote, for every alert the stream's watermark has passed."
+    ),
+)
+def fraud_sql_vs_duckdb(
+    context: AssetExecutionContext, lake: LakeResource, reconciliation: ReconciliationPolicy
+) -> Iterator[Any]:
+    """Compare the SQL fraud application's alerts with its SQL run by DuckDB."""
+    yield from _vs_duckdb(
+        context,
+        lake,
+        reconciliation,
+        sql_fraud.vs_duckdb,
+        sql_fraud.fraud_batch_query().sql,
+        FRAUD_DUCKDB_CHECK_NAMES,
+    )
 
 
 assert set(RECONCILED) <= set(RESULTS)
 RECONCILE_ASSETS = [stream_vs_batch, sql_vs_duckdb]
+#: the SQL fraud application's reconciliation (its own list: the batch recompute's lakes
+#: hold no fraud-alerts-sql)
+FRAUD_SQL_RECONCILE_ASSETS = [fraud_sql_vs_duckdb]
 KAFKA_RECONCILE_ASSETS = [stream_vs_kafka_batch]

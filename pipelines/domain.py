@@ -206,6 +206,20 @@ SCHEMAS[REVENUE_5M_SQL] = SCHEMAS[REVENUE_5M]
 SCHEMAS[ENRICHED_ORDERS_SQL] = {
     k: v for k, v in SCHEMAS[ENRICHED_ORDERS].items() if k != "known_locations"
 }
+# an alert of fraud.sql: the order that completed the pattern and the first order of it
+SCHEMAS[FRAUD_ALERTS_SQL] = {
+    "rule": "str",
+    "customer_id": "str",
+    "order_id": "str",
+    "amount": "float",
+    "event_time": "int",
+    "location": "str",
+    "first_order_id": "str",
+    "first_amount": "float",
+    "first_event_time": "int",
+    "first_location": "str",
+    "risk": "float",
+}
 LATE_SCHEMA = {
     "result": "str",
     "window_start": "int",
@@ -227,6 +241,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     ORDERS_DEDUPED: ("order_id", "event_time"),
     REVENUE_5M_SQL: ("region", "window_start", "revenue", "order_count"),
     ENRICHED_ORDERS_SQL: ("order_id", "customer_id", "event_time"),
+    FRAUD_ALERTS_SQL: ("rule", "customer_id", "order_id", "first_order_id", "event_time"),
     **{topic: ("result", "window_start", "event_time") for topic in LATE_TOPICS},
 }
 # The column whose hour places a record in the lake (falls back to the record timestamp).

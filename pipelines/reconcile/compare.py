@@ -159,8 +159,6 @@ def compare_keyed(
     merged["drift"] = np.where(merged["status"] == MATCH, 0.0, worst_diff)
     table = merged.drop(columns=["_merge"])
 
-    differing = table[table["status"] != MATCH]
-    unexplained = int((~differing["explained_by_late_data"]).sum())
     batch_keys = int((table["status"] != MISSING_IN_BATCH).sum())
     stats = {
         "batch_rows": batch_keys,
@@ -170,15 +168,46 @@ def compare_keyed(
         "missing_in_stream": int((table["status"] == MISSING_IN_STREAM).sum()),
         "missing_in_batch": int((table["status"] == MISSING_IN_BATCH).sum()),
         "duplicates": int(extra.sum()),
-        "explained_by_late_data": int(differing["explained_by_late_data"].sum()),
-        "unexplained": unexplained,
         "key_coverage": (
             float((table["status"].isin([MATCH, VALUE_DIFF])).sum()) / batch_keys
             if batch_keys
             else 1.0
         ),
     }
+    return _judged(name, table, stats, tolerance, worst_limit)
+
+
+def _judged(
+    name: str, table: pd.DataFrame, stats: dict[str, Any], tolerance: Tolerance, worst_limit: int
+) -> Reconciliation:
+    """The reconciliation of a comparison ``table`` (``status``, ``explained_by_late_data``,
+    ``severity``, ``drift`` per key): ``stats`` with the explained and unexplained counts,
+    passed when ``tolerance`` allows the unexplained keys, its worst keys first."""
+    differing = table[table["status"] != MATCH]
+    unexplained = int((~differing["explained_by_late_data"]).sum())
+    stats = {
+        **stats,
+        "explained_by_late_data": int(differing["explained_by_late_data"].sum()),
+        "unexplained": unexplained,
+    }
     worst = differing.sort_values(["severity", "drift"], ascending=False, kind="stable").head(
         worst_limit
     )
-    return Reconciliation(name, tolerance.allows(unexplained, batch_keys), stats, table, worst)
+    passed = tolerance.allows(unexplained, stats["batch_rows"])
+    return Reconciliation(name, passed, stats, table, worst)
+
+
+def explain_by_late_data(
+    report: Reconciliation,
+    explained: pd.Series,
+    tolerance: Tolerance | None = None,
+    worst_limit: int = 20,
+) -> Reconciliation:
+    """``report`` with the differing keys where ``explained`` (aligned with its table) is
+    True counted as explained by late data too, and judged again by ``tolerance``: for a
+    stream whose late data is known another way than a late report ``compare_keyed`` takes."""
+    table = report.table.copy()
+    differs = table["status"] != MATCH
+    table["explained_by_late_data"] = table["explained_by_late_data"] | (explained & differs)
+    table["severity"] = np.where(~differs, 0.0, np.where(table["explained_by_late_data"], 1.0, 2.0))
+    return _judged(report.name, table, report.stats, tolerance or Tolerance(), worst_limit)

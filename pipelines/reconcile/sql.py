@@ -163,18 +163,12 @@ def vs_dsl(
     return report
 
 
-def duckdb_revenue(
-    hour: str, lake: Path | None = None, orders_cut: LakeCut | None = None
-) -> pd.DataFrame:
-    """``revenue.sql``'s query run by DuckDB over the lake's valid orders of ``hour``
-    (every window starting in the hour, whose orders all lie in the hour; only the files
-    within ``orders_cut``, when given)."""
+def run_batch_query(query: BatchQuery, orders: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``query`` (a SQL application's INSERTs translated by ``to_duckdb``) run
+    by DuckDB over ``orders`` (the lake's, as its ``orders`` table), in the sink's columns."""
     import duckdb
     import pandas as pd
 
-    start = hour_start_ms(hour)
-    orders = read_topic_hours(domain.ORDERS, [hour_of(start)], lake, cut=orders_cut)
-    query = revenue_batch_query()
     columns = list(query.columns)
     if orders.empty:
         return pd.DataFrame(columns=columns)
@@ -184,7 +178,18 @@ def duckdb_revenue(
         rows = query.run(con, {"orders": relation})
     finally:
         con.close()
-    return _windows_of_hour(pd.DataFrame(rows, columns=columns), start)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def duckdb_revenue(
+    hour: str, lake: Path | None = None, orders_cut: LakeCut | None = None
+) -> pd.DataFrame:
+    """``revenue.sql``'s query run by DuckDB over the lake's valid orders of ``hour``
+    (every window starting in the hour, whose orders all lie in the hour; only the files
+    within ``orders_cut``, when given)."""
+    start = hour_start_ms(hour)
+    orders = read_topic_hours(domain.ORDERS, [hour_of(start)], lake, cut=orders_cut)
+    return _windows_of_hour(run_batch_query(revenue_batch_query(), orders), start)
 
 
 def vs_duckdb(

@@ -2,7 +2,8 @@
 
 ``to_duckdb(text)`` translates the query of an ``INSERT INTO sink SELECT ...`` statement
 (our dialect, see ``streaming.sql``) into DuckDB SQL over one relation per source table,
-named after the table and holding the rows of its topic (the JSON fields as columns).
+named after the table and holding the rows of its topic (the JSON fields as columns);
+several INSERTs into one sink give the UNION ALL of their queries.
 Run over the same events, the batch query gives each window's final result, which is
 what the streaming application writes for every window that closed on time (the check:
 stream == batch, windows that dropped late rows left out).
@@ -101,6 +102,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -236,8 +238,9 @@ def _as_stream_value(value: Any) -> Any:
 def to_duckdb(
     text: str, sink: str | None = None, *, functions: dict[str, Any] | None = None
 ) -> BatchQuery:
-    """The DuckDB translation of the INSERT in ``text`` writing ``sink`` (default: the
-    only INSERT). ``text`` holds the CREATE TABLE statements too; it is compiled first, so
+    """The DuckDB translation of the INSERTs in ``text`` writing ``sink`` (default: the
+    only sink written), the UNION ALL of their queries when there are several (each
+    sink row comes from one of them). ``text`` holds the CREATE TABLE statements too; it is compiled first, so
     whatever the streaming compiler rejects fails here with the same ``SqlError``.
     ``functions``: the Python functions it calls, as for ``streaming.sql.compile``."""
     try:
@@ -252,10 +255,19 @@ def to_duckdb(
         if isinstance(tree, exp.Insert):
             inserts.append((statement, tree))
     chosen = [(s, t) for s, t in inserts if sink is None or _target(t) == sink]
-    if len(chosen) != 1:
-        what = f"an INSERT INTO {sink}" if sink else "exactly one INSERT"
-        raise SqlError(f"expected {what} in the statements, found {len(chosen)}", line=1, column=1)
-    statement, insert = chosen[0]
+    sinks = sorted({_target(t) for _, t in chosen})
+    if len(sinks) != 1:
+        what = f"an INSERT INTO {sink}" if sink else "INSERTs into one sink"
+        found = f"INSERTs into {', '.join(sinks)} (name the sink)" if sinks else "none"
+        raise SqlError(f"expected {what} in the statements, found {found}", line=1, column=1)
+    queries = [_translate(text, compiler, s, t) for s, t in chosen]
+    return queries[0] if len(queries) == 1 else _union_all(queries)
+
+
+def _translate(
+    text: str, compiler: Compiler, statement: Statement, insert: exp.Insert
+) -> BatchQuery:
+    """The DuckDB translation of one INSERT of ``text`` (compiled by ``compiler``)."""
     if statement.laterals:
         lateral = statement.laterals[0]
         raise error_at(
@@ -274,6 +286,33 @@ def to_duckdb(
     input_order = tuple(t.name for t in translated.tables) if ordered else ()
     every = (*translated.functions, *registered)
     return dataclasses.replace(translated, functions=every, input_order=input_order)
+
+
+def _union_all(queries: list[BatchQuery]) -> BatchQuery:
+    """The INSERTs into one sink as one query: the UNION ALL of their rows (what the
+    sink receives from all of them), reading and registering what any of them does; a
+    function registered under a name an earlier query registers differently (each
+    MATCH_RECOGNIZE's matcher is ``batch_match.FUNCTION``) is renamed in its query."""
+    functions: dict[str, BatchFunction] = {}
+    parts = []
+    for i, query in enumerate(queries):
+        sql = query.sql
+        for function in query.functions:
+            if functions.setdefault(function.name, function) != function:
+                renamed = f"{function.name}_{i}"
+                call = re.compile(rf"(?<![\w\"]){re.escape(function.name)}(?=\s*\()", re.I)
+                sql = call.sub(renamed, sql)
+                functions[renamed] = dataclasses.replace(function, name=renamed)
+        parts.append(f"SELECT * FROM ({sql})")
+    tables = {t.name: t for q in queries for t in q.tables}
+    input_order = dict.fromkeys(name for q in queries for name in q.input_order)
+    return BatchQuery(
+        " UNION ALL ".join(parts),
+        tuple(tables.values()),
+        queries[0].sink,
+        tuple(functions.values()),
+        tuple(input_order),
+    )
 
 
 def _refuse_builtins(

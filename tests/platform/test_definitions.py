@@ -329,18 +329,23 @@ def test_sql_reconciliation_checks_are_blocking(repo) -> None:
         ("revenue_5m_sql_stream_matches_batch", ["reconcile", "stream_vs_batch"]),
         ("revenue_5m_sql_matches_dsl", ["reconcile", "stream_vs_batch"]),
         ("revenue_5m_sql_matches_duckdb", ["reconcile", "sql_vs_duckdb"]),
+        ("fraud_alerts_sql_matches_duckdb", ["reconcile", "fraud_sql_vs_duckdb"]),
     ):
         assert specs[name].blocking, name
         assert specs[name].asset_key == AssetKey(asset)
     duck = repo.asset_graph.get(AssetKey(["reconcile", "sql_vs_duckdb"]))
     assert {k.path[-1] for k in duck.parent_keys} >= {domain.ORDERS, domain.REVENUE_5M_SQL}
     assert duck.group_name == "reconciliation"  # so the hourly job runs it
+    fraud = repo.asset_graph.get(AssetKey(["reconcile", "fraud_sql_vs_duckdb"]))
+    assert {k.path[-1] for k in fraud.parent_keys} == {domain.ORDERS, domain.FRAUD_ALERTS_SQL}
+    assert fraud.group_name == "reconciliation"
 
 
 def test_every_reconciliation_check_says_what_it_compares(repo) -> None:
     specs = [repo.asset_graph.get_check_spec(k) for k in repo.asset_graph.asset_check_keys]
     reconciliation = [s for s in specs if s.asset_key.path[0] == "reconcile"]
-    assert len(reconciliation) == 11  # 4 + 2 SQL against the lake batch, 4 against Kafka, 1 DuckDB
+    # 4 + 2 SQL against the lake batch, 4 against Kafka, 2 DuckDB (revenue, fraud SQL)
+    assert len(reconciliation) == 12
     for spec in reconciliation:
         assert spec.description and len(spec.description) > 80, spec.name
     by_name = {s.name: s.description for s in reconciliation}

@@ -1,14 +1,17 @@
 """The SQL stream applications on a real broker, run by the supervisor like the DSL ones.
 
 The generator's events flow through ``windowed-revenue`` (DSL) and the SQL applications
-``windowed-revenue-sql`` and ``enriched-orders-sql`` (exactly-once, RocksDB state, query
-servers); the lake lands the topics; then
+``windowed-revenue-sql``, ``enriched-orders-sql`` and ``fraud-alerts-sql`` (exactly-once,
+RocksDB state, query servers); the lake lands the topics; then
 
 - the SQL revenue agrees with the batch recompute (PySpark) and with the DSL application
   for every on-time window (differences only where the reported late data explains them);
 - the SQL revenue agrees with its own SELECT run by DuckDB over the lake's orders
   (``streaming.sql.batch``), also as the blocking Dagster check
   ``revenue_5m_sql_matches_duckdb``;
+- the SQL fraud alerts (both MATCH_RECOGNIZE rules) agree with the same SQL run by DuckDB
+  over the lake's orders for every alert the stream's watermark has passed, also as the
+  blocking Dagster check ``fraud_alerts_sql_matches_duckdb``;
 - the SQL enrichment wrote every usable order exactly once, and a pull query on the SQL
   revenue application's store answers from the running application.
 """
@@ -34,7 +37,7 @@ HOUR_MS = 3_600_000
 # a recent hour: topics delete records whose timestamps are older than their retention
 T0 = (int(time.time() * 1000) // HOUR_MS - 3) * HOUR_MS
 HOUR = hour_key(T0)
-APPS = ["windowed-revenue", "windowed-revenue-sql", "enriched-orders-sql"]
+APPS = ["windowed-revenue", "windowed-revenue-sql", "enriched-orders-sql", "fraud-alerts-sql"]
 
 
 @pytest.fixture(scope="module")
@@ -45,11 +48,12 @@ def broker():
 
 
 def test_sql_apps_agree_with_batch_dsl_and_duckdb(broker, tmp_path: Path) -> None:
-    from assets.reconcile import sql_vs_duckdb
+    from assets.reconcile import fraud_sql_vs_duckdb, sql_vs_duckdb
     from pipelines.batch.recompute import recompute
     from pipelines.lake.duck import read_topic
     from pipelines.lake.sink import sink_topics
     from pipelines.reconcile import sql as sql_reconcile
+    from pipelines.reconcile import sql_fraud
     from pipelines.reconcile.reconcile import stream_watermark
     from pipelines.topics import create_topics
     from resources import platform_resources
@@ -58,6 +62,9 @@ def test_sql_apps_agree_with_batch_dsl_and_duckdb(broker, tmp_path: Path) -> Non
     bootstrap = broker.bootstrap_servers
     create_topics(bootstrap)
     lake = tmp_path / "lake"
+    # seed 11's 35 minutes hold both fraud.sql patterns: impossible travel (the generator's
+    # orders from another region) and card testing (its amounts under CARD_TESTING_SMALL
+    # then at least CARD_TESTING_LARGE from one customer within CARD_TESTING_WITHIN)
     gen = GeneratorConfig(
         seed=11, start_ms=T0, duration_s=35 * 60, orders_per_second=1.0, customers=60
     )
@@ -67,7 +74,11 @@ def test_sql_apps_agree_with_batch_dsl_and_duckdb(broker, tmp_path: Path) -> Non
     supervisor = Supervisor(settings, apps=APPS)
     supervisor.start()
     try:
-        feed(bootstrap, events, T0, apps=APPS)
+        # 30 s of events at a time: no order is read more than the WATERMARK delay (a
+        # minute) behind another than the generator's late ones (3-12 minutes behind), which
+        # the fraud reconciliation tells from the lake (fraud-alerts-sql reports no late
+        # orders; with 5-minute slices the apps also drop orders of a partition read later)
+        feed(bootstrap, events, T0, apps=APPS, slice_ms=30_000)
         status = supervisor.status()
         # the SQL app's store answers a pull query (the catalog is registered) for the
         # newest EU window (older windows leave the store after window size + grace)
@@ -94,6 +105,7 @@ def test_sql_apps_agree_with_batch_dsl_and_duckdb(broker, tmp_path: Path) -> Non
         domain.REVENUE_SQL_LATE,
         domain.REVENUE_5M_SQL,
         domain.ENRICHED_ORDERS_SQL,
+        domain.FRAUD_ALERTS_SQL,
     ]
     sink_topics(bootstrap, topics, lake)
     recompute("revenue_5m", HOUR, lake)
@@ -116,16 +128,26 @@ def test_sql_apps_agree_with_batch_dsl_and_duckdb(broker, tmp_path: Path) -> Non
     assert reports["vs_batch"].stats["explained_by_late_data"] > 0
     assert reports["vs_dsl"].stats["windows_with_late_data"] > 0
 
-    # the blocking Dagster check over the same lake
+    # the SQL fraud alerts vs the same SQL run by DuckDB: every alert the watermark passed
+    fraud = sql_fraud.vs_duckdb(HOUR, lake, watermark_ms=watermark)
+    print(fraud.summary(), fraud.stats)
+    assert fraud.passed and fraud.stats["unexplained"] == 0, fraud.worst
+    assert fraud.stats["matched_small_then_large"] >= 1
+    assert fraud.stats["matched_impossible_travel"] >= 1
+    assert fraud.stats["possibly_late_orders"] > 0  # the generator's late orders
+
+    # the blocking Dagster checks over the same lake
     result = materialize(
-        [sql_vs_duckdb],
+        [sql_vs_duckdb, fraud_sql_vs_duckdb],
         partition_key=HOUR,
         instance=DagsterInstance.ephemeral(),
         resources=platform_resources({"LAKE_ROOT": str(lake)}),
     )
     assert result.success
-    (check,) = result.get_asset_check_evaluations()
-    assert check.check_name == "revenue_5m_sql_matches_duckdb" and check.passed, check.description
+    checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
+    assert set(checks) == {"revenue_5m_sql_matches_duckdb", "fraud_alerts_sql_matches_duckdb"}
+    for check in checks.values():
+        assert check.passed, (check.check_name, check.description)
 
     # every usable order was enriched exactly once (a re-sent order twice, as it came)
     orders = read_topic(domain.ORDERS, lake)

@@ -330,12 +330,37 @@ CREATE TABLE shaped (id STRING, cents BIGINT) WITH ('topic' = 'shaped');
 INSERT INTO shaped SELECT id, CAST(amount * 100 AS BIGINT) FROM returns;
 """
     )
-    with pytest.raises(SqlError, match="expected exactly one INSERT in the statements, found 2"):
+    with pytest.raises(
+        SqlError,
+        match=r"expected INSERTs into one sink in the statements, found INSERTs into revenue, "
+        r"shaped \(name the sink\)",
+    ):
         to_duckdb(two)
     assert to_duckdb(two, sink="shaped").sink.name == "shaped"
     assert to_duckdb(two, sink="revenue").columns[-1] == "half_units"
     with pytest.raises(SqlError, match="expected an INSERT INTO nowhere"):
         to_duckdb(two, sink="nowhere")
+
+
+def test_the_inserts_into_one_sink_are_the_union_all_of_their_rows() -> None:
+    sql = """
+    CREATE TABLE a (id STRING, n BIGINT) WITH ('connector'='kafka','topic'='a');
+    CREATE TABLE b (id STRING, m BIGINT) WITH ('connector'='kafka','topic'='b');
+    CREATE TABLE out (src STRING, id STRING, v BIGINT) WITH ('connector'='kafka','topic'='o');
+    INSERT INTO out SELECT 'a', id, n * 10 FROM a WHERE n > 1;
+    INSERT INTO out SELECT 'b', id, m FROM b;
+    """
+    query = to_duckdb(sql)
+    assert sorted(t.name for t in query.tables) == ["a", "b"]
+    rows = query.run(
+        duckdb.connect(),
+        {
+            "a": pd.DataFrame([{"id": "x", "n": 1}, {"id": "y", "n": 2}]),
+            "b": pd.DataFrame([{"id": "x", "m": 1}, {"id": "x", "m": 1}]),
+        },
+    )
+    assert sorted(tuple(r.values()) for r in rows) == [("a", "y", 20), ("b", "x", 1), ("b", "x", 1)]
+    assert to_duckdb(sql, sink="out").sql == query.sql
 
 
 def test_integer_division_of_coalesce_and_case_truncates() -> None:
