@@ -155,15 +155,17 @@ def _registered(
     )
     name = f"{PREFIX}{'left_' if lateral.left else ''}{function.name.lower()}"
     returns = f"STRUCT({fields})[]"
-    return Registered(name, rows_function(function, lateral.left), tuple(parameters), returns)
+    fn = rows_function(function, lateral.left, len(parameters))
+    return Registered(name, fn, tuple(parameters), returns)
 
 
 def rows_function(
-    function: functions.TableFunction, left: bool
+    function: functions.TableFunction, left: bool, arity: int
 ) -> Callable[..., list[dict[str, Any]] | None]:
     """``args -> the function's rows`` as DuckDB structs (``{"f0": ..., ...}``): one row
     of NULLs for none when ``left``; None (no row at all) when the function raises or
-    yields a row of the wrong width, as the stream's output lacks the failed record."""
+    yields a row of the wrong width, as the stream's output lacks the failed record. Its
+    signature has ``arity`` parameters (DuckDB checks it against the parameter types)."""
     width = len(function.result_kinds)
 
     def rows(*args: Any) -> list[dict[str, Any]] | None:
@@ -182,4 +184,8 @@ def rows_function(
             return [dict.fromkeys(f"f{i}" for i in range(width))]
         return structs
 
+    positional = inspect.Parameter.POSITIONAL_ONLY
+    rows.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(f"arg{i}", positional) for i in range(arity)]
+    )
     return rows

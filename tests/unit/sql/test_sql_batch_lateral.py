@@ -236,3 +236,31 @@ def test_lateral_over_a_view_is_refused_at_the_lateral():
     )
     with pytest.raises(SqlError, match="LATERAL TABLE is translated to batch SQL after one"):
         to_duckdb(sql, functions=FUNCTIONS)
+
+
+def stats(text: str | None, id_: str | None) -> Iterator[tuple[str, int, float, bool]]:
+    """Per word: the word, its length, its share of the line's letters, whether it is
+    the first; the id is appended to the word."""
+    found = (text or "").split()
+    letters = sum(len(w) for w in found)
+    for i, word in enumerate(found):
+        yield f"{word}#{id_}", len(word), len(word) / letters, i == 0
+
+
+def test_four_columns_of_every_type_equal_the_batch():
+    sql = LINES + (
+        "CREATE TABLE out (w STRING, n BIGINT, share DOUBLE, first BOOLEAN)\n"
+        "WITH ('connector' = 'kafka', 'topic' = 'out', 'format' = 'json');\n"
+        "INSERT INTO out SELECT S.w, S.n, S.share, S.first FROM lines "
+        "LEFT JOIN LATERAL TABLE(stats(line, id)) AS S(w, n, share, first) ON TRUE "
+        "WHERE S.first OR S.first IS NULL;"
+    )
+    FUNCTIONS["stats"] = stats
+    try:
+        streamed = stream_rows(sql)
+        batch = batch_rows(sql)
+    finally:
+        del FUNCTIONS["stats"]
+    assert {"w": "to#1", "n": 2, "share": 2 / 6, "first": True} in streamed
+    assert {"w": None, "n": None, "share": None, "first": None} in streamed
+    assert ordered(batch) == ordered(streamed)
