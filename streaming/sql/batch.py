@@ -88,9 +88,11 @@ Python functions, registered the same way under internal names (``batch_builtins
 A Python aggregate function in a GROUP BY is a registered scalar function over the
 group's arguments in input order, calling what the stream calls (``batch_aggregates``).
 
+A Python table function (``LATERAL TABLE``) is a registered scalar function returning the
+list of its rows, UNNESTed (``batch_lateral``).
+
 Not translated (``SqlError``): windows on processing time (a window TVF over a ``PROCTIME()`` column: they depend on when the
-rows are processed), other views, a window over a subquery, Python table
-functions, and anything the compiler rejects (the statements are compiled first). Known differences:
+rows are processed), other views, a window over a subquery, and anything the compiler rejects (the statements are compiled first). Known differences:
 MIN/MAX of TIMESTAMP text compare the text (chronological for one format, as the platform
 writes); AVG and SUM of DOUBLEs may differ in the last bits (summation order); the
 stream joins window results whose bounds are renamed (Nexmark q5, q8) as an interval join,
@@ -116,6 +118,7 @@ from streaming.sql import (
     batch_aggregates,
     batch_builtins,
     batch_files,
+    batch_lateral,
     batch_match,
     batch_order,
     batch_rank,
@@ -268,14 +271,6 @@ def _translate(
     text: str, compiler: Compiler, statement: Statement, insert: exp.Insert
 ) -> BatchQuery:
     """The DuckDB translation of one INSERT of ``text`` (compiled by ``compiler``)."""
-    if statement.laterals:
-        lateral = statement.laterals[0]
-        raise error_at(
-            text,
-            lateral.offset,
-            f"LATERAL TABLE({lateral.call.name}(...)) (a Python table function) is not "
-            "translated to batch SQL",
-        )
     with active(compiler.functions):
         translated = _Translation(text, compiler.tables, statement, insert).translate()
     tree = sqlglot.parse_one(translated.sql, read="duckdb")
@@ -474,6 +469,11 @@ class _Translation:
         if window_join.joins_subqueries(select):
             sql, read_tables = batch_window_join.translate(self, select)
             return BatchQuery(sql, read_tables, self.sink)
+        if self.statement.laterals:
+            group_bounds = (GROUP_WINDOW_START, GROUP_WINDOW_END)
+            sql, read_table, rows = batch_lateral.translate(self, select, from_, group_bounds)
+            function = BatchFunction(rows.name, rows.fn, rows.parameters, rows.returns)
+            return BatchQuery(sql, (read_table,), self.sink, (function,))
         while self._inline(select, from_):
             pass
         if self.statement.match_recognize:
