@@ -95,8 +95,9 @@ Not translated (``SqlError``): windows on processing time (a window TVF over a `
 rows are processed), other views, a window over a subquery, and anything the compiler rejects (the statements are compiled first). Known differences:
 MIN/MAX of TIMESTAMP text compare the text (chronological for one format, as the platform
 writes); AVG and SUM of DOUBLEs may differ in the last bits (summation order); the
-stream joins window results whose bounds are renamed (Nexmark q5, q8) as an interval join,
-which drops a side's row that comes out later than its grace allows (the batch joins it).
+stream joins two plain window aggregations whose bounds are renamed (Nexmark q8) as an
+interval join, which drops a side's row that comes out later than its grace allows (the
+batch joins it).
 EMIT FINAL / CHANGES are ignored: a batch result is final.
 """
 
