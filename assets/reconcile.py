@@ -88,7 +88,11 @@ COMPARES = {
     "does not report the orders it drops as late: an alert missing on a side is explained "
     "by late data when its customer has an order near it that arrived more than the "
     "WATERMARK delay behind an order before it in its partition (the stream may have "
-    "dropped it). Anything else is unexplained and fails the check." + _ONCE,
+    "dropped it). Anything else is unexplained. The check warns and blocks nothing: "
+    "MATCH_RECOGNIZE drops a row behind its task's watermark without reporting it, and "
+    "after the repartition by customer a task's watermark follows the most advanced of the "
+    "orders partitions, so an on-time order of a partition read later can be dropped "
+    "where the lake shows nothing late." + _ONCE,
 }
 _WORST_COLUMNS = 8
 
@@ -133,11 +137,13 @@ def check_result(
     name: str,
     reports: dict[str, Reconciliation],
     check_names: Mapping[str, str] = CHECK_NAMES,
+    severity: AssetCheckSeverity = AssetCheckSeverity.ERROR,
 ) -> AssetCheckResult:
-    """The blocking check result of one reconciliation over the hours of a run (one, or a
-    backfilled range). Hours without data are reported as such; if no hour had data the
-    check fails with WARN severity (blocking nothing), never passes. ``check_names``: the
-    check of each reconciliation (``KAFKA_CHECK_NAMES`` for the kappa batch's)."""
+    """The check result of one reconciliation over the hours of a run (one, or a
+    backfilled range), failing with ``severity``. Hours without data are reported as such;
+    if no hour had data the check fails with WARN severity (blocking nothing), never
+    passes. ``check_names``: the check of each reconciliation (``KAFKA_CHECK_NAMES`` for
+    the kappa batch's)."""
     with_data = {hour: r for hour, r in reports.items() if not is_empty(r)}
     empty = sorted(set(reports) - set(with_data))
     no_data = f"no data for hour(s) {', '.join(empty)}" if empty else ""
@@ -165,7 +171,7 @@ def check_result(
     return AssetCheckResult(
         check_name=check_names[name],
         passed=all(r.passed for r in with_data.values()),
-        severity=AssetCheckSeverity.ERROR,
+        severity=severity,
         description="\n".join(lines) if len(reports) > 1 else worst.summary(),
         metadata={
             **totals,
@@ -338,6 +344,7 @@ def _vs_duckdb(
     compare: Callable[..., Reconciliation],
     duckdb_sql: str,
     check_names: Mapping[str, str],
+    severity: AssetCheckSeverity = AssetCheckSeverity.ERROR,
 ) -> Iterator[Any]:
     """A SQL application's results of the run's hours vs its SQL run by DuckDB
     (``compare(hour, root, tolerance=..., watermark_ms=...)``): the materialization
@@ -358,7 +365,7 @@ def _vs_duckdb(
             metadata.update({k: v for k, v in report.stats.items() if isinstance(v, int | float)})
     yield MaterializeResult(metadata=metadata)
     for name, check in check_names.items():
-        yield check_result(name, by_hour, {name: check})
+        yield check_result(name, by_hour, {name: check}, severity)
 
 
 @asset(
@@ -369,7 +376,9 @@ def _vs_duckdb(
     group_name="reconciliation",
     kinds={"duckdb", "sql"},
     check_specs=[
-        AssetCheckSpec(check, asset=FRAUD_SQL_DUCKDB_KEY, blocking=True, description=COMPARES[name])
+        AssetCheckSpec(
+            check, asset=FRAUD_SQL_DUCKDB_KEY, blocking=False, description=COMPARES[name]
+        )
         for name, check in FRAUD_DUCKDB_CHECK_NAMES.items()
     ],
     description=(
@@ -390,6 +399,7 @@ def fraud_sql_vs_duckdb(
         sql_fraud.vs_duckdb,
         sql_fraud.fraud_batch_query().sql,
         FRAUD_DUCKDB_CHECK_NAMES,
+        AssetCheckSeverity.WARN,
     )
 
 

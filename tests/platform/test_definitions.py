@@ -329,10 +329,13 @@ def test_sql_reconciliation_checks_are_blocking(repo) -> None:
         ("revenue_5m_sql_stream_matches_batch", ["reconcile", "stream_vs_batch"]),
         ("revenue_5m_sql_matches_dsl", ["reconcile", "stream_vs_batch"]),
         ("revenue_5m_sql_matches_duckdb", ["reconcile", "sql_vs_duckdb"]),
-        ("fraud_alerts_sql_matches_duckdb", ["reconcile", "fraud_sql_vs_duckdb"]),
     ):
         assert specs[name].blocking, name
         assert specs[name].asset_key == AssetKey(asset)
+    # a warning while MATCH_RECOGNIZE drops rows its repartition made late without a report
+    fraud_check = specs["fraud_alerts_sql_matches_duckdb"]
+    assert not fraud_check.blocking
+    assert fraud_check.asset_key == AssetKey(["reconcile", "fraud_sql_vs_duckdb"])
     duck = repo.asset_graph.get(AssetKey(["reconcile", "sql_vs_duckdb"]))
     assert {k.path[-1] for k in duck.parent_keys} >= {domain.ORDERS, domain.REVENUE_5M_SQL}
     assert duck.group_name == "reconciliation"  # so the hourly job runs it

@@ -11,7 +11,7 @@ RocksDB state, query servers); the lake lands the topics; then
   ``revenue_5m_sql_matches_duckdb``;
 - the SQL fraud alerts (both MATCH_RECOGNIZE rules) agree with the same SQL run by DuckDB
   over the lake's orders for every alert the stream's watermark has passed, also as the
-  blocking Dagster check ``fraud_alerts_sql_matches_duckdb``;
+  Dagster check ``fraud_alerts_sql_matches_duckdb`` (a warning: see docs/platform);
 - the SQL enrichment wrote every usable order exactly once, and a pull query on the SQL
   revenue application's store answers from the running application.
 """
@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from dagster import DagsterInstance, materialize
+from dagster import AssetCheckSeverity, DagsterInstance, materialize
 from feeding import feed
 
 from pipelines import domain
@@ -136,7 +136,7 @@ def test_sql_apps_agree_with_batch_dsl_and_duckdb(broker, tmp_path: Path) -> Non
     assert fraud.stats["matched_impossible_travel"] >= 1
     assert fraud.stats["possibly_late_orders"] > 0  # the generator's late orders
 
-    # the blocking Dagster checks over the same lake
+    # the Dagster checks over the same lake (the fraud one a warning)
     result = materialize(
         [sql_vs_duckdb, fraud_sql_vs_duckdb],
         partition_key=HOUR,
@@ -148,6 +148,7 @@ def test_sql_apps_agree_with_batch_dsl_and_duckdb(broker, tmp_path: Path) -> Non
     assert set(checks) == {"revenue_5m_sql_matches_duckdb", "fraud_alerts_sql_matches_duckdb"}
     for check in checks.values():
         assert check.passed, (check.check_name, check.description)
+    assert checks["fraud_alerts_sql_matches_duckdb"].severity == AssetCheckSeverity.WARN
 
     # every usable order was enriched exactly once (a re-sent order twice, as it came)
     orders = read_topic(domain.ORDERS, lake)
