@@ -122,14 +122,26 @@ class TaskManager:
                 task.close(clean=False)
         self.tasks = {tid: t for tid, t in self.tasks.items() if t.state != CLOSED}
         self.by_partition.clear()
-        self.paused.clear()
+        self.resume_paused()
         self.assigned = []
 
     def handle_lost_all(self) -> None:
         """Forget the lost partitions (their tasks were closed dirty)."""
         self.by_partition.clear()
-        self.paused.clear()
+        self.resume_paused()
         self.assigned = []
+
+    def resume_paused(self) -> None:
+        """Resume every partition paused for a full queue and forget them: the queues were
+        dropped, and librdkafka keeps a partition paused across a rebalance that assigns it
+        to this consumer again, where no full queue would ever resume it."""
+        paused = [TopicPartition(t, p) for t, p in self.paused]
+        self.paused.clear()
+        if paused:
+            try:
+                self.consumer.resume(paused)
+            except KafkaException as exc:  # a consumer fenced or closing: nothing to fetch
+                log.debug("resuming %s: %s", paused, exc)
 
     # -- closing --------------------------------------------------------------------------
 
@@ -157,15 +169,8 @@ class TaskManager:
             task.close(clean=False)
         self.tasks.clear()
         self.by_partition.clear()
-        # the partitions stay assigned, and paused in the consumer: the rebuilt tasks start
-        # with empty queues, so nothing would ever resume them
-        paused = [TopicPartition(t, p) for t, p in self.paused]
-        self.paused.clear()
-        if paused:
-            try:
-                self.consumer.resume(paused)
-            except KafkaException as exc:
-                log.debug("resuming %s after a rollback: %s", paused, exc)
+        # the partitions stay assigned: the rebuilt tasks start with empty queues
+        self.resume_paused()
         self.create_tasks(partitions)
         return partitions
 

@@ -245,6 +245,78 @@ def test_a_rollback_resumes_the_partitions_it_had_paused(thread_with):
     assert thread.committer.needs_rewind == set(tasks.assigned)
 
 
+# -- a rebalance while partitions are paused (back-pressure) --------------------------------
+
+
+class LibrdkafkaPauses:
+    """librdkafka's pause state: a partition paused stays paused until resumed, across a
+    revocation and the assignment that gives it back to the same consumer."""
+
+    def __init__(self):
+        self.paused = set()
+
+    def pause(self, partitions):
+        self.paused.update((tp.topic, tp.partition) for tp in partitions)
+
+    def resume(self, partitions):
+        self.paused.difference_update((tp.topic, tp.partition) for tp in partitions)
+
+
+class QueueTask:
+    """A running task that only queues what it is handed (its offsets)."""
+
+    state = "RUNNING"
+
+    def __init__(self, tp):
+        from streaming.runtime.partition_group import PartitionGroup
+
+        self.partition_group = PartitionGroup([tp])
+
+    def add_messages(self, topic, partition, msgs):
+        self.partition_group.queue((topic, partition)).extend(m.offset() for m in msgs)
+
+
+class _PolledMsg:
+    def __init__(self, tp, offset):
+        self._tp, self._offset = tp, offset
+
+    def error(self):
+        return None
+
+    def topic(self):
+        return self._tp[0]
+
+    def partition(self):
+        return self._tp[1]
+
+    def offset(self):
+        return self._offset
+
+
+@pytest.mark.parametrize("rebalance", ["revoked", "lost"])
+def test_a_rebalance_resumes_the_partitions_paused_for_full_queues(thread_with, rebalance):
+    # the second worker of a two-thread application joins while the first, assigned every
+    # partition, has paused a full queue's partition; the first keeps that partition, but
+    # its queue was dropped, so no drained queue would ever resume it: the partition was
+    # never fetched again and the application never finished its input
+    tp = ("orders", 0)
+    tasks = thread_with(None).task_manager
+    tasks.config = SimpleNamespace(buffered_records_per_partition=2)
+    consumer = tasks.consumer = LibrdkafkaPauses()
+    task = QueueTask(tp)
+    tasks.tasks = {"0_0": task}
+    tasks.by_partition = {tp: task}
+    tasks.add_records_to_tasks([_PolledMsg(tp, o) for o in range(3)], on_error=print)
+    assert consumer.paused == {tp}  # back-pressure: the queue holds more than the limit
+    if rebalance == "revoked":
+        tasks.handle_revocation()
+        assert not task.partition_group.queues.get(tp)  # the queue was dropped
+    else:
+        tasks.handle_lost_all()  # after the thread closed the tasks dirty
+    assert consumer.paused == set()
+    assert not tasks.paused
+
+
 # -- records a poll returns across a rebalance -------------------------------------------
 
 
