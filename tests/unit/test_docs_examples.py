@@ -107,14 +107,18 @@ def test_the_first_sql_query_prints_what_its_page_says(capsys) -> None:
     runpy.run_path(str(path), run_name="__main__")
     printed = capsys.readouterr().out.splitlines()
     promised = [
-        line.removeprefix("# ") for line in path.read_text().splitlines() if line.startswith("# {")
+        line.removeprefix("# ")
+        for line in path.read_text().splitlines()
+        if line.startswith(("# {", "# [{"))
     ]
     assert (
         printed
         == promised
         == [
             "{'region': 'EU', 'window_start': '2024-01-01 10:00:00.000', "
-            "'window_end': '2024-01-01 10:05:00.000', 'revenue': 14.5}"
+            "'window_end': '2024-01-01 10:05:00.000', 'revenue': 14.5}",
+            "[{'order_id': 'o1', 'size': 'large'}, {'order_id': 'o2', 'size': 'small'}, "
+            "{'order_id': 'o3', 'size': 'small'}]",
         ]
     )
 

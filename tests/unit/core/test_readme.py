@@ -46,7 +46,9 @@ def test_readme_first_sql_query_runs_as_written(capsys):
     lines = _run_block(README, "## A first SQL query", capsys)
     assert lines == [
         "{'region': 'EU', 'window_start': '2024-01-01 10:00:00.000', "
-        "'window_end': '2024-01-01 10:05:00.000', 'revenue': 14.5}"
+        "'window_end': '2024-01-01 10:05:00.000', 'revenue': 14.5}",
+        "[{'order_id': 'o1', 'size': 'large'}, {'order_id': 'o2', 'size': 'small'}, "
+        "{'order_id': 'o3', 'size': 'small'}]",
     ]
 
 
