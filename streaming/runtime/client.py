@@ -52,7 +52,7 @@ from streaming.runtime.metadata import (
 from streaming.runtime.partitioner import default_partition
 from streaming.runtime.queries import view_for
 from streaming.runtime.runner import StreamRunner
-from streaming.runtime.services import ClientServices, create_services
+from streaming.runtime.services import ClientServices, alignment_settings, create_services
 from streaming.runtime.standby import StandbyManager
 from streaming.runtime.store_provider import StoreProvider
 from streaming.runtime.thread import StreamThread
@@ -274,7 +274,8 @@ class StreamsClient:
                 # the workers' low watermarks meet in a table in the state directory
                 table = AlignmentTable(services.state_directory.path / ALIGNMENT_TABLE, create=True)
                 services = dataclasses.replace(
-                    services, alignment=EventTimeAlignment(cfg.alignment, table)
+                    services,
+                    alignment=EventTimeAlignment(alignment_settings(cfg, self.topology), table),
                 )
             self._directory = AssignmentDirectory(
                 self.plan,

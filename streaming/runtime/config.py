@@ -422,7 +422,11 @@ class StreamsConfig:
             window_close_quiet_ms=_int(cfg, WINDOW_CLOSE_QUIET_MS, -1, minimum=-1),
             processing_batch_enabled=_bool(cfg, PROCESSING_BATCH_ENABLED, True),
             alignment=AlignmentSettings(
-                max_drift_ms=_int(cfg, EVENT_TIME_ALIGNMENT_MAX_DRIFT_MS, 10_000, minimum=-1),
+                max_drift_ms=(
+                    _int(cfg, EVENT_TIME_ALIGNMENT_MAX_DRIFT_MS, 0, minimum=-1)
+                    if cfg.get(EVENT_TIME_ALIGNMENT_MAX_DRIFT_MS) is not None
+                    else None
+                ),
                 lag_records=_int(cfg, EVENT_TIME_ALIGNMENT_LAG_RECORDS, 1_000, minimum=0),
                 lag_ms=_int(cfg, EVENT_TIME_ALIGNMENT_LAG_MS, 60_000, minimum=0),
                 idle_ms=_int(cfg, EVENT_TIME_ALIGNMENT_IDLE_MS, 10_000, minimum=0),

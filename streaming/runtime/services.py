@@ -15,7 +15,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streaming.runtime.alignment import AlignmentTable, EventTimeAlignment
+from streaming.dsl.lateness import smallest_grace_ms
+from streaming.runtime.alignment import AlignmentSettings, AlignmentTable, EventTimeAlignment
 from streaming.runtime.assignment import TopologyPlan
 from streaming.runtime.bootstrap_probe import check_bootstrap_servers
 from streaming.runtime.config import StreamsConfig
@@ -92,6 +93,11 @@ class ClientServices:
         return f"{self.client_id}-StreamThread-{index}"
 
 
+def alignment_settings(config: StreamsConfig, topology: Any) -> AlignmentSettings:
+    """The application's event-time alignment, its drift decided for this topology."""
+    return config.alignment.for_grace(smallest_grace_ms(topology))
+
+
 def create_services(
     config: StreamsConfig,
     topology: Any,
@@ -152,7 +158,7 @@ def create_services(
         admin_config=admin_config,
         topic_limits=TopicLimitsCache(admin),
         partition_count=PartitionCounts(admin, dict(plan.partitions)),
-        alignment=EventTimeAlignment(config.alignment, table),
+        alignment=EventTimeAlignment(alignment_settings(config, topology), table),
         restore_listener=restore_listener,
         standby_handover=standby_handover,
     )

@@ -80,6 +80,10 @@ PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
 DEAD = "DEAD"
 
 MAX_POLL_RECORDS = 1000
+#: how long an idle thread waits in ``poll`` while event-time alignment paces the client's
+#: threads: another thread's next report (a worker's, in the shared table) or this thread's
+#: own acknowledged records may let a task go on, and neither wakes the consumer
+ALIGNMENT_RECHECK_S = 0.005
 #: how long the lag metric waits for a partition's committed offset (once per assignment)
 COMMITTED_LAG_TIMEOUT_S = 1.0
 #: rollbacks in a row (no commit between) after which task.timeout.ms applies to them
@@ -149,11 +153,23 @@ class StreamThread(threading.Thread):
             client_id=f"{self.thread_client_id}-consumer" + (f"@{server}" if server else ""),
             group_instance_id=self.group_instance_id,
         )
+        # under exactly-once, other producers pace their sources by what this thread's
+        # producer has appended (see runtime.alignment)
+        paced_by_acks = (
+            eos
+            and cfg.alignment.enabled
+            and (
+                cfg.num_stream_threads > 1
+                or cfg.alignment.across_instances
+                or services.alignment.table is not None
+            )
+        )
         self._producer_conf = clients.producer(
             client_id=f"{self.thread_client_id}-producer",
             transactional_id=(
                 f"{cfg.application_id}-{services.process_id}-{index}" if eos else None
             ),
+            paced=paced_by_acks,
         )
         self.producer = self._new_producer()
         self.collector = RecordCollector(
@@ -199,15 +215,7 @@ class StreamThread(threading.Thread):
             uncommitted_limit=cfg.thread_uncommitted_max_bytes,
         )
         alignment = self.task_manager.alignment
-        if (
-            alignment is not None
-            and eos
-            and (
-                cfg.num_stream_threads > 1
-                or cfg.alignment.across_instances
-                or services.alignment.table is not None
-            )
-        ):
+        if alignment is not None and paced_by_acks:
             # other producers align with this thread's report: it counts the records this
             # thread wrote to the repartition topics that are not appended yet
             self.collector.track_in_flight(self.plan.internal_topics)
@@ -396,6 +404,9 @@ class StreamThread(threading.Thread):
         else:
             due = self._last_commit + self.config.commit_interval_ms / 1000.0 - time.monotonic()
             timeout = max(0.0, min(self.config.poll_ms / 1000.0, due))
+            alignment = self.task_manager.alignment
+            if alignment is not None and alignment.aligning:
+                timeout = min(timeout, ALIGNMENT_RECHECK_S)
         if self._recovering():
             # records fetched meanwhile are dropped, and their partitions rewound to the
             # committed offsets once recovered (the seek fetches them again)

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import time
+from datetime import timedelta
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
+from streaming import JoinWindows, SessionWindows, StreamsBuilder, TimeWindows
+from streaming.dsl.lateness import smallest_grace_ms
 from streaming.errors import ConfigException
 from streaming.runtime.alignment import (
     BEFORE_ANY,
+    DEFAULT_MAX_DRIFT_MS,
     STALE_MS,
     AlignmentReport,
     AlignmentSettings,
@@ -93,7 +99,8 @@ def test_threads_of_one_client_align_with_each_other():
 def test_settings_come_from_the_config_and_a_negative_drift_turns_it_off():
     base = {"application.id": "a", "bootstrap.servers": "localhost:9092"}
     default = StreamsConfig.from_mapping(base).alignment
-    assert default.enabled and default.max_drift_ms == 10_000
+    assert default.enabled and default.max_drift_ms is None  # decided per topology
+    assert default.drift_ms == DEFAULT_MAX_DRIFT_MS == 10_000
     custom = StreamsConfig.from_mapping(
         {
             **base,
@@ -306,3 +313,65 @@ def test_alignment_across_instances_is_switched_on_and_typos_fail_fast():
     assert StreamsConfig.from_mapping(on).alignment.across_instances
     with pytest.raises(ConfigException, match=r"across\.instances.*true or false"):
         StreamsConfig.from_mapping({**base, "event.time.alignment.across.instances": "flase"})
+
+
+def test_an_unset_drift_is_a_quarter_of_the_smallest_grace_and_at_least_the_default():
+    unset = AlignmentSettings()
+    assert unset.for_grace(None).max_drift_ms == DEFAULT_MAX_DRIFT_MS  # no window, no join
+    assert unset.for_grace(30_000).max_drift_ms == DEFAULT_MAX_DRIFT_MS
+    assert unset.for_grace(7_200_000).max_drift_ms == 1_800_000
+    assert AlignmentSettings(max_drift_ms=2_000).for_grace(7_200_000).max_drift_ms == 2_000
+    assert not AlignmentSettings(max_drift_ms=-1).for_grace(7_200_000).enabled
+
+
+def _windowed_and_joined(window_grace: timedelta, join_grace: timedelta) -> Any:
+    builder = StreamsBuilder()
+    clicks = builder.stream("clicks")
+    views = builder.stream("views")
+    clicks.group_by_key().windowed_by(
+        TimeWindows.of_size_and_grace(timedelta(minutes=5), window_grace)
+    ).count().to_stream().to("counts")
+    clicks.join(
+        views,
+        lambda c, v: (c, v),
+        JoinWindows.of_time_difference_and_grace(timedelta(seconds=10), join_grace),
+    ).to("joined")
+    return builder.build()
+
+
+def test_the_smallest_grace_of_the_topologys_windows_and_joins_decides_the_drift():
+    topology = _windowed_and_joined(timedelta(hours=2), timedelta(minutes=4))
+    assert smallest_grace_ms(topology) == 240_000
+    assert AlignmentSettings().for_grace(smallest_grace_ms(topology)).max_drift_ms == 60_000
+    sessions = StreamsBuilder()
+    sessions.stream("clicks").group_by_key().windowed_by(
+        SessionWindows.of_inactivity_gap_and_grace(timedelta(minutes=1), timedelta(minutes=8))
+    ).count()
+    assert smallest_grace_ms(sessions.build()) == 480_000
+    stateless = StreamsBuilder()
+    stateless.stream("clicks").map_values(str.upper).to("upper")
+    assert smallest_grace_ms(stateless.build()) is None
+
+
+def test_an_idle_thread_looks_again_soon_while_the_threads_pace_each_other():
+    # what lets a held task go on is another worker's next report or this thread's own
+    # acknowledged records, and neither wakes its consumer: waiting a whole poll for a
+    # record each time made two workers trade turns a poll apart
+    from streaming.runtime.thread import ALIGNMENT_RECHECK_S
+
+    shared = EventTimeAlignment(AlignmentSettings(max_drift_ms=10_000))
+    member = shared.member("t2", 1)
+    thread = _joining_thread(member)
+    thread.config.poll_ms = 100
+    timeouts: list[float] = []
+    thread.consumer.consume = lambda num_messages, timeout: timeouts.append(timeout) or []
+    a = ("in", 0)
+    assert member.limit([(a, _group(a, OLD))], lambda tp: 5_000, NOW) == OLD + 10_000
+    thread._last_commit = time.monotonic()
+    thread.run_once()
+    assert max(timeouts) == ALIGNMENT_RECHECK_S
+    timeouts.clear()
+    assert member.limit([(a, _group(a, NOW))], lambda tp: 0, NOW) is None  # caught up
+    thread._last_commit = time.monotonic()
+    thread.run_once()
+    assert max(timeouts) > 10 * ALIGNMENT_RECHECK_S

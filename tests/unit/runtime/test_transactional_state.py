@@ -297,13 +297,18 @@ def test_a_transactional_producer_reports_every_delivery_whatever_the_user_says(
 
 
 def test_a_transactional_producer_lingers_like_kafka_streams_unless_the_user_says_otherwise():
-    def settings(**given):
+    def settings(paced=False, **given):
         config = StreamsConfig.from_mapping({**BASE, **given})
         transactional_id = "app-1" if config.exactly_once else None
-        return config.clients().producer(client_id="c", transactional_id=transactional_id)
+        return config.clients().producer(
+            client_id="c", transactional_id=transactional_id, paced=paced
+        )
 
     eos = {"processing.guarantee": "exactly_once_v2"}
     assert settings(**eos)["linger.ms"] == 100
+    # other producers' sources wait for what this one appends: it does not linger long
+    assert settings(paced=True, **eos)["linger.ms"] == 5
+    assert settings(paced=True, **eos, **{"linger.ms": 50})["linger.ms"] == 50
     assert settings(**eos, **{"producer.linger.ms": 7})["linger.ms"] == 7
     assert settings(**eos, **{"linger.ms": 8})["linger.ms"] == 8
     aliased = settings(**eos, **{"producer.queue.buffering.max.ms": 9})
