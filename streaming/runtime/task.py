@@ -439,10 +439,11 @@ class StreamTask:
         """``add_records`` straight from confluent-kafka ``Message`` objects of one input
         partition (the hot path).
 
-        The common case (record-time extractor, key and value deserialise, timestamp >= 0)
-        queues the stamped record directly, decoded by the serdes' one-argument equivalents
-        where they have them (``streaming.serdes.fast``); anything else goes through
-        ``add_records``."""
+        The common case (key and value deserialise, timestamp >= 0) queues the stamped
+        record directly, decoded by the serdes' one-argument equivalents where they have
+        them (``streaming.serdes.fast``), its timestamp the record's own or, from an
+        extractor with a ``timestamp_of_value(value)`` (None: the record's own), the
+        decoded value's; anything else goes through ``add_records``."""
         source = self.source_for(topic)
         if source is None:
             raise StreamsException(f"task {self.id} does not consume topic {topic}")
@@ -454,38 +455,46 @@ class StreamTask:
             value_de = partial(source.value_serde.deserialize, topic)
         extractor = source.timestamp_extractor or self._default_extractor
         plain = extractor.__class__ is RecordTimestampExtractor
+        of_value = None if plain else getattr(extractor, "timestamp_of_value", None)
+        fast = plain or of_value is not None
         append = self.partition_group.queue((topic, partition)).append
         for msg in msgs:
             headers = msg.headers()
             headers = tuple(headers) if headers else NO_HEADERS
-            timestamp = msg.timestamp()[1]
+            record_time = msg.timestamp()[1]
             raw_key = msg.key()
             raw_value = msg.value()
-            if plain and timestamp >= 0:
+            if fast:
                 try:
                     key = key_de(raw_key)
                     value = value_de(raw_value)
                 except (SerializationError, ValueError, TypeError):
                     pass  # the handlers run in add_records
                 else:
-                    append(
-                        (
-                            topic,
-                            partition,
-                            msg.offset(),
-                            timestamp,
-                            key,
-                            value,
-                            headers,
-                            raw_key,
-                            raw_value,
+                    timestamp = record_time
+                    if of_value is not None:
+                        extracted = of_value(value)
+                        if extracted is not None:
+                            timestamp = extracted
+                    if timestamp >= 0:
+                        append(
+                            (
+                                topic,
+                                partition,
+                                msg.offset(),
+                                timestamp,
+                                key,
+                                value,
+                                headers,
+                                raw_key,
+                                raw_value,
+                            )
                         )
-                    )
-                    continue
+                        continue
             self.add_records(
                 (
                     ConsumerRecord(
-                        topic, partition, msg.offset(), timestamp, raw_key, raw_value, headers
+                        topic, partition, msg.offset(), record_time, raw_key, raw_value, headers
                     ),
                 )
             )

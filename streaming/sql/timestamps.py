@@ -17,8 +17,21 @@ from streaming.topology.processor import FixedKeyProcessor, Record
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+#: epoch ms of the whole seconds of ``'yyyy-MM-dd HH:mm:ss'`` (or ``T``) texts parsed lately:
+#: rows of a stream share their second with their neighbours, and ``fromisoformat`` and
+#: the arithmetic around it cost several times a lookup
+_SECONDS: dict[str, int] = {}
+_SECONDS_MAX = 4096
+
+
 def parse_timestamp(value: Any) -> int | None:
     """Epoch milliseconds of a TIMESTAMP value (text or number), or None if unreadable."""
+    if value.__class__ is str and len(value) == 23:
+        base = _SECONDS.get(value[:19])
+        if base is not None and value[19] == ".":
+            fraction = value[20:]
+            if fraction.isascii() and fraction.isdigit():
+                return base + int(fraction)
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, float) and not math.isfinite(value):
@@ -34,7 +47,25 @@ def parse_timestamp(value: Any) -> int | None:
         return None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return (parsed - _EPOCH) // timedelta(milliseconds=1)
+    millis = (parsed - _EPOCH) // timedelta(milliseconds=1)
+    if len(value) == 23 and _is_plain_millis(value):
+        if len(_SECONDS) >= _SECONDS_MAX:
+            _SECONDS.clear()
+        _SECONDS[value[:19]] = millis - int(value[20:])
+    return millis
+
+
+def _is_plain_millis(text: str) -> bool:
+    """Whether ``text`` is ``yyyy-MM-dd HH:mm:ss.SSS`` (or with ``T``), nothing around it."""
+    return (
+        text.isascii()
+        and text[4] == text[7] == "-"
+        and text[10] in " T"
+        and text[13] == text[16] == ":"
+        and text[19] == "."
+        and (text[:4] + text[5:7] + text[8:10] + text[11:13] + text[14:16] + text[17:19]).isdigit()
+        and text[20:].isdigit()
+    )
 
 
 def format_timestamp(millis: int) -> str:
@@ -54,12 +85,13 @@ class ColumnTimestampExtractor:
         self.column = column
 
     def extract(self, record: ConsumedRecord, partition_time: int) -> int:
-        value = record.value
-        if isinstance(value, dict):
-            millis = parse_timestamp(value.get(self.column))
-            if millis is not None:
-                return millis
-        return record.timestamp
+        millis = self.timestamp_of_value(record.value)
+        return record.timestamp if millis is None else millis
+
+    def timestamp_of_value(self, value: Any) -> int | None:
+        """The event time of a decoded row (None: the record keeps its own). The stream
+        threads stamp records with it as they queue them, without a record to extract from."""
+        return parse_timestamp(value.get(self.column)) if isinstance(value, dict) else None
 
 
 class ColumnTimestamper(FixedKeyProcessor):

@@ -17,6 +17,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -891,6 +892,17 @@ _RAW = st.one_of(
     st.none(),
     st.binary(max_size=6),
     st.sampled_from((b"1", b'"a"', b"[1,2]", b'{"n":1}', b"\xff\xfe", b"{", b"null", b"")),
+    # rows with an event-time column: TIMESTAMP text, epoch ms (negative too), unreadable
+    st.sampled_from(
+        (
+            b'{"t":"2026-11-30 12:34:56.789"}',
+            b'{"t":"2026-11-30T12:34:56.001"}',
+            b'{"t":"2026-11-30 12:34:56"}',
+            b'{"t":7}',
+            b'{"t":-3}',
+            b'{"t":"soon"}',
+        )
+    ),
 )
 _SERDES = {"json": serdes.Json, "string": serdes.String, "bytes": serdes.Bytes, "long": serdes.Long}
 
@@ -901,16 +913,19 @@ _SERDES = {"json": serdes.Json, "string": serdes.String, "bytes": serdes.Bytes, 
     value_serde=st.sampled_from(sorted(_SERDES)),
     raws=st.lists(st.tuples(_RAW, _RAW, st.integers(-2, 50)), max_size=20),
     messages=st.booleans(),
+    column_time=st.booleans(),
 )
 def test_input_is_queued_as_the_serdes_decode_it(
-    key_serde: str, value_serde: str, raws: list[Any], messages: bool
+    key_serde: str, value_serde: str, raws: list[Any], messages: bool, column_time: bool
 ) -> None:
     from streaming import StreamsBuilder
     from streaming.runtime.task import StampedRecord
+    from streaming.sql.timestamps import ColumnTimestampExtractor
 
     key_de, value_de = _SERDES[key_serde](), _SERDES[value_serde]()
+    extractor = ColumnTimestampExtractor("t") if column_time else None
     b = StreamsBuilder()
-    b.stream("in", key_serde=key_de, value_serde=value_de).to("out")
+    b.stream("in", key_serde=key_de, value_serde=value_de, timestamp_extractor=extractor).to("out")
     handled: list[tuple[int, str]] = []
 
     def handler(raw: ConsumerRecord, exc: Exception) -> str:
@@ -945,9 +960,12 @@ def test_input_is_queued_as_the_serdes_decode_it(
         except Exception as exc:
             expected_handled.append((r.offset, _describe(exc)))
             continue
-        if r.timestamp >= 0:
+        ts = r.timestamp
+        if extractor is not None:
+            ts = extractor.extract(SimpleNamespace(value=value, timestamp=ts), -1)  # type: ignore[arg-type]
+        if ts >= 0:
             expected.append(
-                StampedRecord("in", 0, r.offset, r.timestamp, key, value, r.headers, r.key, r.value)
+                StampedRecord("in", 0, r.offset, ts, key, value, r.headers, r.key, r.value)
             )
     queued = list(task.partition_group.queues.get(("in", 0), ()))
     assert [tuple(rec) for rec in queued] == [tuple(rec) for rec in expected]
