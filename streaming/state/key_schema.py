@@ -19,6 +19,8 @@ _LONG_INT = struct.Struct(">qi")
 _LONG_LONG = struct.Struct(">qq")
 
 Predicate = Callable[[bytes], bool]
+#: a ``Predicate`` of a (key, value) entry's key
+EntryPredicate = Callable[[tuple[bytes, bytes]], bool]
 
 
 def ordered_upper_range(key: bytes, max_suffix: bytes) -> bytes:
@@ -92,6 +94,31 @@ class WindowKeySchema:
             return (key_from is None or k >= key_from) and (key_to is None or k <= key_to)
 
         return matches
+
+    @staticmethod
+    def entry_condition(
+        key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
+    ) -> EntryPredicate:
+        """``condition`` of an entry's key (one closure per case, no per-entry branches)."""
+        unpack = _LONG.unpack_from
+        if key_from is not None and key_from == key_to:
+            key = key_from
+
+            def one_key(kv: tuple[bytes, bytes]) -> bool:
+                binary = kv[0]
+                n = len(binary) - 12
+                return time_from <= unpack(binary, n)[0] <= time_to and binary[:n] == key
+
+            return one_key
+        if key_from is None and key_to is None:
+
+            def any_key(kv: tuple[bytes, bytes]) -> bool:
+                binary = kv[0]
+                return time_from <= unpack(binary, len(binary) - 12)[0] <= time_to
+
+            return any_key
+        matches = WindowKeySchema.condition(key_from, key_to, time_from, time_to)
+        return lambda kv: matches(kv[0])
 
     @staticmethod
     def time_bounds(time_from: int, time_to: int) -> tuple[bytes | None, bytes | None]:
@@ -181,6 +208,14 @@ class TimeFirstWindowKeySchema:
         return matches
 
     @staticmethod
+    def entry_condition(
+        key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
+    ) -> EntryPredicate:
+        """``condition`` of an entry's key."""
+        matches = TimeFirstWindowKeySchema.condition(key_from, key_to, time_from, time_to)
+        return lambda kv: matches(kv[0])
+
+    @staticmethod
     def time_bounds(time_from: int, time_to: int) -> tuple[bytes | None, bytes | None]:
         """Time-first keys: scan only [from, to] (upper bound inclusive of every key at to)."""
         return (
@@ -268,6 +303,33 @@ class SessionKeySchema:
             return (key_from is None or k >= key_from) and (key_to is None or k <= key_to)
 
         return matches
+
+    @staticmethod
+    def entry_condition(
+        key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int
+    ) -> EntryPredicate:
+        """``condition`` of an entry's key (one closure per case, no per-entry branches)."""
+        unpack = _LONG_LONG.unpack_from
+        if key_from is not None and key_from == key_to:
+            key = key_from
+
+            def one_key(kv: tuple[bytes, bytes]) -> bool:
+                binary = kv[0]
+                n = len(binary) - 16
+                end, start = unpack(binary, n)
+                return end >= time_from and start <= time_to and binary[:n] == key
+
+            return one_key
+        if key_from is None and key_to is None:
+
+            def any_key(kv: tuple[bytes, bytes]) -> bool:
+                binary = kv[0]
+                end, start = unpack(binary, len(binary) - 16)
+                return end >= time_from and start <= time_to
+
+            return any_key
+        matches = SessionKeySchema.condition(key_from, key_to, time_from, time_to)
+        return lambda kv: matches(kv[0])
 
     @staticmethod
     def time_bounds(time_from: int, time_to: int) -> tuple[bytes | None, bytes | None]:

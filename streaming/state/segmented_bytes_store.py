@@ -15,9 +15,10 @@ the commit, which writes all of them and the changelog offsets in one batch.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import chain
 
 from streaming.state.api import StateDirHandle, StateStore, StateStoreContext
-from streaming.state.key_schema import MAX_LONG, Predicate
+from streaming.state.key_schema import MAX_LONG, EntryPredicate
 from streaming.state.segments import InMemorySegments, RocksDBSegments, Segment, Segments
 
 BytesKV = tuple[bytes, bytes]
@@ -29,12 +30,14 @@ def _segment_iterator(
     lower: bytes | None,
     upper: bytes | None,
     forward: bool,
-    matches: Predicate,
+    matches: EntryPredicate,
 ) -> Iterator[BytesKV]:
-    for segment in segments:
-        for kv in segment.range(lower, upper, forward):
-            if matches(kv[0]):
-                yield kv
+    """The entries of ``segments`` in ``[lower, upper]`` that ``matches``, segment by
+    segment; each segment's scan starts when the one before it is done."""
+    return filter(
+        matches,
+        chain.from_iterable(segment.range(lower, upper, forward) for segment in segments),
+    )
 
 
 class SegmentedBytesStore(StateStore):
@@ -129,11 +132,14 @@ class SegmentedBytesStore(StateStore):
 
     def put(self, key: bytes, value: bytes | None) -> None:
         timestamp = self.key_schema.segment_timestamp(key)
-        if timestamp > self.observed_stream_time:
-            self.observed_stream_time = timestamp
+        stream_time = self.observed_stream_time
+        if timestamp > stream_time:
+            self.observed_stream_time = stream_time = timestamp
         segments = self.segments
+        interval = segments.segment_interval
         segment = segments.get_or_create_segment_if_live(
-            segments.segment_id(timestamp), self.observed_stream_time
+            timestamp // interval if timestamp >= 0 else -((-timestamp) // interval),
+            stream_time,
         )
         if segment is not None:
             segment.put(key, value)
@@ -207,7 +213,7 @@ class SegmentedBytesStore(StateStore):
             schema.lower_range_fixed(key, actual_from),
             schema.upper_range_fixed(key, time_to),
             forward,
-            schema.condition(key, key, actual_from, time_to),
+            schema.entry_condition(key, key, actual_from, time_to),
         )
 
     def fetch_range(
@@ -236,7 +242,7 @@ class SegmentedBytesStore(StateStore):
             lower,
             upper,
             forward,
-            schema.condition(key_from, key_to, actual_from, time_to),
+            schema.entry_condition(key_from, key_to, actual_from, time_to),
         )
 
     def all(self, forward: bool = True):
@@ -248,7 +254,7 @@ class SegmentedBytesStore(StateStore):
             None,
             None,
             forward,
-            schema.condition(None, None, actual_from, MAX_LONG),
+            schema.entry_condition(None, None, actual_from, MAX_LONG),
         )
 
     def fetch_all(self, time_from: int, time_to: int, forward: bool = True):
@@ -262,5 +268,5 @@ class SegmentedBytesStore(StateStore):
             lower,
             upper,
             forward,
-            schema.condition(None, None, actual_from, time_to),
+            schema.entry_condition(None, None, actual_from, time_to),
         )

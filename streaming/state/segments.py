@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import pathlib
 import struct
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator, Mapping
 
-from rocksdict import Rdict, WriteBatch
+from rocksdict import Rdict, ReadOptions, WriteBatch
 from sortedcontainers import SortedDict
 
 from streaming.state.committed_offsets import CommittedOffsets
-from streaming.state.rocksdb_util import MemtableFlusher, close_db, open_db, scan
+from streaming.state.rocksdb_util import MemtableFlusher, close_db, open_db, raw_items
+from streaming.state.sorted_keys import SortedKeys
 from streaming.state.uncommitted import overlay
 
 BytesKV = tuple[bytes, bytes]
@@ -114,18 +116,7 @@ class RocksDBSegment(Segment):
             self.db.put(self.prefix + key, value)
 
     def range(self, lower: bytes | None, upper: bytes | None, forward: bool) -> Iterator[BytesKV]:
-        p = self.prefix
-        lo = p if lower is None else p + lower
-        if upper is None:
-            hi = _SEG_ID.pack(self.id + _OFFSET + 1)
-            it = scan(self.db, lo, hi, forward)
-            for k, v in it:
-                if k == hi:
-                    continue
-                yield k[8:], v
-        else:
-            for k, v in scan(self.db, lo, p + upper, forward):
-                yield k[8:], v
+        return _merged(self.db, self.prefix, self.id, lower, upper, forward, None)
 
 
 class BufferedRocksDBSegment(RocksDBSegment):
@@ -141,22 +132,33 @@ class BufferedRocksDBSegment(RocksDBSegment):
     buffer, so only deletes of keys RocksDB may hold are written. Reads merge the buffer
     (which wins) with RocksDB; both are taken as of the moment an iteration starts, like
     RocksDB's own implicit snapshot.
+
+    The buffer is a dict (``pending``) with its keys kept in order by ``keys``. A segment the
+    store creates starts with nothing in RocksDB (``stored`` False) until its buffer is first
+    written: until then reads and writes do not ask RocksDB at all.
     """
 
-    __slots__ = ("fresh", "owner", "pending")
+    __slots__ = ("fresh", "keys", "owner", "pending", "stored")
 
     def __init__(self, segment_id: int, db, owner: RocksDBSegments) -> None:
         super().__init__(segment_id, db)
         self.owner = owner
         #: key -> value, or None for a delete not yet written to RocksDB
-        self.pending: SortedDict = SortedDict()
+        self.pending: dict[bytes, bytes | None] = {}
+        #: the keys of ``pending`` in order
+        self.keys = SortedKeys()
         #: the pending keys RocksDB does not hold: deleting one needs no delete marker
         self.fresh: set[bytes] = set()
+        #: False while RocksDB certainly holds no key of this segment (``RocksDBSegments``
+        #: sets it for a segment it finds in RocksDB or may not have dropped there yet)
+        self.stored = True
 
     def get(self, key: bytes) -> bytes | None:
         pending = self.pending
         if key in pending:
             return pending[key]
+        if not self.stored:
+            return None
         return self.db.get(self.prefix + key)
 
     def put(self, key: bytes, value: bytes | None) -> None:
@@ -166,45 +168,183 @@ class BufferedRocksDBSegment(RocksDBSegment):
             if key in fresh:  # put since the last write, RocksDB never saw it
                 fresh.discard(key)
                 del pending[key]
+                self.keys.remove(key)
                 return
-            if key not in pending and not self.db.key_may_exist(self.prefix + key):
-                return  # nothing to delete
+            if key not in pending:
+                if not self.stored or not self.db.key_may_exist(self.prefix + key):
+                    return  # nothing to delete
+                self.keys.add(key)
             pending[key] = None
             self.owner.buffered(len(key))
             return
-        if key not in pending and not self.db.key_may_exist(self.prefix + key):
-            self.fresh.add(key)
+        if key not in pending:
+            if not self.stored or not self.db.key_may_exist(self.prefix + key):
+                self.fresh.add(key)
+            self.keys.add(key)
         pending[key] = value
         self.owner.buffered(len(key) + len(value))
 
     def write_pending(self, batch: WriteBatch) -> int:
-        """Add the pending writes to ``batch`` and forget them; returns how many there were."""
+        """Add the pending writes to ``batch`` (in key order) and forget them; returns how
+        many there were."""
         pending = self.pending
         n = len(pending)
         if n:
             p = self.prefix
-            for key, value in pending.items():
+            for key in self.keys:
+                value = pending[key]
                 if value is None:
                     batch.delete(p + key)
                 else:
                     batch.put(p + key, value)
-            pending.clear()
-            self.fresh.clear()
+            self.discard_pending()
+            self.stored = True
         return n
 
     def discard_pending(self) -> None:
         self.pending.clear()
+        self.keys.clear()
         self.fresh.clear()
 
     def range(self, lower: bytes | None, upper: bytes | None, forward: bool) -> Iterator[BytesKV]:
-        pending = self.pending
-        buffered = (
-            [(k, pending[k]) for k in pending.irange(lower, upper, reverse=not forward)]
-            if pending
-            else []
+        return _merged(self.db, self.prefix, self.id, lower, upper, forward, self)
+
+
+def _merged(
+    db: Rdict,
+    prefix: bytes,
+    segment_id: int,
+    lower: bytes | None,
+    upper: bytes | None,
+    forward: bool,
+    buffer: BufferedRocksDBSegment | None,
+) -> Iterator[BytesKV]:
+    """The entries of the segment of ``prefix`` with ``lower <= key <= upper`` (None:
+    unbounded) in key order, ``buffer``'s pending writes laid over what RocksDB holds (a
+    pending key wins, its ``None`` hides the stored entry). A generator: the buffer and
+    RocksDB are both read as of the first item.
+
+    A forward scan gives its upper end to RocksDB as ``iterate_upper_bound``, so the iterator
+    stops there instead of stepping over the delete markers beyond the range; rocksdict keeps
+    only a pointer to the bound of its ``ReadOptions``, which this frame holds as long as the
+    iterator lives. A backward scan checks its lower end in Python (rocksdict's backward
+    iteration with ``iterate_lower_bound`` returned nothing)."""
+    buffered: list[bytes] = []
+    pending: dict[bytes, bytes | None] = {}
+    if buffer is not None:
+        if buffer.pending:
+            pending = buffer.pending
+            buffered = buffer.keys.range(lower, upper)
+        if not buffer.stored:  # the buffer is all there is
+            if not forward:
+                buffered.reverse()
+            for bk, bv in [(k, pending[k]) for k in buffered]:
+                if bv is not None:
+                    yield bk, bv
+            return
+    lo = prefix if lower is None else prefix + lower
+    if forward:
+        options = ReadOptions()
+        options.set_iterate_upper_bound(
+            _SEG_ID.pack(segment_id + _OFFSET + 1) if upper is None else prefix + upper + b"\x00"
         )
-        # a generator: the buffer and RocksDB are both read as of the first item
-        yield from overlay(buffered, RocksDBSegment.range(self, lower, upper, forward), forward)
+        items = raw_items(db.items(from_key=lo, read_opt=options))
+        if not buffered:
+            for k, v in items:
+                yield k[8:], v
+            return
+        # the buffer as of the first item, in iteration order
+        snapshot = [(k, pending[k]) for k in buffered]
+        i = 0
+        n = len(snapshot)
+        bk, bv = snapshot[0]
+        for k, v in items:
+            k = k[8:]
+            while bk < k:
+                if bv is not None:
+                    yield bk, bv
+                i += 1
+                if i == n:
+                    yield k, v
+                    for k, v in items:
+                        yield k[8:], v
+                    return
+                bk, bv = snapshot[i]
+            if bk == k:
+                if bv is not None:
+                    yield bk, bv
+                i += 1
+                if i == n:
+                    for k, v in items:
+                        yield k[8:], v
+                    return
+                bk, bv = snapshot[i]
+            else:
+                yield k, v
+        while True:
+            if bv is not None:
+                yield bk, bv
+            i += 1
+            if i == n:
+                return
+            bk, bv = snapshot[i]
+    # backward
+    if upper is None:
+        hi = _SEG_ID.pack(segment_id + _OFFSET + 1)
+        stored = _backward(db, hi, lo, hi)
+    else:
+        stored = _backward(db, prefix + upper, lo, None)
+    if not buffered:
+        for k, v in stored:
+            yield k[8:], v
+        return
+    yield from overlay(
+        [(k, pending[k]) for k in reversed(buffered)],
+        ((k[8:], v) for k, v in stored),
+        False,
+    )
+
+
+def _backward(db: Rdict, upper: bytes, lower: bytes, skip: bytes | None) -> Iterator[BytesKV]:
+    """Stored keys from ``upper`` down to ``lower`` (both inclusive) but ``skip``."""
+    for kv in raw_items(db.items(backwards=True, from_key=upper)):
+        k = kv[0]
+        if k < lower:
+            return
+        if k != skip:
+            yield kv
+
+
+class _SegmentMap(dict):
+    """Segment id -> segment, with the ids also in a sorted list (``ids``)."""
+
+    __slots__ = ("ids",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: list[int] = []
+
+    def __setitem__(self, segment_id: int, segment: Segment) -> None:
+        if segment_id not in self:
+            insort(self.ids, segment_id)
+        super().__setitem__(segment_id, segment)
+
+    def __delitem__(self, segment_id: int) -> None:
+        super().__delitem__(segment_id)
+        self.ids.remove(segment_id)
+
+    def pop(self, segment_id: int, *default: Segment | None) -> Segment | None:  # type: ignore[override]
+        if segment_id in self:
+            self.ids.remove(segment_id)
+        return super().pop(segment_id, *default)
+
+    def clear(self) -> None:
+        super().clear()
+        self.ids.clear()
+
+    def ordered(self) -> list[Segment]:
+        """The segments in id order."""
+        return [self[i] for i in self.ids]
 
 
 class Segments:
@@ -214,13 +354,18 @@ class Segments:
         self.name = name
         self.retention_period = retention_period
         self.segment_interval = segment_interval
-        self._segments: SortedDict = SortedDict()
+        self._segments = _SegmentMap()
 
     def segment_id(self, timestamp: int) -> int:
-        return java_div(timestamp, self.segment_interval)
+        interval = self.segment_interval
+        return timestamp // interval if timestamp >= 0 else -((-timestamp) // interval)
 
     def _create(self, segment_id: int) -> Segment:
         raise NotImplementedError
+
+    def _create_new(self, segment_id: int) -> Segment:
+        """A segment the store did not have."""
+        return self._create(segment_id)
 
     def _destroy(self, segment: Segment) -> None:
         raise NotImplementedError
@@ -229,39 +374,61 @@ class Segments:
         """Open existing segments (persistent layouts) before first use."""
 
     def segment_for_timestamp(self, timestamp: int) -> Segment | None:
-        return self._segments.get(self.segment_id(timestamp))
+        interval = self.segment_interval
+        return self._segments.get(
+            timestamp // interval if timestamp >= 0 else -((-timestamp) // interval)
+        )
 
     def get_or_create_segment_if_live(self, segment_id: int, stream_time: int) -> Segment | None:
-        min_live_segment = self.segment_id(stream_time - self.retention_period)
+        interval = self.segment_interval
+        expired = stream_time - self.retention_period
+        min_live_segment = expired // interval if expired >= 0 else -((-expired) // interval)
+        segs = self._segments
         segment = None
         if segment_id >= min_live_segment:
-            segment = self._segments.get(segment_id)
+            segment = segs.get(segment_id)
             if segment is None:
-                segment = self._create(segment_id)
-                self._segments[segment_id] = segment
-        self.cleanup_expired(stream_time)
+                segment = self._create_new(segment_id)
+                segs[segment_id] = segment
+        ids = segs.ids
+        if ids and ids[0] < min_live_segment:
+            self._drop_below(min_live_segment)
         return segment
 
     def segments(self, time_from: int, time_to: int, forward: bool) -> list[Segment]:
-        lo = self.segment_id(time_from)
-        hi = self.segment_id(time_to)
+        interval = self.segment_interval
+        lo = time_from // interval if time_from >= 0 else -((-time_from) // interval)
+        hi = time_to // interval if time_to >= 0 else -((-time_to) // interval)
         if lo > hi:
             return []
         segs = self._segments
-        return [segs[i] for i in segs.irange(lo, hi, reverse=not forward)]
+        ids = segs.ids
+        if not ids:
+            return []
+        if lo <= ids[0] and hi >= ids[-1]:
+            found = [segs[i] for i in ids]
+        else:
+            found = [segs[i] for i in ids[bisect_left(ids, lo) : bisect_right(ids, hi)]]
+        if not forward:
+            found.reverse()
+        return found
 
     def all_segments(self, forward: bool) -> list[Segment]:
-        values = list(self._segments.values())
+        values = self._segments.ordered()
         if not forward:
             values.reverse()
         return values
 
     def cleanup_expired(self, stream_time: int) -> None:
         min_live_segment = self.segment_id(stream_time - self.retention_period)
+        ids = self._segments.ids
+        if ids and ids[0] < min_live_segment:
+            self._drop_below(min_live_segment)
+
+    def _drop_below(self, min_live_segment: int) -> None:
         segs = self._segments
-        if segs and segs.keys()[0] < min_live_segment:
-            for segment_id in list(segs.irange(None, min_live_segment, inclusive=(True, False))):
-                self._destroy(segs.pop(segment_id))
+        for segment_id in segs.ids[: bisect_left(segs.ids, min_live_segment)]:
+            self._destroy(segs.pop(segment_id))  # type: ignore[arg-type]
 
     def flush(self) -> None:
         pass
@@ -321,7 +488,7 @@ class RocksDBSegments(Segments):
         while it.valid():
             raw = it.key()[:8]
             segment_id = _SEG_ID.unpack(raw)[0] - _OFFSET
-            self._segments[segment_id] = self._create(segment_id)
+            self._segments[segment_id] = self._create(segment_id)  # stored: True
             it.seek(_SEG_ID.pack(segment_id + _OFFSET + 1))
         del it
 
@@ -329,6 +496,13 @@ class RocksDBSegments(Segments):
         if self.write_buffer or self.transactional:
             return BufferedRocksDBSegment(segment_id, self.db, self)
         return RocksDBSegment(segment_id, self.db)
+
+    def _create_new(self, segment_id: int) -> Segment:
+        segment = self._create(segment_id)
+        # RocksDB holds keys of this id only if a transaction drops the segment's range later
+        if isinstance(segment, BufferedRocksDBSegment) and segment_id not in self._dropped:
+            segment.stored = False
+        return segment
 
     def reserved_segment(self, segment_id: int) -> Segment:
         """A segment of ``segment_id`` outside the time range, kept until close."""
@@ -346,7 +520,7 @@ class RocksDBSegments(Segments):
         self.db.delete_range(*_segment_range(segment.id))
 
     def _buffered_segments(self) -> Iterator[BufferedRocksDBSegment]:
-        for segment in [*self._segments.values(), *self._reserved]:
+        for segment in [*self._segments.ordered(), *self._reserved]:
             if isinstance(segment, BufferedRocksDBSegment):
                 yield segment
 
