@@ -127,9 +127,10 @@ class BufferedRocksDBSegment(RocksDBSegment):
     A session merge deletes the session it replaces; in RocksDB every delete is a marker that
     each later seek into the key's range steps over until compaction, and a hot key's lookup
     crossed thousands of them (one per bid). In the buffer, a session put and deleted before
-    the buffer is written costs RocksDB nothing: a key RocksDB does not hold (its bloom
-    filters and memtable say so when the key is first buffered) is simply dropped from the
-    buffer, so only deletes of keys RocksDB may hold are written. Reads merge the buffer
+    the buffer is written costs RocksDB nothing: the delete of a key RocksDB does not hold
+    (its bloom filters and memtable say so; what RocksDB holds does not change while a key
+    waits in the buffer) simply drops it from the buffer, so only deletes of keys RocksDB may
+    hold are written. Reads merge the buffer
     (which wins) with RocksDB; both are taken as of the moment an iteration starts, like
     RocksDB's own implicit snapshot.
 
@@ -138,7 +139,7 @@ class BufferedRocksDBSegment(RocksDBSegment):
     written: until then reads and writes do not ask RocksDB at all.
     """
 
-    __slots__ = ("fresh", "keys", "owner", "pending", "stored")
+    __slots__ = ("keys", "owner", "pending", "stored")
 
     def __init__(self, segment_id: int, db, owner: RocksDBSegments) -> None:
         super().__init__(segment_id, db)
@@ -147,8 +148,6 @@ class BufferedRocksDBSegment(RocksDBSegment):
         self.pending: dict[bytes, bytes | None] = {}
         #: the keys of ``pending`` in order
         self.keys = SortedKeys()
-        #: the pending keys RocksDB does not hold: deleting one needs no delete marker
-        self.fresh: set[bytes] = set()
         #: False while RocksDB certainly holds no key of this segment (``RocksDBSegments``
         #: sets it for a segment it finds in RocksDB or may not have dropped there yet)
         self.stored = True
@@ -164,22 +163,18 @@ class BufferedRocksDBSegment(RocksDBSegment):
     def put(self, key: bytes, value: bytes | None) -> None:
         pending = self.pending
         if value is None:
-            fresh = self.fresh
-            if key in fresh:  # put since the last write, RocksDB never saw it
-                fresh.discard(key)
-                del pending[key]
-                self.keys.remove(key)
+            if not self.stored or not self.db.key_may_exist(self.prefix + key):
+                # nothing to delete in RocksDB: forget a buffered put
+                if key in pending:
+                    del pending[key]
+                    self.keys.remove(key)
                 return
             if key not in pending:
-                if not self.stored or not self.db.key_may_exist(self.prefix + key):
-                    return  # nothing to delete
                 self.keys.add(key)
             pending[key] = None
             self.owner.buffered(len(key))
             return
         if key not in pending:
-            if not self.stored or not self.db.key_may_exist(self.prefix + key):
-                self.fresh.add(key)
             self.keys.add(key)
         pending[key] = value
         self.owner.buffered(len(key) + len(value))
@@ -204,7 +199,6 @@ class BufferedRocksDBSegment(RocksDBSegment):
     def discard_pending(self) -> None:
         self.pending.clear()
         self.keys.clear()
-        self.fresh.clear()
 
     def range(self, lower: bytes | None, upper: bytes | None, forward: bool) -> Iterator[BytesKV]:
         return _merged(self.db, self.prefix, self.id, lower, upper, forward, self)
