@@ -11,13 +11,17 @@ stores ``[key][end][start]``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from streaming.state.api import StateStore, StateStoreContext, WrappedStateStore
 from streaming.state.key_schema import SESSION_KEY_SCHEMA, WINDOW_KEY_SCHEMA
 from streaming.state.key_value_bytes import KeyValueBytesStore
-from streaming.state.session_bytes import WrappedSessionBytesStore
+from streaming.state.session_bytes import (
+    SegmentedSessionStore,
+    SessionBytesStore,
+    WrappedSessionBytesStore,
+)
 from streaming.state.value_and_timestamp import raw_timestamp
 from streaming.state.window_bytes import WrappedWindowBytesStore
 
@@ -155,9 +159,21 @@ class ChangeLoggingTimestampedWindowBytesStore(ChangeLoggingWindowBytesStore):
 class ChangeLoggingSessionBytesStore(_Logger, WrappedSessionBytesStore):
     """Logs session writes under ``[key][end][start]`` keys."""
 
+    def __init__(self, wrapped: SessionBytesStore) -> None:
+        super().__init__(wrapped)
+        #: ``put_schema_key``/``remove_schema_key`` of the wrapped store, or the segmented
+        #: store's ``put``/``remove`` under a SegmentedSessionStore (which is all those do)
+        #: (bound by ``init``)
+        self._put_key: Callable[[bytes, bytes | None], None] = wrapped.put_schema_key
+        self._remove_key: Callable[[bytes], Any] = wrapped.remove_schema_key
+
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._set_context(context)
-        self.wrapped.init(context, root)
+        wrapped = self.wrapped
+        wrapped.init(context, root)
+        if type(wrapped) is SegmentedSessionStore:
+            self._put_key = wrapped.segmented.put
+            self._remove_key = wrapped.segmented.remove
 
     def put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
         self.wrapped.put(key, start, end, value)
@@ -169,9 +185,9 @@ class ChangeLoggingSessionBytesStore(_Logger, WrappedSessionBytesStore):
 
     # the changelog key of a session is its store key
     def put_schema_key(self, schema_key: bytes, value: bytes | None) -> None:
-        self.wrapped.put_schema_key(schema_key, value)
+        self._put_key(schema_key, value)
         self._log(schema_key, value)
 
     def remove_schema_key(self, schema_key: bytes) -> None:
-        self.wrapped.remove_schema_key(schema_key)
+        self._remove_key(schema_key)
         self._log(schema_key, None)

@@ -217,8 +217,12 @@ class StreamStreamJoinProcessor(Processor):
         if outer_store is not None and ts == tracker.stream_time:
             self._emit_non_joined_outer_records(outer_store, record)
 
-        time_from = max(0, ts - self.join_before_ms)
-        time_to = max(0, ts + self.join_after_ms)
+        time_from = ts - self.join_before_ms
+        if time_from < 0:
+            time_from = 0
+        time_to = ts + self.join_after_ms
+        if time_to < 0:
+            time_to = 0
         fetch_list = self._fetch_list
         matches = (
             fetch_list(key, time_from, time_to)
