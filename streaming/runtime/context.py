@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from streaming.errors import StreamsException
 from streaming.runtime.nodes import FixedKeyNode, ProcessorNode
@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
 class TaskContext:
     """Per-task context: the current node and record, stores, punctuation, output."""
+
+    #: ``log_change(...)`` is ``changelog_writer(...)`` when one is set, else nothing: the
+    #: change-logging store layers call the writer themselves (and read ``_record_context``)
+    LOG_CHANGE_CALLS_WRITER: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -201,6 +205,7 @@ class TaskContext:
         timestamp: int,
         headers: Any = (),
     ) -> None:
+        """Write one changelog record (see ``LOG_CHANGE_CALLS_WRITER``: keep the two in step)."""
         writer = self.changelog_writer
         if writer is not None:
             writer(store_name, key, value, timestamp, headers)

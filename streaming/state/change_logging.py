@@ -11,27 +11,57 @@ stores ``[key][end][start]``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from streaming.state.api import StateStore, StateStoreContext, WrappedStateStore
 from streaming.state.key_schema import SESSION_KEY_SCHEMA, WINDOW_KEY_SCHEMA
 from streaming.state.key_value_bytes import KeyValueBytesStore
-from streaming.state.session_bytes import WrappedSessionBytesStore
+from streaming.state.session_bytes import (
+    SegmentedSessionStore,
+    SessionBytesStore,
+    WrappedSessionBytesStore,
+)
 from streaming.state.value_and_timestamp import raw_timestamp
 from streaming.state.window_bytes import WrappedWindowBytesStore
 
 _window_changelog_key = WINDOW_KEY_SCHEMA.store_key
 _session_key = SESSION_KEY_SCHEMA.store_key
+_timestamp_of = int.from_bytes
 
 
 class _Logger:
-    """Mixin holding the context and computing what to log."""
+    """Mixin holding the context and computing what to log.
+
+    With the runtime's ``TaskContext`` (its class says ``LOG_CHANGE_CALLS_WRITER``) the record
+    goes straight to its ``changelog_writer``, what its ``log_change`` does, one call less;
+    any other context gets ``log_change``."""
 
     name: str
     context: StateStoreContext
     timestamped = False
+    #: the context when it is the runtime's TaskContext, else None
+    _task_context: Any = None
+
+    def _set_context(self, context: StateStoreContext) -> None:
+        self.context = context
+        direct = getattr(type(context), "LOG_CHANGE_CALLS_WRITER", False)
+        self._task_context = context if direct else None
 
     def _log(self, key: bytes, value: bytes | None) -> None:
+        task_context = self._task_context
+        if task_context is not None:
+            writer = task_context.changelog_writer
+            if writer is None:
+                return
+            if self.timestamped and value is not None:
+                writer(self.name, key, value[8:], _timestamp_of(value[:8], "big", signed=True), ())
+                return
+            rc = task_context._record_context
+            if rc is None:
+                rc = task_context.record_context()
+            writer(self.name, key, value, -1 if rc is None else rc.timestamp, ())
+            return
         ctx = self.context
         if self.timestamped and value is not None:
             ctx.log_change(self.name, key, value[8:], raw_timestamp(value))
@@ -49,7 +79,7 @@ class ChangeLoggingKeyValueBytesStore(_Logger, WrappedStateStore, KeyValueBytesS
         super().__init__(wrapped)
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
-        self.context = context
+        self._set_context(context)
         self.wrapped.init(context, root)
 
     def get(self, key):
@@ -110,7 +140,7 @@ class ChangeLoggingWindowBytesStore(_Logger, WrappedWindowBytesStore):
         self.seqnum = 0
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
-        self.context = context
+        self._set_context(context)
         self.wrapped.init(context, root)
 
     def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
@@ -129,9 +159,21 @@ class ChangeLoggingTimestampedWindowBytesStore(ChangeLoggingWindowBytesStore):
 class ChangeLoggingSessionBytesStore(_Logger, WrappedSessionBytesStore):
     """Logs session writes under ``[key][end][start]`` keys."""
 
+    def __init__(self, wrapped: SessionBytesStore) -> None:
+        super().__init__(wrapped)
+        #: ``put_schema_key``/``remove_schema_key`` of the wrapped store, or the segmented
+        #: store's ``put``/``remove`` under a SegmentedSessionStore (which is all those do)
+        #: (bound by ``init``)
+        self._put_key: Callable[[bytes, bytes | None], None] = wrapped.put_schema_key
+        self._remove_key: Callable[[bytes], Any] = wrapped.remove_schema_key
+
     def init(self, context: StateStoreContext, root: StateStore) -> None:
-        self.context = context
-        self.wrapped.init(context, root)
+        self._set_context(context)
+        wrapped = self.wrapped
+        wrapped.init(context, root)
+        if type(wrapped) is SegmentedSessionStore:
+            self._put_key = wrapped.segmented.put
+            self._remove_key = wrapped.segmented.remove
 
     def put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
         self.wrapped.put(key, start, end, value)
@@ -140,3 +182,12 @@ class ChangeLoggingSessionBytesStore(_Logger, WrappedSessionBytesStore):
     def remove(self, key: bytes, start: int, end: int) -> None:
         self.wrapped.remove(key, start, end)
         self._log(_session_key(key, start, end), None)
+
+    # the changelog key of a session is its store key
+    def put_schema_key(self, schema_key: bytes, value: bytes | None) -> None:
+        self._put_key(schema_key, value)
+        self._log(schema_key, value)
+
+    def remove_schema_key(self, schema_key: bytes) -> None:
+        self._remove_key(schema_key)
+        self._log(schema_key, None)

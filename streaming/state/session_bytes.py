@@ -16,6 +16,7 @@ from streaming.state.segmented_bytes_store import SegmentedBytesStore
 
 BytesKV = tuple[bytes, bytes]
 _store_key = SESSION_KEY_SCHEMA.store_key
+_split = SESSION_KEY_SCHEMA.split
 
 
 class SessionBytesStore(StateStore):
@@ -29,6 +30,17 @@ class SessionBytesStore(StateStore):
 
     def remove(self, key: bytes, start: int, end: int) -> None:
         raise NotImplementedError
+
+    def put_schema_key(self, schema_key: bytes, value: bytes | None) -> None:
+        """``put`` of the session ``SessionKeySchema.split(schema_key)`` names (the key the
+        iterators yield): layers that store or log that very key skip splitting it."""
+        key, start, end = _split(schema_key)
+        self.put(key, start, end, value)
+
+    def remove_schema_key(self, schema_key: bytes) -> None:
+        """``remove`` of the session ``schema_key`` names (see ``put_schema_key``)."""
+        key, start, end = _split(schema_key)
+        self.remove(key, start, end)
 
     def fetch_session(self, key: bytes, start: int, end: int) -> bytes | None:
         raise NotImplementedError
@@ -76,6 +88,12 @@ class SegmentedSessionStore(WrappedStateStore, SessionBytesStore):
 
     def remove(self, key: bytes, start: int, end: int) -> None:
         self.segmented.remove(_store_key(key, start, end))
+
+    def put_schema_key(self, schema_key: bytes, value: bytes | None) -> None:
+        self.segmented.put(schema_key, value)
+
+    def remove_schema_key(self, schema_key: bytes) -> None:
+        self.segmented.remove(schema_key)
 
     def fetch_session(self, key: bytes, start: int, end: int) -> bytes | None:
         return self.segmented.get(_store_key(key, start, end))

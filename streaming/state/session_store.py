@@ -5,9 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from streaming.state.api import StateStore, StateStoreContext
 from streaming.state.key_schema import MAX_LONG, SESSION_KEY_SCHEMA
 from streaming.state.metered import MeteredStore
-from streaming.state.session_bytes import SessionBytesStore
+from streaming.state.session_bytes import (
+    SegmentedSessionStore,
+    SessionBytesStore,
+    WrappedSessionBytesStore,
+)
 from streaming.windowed import SessionWindow, Windowed
 
 _split = SESSION_KEY_SCHEMA.split
@@ -27,6 +32,17 @@ class SessionStore(MeteredStore):
         super().__init__(wrapped, key_serde, value_serde)
         self.retention_period = wrapped.retention_period
         self.segment_interval = wrapped.segment_interval
+        #: ``SegmentedBytesStore.fetch`` of the segmented store under layers that only pass
+        #: reads on, else None (see ``find_session_keys``)
+        self._segmented_fetch: Any = None
+
+    def init(self, context: StateStoreContext, root: StateStore | None = None) -> None:
+        super().init(context, root)
+        layer: Any = self.wrapped
+        while type(layer).find_sessions is WrappedSessionBytesStore.find_sessions:
+            layer = layer.wrapped
+        if type(layer) is SegmentedSessionStore:
+            self._segmented_fetch = layer.segmented.fetch
 
     def _decode_key(self, schema_key: bytes) -> Windowed:
         key, start, end = _split(schema_key)
@@ -54,6 +70,32 @@ class SessionStore(MeteredStore):
     def remove(self, session_key: Windowed) -> None:
         w = session_key.window
         self.wrapped.remove(self._kser(self.topic, session_key.key), w.start, w.end)
+
+    # -- by store key: what a processor that reads and writes sessions of one key uses ------
+
+    def find_session_keys(
+        self, raw_key: bytes, earliest_session_end_time: int, latest_session_start_time: int
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """``find_sessions`` of the serialized key ``raw_key``, undecoded: (store key,
+        aggregate bytes) pairs; ``SessionKeySchema.split(store_key) -> (raw_key, start,
+        end)``."""
+        fetch = self._segmented_fetch
+        if fetch is not None:
+            # what SegmentedSessionStore.find_sessions does for one key, without the layers
+            return fetch(raw_key, earliest_session_end_time, latest_session_start_time, True)
+        return self.wrapped.find_sessions(
+            raw_key, raw_key, earliest_session_end_time, latest_session_start_time, True, True
+        )
+
+    def put_schema_key(self, schema_key: bytes, aggregate: Any) -> None:
+        """``put`` of the session the store key ``schema_key`` names (None removes it)."""
+        self.wrapped.put_schema_key(
+            schema_key, None if aggregate is None else self._vser(self.topic, aggregate)
+        )
+
+    def remove_schema_key(self, schema_key: bytes) -> None:
+        """``remove`` of the session the store key ``schema_key`` names."""
+        self.wrapped.remove_schema_key(schema_key)
 
     def fetch_session(self, key: Any, session_start: int, session_end: int) -> Any:
         topic = self.topic

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from typing import Any
 
-from streaming.state.key_schema import MAX_LONG
+from streaming.state.api import StateStore, StateStoreContext
+from streaming.state.key_schema import MAX_LONG, WindowKeySchema
 from streaming.state.metered import MeteredStore
 from streaming.state.value_and_timestamp import ValueAndTimestampSerde
-from streaming.state.window_bytes import WindowBytesStore
+from streaming.state.window_bytes import (
+    SegmentedWindowStore,
+    WindowBytesStore,
+    WrappedWindowBytesStore,
+)
 from streaming.windowed import MAX_TIMESTAMP, TimeWindow, Windowed
+
+_unpack_long = struct.Struct(">q").unpack_from
 
 
 class WindowStore(MeteredStore):
@@ -29,6 +37,19 @@ class WindowStore(MeteredStore):
         self.retention_period = wrapped.retention_period
         self.segment_interval = wrapped.segment_interval
         self.key_schema = wrapped.key_schema
+        #: ``fetch_range(raw key, time_from, time_to, forward)`` of the first layer that does
+        #: more than pass it on (of the segmented store, under a SegmentedWindowStore)
+        self._fetch_range: Any = wrapped.fetch_range
+
+    def init(self, context: StateStoreContext, root: StateStore | None = None) -> None:
+        super().init(context, root)
+        layer: Any = self.wrapped
+        while type(layer).fetch_range is WrappedWindowBytesStore.fetch_range:
+            layer = layer.wrapped
+        if type(layer) is SegmentedWindowStore:
+            self._fetch_range = layer.segmented.fetch
+        else:
+            self._fetch_range = layer.fetch_range
 
     def _windowed(self, raw: bytes) -> Windowed:
         key, start = self.key_schema.split(raw)
@@ -56,11 +77,26 @@ class WindowStore(MeteredStore):
             )
 
     def _decode_times(self, it: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[int, Any]]:
-        ts = self.key_schema.extract_timestamp
         topic = self.topic
         vdes = self._vdes
+        if type(self.key_schema) is WindowKeySchema:
+            # [key][8-byte start][4-byte seqnum]: extract_timestamp inlined
+            for k, v in it:
+                yield _unpack_long(k, len(k) - 12)[0], vdes(topic, v)
+            return
+        ts = self.key_schema.extract_timestamp
         for k, v in it:
             yield ts(k), vdes(topic, v)
+
+    def fetch_range_list(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
+        """``list(fetch_range(key, time_from, time_to))``."""
+        topic = self.topic
+        it = self._fetch_range(self._kser(topic, key), time_from, time_to, True)
+        vdes = self._vdes
+        if type(self.key_schema) is WindowKeySchema:
+            return [(_unpack_long(k, len(k) - 12)[0], vdes(topic, v)) for k, v in it]
+        ts = self.key_schema.extract_timestamp
+        return [(ts(k), vdes(topic, v)) for k, v in it]
 
     def put(self, key: Any, value: Any, window_start: int) -> None:
         """Put the value of a window; None deletes."""
@@ -98,13 +134,13 @@ class WindowStore(MeteredStore):
     def fetch_range(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple[int, Any]]:
         """(window start, value) of one key with time_from <= start <= time_to, by start."""
         raw = self._kser(self.topic, key)
-        return self._decode_times(self.wrapped.fetch_range(raw, time_from, time_to, True))
+        return self._decode_times(self._fetch_range(raw, time_from, time_to, True))
 
     def backward_fetch_range(
         self, key: Any, time_from: int, time_to: int
     ) -> Iterator[tuple[int, Any]]:
         raw = self._kser(self.topic, key)
-        return self._decode_times(self.wrapped.fetch_range(raw, time_from, time_to, False))
+        return self._decode_times(self._fetch_range(raw, time_from, time_to, False))
 
     def _raw_or_none(self, key: Any) -> bytes | None:
         return None if key is None else self._kser(self.topic, key)

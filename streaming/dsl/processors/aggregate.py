@@ -101,21 +101,25 @@ class KStreamReduceProcessor(Processor):
         if key is None or value is None:
             log.debug("Skipping record due to null key or value.")
             return
-        old = self.store.get(key)
+        store = self.store
+        old = store.get(key)
+        timestamp = record.timestamp
         if old is None:
             old_agg = None
             new_agg = value
-            timestamp = record.timestamp
         else:
             old_agg = old.value
             new_agg = self.s.reducer(old_agg, value)
-            timestamp = max(record.timestamp, old.timestamp)
-        self.store.put(key, ValueAndTimestamp(new_agg, timestamp) if new_agg is not None else None)
-        self.forwarder.maybe_forward(
-            Record(
-                key,
-                Change(new_agg, old_agg if self.s.send_old_values else None),
-                timestamp,
-                record.headers,
+            if old.timestamp > timestamp:
+                timestamp = old.timestamp
+        store.put(key, ValueAndTimestamp(new_agg, timestamp) if new_agg is not None else None)
+        forwarder = self.forwarder
+        if not forwarder.caching:  # TupleForwarder.maybe_forward
+            self.context.forward(
+                Record(
+                    key,
+                    Change(new_agg, old_agg if self.s.send_old_values else None),
+                    timestamp,
+                    record.headers,
+                )
             )
-        )

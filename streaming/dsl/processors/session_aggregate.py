@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import struct
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -45,7 +46,10 @@ from streaming.dsl.processors.table import WindowedAggregateSupplier
 from streaming.dsl.processors.table_getters import SessionValueGetterSupplier
 from streaming.dsl.processors.window_aggregate import NO_RECORD
 from streaming.dsl.windows import EmitStrategy, SessionWindows
+from streaming.state.key_schema import SESSION_KEY_SCHEMA
 from streaming.state.segmented_bytes_store import SegmentedBytesStore
+from streaming.state.session_bytes import SessionBytesStore
+from streaming.state.session_store import SessionStore
 from streaming.topology.processor import Processor, PunctuationType, Record
 from streaming.windowed import MAX_TIMESTAMP, SessionWindow, Windowed
 
@@ -53,6 +57,10 @@ if TYPE_CHECKING:
     from streaming.runtime.context import TaskContext
 
 log = logging.getLogger(__name__)
+
+_session_store_key = SESSION_KEY_SCHEMA.store_key
+#: (end, start) of a session store key, given where its 16-byte suffix starts
+_unpack_end_start = struct.Struct(">qq").unpack_from
 
 #: Kafka's ``ConsumerRecord.NO_TIMESTAMP``
 NO_TIMESTAMP = -1
@@ -137,6 +145,7 @@ class KStreamSessionWindowAggregateProcessor(Processor):
         #: the stream time past which a record's puts could drop a closed session not yet
         #: emitted (see ``_emit_before_expiry``)
         self.emit_before_puts_after = MAX_TIMESTAMP
+        self.by_store_key = False
 
     def init(self, context: Any) -> None:
         super().init(context)
@@ -166,6 +175,16 @@ class KStreamSessionWindowAggregateProcessor(Processor):
             self.caching = bool(
                 set_listener is not None and set_listener(self._flushed, self.send_old_values)
             )
+        #: the store is this package's SessionStore: ``process`` works on its store keys
+        store_type = type(self.store)
+        self.by_store_key = (
+            issubclass(store_type, SessionStore)
+            and all(
+                getattr(store_type, name) is getattr(SessionStore, name)
+                for name in ("find_sessions", "put", "remove", "_decode", "find_session_keys")
+            )
+            and isinstance(self.store.wrapped, SessionBytesStore)
+        )
         schedule_quiet_close(
             context, lambda: self.observed_stream_time, self._quiet_advance, s.close_quiet_ms
         )
@@ -191,6 +210,12 @@ class KStreamSessionWindowAggregateProcessor(Processor):
             if timestamp > self.emit_before_puts_after:
                 self._emit_before_expiry(record, timestamp)
         window_close_time = self.observed_stream_time - self.close_offset
+
+        if self.by_store_key:
+            self._process_by_store_key(record, key, timestamp, window_close_time)
+            if self.emit_final:
+                self._maybe_forward_final_result(record, window_close_time)
+            return
 
         gap = self.gap
         merged = list(self.store.find_sessions(key, timestamp - gap, timestamp + gap))
@@ -224,6 +249,55 @@ class KStreamSessionWindowAggregateProcessor(Processor):
 
         if self.emit_final:
             self._maybe_forward_final_result(record, window_close_time)
+
+    def _process_by_store_key(
+        self, record: Record, key: Any, timestamp: int, window_close_time: int
+    ) -> None:
+        """``process``'s merge and writes on the store keys of the sessions: each session's
+        key is read from its store key, never deserialized unless an update is forwarded, and
+        the sessions are removed by those store keys."""
+        store: SessionStore = self.store
+        s = self.s
+        topic = store.topic
+        raw_key = store._kser(topic, key)
+        gap = self.gap
+        found = list(store.find_session_keys(raw_key, timestamp - gap, timestamp + gap))
+        agg = s.initializer()
+        start = end = timestamp
+        merged: list[tuple[bytes, int, int, Any]] = []
+        if found:
+            merger = s.merger
+            vdes = store._vdes
+            suffix_at = len(raw_key)
+            for schema_key, raw_agg in found:
+                session_end, session_start = _unpack_end_start(schema_key, suffix_at)
+                session_agg = vdes(topic, raw_agg)
+                merged.append((schema_key, session_start, session_end, session_agg))
+                agg = merger(key, agg, session_agg)
+                if session_start < start:
+                    start = session_start
+                if session_end > end:
+                    end = session_end
+
+        if end < window_close_time:
+            self._skip_expired(record, window_close_time, start, end)
+            return
+        emit_updates = not self.emit_final
+        if start != timestamp or end != timestamp:  # !mergedWindow.equals(newSessionWindow)
+            for schema_key, session_start, session_end, session_agg in merged:
+                store.remove_schema_key(schema_key)
+                if emit_updates:
+                    self._forward_update(
+                        Windowed(
+                            store._kdes(topic, raw_key), SessionWindow(session_start, session_end)
+                        ),
+                        None,
+                        session_agg,
+                    )
+        agg = s.aggregator(key, record.value, agg)
+        store.put_schema_key(_session_store_key(raw_key, start, end), agg)
+        if emit_updates:
+            self._forward_update(Windowed(key, SessionWindow(start, end)), agg, None)
 
     def _forward_update(self, windowed_key: Windowed, new_agg: Any, old_agg: Any) -> None:
         # Kafka: new Record<>(key, new Change<>(newAgg, sendOldValues ? oldAgg : null), end)
@@ -365,8 +439,6 @@ def _scan_closed_sessions(
     """Fallback for stores without a time-first index: scan the live segments overlapping
     ``[earliest_end, latest_end]`` (segments are by session end) and sort like Kafka's
     ``TimeFirstSessionKeySchema`` (end, start, key bytes)."""
-    from streaming.state.key_schema import SESSION_KEY_SCHEMA
-
     find_layer = getattr(store, "find_layer", None)
     segmented = find_layer(SegmentedBytesStore) if find_layer is not None else None
     if segmented is None:

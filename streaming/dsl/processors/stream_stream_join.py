@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streaming.state.join_side import LeftOrRightValue, TimestampedKeyAndJoinSide
+from streaming.state.window_store import WindowStore
 from streaming.topology.processor import Processor, Record
 
 log = logging.getLogger(__name__)
@@ -168,11 +169,22 @@ class StreamStreamJoinProcessor(Processor):
         self.windows_after_ms = spec.windows_after_ms
         self.grace_ms = spec.grace_ms
         self.outer_store: Any = None
+        #: ``fetch_range`` of the other side as a list, when that store is this package's
+        #: window store (set by ``init``)
+        self._fetch_list: Callable[[Any, int, int], list[tuple[int, Any]]] | None = None
 
     def init(self, context: Any) -> None:
         super().init(context)
         spec = self.spec
         self.other_window_store = context.get_state_store(spec.other_store_builder.name)
+        store_type = type(self.other_window_store)
+        self._fetch_list = (
+            self.other_window_store.fetch_range_list
+            if issubclass(store_type, WindowStore)
+            and store_type.fetch_range is WindowStore.fetch_range
+            and store_type._decode_times is WindowStore._decode_times
+            else None
+        )
         self.tracker = spec.time_trackers.get(context.task_id)
         if spec.spurious_result_fix:
             if spec.outer_store_builder is not None:
@@ -205,9 +217,18 @@ class StreamStreamJoinProcessor(Processor):
         if outer_store is not None and ts == tracker.stream_time:
             self._emit_non_joined_outer_records(outer_store, record)
 
-        time_from = max(0, ts - self.join_before_ms)
-        time_to = max(0, ts + self.join_after_ms)
-        matches = list(self.other_window_store.fetch_range(key, time_from, time_to))
+        time_from = ts - self.join_before_ms
+        if time_from < 0:
+            time_from = 0
+        time_to = ts + self.join_after_ms
+        if time_to < 0:
+            time_to = 0
+        fetch_list = self._fetch_list
+        matches = (
+            fetch_list(key, time_from, time_to)
+            if fetch_list is not None
+            else list(self.other_window_store.fetch_range(key, time_from, time_to))
+        )
         if matches:
             joiner = self.joiner
             headers = record.headers
