@@ -45,6 +45,7 @@ from streaming.errors import StreamsException
 from streaming.runtime import metrics as metrics_mod
 from streaming.runtime.active_task import RUNNING, ActiveTask, ActiveTaskCreator
 from streaming.runtime.clients import main_consumer_membership
+from streaming.runtime.collector_tuning import prepare_for_stream_threads
 from streaming.runtime.commit import CALL_TIMEOUT_S, Committer
 from streaming.runtime.failures import (
     ConsumerFencedException,
@@ -100,7 +101,9 @@ class StreamThread(threading.Thread):
     ) -> StreamThread:
         """Stream thread ``index`` of a client, its clients and collaborators built (Kafka's
         ``StreamThread.create``): ``start()`` runs it; ``listener`` hears of its state
-        changes, assignment changes and end."""
+        changes, assignment changes and end. The first one in a process sets up its garbage
+        collector for stream threads (``collector_tuning``)."""
+        prepare_for_stream_threads()
         return cls(services, index, listener)
 
     def __init__(
@@ -233,6 +236,7 @@ class StreamThread(threading.Thread):
             consumer=self.consumer,
             producer=self.producer,
             collector=self.collector,
+            known_topic=lambda: next(iter(self.plan.source_topics), None),
         )
 
     @property

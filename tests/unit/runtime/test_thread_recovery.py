@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from streaming.runtime.clients import main_consumer_membership
-from streaming.runtime.commit import Committer
+from streaming.runtime.commit import CONNECT_WAIT_S, Committer
 from streaming.runtime.config import StreamsConfig
 from streaming.runtime.failures import Stall, TaskCorruptedException, TaskMigratedException
 from streaming.runtime.producer import RecordCollector
@@ -350,3 +350,83 @@ def test_a_kept_partition_fetched_again_after_a_rebalance_queues_each_record_onc
     group.clear()  # a revocation drops what is queued
     queue([11, 12])  # fetched again from the committed offset
     assert [r.offset for r in group.queues[tp]] == [11, 12]
+
+
+# -- a new transactional producer connects before it asks for its producer id -------------
+
+
+class _InitRecordingProducer:
+    """Records the calls ``recover`` makes to initialize transactions."""
+
+    def __init__(self, metadata_error: bool = False) -> None:
+        self.calls: list[tuple] = []
+        self.metadata_error = metadata_error
+
+    def list_topics(self, topic=None, timeout=-1):
+        self.calls.append(("list_topics", topic, timeout))
+        if self.metadata_error:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, "brokers down"))
+
+    def init_transactions(self, timeout):
+        self.calls.append(("init_transactions",))
+
+    def begin_transaction(self):
+        self.calls.append(("begin_transaction",))
+
+
+@pytest.mark.parametrize("metadata_error", [False, True], ids=["connected", "brokers-down"])
+def test_a_new_producer_asks_for_a_topics_metadata_before_its_producer_id(metadata_error):
+    # librdkafka asks for a producer id only through a connection that is up, else 500 ms
+    # later: a metadata request for a source topic connects it first; if none comes, the
+    # initialization goes ahead and waits for the brokers itself
+    producer = _InitRecordingProducer(metadata_error)
+    committer = _initializing_committer(producer, known_topic=lambda: "orders")
+    try:
+        committer.recover()
+    finally:
+        committer.close()
+    assert producer.calls == [
+        ("list_topics", "orders", CONNECT_WAIT_S),
+        ("init_transactions",),
+        ("begin_transaction",),
+    ]
+    assert not committer.needs_init
+
+
+def test_without_a_known_topic_the_producer_id_is_asked_for_at_once():
+    producer = _InitRecordingProducer()
+    committer = _initializing_committer(producer, known_topic=lambda: None)
+    try:
+        committer.recover()
+    finally:
+        committer.close()
+    assert producer.calls == [("init_transactions",), ("begin_transaction",)]
+
+
+def _initializing_committer(producer, known_topic) -> Committer:
+    config = SimpleNamespace(exactly_once=True)
+    stall = Stall("t", 300_000, 100)
+    metrics = SimpleNamespace(producer_replacements=0)
+    return Committer(
+        name="t",
+        config=config,
+        internal_topics=set,
+        task_manager=TaskManager(
+            config=config,
+            plan=None,
+            task_creator=None,
+            consumer=None,
+            standby=lambda: None,
+            stall=stall,
+            metrics=metrics,
+            changelog_end=lambda topic, partition: 0,
+        ),
+        stall=stall,
+        metrics=metrics,
+        position=lambda tp: None,
+        changelog_end=lambda topic, partition: 0,
+        consumer=None,
+        producer=producer,
+        collector=SimpleNamespace(new_transaction=lambda: None),
+        known_topic=known_topic,
+    )
