@@ -10,7 +10,8 @@ indistinguishable from the first; any other serde gets None.
 
 ``serializer(serde)`` likewise gives ``f(data)`` for ``serde.serialize(topic, data)``, for
 data that is not None (every built-in serde writes None as None): ``orjson.dumps`` for
-``Json`` (which calls no user code, so a failure may be repeated through the serde).
+``Json`` (which calls no user code, so a failure may be repeated through the serde),
+``str.encode`` for ``String`` (refusing what is not a ``str``, as the serde does).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ def deserializer(serde: Any) -> Callable[[Any], Any] | None:
 
 _SERIALIZERS: dict[type, Callable[[Any], Any]] = {
     serdes.Json: orjson.dumps,
+    serdes.String: str.encode,
 }
 
 
