@@ -46,6 +46,7 @@ from confluent_kafka import (
 
 from streaming.runtime import metrics as metrics_mod
 from streaming.runtime.failures import (
+    SLOW_CALL_S,
     RetriableStreamsException,
     Stall,
     TaskMigratedException,
@@ -62,8 +63,6 @@ log = logging.getLogger(__name__)
 
 #: how much longer than its own timeout a transactional call may block before it is abandoned
 TXN_CALL_GRACE_S = 2.0
-#: a transactional call taking longer than this is reported as a stall while it lasts
-SLOW_CALL_S = 2.0
 #: longest a single blocking client call (flush, transaction calls, offset lookups) may
 #: take before the loop regains control; a timed-out call is retried after the backoff
 CALL_TIMEOUT_S = 5.0

@@ -30,6 +30,11 @@ from streaming.errors import StreamsException
 
 log = logging.getLogger(__name__)
 
+#: a client call waiting on the brokers longer than this is reported as a stall (``Stall``)
+#: while it lasts: its retriable failure would come only at its timeout, and it can end with
+#: another kind of failure (records that timed out meanwhile)
+SLOW_CALL_S = 2.0
+
 
 class Kind(enum.Enum):
     """How the runtime reacts to a client error."""
@@ -264,7 +269,9 @@ class Stall:
     """How long a thread has been failing to make progress, bounded by ``task.timeout.ms``.
 
     ``failed`` records a retriable failure (and raises ``TaskTimeoutException`` once the
-    failures have lasted longer than the timeout); ``recovered`` clears it. ``since`` and
+    failures have lasted longer than the timeout); ``waiting`` records a client call that
+    has waited ``SLOW_CALL_S`` on the brokers (a flush, a transactional call, the reading of
+    a topic's configs, a full producer queue); ``recovered`` clears it. ``since`` and
     ``reason`` are what metrics and the logs report while stalled.
     """
 
@@ -292,10 +299,20 @@ class Stall:
         return time.monotonic() >= self.next_attempt
 
     def waiting(self, reason: str) -> None:
-        """A client call is taking long (brokers away): report a stall while it lasts."""
+        """A client call has waited ``SLOW_CALL_S`` on the brokers: the thread is stalled
+        from now on, until it makes progress again (``recovered``), whatever the call ends
+        with."""
         if self.since is None:
-            self.since = time.monotonic()
+            now = time.monotonic()
+            self.since = now
             self.total_stalls += 1
+            self._next_log = now + 10.0
+            log.warning(
+                "%s stalled (task.timeout.ms %d): %s",
+                self.name,
+                int(self.timeout_s * 1000),
+                reason,
+            )
         self.reason = reason
 
     def failed(self, exc: BaseException) -> None:

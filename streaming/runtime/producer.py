@@ -36,6 +36,7 @@ from streaming.runtime import errors
 from streaming.runtime.failures import (
     RECORD_CODES,
     RECORD_HINTS,
+    SLOW_CALL_S,
     Kind,
     RetriableStreamsException,
     TaskCorruptedException,
@@ -75,6 +76,7 @@ class RecordCollector:
         exactly_once: bool = False,
         source_context: Callable[[], errors.ErrorHandlerContext | None] | None = None,
         topic_limits: Callable[[str], TopicLimits] | None = None,
+        waiting: Callable[[str], None] | None = None,
     ) -> None:
         self.producer = producer
         self._produce = producer.produce
@@ -85,6 +87,9 @@ class RecordCollector:
         self._eos = exactly_once
         self._source_context = source_context
         self._topic_limits = topic_limits
+        #: told (the stream thread's ``Stall.waiting``) once a wait on the brokers (a flush,
+        #: a full queue) has lasted ``SLOW_CALL_S``
+        self._waiting = waiting
         self._limits: dict[str, TopicLimits] = {}
         #: per topic whose limits are known (or not checked), ``TopicLimits.acceptance_bounds``
         #: for the common record's check in ``send``; filled by ``_send``
@@ -240,6 +245,7 @@ class RecordCollector:
         produce = self._produce
         hdrs = list(headers) if headers else None
         blocked_since = 0.0
+        reported = False
         while True:
             try:
                 if timestamp >= 0:
@@ -264,6 +270,13 @@ class RecordCollector:
                         f"the producer's queue stayed full for {MAX_BLOCK_S:.0f} s writing to "
                         f"{topic}; the brokers are not taking writes"
                     ) from None
+                elif not reported and now - blocked_since >= SLOW_CALL_S:
+                    reported = True
+                    if self._waiting is not None:
+                        self._waiting(
+                            f"writing to {topic} is waiting for the brokers (the producer's "
+                            "queue is full)"
+                        )
                 self._poll(0.05)
             except (KafkaException, SystemError) as raised:
                 # a SystemError: the KafkaException of a fatal error behind it (failures.calling)
@@ -461,18 +474,20 @@ class RecordCollector:
 
     def flush(self, timeout: float) -> None:
         """Wait until every record is acknowledged; a failed write raises (``check``), and
-        writes still unacknowledged after ``timeout`` raise ``RetriableStreamsException``."""
-        try:
-            with calling("flushing the producer"):
-                remaining = self.producer.flush(timeout)
-        except SystemError as exc:
-            # confluent-kafka can also end a flush that met a fatal error (a fenced producer)
-            # with "returned NULL without setting an exception", nothing chained: the
-            # delivery reports say what failed; else the producer is not usable any more
-            self.check()
-            raise TaskMigratedException(
-                f"flushing the producer failed inside confluent-kafka ({exc}); replacing it"
-            ) from exc
+        writes still unacknowledged after ``timeout`` raise ``RetriableStreamsException``.
+
+        A flush still waiting after ``SLOW_CALL_S`` reports the stall (``waiting``) for the
+        rest of it: it may end with a delivery failure instead of the retriable error (the
+        records written before the brokers went away reach ``message.timeout.ms`` during
+        it), and the thread waited on the brokers all the same."""
+        if self._waiting is None or timeout <= SLOW_CALL_S:
+            remaining = self._flush(timeout)
+        else:
+            deadline = time.monotonic() + timeout
+            remaining = self._flush(SLOW_CALL_S)
+            if remaining:
+                self._waiting("flushing the producer is waiting for the brokers")
+                remaining = self._flush(max(0.0, deadline - time.monotonic()))
         self.check()
         if not remaining:
             # every record was reported (a timestamp the broker replaced is gone too)
@@ -481,6 +496,20 @@ class RecordCollector:
             raise RetriableStreamsException(
                 f"{remaining} records were not acknowledged within {timeout:.0f} s"
             )
+
+    def _flush(self, timeout: float) -> int:
+        """The producer's flush: the records still unacknowledged after ``timeout``."""
+        try:
+            with calling("flushing the producer"):
+                return self.producer.flush(timeout)
+        except SystemError as exc:
+            # confluent-kafka can also end a flush that met a fatal error (a fenced producer)
+            # with "returned NULL without setting an exception", nothing chained: the
+            # delivery reports say what failed; else the producer is not usable any more
+            self.check()
+            raise TaskMigratedException(
+                f"flushing the producer failed inside confluent-kafka ({exc}); replacing it"
+            ) from exc
 
 
 _UNBOUNDED = math.inf

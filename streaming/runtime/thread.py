@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import logging
 import threading
 import time
@@ -175,6 +176,8 @@ class StreamThread(threading.Thread):
             paced=paced_by_acks,
         )
         self.producer = self._new_producer()
+        #: retriable failures in a row, bounded by task.timeout.ms (see failures.Stall)
+        self.stall = Stall(self.name, cfg.task_timeout_ms, cfg.retry_backoff_ms)
         self.collector = RecordCollector(
             self.producer,
             production_handler=cfg.production_handler,
@@ -182,7 +185,8 @@ class StreamThread(threading.Thread):
             partition_counts=services.partition_count,
             exactly_once=eos,
             source_context=self._source_context,
-            topic_limits=services.topic_limits,
+            topic_limits=functools.partial(services.topic_limits, waiting=self.stall.waiting),
+            waiting=self.stall.waiting,
         )
         self.restore_consumer = Consumer(
             clients.state_consumer(
@@ -191,8 +195,6 @@ class StreamThread(threading.Thread):
         )
         self.reader = ChangelogReader(self.restore_consumer, services.restore_listener)
         self.consumer = Consumer(self._consumer_conf)
-        #: retriable failures in a row, bounded by task.timeout.ms (see failures.Stall)
-        self.stall = Stall(self.name, cfg.task_timeout_ms, cfg.retry_backoff_ms)
         #: builds the active tasks with what they need of this thread
         self.task_creator = ActiveTaskCreator(
             services=services,

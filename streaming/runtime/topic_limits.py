@@ -7,7 +7,8 @@ sent lets the production exception handler skip exactly the bad one. The limits 
 topic's effective configs (``message.timestamp.after.max.ms``,
 ``message.timestamp.before.max.ms``, ``max.message.bytes``, ``message.timestamp.type``),
 read once per topic with the admin client; Kafka 4's defaults stand in while they cannot be
-read.
+read. A reading that waits on the brokers longer than ``SLOW_CALL_S`` is reported to the
+stream thread that asked (``waiting``): its first write to a topic waits for it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,12 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass
 from typing import Any
+
+from streaming.runtime.failures import SLOW_CALL_S
 
 log = logging.getLogger(__name__)
 
@@ -101,26 +106,45 @@ class TopicLimitsCache:
         self._failed_at: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, topic: str) -> TopicLimits:
+    def __call__(self, topic: str, waiting: Callable[[str], None] | None = None) -> TopicLimits:
+        """``topic``'s limits (the defaults while they cannot be read); ``waiting`` is told
+        when the reading has waited ``SLOW_CALL_S`` (here or on another thread's reading)."""
         limits = self._cache.get(topic)
         if limits is not None:
             return limits
-        failed_at = self._failed_at.get(topic)
-        if failed_at is not None and time.monotonic() - failed_at < self.retry_after_s:
+        if self._failed_recently(topic):
             return _DEFAULTS  # brokers away: do not wait on every write
-        with self._lock:
+        if not self._lock.acquire(timeout=SLOW_CALL_S):
+            if waiting is not None:
+                waiting(f"reading the configs of topic {topic} is waiting for the brokers")
+            self._lock.acquire()
+        try:
             limits = self._cache.get(topic)
             if limits is None:
-                limits = self._read(topic)
+                # another thread's reading may just have failed
+                limits = _DEFAULTS if self._failed_recently(topic) else self._read(topic, waiting)
+        finally:
+            self._lock.release()
         return limits
 
-    def _read(self, topic: str) -> TopicLimits:
+    def _failed_recently(self, topic: str) -> bool:
+        failed_at = self._failed_at.get(topic)
+        return failed_at is not None and time.monotonic() - failed_at < self.retry_after_s
+
+    def _read(self, topic: str, waiting: Callable[[str], None] | None) -> TopicLimits:
         from confluent_kafka.admin import ConfigResource
 
         try:
             resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
             futures = self.admin.describe_configs([resource], request_timeout=self.timeout)
-            entries = next(iter(futures.values())).result(self.timeout)
+            future = next(iter(futures.values()))
+            deadline = time.monotonic() + self.timeout
+            try:
+                entries = future.result(min(SLOW_CALL_S, self.timeout))
+            except FutureTimeoutError:
+                if waiting is not None:
+                    waiting(f"reading the configs of topic {topic} is waiting for the brokers")
+                entries = future.result(max(0.0, deadline - time.monotonic()))
         except Exception as exc:  # brokers away: the defaults, read again later
             log.debug("Could not read the configs of topic %s: %s", topic, exc)
             self._failed_at[topic] = time.monotonic()
