@@ -21,8 +21,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import Any, Literal
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -234,23 +233,33 @@ def translate(exc: BaseException, what: str) -> StreamsException:
     return StreamsException(message)
 
 
-@contextmanager
-def calling(what: str) -> Iterator[None]:
+class calling:
     """Run a client call, turning a ``KafkaException`` into the runtime's exception for it.
 
     A fatal client error (a fenced producer) can also end the call as a ``SystemError``:
     confluent-kafka sets the fatal error's ``KafkaException`` and then runs the next
     delivery callback with it still set, which fails with "returned a result with an
-    exception set", chained to it. Such a call is translated by that ``KafkaException``."""
-    try:
-        yield
-    except KafkaException as exc:
-        raise translate(exc, what) from exc
-    except SystemError as exc:
-        cause = kafka_exception_behind(exc)
-        if cause is None:
-            raise
-        raise translate(cause, what) from exc
+    exception set", chained to it. Such a call is translated by that ``KafkaException``.
+
+    A class rather than a generator context manager: the stream thread enters one for
+    every poll of its producer, and this costs a quarter as much."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Literal[False]:
+        if isinstance(exc, KafkaException):
+            raise translate(exc, self.what) from exc
+        if isinstance(exc, SystemError):
+            cause = kafka_exception_behind(exc)
+            if cause is not None:
+                raise translate(cause, self.what) from exc
+        return False
 
 
 def kafka_exception_behind(exc: BaseException) -> KafkaException | None:
