@@ -28,6 +28,9 @@ TRANSACTIONAL_LINGER_MS = 100
 PACED_LINGER_MS = 5
 #: librdkafka's names of that setting
 _LINGER_NAMES = frozenset({"linger.ms", "queue.buffering.max.ms"})
+#: the batch a transactional producer sends without waiting for ``linger.ms`` (librdkafka's
+#: ``batch.size`` is 1 MB, Kafka Streams' producer's 16 KB)
+TRANSACTIONAL_BATCH_BYTES = 65_536
 
 
 @dataclass(frozen=True)
@@ -85,11 +88,14 @@ class ClientConfigs:
         A transactional producer fills batches for up to 100 ms (``linger.ms``, Kafka
         Streams' default; librdkafka's is 5 ms): its records are invisible to
         ``read_committed`` readers until the commit, whose flush sends what lingers at once,
-        and fewer, larger batches cost less CPU per record. ``paced``: event-time alignment
-        paces other producers by what this one has appended, so it lingers 5 ms: each
-        round of that pacing waits for its acknowledgements (a backlog on four partitions,
-        two worker processes: 23.2 s to catch up with 100 ms, 12.4 s with 5 ms). The
-        user's ``linger.ms`` (or ``queue.buffering.max.ms``) wins."""
+        and fewer, larger batches cost less CPU per record. Like Kafka Streams' producer it
+        sends a batch once it is full, at 64 KB (``batch.size``): with librdkafka's 1 MB,
+        under load every record of a commit interval waited for the commit's flush to be
+        sent (1.3 to 1.6 s of flushing per 1,000,000 records of the windowed aggregation,
+        against 0.4 s). ``paced``: event-time alignment paces other producers by what this
+        one has appended, so it lingers 5 ms: each round of that pacing waits for its
+        acknowledgements (a backlog on four partitions, two worker processes: 23.2 s to
+        catch up with 100 ms, 12.4 s with 5 ms). The user's ``linger.ms`` (or ``queue.buffering.max.ms``) and ``batch.size`` win."""
         settings: dict[str, Any] = {
             **self._base(client_id),
             "partitioner": "murmur2_random",
@@ -101,6 +107,7 @@ class ClientConfigs:
             settings["enable.idempotence"] = True
             if not _LINGER_NAMES & self.config.producer.keys():
                 settings["linger.ms"] = PACED_LINGER_MS if paced else TRANSACTIONAL_LINGER_MS
+            settings["batch.size"] = TRANSACTIONAL_BATCH_BYTES
         settings.update(self.config.producer)
         if transactional_id is not None:
             settings["delivery.report.only.error"] = False

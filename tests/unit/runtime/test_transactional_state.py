@@ -316,6 +316,20 @@ def test_a_transactional_producer_lingers_like_kafka_streams_unless_the_user_say
     assert "linger.ms" not in settings()  # at-least-once: librdkafka's default
 
 
+def test_a_transactional_producer_sends_a_batch_once_it_holds_64_kb_unless_the_user_says():
+    def settings(**given):
+        config = StreamsConfig.from_mapping({**BASE, **given})
+        transactional_id = "app-1" if config.exactly_once else None
+        return config.clients().producer(client_id="c", transactional_id=transactional_id)
+
+    eos = {"processing.guarantee": "exactly_once_v2"}
+    # under load the batches go out as they fill, not all at the commit's flush
+    assert settings(**eos)["batch.size"] == 65_536
+    assert settings(**eos, **{"producer.batch.size": 16_384})["batch.size"] == 16_384
+    assert settings(**eos, **{"batch.size": 1_000})["batch.size"] == 1_000
+    assert "batch.size" not in settings()  # at-least-once: librdkafka's default
+
+
 # -- the uncommitted-bytes limit ------------------------------------------------------------
 
 
