@@ -58,7 +58,13 @@ class SegmentedBytesStore(StateStore):
         self.key_schema = key_schema
         self._persistent = persistent
         self.segments: Segments = (
-            RocksDBSegments(name, retention_period, segment_interval, write_buffer=True)
+            RocksDBSegments(
+                name,
+                retention_period,
+                segment_interval,
+                write_buffer=True,
+                key_suffix=key_schema.SUFFIX_SIZE if key_schema.KEY_FIRST else 0,
+            )
             if persistent
             else InMemorySegments(name, retention_period, segment_interval)
         )
@@ -208,12 +214,15 @@ class SegmentedBytesStore(StateStore):
         if self._is_window_schema and time_to < actual_from:
             return iter(())
         lo, hi = schema.search_bounds(actual_from, time_to)
-        return _segment_iterator(
-            self.segments.segments(lo, hi, forward),
-            schema.lower_range_fixed(key, actual_from),
-            schema.upper_range_fixed(key, time_to),
-            forward,
+        lower = schema.lower_range_fixed(key, actual_from)
+        upper = schema.upper_range_fixed(key, time_to)
+        # the condition keeps the entries of ``key`` alone: ``key_range`` may skip others
+        return filter(
             schema.entry_condition(key, key, actual_from, time_to),
+            chain.from_iterable(
+                segment.key_range(key, lower, upper, forward)
+                for segment in self.segments.segments(lo, hi, forward)
+            ),
         )
 
     def fetch_range(
