@@ -225,6 +225,28 @@ class SegmentedBytesStore(StateStore):
             ),
         )
 
+    def fetch_list(self, key: bytes, time_from: int, time_to: int) -> list[BytesKV]:
+        """``list(fetch(key, time_from, time_to))``."""
+        actual_from = self.observed_stream_time - self.retention_period + self._slack
+        if time_from > actual_from:
+            actual_from = time_from
+        schema = self.key_schema
+        if self._is_window_schema and time_to < actual_from:
+            return []
+        lo, hi = schema.search_bounds(actual_from, time_to)
+        segments = self.segments.segments(lo, hi, True)
+        if not segments:
+            return []
+        lower = schema.lower_range_fixed(key, actual_from)
+        upper = schema.upper_range_fixed(key, time_to)
+        found = segments[0].key_range_list(key, lower, upper)
+        for segment in segments[1:]:
+            found += segment.key_range_list(key, lower, upper)
+        if not found:
+            return found
+        # the condition keeps the entries of ``key`` alone: ``key_range_list`` may skip others
+        return list(filter(schema.entry_condition(key, key, actual_from, time_to), found))
+
     def fetch_range(
         self,
         key_from: bytes | None,

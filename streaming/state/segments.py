@@ -81,6 +81,10 @@ class Segment:
         ``key``, and keeps the order."""
         return self.range(lower, upper, forward)
 
+    def key_range_list(self, key: bytes, lower: bytes | None, upper: bytes | None) -> list[BytesKV]:
+        """``list(key_range(key, lower, upper, True))``."""
+        return list(self.key_range(key, lower, upper, True))
+
 
 class InMemorySegment(Segment):
     """A segment held in a SortedDict."""
@@ -295,6 +299,54 @@ class BufferedRocksDBSegment(RocksDBSegment):
             return _merged(self.db, self.prefix, self.id, lower, upper, forward, self)
         return _key_merged(self, key, lower, upper, forward)
 
+    def key_range_list(self, key: bytes, lower: bytes | None, upper: bytes | None) -> list[BytesKV]:
+        if self.index is not None:
+            found = self.indexed_range(key, lower, upper, True)
+            if found is not None:
+                return found
+        return list(_merged(self.db, self.prefix, self.id, lower, upper, True, self))
+
+    def indexed_range(
+        self, key: bytes, lower: bytes | None, upper: bytes | None, forward: bool
+    ) -> list[BytesKV] | None:
+        """``key_range`` read with ``index``: the buffer with the listed stored entries of
+        record key ``key`` in range laid under it, read with point lookups (none for a
+        record key RocksDB holds nothing of); None when the index cannot tell or lists too
+        many entries in range."""
+        index = self.index
+        if index is None:
+            return None
+        stored: list[BytesKV] = []
+        if self.stored:
+            listed = index.get(key, _ABSENT)
+            if listed is None:
+                return None
+            if listed is not _ABSENT:
+                lo = 0 if lower is None else bisect_left(listed, lower)
+                hi = len(listed) if upper is None else bisect_right(listed, upper)
+                if hi - lo > INDEX_MAX_GETS:
+                    return None
+                if hi > lo:
+                    get = self.db.get
+                    p = self.prefix
+                    for k in listed[lo:hi]:
+                        v = get(p + k)
+                        if v is not None:
+                            stored.append((k, v))
+                    if not forward:
+                        stored.reverse()
+        pending = self.pending
+        if not pending:
+            return stored
+        buffered = self.keys.range(lower, upper)
+        if not buffered:
+            return stored
+        if not forward:
+            buffered.reverse()
+        if not stored:
+            return [(k, v) for k in buffered if (v := pending[k]) is not None]
+        return list(overlay([(k, pending[k]) for k in buffered], iter(stored), forward))
+
 
 def _key_merged(
     segment: BufferedRocksDBSegment,
@@ -303,42 +355,14 @@ def _key_merged(
     upper: bytes | None,
     forward: bool,
 ) -> Iterator[BytesKV]:
-    """``segment.key_range``: the buffer with what ``segment.index`` lists of record key
-    ``key`` in RocksDB laid under it, read with point lookups (none for a record key
-    RocksDB holds nothing of), or ``_merged`` when the index cannot tell. A generator: the
-    buffer, the index and RocksDB are read as of the first item."""
-    index = segment.index
-    if index is not None and segment.stored:
-        listed = index.get(key, _ABSENT)
-        if listed is not None:
-            stored: list[BytesKV] = []
-            if listed is not _ABSENT:
-                lo = 0 if lower is None else bisect_left(listed, lower)
-                hi = len(listed) if upper is None else bisect_right(listed, upper)
-                if hi - lo > INDEX_MAX_GETS:
-                    yield from _merged(
-                        segment.db, segment.prefix, segment.id, lower, upper, forward, segment
-                    )
-                    return
-                if hi > lo:
-                    get = segment.db.get
-                    p = segment.prefix
-                    for k in listed[lo:hi]:
-                        v = get(p + k)
-                        if v is not None:
-                            stored.append((k, v))
-                    if not forward:
-                        stored.reverse()
-            pending = segment.pending
-            buffered = segment.keys.range(lower, upper) if pending else []
-            if not forward:
-                buffered.reverse()
-            if not buffered:
-                yield from stored
-                return
-            yield from overlay([(k, pending[k]) for k in buffered], iter(stored), forward)
-            return
-    yield from _merged(segment.db, segment.prefix, segment.id, lower, upper, forward, segment)
+    """``segment.key_range`` with an index: ``indexed_range``, or ``_merged`` when the
+    index cannot tell. A generator: the buffer, the index and RocksDB are read as of the
+    first item."""
+    found = segment.indexed_range(key, lower, upper, forward)
+    if found is None:
+        yield from _merged(segment.db, segment.prefix, segment.id, lower, upper, forward, segment)
+    else:
+        yield from found
 
 
 #: ``index.get``'s answer for a record key that is not there
