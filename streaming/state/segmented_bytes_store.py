@@ -151,6 +151,21 @@ class SegmentedBytesStore(StateStore):
             segment.put(key, value)
         # else: expired record, dropped (Kafka records the dropped-records sensor)
 
+    def put_at(self, key: bytes, timestamp: int, value: bytes | None) -> None:
+        """``put`` of a key whose segment timestamp the caller knows (``timestamp``)."""
+        stream_time = self.observed_stream_time
+        if timestamp > stream_time:
+            self.observed_stream_time = stream_time = timestamp
+        segments = self.segments
+        interval = segments.segment_interval
+        segment = segments.get_or_create_segment_if_live(
+            timestamp // interval if timestamp >= 0 else -((-timestamp) // interval),
+            stream_time,
+        )
+        if segment is not None:
+            segment.put(key, value)
+        # else: expired record, dropped (Kafka records the dropped-records sensor)
+
     def remove(self, key: bytes) -> None:
         timestamp = self.key_schema.segment_timestamp(key)
         if timestamp > self.observed_stream_time:
