@@ -38,6 +38,8 @@ class WindowKeySchema:
 
     __slots__ = ()
     IS_WINDOW = True
+    #: a store key is the record key followed by ``SUFFIX_SIZE`` bytes
+    KEY_FIRST = True
     #: fetches return records with time >= observed_stream_time - retention + RETENTION_SLACK
     RETENTION_SLACK = 1
     SUFFIX_SIZE = 12
@@ -148,6 +150,7 @@ class TimeFirstWindowKeySchema:
 
     __slots__ = ()
     IS_WINDOW = True
+    KEY_FIRST = False
     #: Kafka's dual-schema store uses ``observed - retention`` (no +1) for time-first keys so
     #: that emit-on-window-close still sees windows when retention == size + grace
     #: (AbstractDualSchemaRocksDBSegmentedBytesStore.getActualFrom)
@@ -244,6 +247,7 @@ class SessionKeySchema:
 
     __slots__ = ()
     IS_WINDOW = False
+    KEY_FIRST = True
     RETENTION_SLACK = 1
     SUFFIX_SIZE = 16
     _MIN_SUFFIX = bytes(16)

@@ -58,7 +58,13 @@ class SegmentedBytesStore(StateStore):
         self.key_schema = key_schema
         self._persistent = persistent
         self.segments: Segments = (
-            RocksDBSegments(name, retention_period, segment_interval, write_buffer=True)
+            RocksDBSegments(
+                name,
+                retention_period,
+                segment_interval,
+                write_buffer=True,
+                key_suffix=key_schema.SUFFIX_SIZE if key_schema.KEY_FIRST else 0,
+            )
             if persistent
             else InMemorySegments(name, retention_period, segment_interval)
         )
@@ -145,6 +151,21 @@ class SegmentedBytesStore(StateStore):
             segment.put(key, value)
         # else: expired record, dropped (Kafka records the dropped-records sensor)
 
+    def put_at(self, key: bytes, timestamp: int, value: bytes | None) -> None:
+        """``put`` of a key whose segment timestamp the caller knows (``timestamp``)."""
+        stream_time = self.observed_stream_time
+        if timestamp > stream_time:
+            self.observed_stream_time = stream_time = timestamp
+        segments = self.segments
+        interval = segments.segment_interval
+        segment = segments.get_or_create_segment_if_live(
+            timestamp // interval if timestamp >= 0 else -((-timestamp) // interval),
+            stream_time,
+        )
+        if segment is not None:
+            segment.put(key, value)
+        # else: expired record, dropped (Kafka records the dropped-records sensor)
+
     def remove(self, key: bytes) -> None:
         timestamp = self.key_schema.segment_timestamp(key)
         if timestamp > self.observed_stream_time:
@@ -208,13 +229,38 @@ class SegmentedBytesStore(StateStore):
         if self._is_window_schema and time_to < actual_from:
             return iter(())
         lo, hi = schema.search_bounds(actual_from, time_to)
-        return _segment_iterator(
-            self.segments.segments(lo, hi, forward),
-            schema.lower_range_fixed(key, actual_from),
-            schema.upper_range_fixed(key, time_to),
-            forward,
+        lower = schema.lower_range_fixed(key, actual_from)
+        upper = schema.upper_range_fixed(key, time_to)
+        # the condition keeps the entries of ``key`` alone: ``key_range`` may skip others
+        return filter(
             schema.entry_condition(key, key, actual_from, time_to),
+            chain.from_iterable(
+                segment.key_range(key, lower, upper, forward)
+                for segment in self.segments.segments(lo, hi, forward)
+            ),
         )
+
+    def fetch_list(self, key: bytes, time_from: int, time_to: int) -> list[BytesKV]:
+        """``list(fetch(key, time_from, time_to))``."""
+        actual_from = self.observed_stream_time - self.retention_period + self._slack
+        if time_from > actual_from:
+            actual_from = time_from
+        schema = self.key_schema
+        if self._is_window_schema and time_to < actual_from:
+            return []
+        lo, hi = schema.search_bounds(actual_from, time_to)
+        segments = self.segments.segments(lo, hi, True)
+        if not segments:
+            return []
+        lower = schema.lower_range_fixed(key, actual_from)
+        upper = schema.upper_range_fixed(key, time_to)
+        found = segments[0].key_range_list(key, lower, upper)
+        for segment in segments[1:]:
+            found += segment.key_range_list(key, lower, upper)
+        if not found:
+            return found
+        # the condition keeps the entries of ``key`` alone: ``key_range_list`` may skip others
+        return list(filter(schema.entry_condition(key, key, actual_from, time_to), found))
 
     def fetch_range(
         self,

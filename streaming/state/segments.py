@@ -39,6 +39,14 @@ BytesKV = tuple[bytes, bytes]
 #: byte count adds key and value sizes of every write, overwrites included).
 WRITE_BUFFER_ENTRIES = 10_000
 WRITE_BUFFER_BYTES = 4 * 1024 * 1024
+#: A segment the store created itself lists the entries it wrote to RocksDB by record key
+#: (``BufferedRocksDBSegment.index``) up to this many entries, then only the record keys, up
+#: to this many of them, then nothing.
+INDEX_MAX_ENTRIES = 50_000
+INDEX_MAX_KEYS = 50_000
+#: A fetch of one record key reads at most this many listed entries with point lookups; more
+#: take a RocksDB scan.
+INDEX_MAX_GETS = 4
 _SEG_ID = struct.Struct(">Q")
 _OFFSET = 1 << 63
 
@@ -64,6 +72,18 @@ class Segment:
     def range(self, lower: bytes | None, upper: bytes | None, forward: bool) -> Iterator[BytesKV]:
         """Entries with lower <= key <= upper (None = unbounded) in key order."""
         raise NotImplementedError
+
+    def key_range(
+        self, key: bytes, lower: bytes | None, upper: bytes | None, forward: bool
+    ) -> Iterator[BytesKV]:
+        """``range(lower, upper, forward)`` for a reader that keeps only the entries of
+        record key ``key``: it may leave out entries of other record keys, never one of
+        ``key``, and keeps the order."""
+        return self.range(lower, upper, forward)
+
+    def key_range_list(self, key: bytes, lower: bytes | None, upper: bytes | None) -> list[BytesKV]:
+        """``list(key_range(key, lower, upper, True))``."""
+        return list(self.key_range(key, lower, upper, True))
 
 
 class InMemorySegment(Segment):
@@ -137,9 +157,28 @@ class BufferedRocksDBSegment(RocksDBSegment):
     The buffer is a dict (``pending``) with its keys kept in order by ``keys``. A segment the
     store creates starts with nothing in RocksDB (``stored`` False) until its buffer is first
     written: until then reads and writes do not ask RocksDB at all.
+
+    Such a segment of a key-first schema (the owner's ``key_suffix``: the store key is the
+    record key followed by that many bytes) also knows what it wrote to RocksDB since:
+    ``index`` maps each record key to its stored keys in order (``index_exact``), or, past
+    ``INDEX_MAX_ENTRIES`` entries, each record key to None (a record key that is not there
+    has no entry in RocksDB). Past ``INDEX_MAX_KEYS`` record keys, or for a segment found in
+    RocksDB or whose range a pending transaction drops, ``index`` is None. ``key_range``
+    uses it: a record key RocksDB holds nothing of is read from the buffer alone, and a
+    record key with few stored entries in range reads them with point lookups instead of an
+    iterator and a seek.
     """
 
-    __slots__ = ("keys", "owner", "pending", "stored")
+    __slots__ = (
+        "index",
+        "index_entries",
+        "index_exact",
+        "keys",
+        "owner",
+        "pending",
+        "stored",
+        "suffix",
+    )
 
     def __init__(self, segment_id: int, db, owner: RocksDBSegments) -> None:
         super().__init__(segment_id, db)
@@ -151,6 +190,13 @@ class BufferedRocksDBSegment(RocksDBSegment):
         #: False while RocksDB certainly holds no key of this segment (``RocksDBSegments``
         #: sets it for a segment it finds in RocksDB or may not have dropped there yet)
         self.stored = True
+        #: record key -> its keys in RocksDB in order (``index_exact``) or None; see above
+        self.index: dict[bytes, list[bytes] | None] | None = None
+        self.index_exact = True
+        #: how many stored keys ``index`` lists
+        self.index_entries = 0
+        #: the length of the store key after the record key (0: no index)
+        self.suffix = owner.key_suffix
 
     def get(self, key: bytes) -> bytes | None:
         pending = self.pending
@@ -192,9 +238,52 @@ class BufferedRocksDBSegment(RocksDBSegment):
                     batch.delete(p + key)
                 else:
                     batch.put(p + key, value)
+            if self.index is not None:
+                self._index_pending()
             self.discard_pending()
             self.stored = True
         return n
+
+    def _index_pending(self) -> None:
+        """Add the pending writes to ``index`` (they are about to reach RocksDB)."""
+        index = self.index
+        assert index is not None
+        pending = self.pending
+        cut = -self.suffix
+        if not self.index_exact:
+            for key in self.keys:
+                if pending[key] is not None:
+                    index[key[:cut]] = None
+        else:
+            entries = self.index_entries
+            for key in self.keys:
+                record_key = key[:cut]
+                listed = index.get(record_key)
+                if pending[key] is None:
+                    if listed:
+                        i = bisect_left(listed, key)
+                        if i < len(listed) and listed[i] == key:
+                            del listed[i]
+                            entries -= 1
+                            if not listed:
+                                del index[record_key]
+                elif listed is None:
+                    index[record_key] = [key]
+                    entries += 1
+                elif listed[-1] < key:
+                    listed.append(key)
+                    entries += 1
+                else:
+                    i = bisect_left(listed, key)
+                    if listed[i] != key:
+                        listed.insert(i, key)
+                        entries += 1
+            self.index_entries = entries
+            if entries > INDEX_MAX_ENTRIES:
+                self.index = index = dict.fromkeys(index)
+                self.index_exact = False
+        if len(index) > INDEX_MAX_KEYS:
+            self.index = None
 
     def discard_pending(self) -> None:
         self.pending.clear()
@@ -202,6 +291,82 @@ class BufferedRocksDBSegment(RocksDBSegment):
 
     def range(self, lower: bytes | None, upper: bytes | None, forward: bool) -> Iterator[BytesKV]:
         return _merged(self.db, self.prefix, self.id, lower, upper, forward, self)
+
+    def key_range(
+        self, key: bytes, lower: bytes | None, upper: bytes | None, forward: bool
+    ) -> Iterator[BytesKV]:
+        if self.index is None:
+            return _merged(self.db, self.prefix, self.id, lower, upper, forward, self)
+        return _key_merged(self, key, lower, upper, forward)
+
+    def key_range_list(self, key: bytes, lower: bytes | None, upper: bytes | None) -> list[BytesKV]:
+        if self.index is not None:
+            found = self.indexed_range(key, lower, upper, True)
+            if found is not None:
+                return found
+        return list(_merged(self.db, self.prefix, self.id, lower, upper, True, self))
+
+    def indexed_range(
+        self, key: bytes, lower: bytes | None, upper: bytes | None, forward: bool
+    ) -> list[BytesKV] | None:
+        """``key_range`` read with ``index``: the buffer with the listed stored entries of
+        record key ``key`` in range laid under it, read with point lookups (none for a
+        record key RocksDB holds nothing of); None when the index cannot tell or lists too
+        many entries in range."""
+        index = self.index
+        if index is None:
+            return None
+        stored: list[BytesKV] = []
+        if self.stored:
+            listed = index.get(key, _ABSENT)
+            if listed is None:
+                return None
+            if listed is not _ABSENT:
+                lo = 0 if lower is None else bisect_left(listed, lower)
+                hi = len(listed) if upper is None else bisect_right(listed, upper)
+                if hi - lo > INDEX_MAX_GETS:
+                    return None
+                if hi > lo:
+                    get = self.db.get
+                    p = self.prefix
+                    for k in listed[lo:hi]:
+                        v = get(p + k)
+                        if v is not None:
+                            stored.append((k, v))
+                    if not forward:
+                        stored.reverse()
+        pending = self.pending
+        if not pending:
+            return stored
+        buffered = self.keys.range(lower, upper)
+        if not buffered:
+            return stored
+        if not forward:
+            buffered.reverse()
+        if not stored:
+            return [(k, v) for k in buffered if (v := pending[k]) is not None]
+        return list(overlay([(k, pending[k]) for k in buffered], iter(stored), forward))
+
+
+def _key_merged(
+    segment: BufferedRocksDBSegment,
+    key: bytes,
+    lower: bytes | None,
+    upper: bytes | None,
+    forward: bool,
+) -> Iterator[BytesKV]:
+    """``segment.key_range`` with an index: ``indexed_range``, or ``_merged`` when the
+    index cannot tell. A generator: the buffer, the index and RocksDB are read as of the
+    first item."""
+    found = segment.indexed_range(key, lower, upper, forward)
+    if found is None:
+        yield from _merged(segment.db, segment.prefix, segment.id, lower, upper, forward, segment)
+    else:
+        yield from found
+
+
+#: ``index.get``'s answer for a record key that is not there
+_ABSENT: list[bytes] = []
 
 
 def _merged(
@@ -456,8 +621,12 @@ class RocksDBSegments(Segments):
         retention_period: int,
         segment_interval: int,
         write_buffer: bool = False,
+        key_suffix: int = 0,
     ) -> None:
         super().__init__(name, retention_period, segment_interval)
+        #: key-first store keys: the record key followed by this many bytes (0: another
+        #: layout); the segments the store creates index their RocksDB entries by record key
+        self.key_suffix = key_suffix
         self.db: Rdict | None = None
         self._flusher = MemtableFlusher()
         #: segments buffer their writes (``BufferedRocksDBSegment``)
@@ -496,6 +665,8 @@ class RocksDBSegments(Segments):
         # RocksDB holds keys of this id only if a transaction drops the segment's range later
         if isinstance(segment, BufferedRocksDBSegment) and segment_id not in self._dropped:
             segment.stored = False
+            if self.key_suffix:
+                segment.index = {}
         return segment
 
     def reserved_segment(self, segment_id: int) -> Segment:
@@ -542,7 +713,17 @@ class RocksDBSegments(Segments):
         for segment in self._buffered_segments():
             n += segment.write_pending(batch)
         if n:
+            self._write(batch)
+
+    def _write(self, batch: WriteBatch) -> None:
+        """Write ``batch``; if that fails, no segment's ``index`` can be trusted."""
+        assert self.db is not None
+        try:
             self.db.write(batch)
+        except BaseException:
+            for segment in self._buffered_segments():
+                segment.index = None
+            raise
 
     # -- transactions ---------------------------------------------------------------------
 
@@ -560,7 +741,7 @@ class RocksDBSegments(Segments):
         for segment in self._buffered_segments():
             segment.write_pending(batch)
         self._offsets.add_to(batch, offsets)
-        self.db.write(batch)
+        self._write(batch)
         self._dropped.clear()
         self._pending_entries = self._pending_bytes = 0
         self._offsets.written(offsets)

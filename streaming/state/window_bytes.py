@@ -119,7 +119,8 @@ class SegmentedWindowStore(WrappedStateStore, WindowBytesStore):
                     )
                 return
             self.seqnum = (self.seqnum + 1) & 0x7FFFFFFF
-        self.segmented.put(self._store_key(key, window_start, self.seqnum), value)
+        # both window schemas segment by window start
+        self.segmented.put_at(self._store_key(key, window_start, self.seqnum), window_start, value)
 
     def fetch(self, key: bytes, window_start: int) -> bytes | None:
         # like Kafka, looks up the current sequence number only

@@ -40,6 +40,8 @@ class WindowStore(MeteredStore):
         #: ``fetch_range(raw key, time_from, time_to, forward)`` of the first layer that does
         #: more than pass it on (of the segmented store, under a SegmentedWindowStore)
         self._fetch_range: Any = wrapped.fetch_range
+        #: ``list(_fetch_range(raw key, time_from, time_to, True))``
+        self._fetch_list: Any = self._listed_fetch
 
     def init(self, context: StateStoreContext, root: StateStore | None = None) -> None:
         super().init(context, root)
@@ -48,8 +50,10 @@ class WindowStore(MeteredStore):
             layer = layer.wrapped
         if type(layer) is SegmentedWindowStore:
             self._fetch_range = layer.segmented.fetch
+            self._fetch_list = layer.segmented.fetch_list
         else:
             self._fetch_range = layer.fetch_range
+            self._fetch_list = self._listed_fetch
 
     def _windowed(self, raw: bytes) -> Windowed:
         key, start = self.key_schema.split(raw)
@@ -88,10 +92,15 @@ class WindowStore(MeteredStore):
         for k, v in it:
             yield ts(k), vdes(topic, v)
 
+    def _listed_fetch(self, key: bytes, time_from: int, time_to: int) -> list[tuple[bytes, bytes]]:
+        return list(self._fetch_range(key, time_from, time_to, True))
+
     def fetch_range_list(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
         """``list(fetch_range(key, time_from, time_to))``."""
         topic = self.topic
-        it = self._fetch_range(self._kser(topic, key), time_from, time_to, True)
+        it = self._fetch_list(self._kser(topic, key), time_from, time_to)
+        if not it:
+            return []
         vdes = self._vdes
         if type(self.key_schema) is WindowKeySchema:
             return [(_unpack_long(k, len(k) - 12)[0], vdes(topic, v)) for k, v in it]
