@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 #: full, and a restore spent most of its time in that wait instead of reading
 STATE_CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
 
+#: how often a stream thread's consumer heartbeats (librdkafka's and Kafka's default: 3 s)
+MAIN_CONSUMER_HEARTBEAT_MS = 500
 #: how long a transaction may stay open before the broker aborts it
 TRANSACTION_TIMEOUT_MS = 10_000
 #: how long a transactional producer waits to fill a batch (Kafka Streams' ``linger.ms``)
@@ -59,7 +61,13 @@ class ClientConfigs:
         broker for data (``fetch.wait.max.ms``, 500 ms by default): a partition whose
         offset is known only after a fetch went out (every newly assigned one) waits for
         that fetch to return, which over partitions without data took the whole 500 ms
-        after each assignment."""
+        after each assignment.
+
+        It heartbeats every 500 ms (``heartbeat.interval.ms``, 3 s by default): a member
+        learns of a rebalance only from its next heartbeat, so when a client's second stream
+        thread or worker process joined a fraction of a second after the first (or another
+        instance joined), the first kept the whole assignment for up to 3 s before the group
+        rebalanced (two worker processes: 3.4-3.8 s from start to running, 1.0 s now)."""
         settings: dict[str, Any] = {
             **self._base(client_id),
             "group.id": self.config.application_id,
@@ -70,6 +78,7 @@ class ClientConfigs:
             "isolation.level": "read_committed" if self.config.exactly_once else "read_uncommitted",
             "fetch.queue.backoff.ms": 10,
             "fetch.wait.max.ms": 100,
+            "heartbeat.interval.ms": MAIN_CONSUMER_HEARTBEAT_MS,
         }
         settings.update(self.config.consumer)
         settings.pop("group.instance.id", None)

@@ -566,3 +566,16 @@ def test_stream_thread_consumer_waits_briefly_for_fetches_unless_told_otherwise(
         build(**{"main.consumer.fetch.wait.max.ms": 400, "consumer.fetch.queue.backoff.ms": 20})
     )
     assert (mine["fetch.wait.max.ms"], mine["fetch.queue.backoff.ms"]) == (400, 20)
+
+
+def test_stream_thread_consumer_heartbeats_every_half_second_unless_told_otherwise():
+    # a member learns of a rebalance from its next heartbeat: with librdkafka's 3 s, a
+    # client's second worker joining just after the first left the first holding every
+    # partition for up to 3 s
+    def main_config(cfg):
+        return cfg.clients().main_consumer(client_id="c", group_instance_id=None)
+
+    assert main_config(build())["heartbeat.interval.ms"] == 500
+    mine = main_config(build(**{"main.consumer.heartbeat.interval.ms": 3000}))
+    assert mine["heartbeat.interval.ms"] == 3000
+    assert "heartbeat.interval.ms" not in build().restore_consumer  # only the group members
