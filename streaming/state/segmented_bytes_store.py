@@ -137,19 +137,7 @@ class SegmentedBytesStore(StateStore):
     # -- writes ---------------------------------------------------------------------------
 
     def put(self, key: bytes, value: bytes | None) -> None:
-        timestamp = self.key_schema.segment_timestamp(key)
-        stream_time = self.observed_stream_time
-        if timestamp > stream_time:
-            self.observed_stream_time = stream_time = timestamp
-        segments = self.segments
-        interval = segments.segment_interval
-        segment = segments.get_or_create_segment_if_live(
-            timestamp // interval if timestamp >= 0 else -((-timestamp) // interval),
-            stream_time,
-        )
-        if segment is not None:
-            segment.put(key, value)
-        # else: expired record, dropped (Kafka records the dropped-records sensor)
+        self.put_at(key, self.key_schema.segment_timestamp(key), value)
 
     def put_at(self, key: bytes, timestamp: int, value: bytes | None) -> None:
         """``put`` of a key whose segment timestamp the caller knows (``timestamp``)."""

@@ -66,32 +66,11 @@ def thread_with():
     def make(committing):
         thread = object.__new__(StreamThread)
         threading.Thread.__init__(thread, name="t")
-        thread.config = SimpleNamespace(exactly_once=True)
-        thread.metrics = SimpleNamespace(producer_replacements=0)
-        thread.stall = Stall("t", 300_000, 100)
-        thread.task_manager = TaskManager(
-            config=thread.config,
-            plan=None,
-            task_creator=None,
-            consumer=None,
-            standby=lambda: None,
-            stall=thread.stall,
-            metrics=thread.metrics,
-            changelog_end=lambda topic, partition: 0,
-        )
-        thread.committer = Committer(
-            name="t",
-            config=thread.config,
-            internal_topics=set,
-            task_manager=thread.task_manager,
-            stall=thread.stall,
-            metrics=thread.metrics,
-            position=lambda tp: None,
-            changelog_end=lambda topic, partition: 0,
-            consumer=None,
-            producer=None,
-            collector=None,
-        )
+        thread.committer = _committer()
+        thread.config = thread.committer.config
+        thread.metrics = thread.committer.metrics
+        thread.stall = thread.committer.stall
+        thread.task_manager = thread.committer.task_manager
         committers.append(thread.committer)
         thread.committer.needs_init = False  # its transactions were initialized
         thread.committer.committing = committing
@@ -355,6 +334,10 @@ def test_a_kept_partition_fetched_again_after_a_rebalance_queues_each_record_onc
 # -- a new transactional producer connects before it asks for its producer id -------------
 
 
+#: the record collector's part in beginning a transaction
+_NEW_TRANSACTIONS = SimpleNamespace(new_transaction=lambda: None)
+
+
 class _InitRecordingProducer:
     """Records the calls ``recover`` makes to initialize transactions."""
 
@@ -380,7 +363,7 @@ def test_a_new_producer_asks_for_a_topics_metadata_before_its_producer_id(metada
     # later: a metadata request for a source topic connects it first; if none comes, the
     # initialization goes ahead and waits for the brokers itself
     producer = _InitRecordingProducer(metadata_error)
-    committer = _initializing_committer(producer, known_topic=lambda: "orders")
+    committer = _committer(producer, _NEW_TRANSACTIONS, known_topic=lambda: "orders")
     try:
         committer.recover()
     finally:
@@ -395,7 +378,7 @@ def test_a_new_producer_asks_for_a_topics_metadata_before_its_producer_id(metada
 
 def test_without_a_known_topic_the_producer_id_is_asked_for_at_once():
     producer = _InitRecordingProducer()
-    committer = _initializing_committer(producer, known_topic=lambda: None)
+    committer = _committer(producer, _NEW_TRANSACTIONS, known_topic=lambda: None)
     try:
         committer.recover()
     finally:
@@ -403,7 +386,8 @@ def test_without_a_known_topic_the_producer_id_is_asked_for_at_once():
     assert producer.calls == [("init_transactions",), ("begin_transaction",)]
 
 
-def _initializing_committer(producer, known_topic) -> Committer:
+def _committer(producer=None, collector=None, known_topic=lambda: None) -> Committer:
+    """An exactly-once committer over an empty task manager (no clients unless given)."""
     config = SimpleNamespace(exactly_once=True)
     stall = Stall("t", 300_000, 100)
     metrics = SimpleNamespace(producer_replacements=0)
@@ -427,6 +411,6 @@ def _initializing_committer(producer, known_topic) -> Committer:
         changelog_end=lambda topic, partition: 0,
         consumer=None,
         producer=producer,
-        collector=SimpleNamespace(new_transaction=lambda: None),
+        collector=collector,
         known_topic=known_topic,
     )
