@@ -57,6 +57,8 @@ class Monitor(Protocol):
     """Tells when a runner has processed (and committed) all of its input."""
 
     last_seen: dict[str, object]
+    #: once ``done``: when the monitor first saw the input committed (a monotonic time)
+    finished_at: float | None
 
     def done(self, group: str) -> bool: ...
 
@@ -90,7 +92,9 @@ class CommitMonitor:
         self.eos = eos
         self.repartition = repartition
         self.last_seen: dict[str, object] = {}
+        self.finished_at: float | None = None
         self._previous: dict[str, object] | None = None
+        self._previous_at = 0.0
         self.input_end: dict[tuple[str, int], int] = {}
         self.refresh_input_end(input_topics)
 
@@ -111,9 +115,14 @@ class CommitMonitor:
         the topics one after another, and a chain of repartition topics (a stage's commit
         writes the next stage's input) can move between the reads."""
         finished = self._finished(group)
+        seen_at = time.monotonic()
         snapshot = dict(self.last_seen) if finished else None
         stable = snapshot is not None and snapshot == self._previous
+        if stable:
+            # the input was all committed when the first of the two checks saw it
+            self.finished_at = self._previous_at
         self._previous = snapshot
+        self._previous_at = seen_at
         return stable
 
     def _finished(self, group: str) -> bool:
@@ -236,8 +245,9 @@ def peak_rss_mb(pid: int) -> float:
 
 @dataclass
 class Measured:
-    """A runner's run: wall seconds from ``READY`` until all input was committed, the CPU
-    seconds it used meanwhile, its peak RSS, and the lines it printed before ``READY``."""
+    """A runner's run: wall seconds from ``READY`` until all input was committed (when the
+    monitor first saw it, not the check that confirmed it), the CPU seconds it used
+    meanwhile, its peak RSS, and the lines it printed before ``READY``."""
 
     seconds: float
     cpu_seconds: float
@@ -303,8 +313,9 @@ def run_measured(
             started = time.monotonic()
             cpu0 = cpu(proc.pid)
             wait_committed(proc, monitor, group, started + timeout, name, log_path)
+            finished = monitor.finished_at or time.monotonic()
             measured = Measured(
-                time.monotonic() - started, cpu(proc.pid) - cpu0, rss(proc.pid), tuple(preamble)
+                finished - started, cpu(proc.pid) - cpu0, rss(proc.pid), tuple(preamble)
             )
             if after is not None:
                 after(proc)

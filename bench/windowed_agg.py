@@ -17,7 +17,8 @@ at-least-once (Kafka Streams' 30 s would dominate a run of a few seconds).
 Throughput = records / seconds from the moment the runner starts its application (it prints
 ``READY``) until the consumer group has committed the whole input and every record of the
 repartition topic (the output is committed with those offsets: in the same transaction under
-exactly-once, flushed before the offset commit under at-least-once). Afterwards the output
+exactly-once, flushed before the offset commit under at-least-once); the end is the first
+check that saw it all committed, which a second check 50 ms later confirms. Afterwards the output
 is read back (read_committed, to the end offsets of every partition) and the last value per
 (region, window) must equal the expected sums for every engine, so no one wins by doing less.
 ``ours-2t`` and ``java-2t`` are the same runners with ``num.stream.threads=2`` (the input's
@@ -257,6 +258,7 @@ class CheckpointMonitor:
         self.input_topic = input_topic
         self.checkpoint = checkpoint
         self.last_seen: dict[str, object] = {}
+        self.finished_at: float | None = None
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-ends"})
         try:
             meta = consumer.list_topics(input_topic, timeout=10).topics[input_topic]
@@ -280,7 +282,10 @@ class CheckpointMonitor:
         batch = max(batches)
         offsets = self.batch_offsets(batch)
         self.last_seen = {"committed batch": batch, "offsets": offsets, "ends": self.input_end}
-        return all(offsets.get(p, -1) >= end for p, end in self.input_end.items())
+        finished = all(offsets.get(p, -1) >= end for p, end in self.input_end.items())
+        if finished:
+            self.finished_at = time.monotonic()
+        return finished
 
     def batch_offsets(self, batch: int) -> dict[int, int]:
         """The input's end offsets of micro-batch ``batch`` (``offsets/<batch>``: a version

@@ -78,6 +78,10 @@ def _load_config(args: argparse.Namespace) -> dict[str, Any]:
     for path in args.config or []:
         config.update(load_config_file(path))
     config.update(parse_sets(args.set or []))
+    if any(key == "debug" or key.endswith(".debug") for key in config):
+        # a client's ``debug`` setting (``consumer.debug=cgrp``) asks for librdkafka's
+        # debug log, which the WARNING level set in ``main`` would otherwise drop
+        logging.getLogger("streaming.runtime.librdkafka").setLevel(logging.DEBUG)
     return config
 
 

@@ -3,7 +3,8 @@
 While a broker is away, librdkafka logs the same connection failure for every client, broker
 and retry: thousands of lines a minute. ``RepeatFilter`` lets the first of a kind through
 (numbers such as ports and durations, and client names, do not make a new kind), drops its repeats for
-``window_s`` seconds and then says how many it dropped.
+``window_s`` seconds and then says how many it dropped. Debug records (a client's ``debug``
+setting asked for them) all pass: their repeats are what such a log is read for.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class RepeatFilter(logging.Filter):
         self._lock = threading.Lock()
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno <= logging.DEBUG:
+            return True
         kind = (record.levelno, _VARYING.sub("#", record.getMessage()))
         now = time.monotonic()
         with self._lock:

@@ -19,9 +19,9 @@ half of ``StreamsProducer``).
 The ``Committer`` also holds the recovery steps still to do before the thread may process
 again (initializing a new producer's transactions, aborting the open transaction, finishing
 a ``commit_transaction`` that timed out, seeking partitions to their committed offsets; see
-``recover``), and the bookkeeping of what is known to be committed. Transactional calls run
-on a helper thread and are watched (``txn_call``): one that blocks past its timeout abandons
-its producer.
+``recover``), where a new assignment starts (``assignment_positions``), and the bookkeeping
+of what is known to be committed. Transactional calls run on a helper thread and are
+watched (``txn_call``): one that blocks past its timeout abandons its producer.
 """
 
 from __future__ import annotations
@@ -38,12 +38,14 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import (
     OFFSET_BEGINNING,
     OFFSET_END,
+    OFFSET_INVALID,
     Consumer,
     KafkaException,
     Producer,
     TopicPartition,
 )
 
+from streaming.errors import StreamsException
 from streaming.runtime import metrics as metrics_mod
 from streaming.runtime.failures import (
     SLOW_CALL_S,
@@ -51,6 +53,7 @@ from streaming.runtime.failures import (
     Stall,
     TaskMigratedException,
     calling,
+    translate,
 )
 from streaming.runtime.producer import RecordCollector
 
@@ -66,6 +69,19 @@ TXN_CALL_GRACE_S = 2.0
 #: longest a single blocking client call (flush, transaction calls, offset lookups) may
 #: take before the loop regains control; a timed-out call is retried after the backoff
 CALL_TIMEOUT_S = 5.0
+#: longest the lookup of a new assignment's committed offsets may take inside the rebalance
+#: callback (``Committer.assignment_positions``); the partitions still unknown then are sought
+#: to their committed offsets by ``recover``
+ASSIGN_LOOKUP_TIMEOUT_S = 2.0
+#: auto.offset.reset's values and the start they give a partition without a committed offset
+RESET_POSITIONS = {
+    "earliest": OFFSET_BEGINNING,
+    "smallest": OFFSET_BEGINNING,
+    "beginning": OFFSET_BEGINNING,
+    "latest": OFFSET_END,
+    "largest": OFFSET_END,
+    "end": OFFSET_END,
+}
 #: changelog records written before an at-least-once commit also writes the checkpoint
 CHECKPOINT_DELTA = 10_000
 #: longest a new transactional producer waits for a broker connection before it asks for
@@ -345,20 +361,68 @@ class Committer:
             self._rewind_to_committed()
         self.stall.recovered()
 
+    # -- assignment -----------------------------------------------------------------------
+
+    def assignment_positions(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """Where the partitions of a new assignment start: each one's committed offset,
+        looked up here, or auto.offset.reset's end of a partition without one.
+
+        librdkafka's own lookup (a partition assigned without an offset) is retried while a
+        transaction's offsets for the partition are pending, since a read_committed consumer
+        asks for stable offsets; a rebalance that ends those retries makes it start the
+        partition at auto.offset.reset, as if nothing were committed, and everything after
+        that point is processed again. A partition whose lookup here fails starts at its end
+        instead and is rewound to its committed offset by ``recover`` (``needs_rewind``)
+        before anything is processed."""
+        reset = RESET_POSITIONS.get(
+            str(self.config.consumer.get("auto.offset.reset", "earliest")), OFFSET_INVALID
+        )
+        unknown = [TopicPartition(tp.topic, tp.partition, OFFSET_END) for tp in partitions]
+        try:
+            with calling("reading the committed offsets of the new assignment"):
+                answers = self.consumer.committed(
+                    [TopicPartition(tp.topic, tp.partition) for tp in partitions],
+                    timeout=ASSIGN_LOOKUP_TIMEOUT_S,
+                )
+        except StreamsException as exc:
+            log.info("%s: %s; its partitions start once it succeeds", self.name, exc)
+            self.needs_rewind.update((tp.topic, tp.partition) for tp in partitions)
+            return unknown
+        positions = []
+        starts = []
+        for tp in answers:
+            if tp.error is not None:
+                self.needs_rewind.add((tp.topic, tp.partition))
+                positions.append(TopicPartition(tp.topic, tp.partition, OFFSET_END))
+                starts.append(f"{tp.topic}-{tp.partition} once its offset is read ({tp.error})")
+            elif tp.offset >= 0:
+                positions.append(TopicPartition(tp.topic, tp.partition, tp.offset))
+                starts.append(f"{tp.topic}-{tp.partition} at committed offset {tp.offset}")
+            else:
+                positions.append(TopicPartition(tp.topic, tp.partition, reset))
+                starts.append(f"{tp.topic}-{tp.partition} at auto.offset.reset (none committed)")
+        log.info("%s starts %s", self.name, ", ".join(starts))
+        return positions
+
     def _rewind_to_committed(self) -> None:
         partitions = list(self.needs_rewind.intersection(self.task_manager.assigned))
         if not partitions:
             self.needs_rewind.clear()
             return
         consumer = self.consumer
-        with calling("reading committed offsets"):
+        what = "reading committed offsets"
+        with calling(what):
             committed = consumer.committed(
                 [TopicPartition(t, p) for t, p in partitions], timeout=CALL_TIMEOUT_S
             )
-        reset = (
-            OFFSET_END
-            if self.config.consumer.get("auto.offset.reset") == "latest"
-            else OFFSET_BEGINNING
+        for tp in committed:
+            if tp.error is not None:
+                # a partition whose lookup failed (an open transaction's offsets, say) is
+                # not one without a committed offset: rewinding it to the auto.offset.reset
+                # position would process it again from there
+                raise translate(KafkaException(tp.error), f"{what} of {tp.topic}-{tp.partition}")
+        reset = RESET_POSITIONS.get(
+            str(self.config.consumer.get("auto.offset.reset", "earliest")), OFFSET_BEGINNING
         )
         for tp in committed:
             offset = tp.offset if tp.offset is not None and tp.offset >= 0 else reset

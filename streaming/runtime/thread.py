@@ -741,6 +741,11 @@ class StreamThread(threading.Thread):
             self.committer.retain_committed(kept)
             # newly assigned partitions start from their committed offsets
             self.committer.needs_rewind.clear()
+            positions = self.committer.assignment_positions(partitions)
+            consumer.assign(positions)
+            self._group_committed_offsets.update(
+                ((tp.topic, tp.partition), tp.offset) for tp in positions if tp.offset >= 0
+            )
             self._set_state(PARTITIONS_ASSIGNED)
             self.listener.on_assignment_change()
 

@@ -93,7 +93,14 @@ def test_two_instances_share_and_take_over(kafka_cluster, tmp_path):
                 stop_app(proc, kill=True)
     copies = Counter(int(m[4]) for m in msgs if m[0] == names["copy"])
     assert sorted(copies) == list(range(2 * PHASE))
-    assert max(copies.values()) == 1
+    # where each instance started its partitions, and their state changes, if it fails
+    starts = [
+        f"{name}: {line}"
+        for name in ("a", "b")
+        for line in (tmp_path / f"{name}.log").read_text().splitlines()
+        if " starts " in line or "state" in line or "WARNING" in line
+    ]
+    assert max(copies.values()) == 1, "\n".join(starts)
     assert _final_counts(msgs, names["counts"]) == expected
     log_b = (tmp_path / "b.log").read_text()
     assert "Restoring store counts" in log_b, "the survivor did not restore the moved tasks"

@@ -3,6 +3,8 @@ configuration errors."""
 
 from __future__ import annotations
 
+import argparse
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from streaming import StreamsBuilder
-from streaming.cli import load_topology, parse_sets
+from streaming.cli import _load_config, load_topology, parse_sets
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -38,6 +40,26 @@ def test_parse_sets():
     assert parse_sets(["a.b=1", " c = x=y "]) == {"a.b": "1", "c": "x=y"}
     with pytest.raises(SystemExit):
         parse_sets(["novalue"])
+
+
+@pytest.mark.parametrize(
+    ("sets", "level"),
+    [
+        ([], logging.WARNING),
+        (["consumer.debug=cgrp"], logging.DEBUG),
+        (["debug=eos"], logging.DEBUG),
+    ],
+)
+def test_a_client_debug_setting_lets_librdkafkas_debug_log_through(sets, level):
+    # main() keeps librdkafka at WARNING; asking a client for its debug log overrides it
+    logger = logging.getLogger("streaming.runtime.librdkafka")
+    before = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        _load_config(argparse.Namespace(config=None, set=sets))
+        assert logger.level == level
+    finally:
+        logger.setLevel(before)
 
 
 def test_configuration_error_exits_2(tmp_path):

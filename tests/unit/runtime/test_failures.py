@@ -160,6 +160,13 @@ def test_repeat_filter_folds_repeats_that_differ_in_numbers_and_client_names():
     assert "50 similar messages" in later.getMessage()
 
 
+def test_debug_records_asked_for_are_never_folded():
+    # a client's debug setting (consumer.debug=cgrp) asks for every line, repeats included
+    folded = RepeatFilter(window_s=60)
+    lines = [_record("OFFSETFETCH [x] Adding in [0] back to pending list", logging.DEBUG)] * 3
+    assert all(folded.filter(line) for line in lines)
+
+
 def test_topic_limits_refuse_what_the_broker_would():
     limits = TopicLimits(after_max_ms=60_000, before_max_ms=3_600_000, max_message_bytes=1000)
     now = 10_000_000

@@ -8,12 +8,17 @@ import threading
 from types import SimpleNamespace
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, KafkaException
 
 from streaming.runtime.clients import main_consumer_membership
 from streaming.runtime.commit import CONNECT_WAIT_S, Committer
 from streaming.runtime.config import StreamsConfig
-from streaming.runtime.failures import Stall, TaskCorruptedException, TaskMigratedException
+from streaming.runtime.failures import (
+    RetriableStreamsException,
+    Stall,
+    TaskCorruptedException,
+    TaskMigratedException,
+)
 from streaming.runtime.producer import RecordCollector
 from streaming.runtime.task import StreamTask
 from streaming.runtime.task_manager import TaskManager
@@ -222,6 +227,107 @@ def test_a_rollback_resumes_the_partitions_it_had_paused(thread_with):
     assert not tasks.paused
     assert built == tasks.assigned
     assert thread.committer.needs_rewind == set(tasks.assigned)
+
+
+class CommittedLookup:
+    """A consumer whose ``committed()`` answers per partition: an offset, nothing committed
+    (-1001) or an error; ``seek`` is recorded."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.seeks = []
+
+    def committed(self, partitions, timeout=None):
+        out = []
+        for tp in partitions:
+            answer = self.answers[tp.partition]
+            failed = isinstance(answer, KafkaError)
+            offset = -1001 if failed else answer
+            error = answer if failed else None
+            out.append(
+                SimpleNamespace(topic=tp.topic, partition=tp.partition, offset=offset, error=error)
+            )
+        return out
+
+    def seek(self, tp):
+        self.seeks.append((tp.partition, tp.offset))
+
+
+def _rewinding(thread_with, answers):
+    thread = thread_with(None)
+    committer = thread.committer
+    committer.consumer = CommittedLookup(answers)
+    committer.config.consumer = {"auto.offset.reset": "earliest"}
+    committer.task_manager.assigned = [("in", p) for p in answers]
+    committer.needs_rewind = set(committer.task_manager.assigned)
+    return committer
+
+
+def test_a_rewind_seeks_to_the_committed_offsets_or_the_reset_position(thread_with):
+    committer = _rewinding(thread_with, {0: 250, 1: -1001})
+    committer.recover()
+    assert sorted(committer.consumer.seeks) == [(0, 250), (1, OFFSET_BEGINNING)]
+    assert not committer.pending()
+
+
+def test_a_failed_offset_lookup_is_retried_never_taken_for_no_committed_offset(thread_with):
+    # an open transaction's offsets make the lookup fail for that partition: seeking it to
+    # auto.offset.reset would process everything it committed again (exactly-once broken)
+    unstable = KafkaError(KafkaError.UNSTABLE_OFFSET_COMMIT)
+    committer = _rewinding(thread_with, {0: 250, 1: unstable})
+    with pytest.raises(RetriableStreamsException, match="UNSTABLE_OFFSET_COMMIT"):
+        committer.recover()
+    assert committer.consumer.seeks == []
+    assert committer.needs_rewind == {("in", 0), ("in", 1)}  # tried again after the backoff
+    committer.consumer.answers[1] = 120
+    committer.recover()
+    assert sorted(committer.consumer.seeks) == [(0, 250), (1, 120)]
+
+
+def _assigning(thread_with, answers, reset="earliest"):
+    committer = _rewinding(thread_with, answers)
+    committer.needs_rewind = set()
+    committer.config.consumer = {"auto.offset.reset": reset}
+    return committer
+
+
+def _positions(committer, partitions):
+    assigned = [SimpleNamespace(topic="in", partition=p) for p in partitions]
+    return [(tp.partition, tp.offset) for tp in committer.assignment_positions(assigned)]
+
+
+@pytest.mark.parametrize("reset, start", [("earliest", OFFSET_BEGINNING), ("latest", OFFSET_END)])
+def test_a_new_assignment_starts_at_the_committed_offsets_it_looked_up(thread_with, reset, start):
+    # explicit positions: librdkafka never looks the offsets up itself (see the next test)
+    committer = _assigning(thread_with, {0: 250, 1: -1001}, reset)
+    assert _positions(committer, [0, 1]) == [(0, 250), (1, start)]
+    assert not committer.needs_rewind
+
+
+def test_a_partition_whose_offset_lookup_fails_waits_for_the_rewind(thread_with):
+    # librdkafka retries its own lookup while a transaction's offsets are pending, and a
+    # rebalance in between made it start the partition at auto.offset.reset: here such a
+    # partition starts at its end and recover() seeks it to its committed offset first
+    unstable = KafkaError(KafkaError.UNSTABLE_OFFSET_COMMIT)
+    committer = _assigning(thread_with, {0: 250, 1: unstable})
+    assert _positions(committer, [0, 1]) == [(0, 250), (1, OFFSET_END)]
+    assert committer.needs_rewind == {("in", 1)}
+    assert committer.pending()  # nothing is processed before the rewind
+    committer.consumer.answers[1] = 120
+    committer.recover()
+    assert committer.consumer.seeks == [(1, 120)]
+    assert not committer.pending()
+
+
+def test_a_lookup_that_times_out_rewinds_every_partition(thread_with):
+    committer = _assigning(thread_with, {0: 250, 1: 7})
+    committer.consumer.committed = _timing_out
+    assert _positions(committer, [0, 1]) == [(0, OFFSET_END), (1, OFFSET_END)]
+    assert committer.needs_rewind == {("in", 0), ("in", 1)}
+
+
+def _timing_out(partitions, timeout=None):
+    raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
 
 
 # -- a rebalance while partitions are paused (back-pressure) --------------------------------
