@@ -377,7 +377,6 @@ class Committer:
         reset = RESET_POSITIONS.get(
             str(self.config.consumer.get("auto.offset.reset", "earliest")), OFFSET_INVALID
         )
-        unknown = [TopicPartition(tp.topic, tp.partition, OFFSET_END) for tp in partitions]
         try:
             with calling("reading the committed offsets of the new assignment"):
                 answers = self.consumer.committed(
@@ -387,22 +386,46 @@ class Committer:
         except StreamsException as exc:
             log.info("%s: %s; its partitions start once it succeeds", self.name, exc)
             self.needs_rewind.update((tp.topic, tp.partition) for tp in partitions)
-            return unknown
+            return [TopicPartition(tp.topic, tp.partition, OFFSET_END) for tp in partitions]
+        uncommitted = [tp for tp in answers if tp.error is None and tp.offset < 0]
+        log_starts = self._log_starts(uncommitted) if reset == OFFSET_BEGINNING else {}
         positions = []
         starts = []
         for tp in answers:
+            name = f"{tp.topic}-{tp.partition}"
             if tp.error is not None:
                 self.needs_rewind.add((tp.topic, tp.partition))
-                positions.append(TopicPartition(tp.topic, tp.partition, OFFSET_END))
-                starts.append(f"{tp.topic}-{tp.partition} once its offset is read ({tp.error})")
+                offset, start = OFFSET_END, f"once its committed offset is read ({tp.error})"
             elif tp.offset >= 0:
-                positions.append(TopicPartition(tp.topic, tp.partition, tp.offset))
-                starts.append(f"{tp.topic}-{tp.partition} at committed offset {tp.offset}")
+                offset, start = tp.offset, f"at committed offset {tp.offset}"
+            elif (tp.topic, tp.partition) in log_starts:
+                offset = log_starts[(tp.topic, tp.partition)]
+                start = f"at its log start {offset} (none committed)"
             else:
-                positions.append(TopicPartition(tp.topic, tp.partition, reset))
-                starts.append(f"{tp.topic}-{tp.partition} at auto.offset.reset (none committed)")
+                offset, start = reset, "at auto.offset.reset (none committed)"
+            positions.append(TopicPartition(tp.topic, tp.partition, offset))
+            starts.append(f"{name} {start}")
         log.info("%s starts %s", self.name, ", ".join(starts))
         return positions
+
+    def _log_starts(self, partitions: list[TopicPartition]) -> dict[tuple[str, int], int]:
+        """The log start offsets of ``partitions`` (one ListOffsets request per broker; none
+        if it fails). A partition assigned at the logical beginning can be fetched only once
+        its own offset lookup returned, and the first fetch goes out with the partitions
+        known by then: when those held nothing the broker kept it ``fetch.wait.max.ms``, and
+        every other partition waited with it (100 ms after every start)."""
+        if not partitions:
+            return {}
+        earliest = [TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING) for tp in partitions]
+        try:  # a timestamp of OFFSET_BEGINNING asks ListOffsets for the earliest offset
+            found = self.consumer.offsets_for_times(earliest, timeout=ASSIGN_LOOKUP_TIMEOUT_S)
+        except KafkaException:
+            return {}
+        return {
+            (tp.topic, tp.partition): tp.offset
+            for tp in found
+            if tp.error is None and tp.offset >= 0
+        }
 
     def _rewind_to_committed(self) -> None:
         partitions = list(self.needs_rewind.intersection(self.task_manager.assigned))

@@ -86,6 +86,8 @@ MAX_POLL_RECORDS = 1000
 #: threads: another thread's next report (a worker's, in the shared table) or this thread's
 #: own acknowledged records may let a task go on, and neither wakes the consumer
 ALIGNMENT_RECHECK_S = 0.005
+#: longest a poll waits while the thread has no running assignment (``run_once``)
+ASSIGNMENT_POLL_S = 0.01
 #: how long the lag metric waits for a partition's committed offset (once per assignment)
 COMMITTED_LAG_TIMEOUT_S = 1.0
 #: rollbacks in a row (no commit between) after which task.timeout.ms applies to them
@@ -413,6 +415,10 @@ class StreamThread(threading.Thread):
             alignment = self.task_manager.alignment
             if alignment is not None and alignment.aligning:
                 timeout = min(timeout, ALIGNMENT_RECHECK_S)
+            if self.state != THREAD_RUNNING:
+                # an assignment is served inside the poll, which then waits on for records
+                # until its timeout: the new tasks' restoration would start that much later
+                timeout = min(timeout, ASSIGNMENT_POLL_S)
         if self._recovering():
             # records fetched meanwhile are dropped, and their partitions rewound to the
             # committed offsets once recovered (the seek fetches them again)

@@ -345,6 +345,7 @@ def test_state_consumers_fetch_again_quickly_unless_told_otherwise():
     cfg = build()
     assert restore_config(cfg) == {
         "fetch.queue.backoff.ms": 10,
+        "enable.sparse.connections": False,
         "bootstrap.servers": cfg.bootstrap_servers,
         "group.id": f"{cfg.application_id}-restore-unused",
         "client.id": "c",
@@ -362,6 +363,27 @@ def test_state_consumers_fetch_again_quickly_unless_told_otherwise():
     restore = restore_config(cfg)
     assert restore["fetch.queue.backoff.ms"] == 50  # the user's setting wins over the default
     assert restore["isolation.level"] == "read_committed"  # what the runtime relies on wins
+
+
+@pytest.mark.parametrize("prefix", ["consumer.", "producer.", "restore.consumer.", "admin."])
+def test_every_client_connects_to_every_broker_at_once_unless_told_otherwise(prefix):
+    # a client connecting lazily made its first request wait about 50 ms for the connection
+    clients = build().clients()
+    settings = {
+        "consumer.": clients.main_consumer(client_id="c", group_instance_id=None),
+        "producer.": clients.producer(client_id="c", transactional_id="t"),
+        "restore.consumer.": clients.state_consumer(role="restore", client_id="c"),
+        "admin.": clients.admin(client_id="c"),
+    }
+    assert all(s["enable.sparse.connections"] is False for s in settings.values())
+    told = build(**{f"{prefix}enable.sparse.connections": True}).clients()
+    given = {
+        "consumer.": lambda: told.main_consumer(client_id="c", group_instance_id=None),
+        "producer.": lambda: told.producer(client_id="c", transactional_id="t"),
+        "restore.consumer.": lambda: told.state_consumer(role="restore", client_id="c"),
+        "admin.": lambda: told.admin(client_id="c"),
+    }[prefix]()
+    assert given["enable.sparse.connections"] is True
 
 
 def test_confluent_kafka_callbacks_are_client_settings():

@@ -353,15 +353,36 @@ def test_the_smallest_grace_of_the_topologys_windows_and_joins_decides_the_drift
     assert smallest_grace_ms(stateless.build()) is None
 
 
+@pytest.mark.parametrize("state", ["STARTING", "PARTITIONS_REVOKED", "PARTITIONS_ASSIGNED"])
+def test_a_thread_without_a_running_assignment_polls_briefly(state):
+    # librdkafka serves the assignment inside the poll and then waits on for records until
+    # the poll's timeout: the new tasks' restoration started up to a whole poll later
+    from streaming.runtime.thread import ASSIGNMENT_POLL_S, THREAD_RUNNING
+
+    thread = _joining_thread(None)
+    thread.config.poll_ms = 100
+    timeouts: list[float] = []
+    thread.consumer.consume = lambda num_messages, timeout: timeouts.append(timeout) or []
+    thread.state = state
+    thread.run_once()
+    assert max(timeouts) == ASSIGNMENT_POLL_S
+    timeouts.clear()
+    thread.state = THREAD_RUNNING
+    thread._last_commit = time.monotonic()
+    thread.run_once()
+    assert max(timeouts) > 5 * ASSIGNMENT_POLL_S
+
+
 def test_an_idle_thread_looks_again_soon_while_the_threads_pace_each_other():
     # what lets a held task go on is another worker's next report or this thread's own
     # acknowledged records, and neither wakes its consumer: waiting a whole poll for a
     # record each time made two workers trade turns a poll apart
-    from streaming.runtime.thread import ALIGNMENT_RECHECK_S
+    from streaming.runtime.thread import ALIGNMENT_RECHECK_S, THREAD_RUNNING
 
     shared = EventTimeAlignment(AlignmentSettings(max_drift_ms=10_000))
     member = shared.member("t2", 1)
     thread = _joining_thread(member)
+    thread.state = THREAD_RUNNING  # (a thread without a running assignment polls briefly)
     thread.config.poll_ms = 100
     timeouts: list[float] = []
     thread.consumer.consume = lambda num_messages, timeout: timeouts.append(timeout) or []

@@ -231,11 +231,27 @@ def test_a_rollback_resumes_the_partitions_it_had_paused(thread_with):
 
 class CommittedLookup:
     """A consumer whose ``committed()`` answers per partition: an offset, nothing committed
-    (-1001) or an error; ``seek`` is recorded."""
+    (-1001) or an error; ``offsets_for_times`` gives the partitions' log starts (fails
+    while there are none); ``seek`` is recorded."""
 
-    def __init__(self, answers):
+    def __init__(self, answers, log_starts=None):
         self.answers = answers
+        self.log_starts = log_starts
         self.seeks = []
+
+    def offsets_for_times(self, partitions, timeout=None):
+        assert all(tp.offset == OFFSET_BEGINNING for tp in partitions)  # EARLIEST
+        if self.log_starts is None:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+        return [
+            SimpleNamespace(
+                topic=tp.topic,
+                partition=tp.partition,
+                offset=self.log_starts[tp.partition],
+                error=None,
+            )
+            for tp in partitions
+        ]
 
     def committed(self, partitions, timeout=None):
         out = []
@@ -296,10 +312,20 @@ def _positions(committer, partitions):
     return [(tp.partition, tp.offset) for tp in committer.assignment_positions(assigned)]
 
 
-@pytest.mark.parametrize("reset, start", [("earliest", OFFSET_BEGINNING), ("latest", OFFSET_END)])
-def test_a_new_assignment_starts_at_the_committed_offsets_it_looked_up(thread_with, reset, start):
+@pytest.mark.parametrize(
+    ("reset", "log_starts", "start"),
+    [
+        ("earliest", {1: 37}, 37),  # the log start, looked up: fetched at once
+        ("earliest", None, OFFSET_BEGINNING),  # that lookup failed: librdkafka's
+        ("latest", {1: 37}, OFFSET_END),
+    ],
+)
+def test_a_new_assignment_starts_at_the_committed_offsets_it_looked_up(
+    thread_with, reset, log_starts, start
+):
     # explicit positions: librdkafka never looks the offsets up itself (see the next test)
     committer = _assigning(thread_with, {0: 250, 1: -1001}, reset)
+    committer.consumer.log_starts = log_starts
     assert _positions(committer, [0, 1]) == [(0, 250), (1, start)]
     assert not committer.needs_rewind
 
