@@ -203,10 +203,9 @@ class StandbyManager(threading.Thread):
     def activating(self, tid: str) -> Iterator[None]:
         """Held by a stream thread while it turns ``tid`` into an active task here."""
         with self.lock:
-            standby = self.tasks.pop(tid, None)
-            if standby is not None:
+            if tid in self.tasks:
                 log.info("Standby task %s becomes active", tid)
-                standby.close()
+                self._close_task(tid)
                 self._reassign_needed = True  # the consumer is only used by its own thread
             yield
 
@@ -275,7 +274,7 @@ class StandbyManager(threading.Thread):
             changed = False
             for tid in list(self.tasks):
                 if tid not in wanted:
-                    self.tasks.pop(tid).close()
+                    self._close_task(tid)
                     changed = True
             for tid in sorted(wanted - set(self.tasks)):
                 sub_id, partition = (int(x) for x in tid.split("_"))
@@ -293,6 +292,15 @@ class StandbyManager(threading.Thread):
                 changed = True
             if changed:
                 self._reassign()
+
+    def _close_task(self, tid: str) -> None:
+        """Close standby task ``tid`` and forget its source partitions' limits (the caller
+        holds the lock)."""
+        task = self.tasks.pop(tid)
+        for tp in task.source_partitions:
+            self.limits.pop(tp, None)
+            self.held.pop(tp, None)
+        task.close()
 
     def _update_limits(self) -> None:
         """Read the group's committed offsets of the source-topic changelog partitions and

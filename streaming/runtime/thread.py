@@ -749,6 +749,8 @@ class StreamThread(threading.Thread):
             self.committer.needs_rewind.clear()
             positions = self.committer.assignment_positions(partitions)
             consumer.assign(positions)
+            # where each partition starts (its committed offset, or its log start) is where
+            # its lag counts from: no lookup per partition for the first lag metric
             self._group_committed_offsets.update(
                 ((tp.topic, tp.partition), tp.offset) for tp in positions if tp.offset >= 0
             )
