@@ -346,6 +346,7 @@ def test_state_consumers_fetch_again_quickly_unless_told_otherwise():
     assert restore_config(cfg) == {
         "fetch.queue.backoff.ms": 10,
         "enable.sparse.connections": False,
+        "reconnect.backoff.max.ms": 1000,
         "bootstrap.servers": cfg.bootstrap_servers,
         "group.id": f"{cfg.application_id}-restore-unused",
         "client.id": "c",
@@ -376,6 +377,8 @@ def test_every_client_connects_to_every_broker_at_once_unless_told_otherwise(pre
         "admin.": clients.admin(client_id="c"),
     }
     assert all(s["enable.sparse.connections"] is False for s in settings.values())
+    # ... and, connected for good, tries again within a second once a broker is back
+    assert all(s["reconnect.backoff.max.ms"] == 1000 for s in settings.values())
     told = build(**{f"{prefix}enable.sparse.connections": True}).clients()
     given = {
         "consumer.": lambda: told.main_consumer(client_id="c", group_instance_id=None),
