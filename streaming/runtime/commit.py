@@ -374,9 +374,9 @@ class Committer:
         that point is processed again. A partition whose lookup here fails starts at its end
         instead and is rewound to its committed offset by ``recover`` (``needs_rewind``)
         before anything is processed."""
-        reset = RESET_POSITIONS.get(
-            str(self.config.consumer.get("auto.offset.reset", "earliest")), OFFSET_INVALID
-        )
+        reset = self._reset_position()
+        if reset is None:
+            reset = OFFSET_INVALID  # librdkafka applies the policy (and reports "error")
         try:
             with calling("reading the committed offsets of the new assignment"):
                 answers = self.consumer.committed(
@@ -407,6 +407,11 @@ class Committer:
             starts.append(f"{name} {start}")
         log.info("%s starts %s", self.name, ", ".join(starts))
         return positions
+
+    def _reset_position(self) -> int | None:
+        """Where ``auto.offset.reset`` starts a partition without a committed offset; None
+        for a policy without a position (``error``)."""
+        return RESET_POSITIONS.get(str(self.config.consumer.get("auto.offset.reset", "earliest")))
 
     def _log_starts(self, partitions: list[TopicPartition]) -> dict[tuple[str, int], int]:
         """The log start offsets of ``partitions`` (one ListOffsets request per broker; none
@@ -444,9 +449,9 @@ class Committer:
                 # not one without a committed offset: rewinding it to the auto.offset.reset
                 # position would process it again from there
                 raise translate(KafkaException(tp.error), f"{what} of {tp.topic}-{tp.partition}")
-        reset = RESET_POSITIONS.get(
-            str(self.config.consumer.get("auto.offset.reset", "earliest")), OFFSET_BEGINNING
-        )
+        reset = self._reset_position()
+        if reset is None:
+            reset = OFFSET_BEGINNING
         for tp in committed:
             offset = tp.offset if tp.offset is not None and tp.offset >= 0 else reset
             try:
